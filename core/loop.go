@@ -1,0 +1,412 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// instance is one running agent: the owner of the Work it starts.
+type instance struct {
+	rt      *Runtime
+	p       *prepared
+	id      string
+	model   string
+	w       *work // the Work this instance runs as, for background children
+	step     int
+	history  []Message
+	maxSteps int // overrides the agent's budget when > 0
+}
+
+func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
+	return &instance{rt: rt, p: p, id: rt.ids.NewID(IDRun), model: model, w: w}
+}
+
+// run executes the agent loop: provider step, tool round, next step, until a
+// final output or the step budget. A cancelled context stops the run at the
+// next semantic boundary: before a provider step or a tool call.
+func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
+	rt := inst.rt
+	a := inst.p.agent
+	start := Event{Kind: EventRunStart, Run: inst.id, Agent: a.ID, Parent: parent, Mode: mode, Input: input}
+	if inst.w != nil {
+		start.Work = inst.w.ref.ID
+	}
+	rt.emit(start)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("agent %q panicked: %v", a.ID, r)
+		}
+		end := Event{Kind: EventRunEnd, Run: inst.id, Agent: a.ID, Mode: mode, Output: out, Err: err}
+		if inst.w != nil {
+			end.Work = inst.w.ref.ID
+		}
+		rt.emit(end)
+	}()
+
+	if err := a.Prompt.Input.Validate(input); err != nil {
+		return nil, fmt.Errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
+	}
+	first, err := renderPrompt(a.Prompt, input)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q prompt: %w", a.ID, err)
+	}
+	if first != "" {
+		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
+	}
+	step := inst.chain()
+	seen := 0
+	budget := inst.p.maxSteps
+	if inst.maxSteps > 0 {
+		budget = inst.maxSteps
+	}
+	for inst.step = 1; inst.step <= budget; inst.step++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rt.exec.Yield(Point{Kind: PointProviderStep, Run: inst.id, Work: inst.workID(), Agent: a.ID, Step: inst.step})
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if inst.w != nil {
+			if msgs := rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
+				inst.history = append(inst.history, msgs...)
+				rt.emit(Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: a.ID, Work: inst.w.ref.ID,
+					Step: inst.step, Cursor: fmt.Sprint(len(msgs))})
+			}
+		}
+		req := &Request{
+			Model:    inst.model,
+			Agent:    a.ID,
+			Run:      inst.id,
+			Step:     inst.step,
+			System:   a.Prompt.System,
+			Messages: inst.history[:len(inst.history):len(inst.history)],
+			Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
+			Tools:    inst.p.specs,
+			Output:   a.Prompt.Output,
+		}
+		newMsgs := len(inst.history) - seen
+		seen = len(inst.history)
+		resp, err := step(withNewMessages(ctx, newMsgs), req)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q step %d: %w", a.ID, inst.step, err)
+		}
+		if resp == nil {
+			resp = &Response{}
+		}
+		if len(resp.ToolCalls) == 0 {
+			out, problem := inst.finalOutput(resp)
+			if problem == "" {
+				return out, nil
+			}
+			inst.history = append(inst.history,
+				Message{Role: RoleAssistant, Content: firstNonEmpty(resp.Text, string(resp.Output))},
+				Message{Role: RoleUser, Content: problem})
+			continue
+		}
+		inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls)})
+		for _, call := range resp.ToolCalls {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			rt.exec.Yield(Point{Kind: PointToolCall, Run: inst.id, Work: inst.workID(), Agent: a.ID, Step: inst.step, Tool: call.Name})
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			msg, err := inst.callTool(ctx, call)
+			if err != nil {
+				return nil, err
+			}
+			inst.history = append(inst.history, msg)
+		}
+	}
+	return nil, fmt.Errorf("agent %q: %w (%d steps)", a.ID, ErrStepBudget, budget)
+}
+
+func (inst *instance) workID() string {
+	if inst.w == nil {
+		return ""
+	}
+	return inst.w.ref.ID
+}
+
+type newMessagesKey struct{}
+
+func withNewMessages(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, newMessagesKey{}, n)
+}
+
+// chain builds the agent's middleware around the provider. The innermost
+// link reports the request exactly as the provider receives it.
+func (inst *instance) chain() StepFunc {
+	rt := inst.rt
+	a := inst.p.agent
+	next := StepFunc(func(ctx context.Context, req *Request) (*Response, error) {
+		n, _ := ctx.Value(newMessagesKey{}).(int)
+		rt.emit(Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Request: req, NewMessages: n})
+		resp, err := rt.opts.Provider.Step(ctx, req)
+		rt.emit(Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Response: resp, Err: err})
+		return resp, err
+	})
+	for i := len(a.Use) - 1; i >= 0; i-- {
+		mw, inner := a.Use[i], next
+		next = func(ctx context.Context, req *Request) (*Response, error) { return mw(ctx, req, inner) }
+	}
+	return next
+}
+
+// finalOutput reads a final response. It returns a model-facing correction
+// instead when a structured output is missing or invalid.
+func (inst *instance) finalOutput(resp *Response) (*Output, string) {
+	schema := inst.p.agent.Prompt.Output
+	if schema == nil {
+		return &Output{Raw: resp.Text, Value: resp.Text}, ""
+	}
+	raw := bytes.TrimSpace(resp.Output)
+	if len(raw) == 0 {
+		raw = bytes.TrimSpace([]byte(resp.Text))
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, "Your final answer must be a JSON document matching the output schema; it is not valid JSON: " + err.Error()
+	}
+	if err := schema.Validate(v); err != nil {
+		return nil, "Your final answer does not match the output schema: " + strings.Join(err.(*ValidationError).Problems, "; ")
+	}
+	return &Output{Raw: string(raw), Value: v}, ""
+}
+
+func renderPrompt(p Prompt, input any) (string, error) {
+	if p.Render != nil {
+		return p.Render(input)
+	}
+	if input == nil {
+		return "", nil
+	}
+	if s, ok := input.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(input)
+	return string(b), err
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// callTool runs one tool call and returns its tool message. Only a context
+// error ends the run; everything else is a model-facing error.
+func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, error) {
+	rt := inst.rt
+	rt.emit(Event{Kind: EventToolCall, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: &call})
+	msg := Message{Role: RoleTool, ToolCallID: call.ID, ToolName: call.Name}
+	ev := Event{Kind: EventToolResult, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: &call}
+	content, ref, err := inst.execTool(ctx, call, &ev)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return msg, err
+		}
+		msg.IsError = true
+		content = toolErrorContent(err)
+	}
+	msg.Content = content
+	ev.Result = &msg
+	ev.Ref = ref
+	rt.emit(ev)
+	return msg, nil
+}
+
+func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (string, *WorkRef, error) {
+	pt := inst.p.byName[call.Name]
+	if pt == nil {
+		return "", nil, &ModelError{Code: "unknown_tool", Message: fmt.Sprintf("there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))}
+	}
+	args, err := decodeArgs(call.Arguments)
+	if err != nil {
+		return "", nil, &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("arguments of %s are not a JSON object: %v", call.Name, err)}
+	}
+	if err := pt.params.Validate(args); err != nil {
+		return "", nil, &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("arguments of %s: %s", call.Name, strings.Join(err.(*ValidationError).Problems, "; "))}
+	}
+	switch pt.kind {
+	case kindWork:
+		var in WorkInput
+		raw, _ := json.Marshal(args)
+		_ = json.Unmarshal(raw, &in)
+		ev.Action = in.Action
+		if in.ID != nil {
+			ev.Work = *in.ID
+		}
+		out, err := inst.workCall(ctx, call, in)
+		return out, nil, err
+	case kindFunction:
+		v, err := pt.tool.Run(ctx, call, args)
+		if err != nil {
+			return "", nil, err
+		}
+		out, err := toolContent(v)
+		return out, nil, err
+	case kindForeground:
+		input := childInput(pt, args)
+		out, err := inst.runChild(ctx, pt, input)
+		if err != nil {
+			return "", nil, err
+		}
+		return out.Raw, nil, nil
+	case kindBackground, kindBgTool:
+		background, _ := args.(map[string]any)[BackgroundFlag].(bool)
+		input := childInput(pt, args)
+		if !background {
+			if pt.kind == kindBgTool {
+				v, err := pt.tool.Run(ctx, call, input)
+				if err != nil {
+					return "", nil, err
+				}
+				out, err := toolContent(v)
+				return out, nil, err
+			}
+			out, err := inst.runChild(ctx, pt, input)
+			if err != nil {
+				return "", nil, err
+			}
+			return out.Raw, nil, nil
+		}
+		ref, err := inst.startWork(call, pt, input)
+		if err != nil {
+			return "", nil, err
+		}
+		out, err := marshal(ref)
+		return out, &ref, err
+	}
+	return "", nil, fmt.Errorf("tool %q has no handler", call.Name)
+}
+
+// runChild runs a foreground child inline, on the tool call's context.
+func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any) (*Output, error) {
+	child := inst.rt.newInstance(pt.child, inst.model, nil)
+	out, err := child.run(ctx, input, ModeForeground, inst.id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &ModelError{Code: "child_failed", Message: fmt.Sprintf("%s failed: %v", pt.name, err)}
+	}
+	return out, nil
+}
+
+// startWork admits a background call as Work.
+func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
+	rt := inst.rt
+	canon, _ := json.Marshal(input)
+	key := occurrenceKey{owner: inst.id, turn: inst.step, callID: call.ID, tool: pt.name}
+	if pt.kind == kindBgTool {
+		return rt.reg.accept(key, sha256.Sum256(canon), pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
+			v, err := pt.tool.Run(ctx, call, input)
+			if err != nil {
+				return nil, err
+			}
+			s, err := toolContent(v)
+			if err != nil {
+				return nil, err
+			}
+			return &Output{Raw: s, Value: v}, nil
+		})
+	}
+	model, parent := inst.model, inst.id
+	return rt.reg.accept(key, sha256.Sum256(canon), pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
+		child := rt.newInstance(pt.child, model, w)
+		return child.run(ctx, input, ModeBackground, parent)
+	})
+}
+
+func childInput(pt *preparedTool, args any) any {
+	m, _ := args.(map[string]any)
+	if !pt.hasInput {
+		return nil
+	}
+	if pt.wrapped {
+		return m["input"]
+	}
+	if _, ok := m[BackgroundFlag]; !ok {
+		return m
+	}
+	clean := make(map[string]any, len(m)-1)
+	for k, v := range m {
+		if k != BackgroundFlag {
+			clean[k] = v
+		}
+	}
+	return clean
+}
+
+func decodeArgs(s string) (any, error) {
+	if strings.TrimSpace(s) == "" {
+		return map[string]any{}, nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil, err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("got %s", jsonKind(v))
+	}
+	return v, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+func toolContent(v any) (string, error) {
+	switch t := v.(type) {
+	case string:
+		return t, nil
+	case json.RawMessage:
+		return string(t), nil
+	case []byte:
+		return string(t), nil
+	case nil:
+		return "null", nil
+	}
+	return marshal(v)
+}
+
+func toolNames(p *prepared) string {
+	names := make([]string, len(p.tools))
+	for i, t := range p.tools {
+		names[i] = t.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,102 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Provider plays the model: one semantic request in, one response out.
+// Implementations must not modify the request; it is sealed when dispatched.
+type Provider interface {
+	Step(ctx context.Context, req *Request) (*Response, error)
+}
+
+// ProviderFunc adapts a function to a Provider.
+type ProviderFunc func(ctx context.Context, req *Request) (*Response, error)
+
+// Step calls f.
+func (f ProviderFunc) Step(ctx context.Context, req *Request) (*Response, error) { return f(ctx, req) }
+
+// Role is a message author.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of an agent's conversation history.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	// ToolCallID and ToolName identify the call a tool message answers.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	ToolName   string `json:"toolName,omitempty"`
+	// IsError marks a tool message that carries a model-facing error.
+	IsError bool `json:"isError,omitempty"`
+	// Guidance marks a user message that is supervisor guidance delivered
+	// by send.
+	Guidance bool `json:"guidance,omitempty"`
+}
+
+// ToolCall is one call a model made.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON text the model produced; it may be malformed.
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec is a tool as offered to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request is one semantic provider request: what the model is shown at one
+// step of one agent run.
+type Request struct {
+	// Model is the model name given to the run, if any.
+	Model string `json:"model,omitempty"`
+	// Agent is the agent's ID; Run the id of the running instance.
+	Agent string `json:"agent"`
+	Run   string `json:"run"`
+	// Step counts provider steps of this run from 1.
+	Step int `json:"step"`
+	// System is the agent's system text.
+	System string `json:"system,omitempty"`
+	// Messages is the run's history; it ends with the messages new since
+	// the previous step.
+	Messages []Message `json:"messages"`
+	// Status is the trailing, non-cacheable "Background work:" block
+	// sampled for this request, or nil. It is never stored in history.
+	Status *StatusBlock `json:"status,omitempty"`
+	// Tools are offered in this order.
+	Tools []ToolSpec `json:"tools,omitempty"`
+	// Output, when set, asks for a structured final output.
+	Output *Schema `json:"output,omitempty"`
+}
+
+// Response is what the model answered.
+type Response struct {
+	// Text is the assistant text.
+	Text string `json:"text,omitempty"`
+	// Output is a structured output document, for agents with an output
+	// schema. A provider may instead put the JSON in Text.
+	Output json.RawMessage `json:"output,omitempty"`
+	// ToolCalls, when present, start a tool round instead of finishing.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	// Usage is what the provider reported, if anything.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+}

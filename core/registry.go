@@ -1,0 +1,435 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+)
+
+// work is one Work item. All fields are guarded by registry.mu.
+type work struct {
+	ref      WorkRef
+	owner    string
+	label    string
+	isAgent  bool
+	state    lifecycle.State
+	seq      uint64 // creation order
+	finSeq   uint64 // finishing order
+	created  time.Time
+	started  time.Time
+	finished time.Time
+	detached bool
+	rejoined bool
+	output   *Output
+	failure  error
+
+	done   chan struct{} // closed once terminal
+	cancel context.CancelFunc
+	run    func(ctx context.Context, self *work) (*Output, error)
+
+	inbox     []Message // guidance accepted and not yet delivered
+	sent      int       // guidance accepted (the cursor)
+	delivered int
+}
+
+type occurrenceKey struct {
+	owner  string
+	turn   int
+	callID string
+	tool   string
+}
+
+type occurrence struct {
+	w      *work
+	digest [sha256.Size]byte
+}
+
+type sendKey struct {
+	owner  string
+	turn   int
+	callID string
+}
+
+// sendRecord is the identity record of a send: the digest of the message,
+// never its text.
+type sendRecord struct {
+	digest  [sha256.Size]byte
+	receipt SendReceipt
+}
+
+// registry is the process-local Work registry of one Runtime.
+type registry struct {
+	rt *Runtime
+
+	mu          sync.Mutex
+	works       map[string]*work
+	all         []*work            // creation order
+	byOwner     map[string][]*work // creation order, detached included
+	occurrences map[occurrenceKey]occurrence
+	sends       map[sendKey]sendRecord
+	queue       []*work
+	running     int
+	seq         uint64
+	finSeq      uint64
+	closed      bool
+}
+
+func newRegistry(rt *Runtime) *registry {
+	return &registry{
+		rt:          rt,
+		works:       map[string]*work{},
+		byOwner:     map[string][]*work{},
+		occurrences: map[occurrenceKey]occurrence{},
+		sends:       map[sendKey]sendRecord{},
+	}
+}
+
+// Errors the registry gives a model; see toolError for how they are shown.
+var (
+	errConflict = &ModelError{Code: "conflict"}
+	errCapacity = &ModelError{Code: "capacity_exceeded", Retryable: true}
+)
+
+// accept admits a background call: it returns the existing ref for a
+// repeated occurrence, a conflict for a repeated occurrence with other
+// input, a capacity error past the owner's bound, and otherwise a new Work
+// that is running or queued.
+func (r *registry) accept(key occurrenceKey, digest [sha256.Size]byte, target string, isAgent bool,
+	run func(ctx context.Context, self *work) (*Output, error)) (WorkRef, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return WorkRef{}, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
+	}
+	if occ, ok := r.occurrences[key]; ok {
+		if occ.digest != digest {
+			return WorkRef{}, errConflict.with(fmt.Sprintf(
+				"tool call %s already started background work %s with different input", key.callID, occ.w.ref.ID))
+		}
+		return occ.w.ref, nil
+	}
+	outstanding := 0
+	for _, w := range r.byOwner[key.owner] {
+		if !w.state.Terminal() {
+			outstanding++
+		}
+	}
+	if limit := r.rt.opts.MaxOutstanding; outstanding >= limit {
+		return WorkRef{}, errCapacity.with(fmt.Sprintf(
+			"%d background work items are still outstanding (limit %d); wait for or cancel some, then retry", outstanding, limit))
+	}
+	now := r.rt.clock.Now()
+	r.seq++
+	w := &work{
+		ref:     newRef(r.rt.ids.NewID(IDWork), target),
+		owner:   key.owner,
+		label:   key.tool,
+		isAgent: isAgent,
+		state:   lifecycle.Queued,
+		seq:     r.seq,
+		created: now,
+		done:    make(chan struct{}),
+		run:     run,
+	}
+	r.works[w.ref.ID] = w
+	r.all = append(r.all, w)
+	r.byOwner[key.owner] = append(r.byOwner[key.owner], w)
+	r.occurrences[key] = occurrence{w: w, digest: digest}
+	r.emitTransition(w, "", lifecycle.Queued, 0)
+	if r.running < r.rt.opts.MaxConcurrent {
+		r.startLocked(w)
+	} else {
+		r.queue = append(r.queue, w)
+	}
+	return w.ref, nil
+}
+
+// startLocked moves w from queued to running and starts its child actor.
+func (r *registry) startLocked(w *work) {
+	r.transitionLocked(w, lifecycle.Start)
+	r.running++
+	ctx, cancel := context.WithCancel(r.rt.base)
+	w.cancel = cancel
+	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
+}
+
+// runChild is the body of a background child's actor.
+func (r *registry) runChild(ctx context.Context, w *work) {
+	out, err := w.run(ctx, w)
+	r.rt.exec.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
+	r.finish(w, ctx, out, err)
+}
+
+func (r *registry) finish(w *work, ctx context.Context, out *Output, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stoppedByCancel := err != nil && ctx.Err() != nil && isCancellation(err)
+	ev := lifecycle.Finish(w.state, err == nil, stoppedByCancel)
+	if err == nil {
+		w.output = out
+	} else {
+		w.failure = err
+	}
+	r.transitionLocked(w, ev)
+	w.cancel()
+	r.running--
+	r.startQueuedLocked()
+}
+
+func (r *registry) startQueuedLocked() {
+	for r.running < r.rt.opts.MaxConcurrent && len(r.queue) > 0 {
+		next := r.queue[0]
+		r.queue = r.queue[1:]
+		r.startLocked(next)
+	}
+}
+
+// transitionLocked applies one lifecycle event. An illegal transition is a
+// bug in the runtime, so it panics rather than corrupt the registry.
+func (r *registry) transitionLocked(w *work, ev lifecycle.Event) {
+	from := w.state
+	to, err := lifecycle.Next(from, ev)
+	if err != nil {
+		panic(fmt.Sprintf("crux-sim: %s: %v", w.ref.ID, err))
+	}
+	w.state = to
+	now := r.rt.clock.Now()
+	switch {
+	case to == lifecycle.Running && from == lifecycle.Queued:
+		w.started = now
+	case to.Terminal():
+		w.finished = now
+		r.finSeq++
+		w.finSeq = r.finSeq
+		close(w.done)
+	}
+	r.emitTransition(w, from, to, ev)
+}
+
+func (r *registry) emitTransition(w *work, from, to lifecycle.State, ev lifecycle.Event) {
+	name := ""
+	if ev != 0 {
+		name = ev.String()
+	}
+	r.rt.emit(Event{Kind: EventWorkTransition, Run: w.owner, Work: w.ref.ID, Agent: w.ref.TargetID,
+		Label: w.label, From: from, To: to, Transition: name})
+}
+
+// visible returns the owner's attached Work with the id, or nil.
+func (r *registry) visibleLocked(owner, id string) *work {
+	w := r.works[id]
+	if w == nil || w.owner != owner || w.detached {
+		return nil
+	}
+	return w
+}
+
+func (r *registry) projectLocked(w *work) WorkStatus {
+	return WorkStatus{
+		Work:            w.ref,
+		TargetLabel:     w.label,
+		State:           w.state,
+		Attachment:      "attached",
+		Attempt:         1,
+		CreatedAt:       timestamp(w.created),
+		StartedAt:       timestamp(w.started),
+		FinishedAt:      timestamp(w.finished),
+		ResultAvailable: w.state == lifecycle.Completed,
+	}
+}
+
+// MaxListed is the most entries a list action returns.
+const MaxListed = 50
+
+func (r *registry) list(owner string) []WorkStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []WorkStatus{}
+	for _, w := range r.byOwner[owner] {
+		if w.detached {
+			continue
+		}
+		if len(out) == MaxListed {
+			break
+		}
+		out = append(out, r.projectLocked(w))
+	}
+	return out
+}
+
+func (r *registry) status(owner, id string) (WorkStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.visibleLocked(owner, id)
+	if w == nil {
+		return WorkStatus{}, false
+	}
+	return r.projectLocked(w), true
+}
+
+// resultOutcome is what a result action found.
+type resultOutcome struct {
+	found  bool
+	output *Output
+	status WorkStatus
+}
+
+func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.visibleLocked(owner, id)
+	if w == nil {
+		return resultOutcome{}, nil
+	}
+	if w.state == lifecycle.Completed {
+		w.rejoined = true
+		return resultOutcome{found: true, output: w.output}, nil
+	}
+	return resultOutcome{found: true, status: r.projectLocked(w)}, w.done
+}
+
+func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.visibleLocked(owner, id)
+	if w == nil {
+		return CancelReceipt{}, false
+	}
+	return r.cancelLocked(w), true
+}
+
+func (r *registry) cancelLocked(w *work) CancelReceipt {
+	at := timestamp(r.rt.clock.Now())
+	accepted, next := lifecycle.CancelOutcome(w.state)
+	if accepted && next != w.state {
+		wasQueued := w.state == lifecycle.Queued
+		r.transitionLocked(w, lifecycle.Cancel)
+		if wasQueued {
+			r.queue = slices.DeleteFunc(r.queue, func(q *work) bool { return q == w })
+		} else {
+			w.cancel()
+		}
+	}
+	return CancelReceipt{WorkID: w.ref.ID, Accepted: accepted, State: w.state, AcceptedAt: at}
+}
+
+func (r *registry) detach(owner, id string) (DetachReceipt, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.visibleLocked(owner, id)
+	if w == nil {
+		return DetachReceipt{}, false
+	}
+	w.detached = true
+	r.rt.emit(Event{Kind: EventWorkDetached, Run: owner, Work: id, Agent: w.ref.TargetID, Label: w.label, To: w.state})
+	return DetachReceipt{ID: id, Detached: true}, true
+}
+
+// send accepts guidance for a child. It answers not-found with ok=false and
+// model-facing rejections as errors.
+func (r *registry) send(key sendKey, id, message string) (SendReceipt, bool, error) {
+	digest := sha256.Sum256([]byte(message))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec, ok := r.sends[key]; ok {
+		if rec.digest != digest {
+			return SendReceipt{}, true, errConflict.with(fmt.Sprintf(
+				"tool call %s already sent a different message to %s", key.callID, rec.receipt.WorkID))
+		}
+		return rec.receipt, true, nil
+	}
+	w := r.visibleLocked(key.owner, id)
+	if w == nil {
+		return SendReceipt{}, false, nil
+	}
+	if !w.isAgent {
+		return SendReceipt{}, true, &ModelError{Code: "not_an_agent", Message: fmt.Sprintf(
+			"send is only for Agent children; %s runs %q, which has no provider step to receive guidance", id, w.label)}
+	}
+	if w.state.Terminal() {
+		return SendReceipt{}, true, &ModelError{Code: "terminal", Message: fmt.Sprintf(
+			"send needs unfinished work; %s is already %s", id, w.state)}
+	}
+	w.sent++
+	w.inbox = append(w.inbox, Message{Role: RoleUser, Content: message, Guidance: true})
+	rec := SendReceipt{WorkID: id, ID: r.rt.ids.NewID(IDSend), Cursor: strconv.Itoa(w.sent),
+		AcceptedAt: timestamp(r.rt.clock.Now()), Outcome: "accepted"}
+	r.sends[key] = sendRecord{digest: digest, receipt: rec}
+	r.rt.emit(Event{Kind: EventSendAccepted, Run: key.owner, Work: id, Agent: w.ref.TargetID, Label: w.label, Cursor: rec.Cursor})
+	return rec, true, nil
+}
+
+// takeGuidance hands a child the guidance accepted since its last provider
+// step, in order.
+func (r *registry) takeGuidance(w *work) []Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msgs := w.inbox
+	w.inbox = nil
+	w.delivered += len(msgs)
+	return msgs
+}
+
+// statusRows samples the owner's attached Work for a status block.
+func (r *registry) statusRows(owner string, now time.Time) []StatusRow {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ws := r.byOwner[owner]
+	if len(ws) == 0 {
+		return nil
+	}
+	rows := make([]StatusRow, 0, len(ws))
+	for _, w := range ws {
+		if w.detached {
+			continue
+		}
+		end := now
+		if w.state.Terminal() {
+			end = w.finished
+		}
+		rows = append(rows, StatusRow{
+			ID: w.ref.ID, Label: w.label, State: w.state,
+			Elapsed:         end.Sub(w.created),
+			ResultAvailable: w.state == lifecycle.Completed,
+			order:           w.seq, finOrder: w.finSeq,
+		})
+	}
+	return rows
+}
+
+func (r *registry) snapshot() []WorkInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]WorkInfo, 0, len(r.all))
+	for _, w := range r.all {
+		out = append(out, WorkInfo{Ref: w.ref, Owner: w.owner, Label: w.label, Agent: w.isAgent, State: w.state,
+			Detached: w.detached, Rejoined: w.rejoined, CreatedAt: w.created, StartedAt: w.started,
+			FinishedAt: w.finished, Sent: w.sent, Delivered: w.delivered})
+	}
+	return out
+}
+
+// closeAll stops accepting Work, cancels every unfinished item and returns
+// the signals to wait on.
+func (r *registry) closeAll() []<-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	var pending []<-chan struct{}
+	for _, w := range r.all {
+		if w.state.Terminal() {
+			continue
+		}
+		r.cancelLocked(w)
+		if !w.state.Terminal() {
+			pending = append(pending, w.done)
+		}
+	}
+	return pending
+}

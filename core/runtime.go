@@ -1,0 +1,271 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Options configure a Runtime. The zero value of every field has a
+// production default.
+type Options struct {
+	// Provider plays the model for every agent. Required.
+	Provider Provider
+	// Clock is the time source; default the real clock.
+	Clock clockwork.Clock
+	// IDs draws run, Work and receipt ids; default RandomIDs.
+	IDs IDSource
+	// Executor runs background children and top-level agents of Parallel;
+	// default GoExecutor (goroutines).
+	Executor Executor
+	// Observer receives every event; default none.
+	Observer Observer
+	// Logger, when set, receives the redacted request log: tool names,
+	// work.refs, work calls and status rows, never child output or failure
+	// text unless LogContent is set.
+	Logger *slog.Logger
+	// LogContent adds outputs and error text to the log. Off by default:
+	// turn it on only where logs may hold model output.
+	LogContent bool
+	// MaxConcurrent bounds the background children running at once;
+	// further Work waits queued. Default 8.
+	MaxConcurrent int
+	// MaxOutstanding bounds an owner's unfinished Work; past it a
+	// background call gets a retryable capacity error. Default 32.
+	MaxOutstanding int
+	// MaxSteps is the default provider-step budget of a run. Default 24.
+	MaxSteps int
+	// Model is passed to the provider in every request unless a Parallel
+	// run names one.
+	Model string
+}
+
+// Defaults.
+const (
+	DefaultMaxConcurrent  = 8
+	DefaultMaxOutstanding = 32
+	DefaultMaxSteps       = 24
+)
+
+// Runtime runs agents. It owns the process-local Work registry: Work
+// outlives the run that started it and lives until it finishes or the
+// Runtime is closed. A Runtime is safe for concurrent use.
+type Runtime struct {
+	opts     Options
+	clock    clockwork.Clock
+	ids      IDSource
+	exec     Executor
+	observer Observer
+	reg      *registry
+
+	base     context.Context
+	stopBase context.CancelFunc
+
+	prepMu   sync.Mutex
+	prepared map[*Agent]*prepared
+
+	closeOnce sync.Once
+}
+
+// New makes a Runtime.
+func New(opts Options) *Runtime {
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
+	if opts.IDs == nil {
+		opts.IDs = RandomIDs{}
+	}
+	if opts.Executor == nil {
+		opts.Executor = GoExecutor{}
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if opts.MaxOutstanding <= 0 {
+		opts.MaxOutstanding = DefaultMaxOutstanding
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	rt := &Runtime{
+		opts:     opts,
+		clock:    opts.Clock,
+		ids:      opts.IDs,
+		exec:     opts.Executor,
+		prepared: map[*Agent]*prepared{},
+	}
+	var logObs Observer
+	if opts.Logger != nil {
+		logObs = NewLogObserver(opts.Logger, opts.LogContent)
+	}
+	rt.observer = Observers(opts.Observer, logObs)
+	rt.base, rt.stopBase = context.WithCancel(context.Background())
+	rt.reg = newRegistry(rt)
+	return rt
+}
+
+// Clock returns the runtime's clock.
+func (rt *Runtime) Clock() clockwork.Clock { return rt.clock }
+
+func (rt *Runtime) emit(e Event) {
+	if rt.observer == nil {
+		return
+	}
+	e.Time = rt.clock.Now()
+	rt.observer.Observe(e)
+}
+
+// Prepare checks an agent tree without running it, returning the first
+// *PrepareError.
+func (rt *Runtime) Prepare(a *Agent) error {
+	_, err := rt.prepare(a)
+	return err
+}
+
+func (rt *Runtime) prepare(a *Agent) (*prepared, error) {
+	rt.prepMu.Lock()
+	defer rt.prepMu.Unlock()
+	return rt.prepareLocked(a, map[*Agent]*prepared{})
+}
+
+// Output is an agent's final output.
+type Output struct {
+	// Raw is exactly what the model produced: the text, or the JSON
+	// document of a structured output.
+	Raw string
+	// Value is the decoded output: the text itself, or the JSON value.
+	Value any
+}
+
+// RunResult is how one agent run ended.
+type RunResult struct {
+	// Run is the instance id, the owner of any Work the run started.
+	Run    string
+	Agent  string
+	Output *Output
+	Err    error
+	// Messages is the run's whole history at its end (without the system
+	// text and status blocks, which are never stored). Pass it as
+	// RunOptions.History to continue the conversation.
+	Messages []Message
+}
+
+// RunOptions adjust one top-level run.
+type RunOptions struct {
+	// History is prior conversation the run continues. The rendered input,
+	// if any, follows it as a new user message.
+	History []Message
+	// Model overrides Options.Model.
+	Model string
+	// MaxSteps overrides the agent's step budget.
+	MaxSteps int
+}
+
+// Run runs an agent to its final output on the calling goroutine. Its
+// background Work keeps running after Run returns.
+func (rt *Runtime) Run(ctx context.Context, a *Agent, input any) (*RunResult, error) {
+	return rt.RunWith(ctx, a, input, RunOptions{})
+}
+
+// RunWith is Run with options: continue a conversation, pick a model, set
+// the step budget.
+func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOptions) (*RunResult, error) {
+	p, err := rt.prepare(a)
+	if err != nil {
+		return nil, err
+	}
+	if rt.base.Err() != nil {
+		return nil, ErrClosed
+	}
+	if opts.Model == "" {
+		opts.Model = rt.opts.Model
+	}
+	res := rt.runTop(ctx, p, input, opts)
+	return res, res.Err
+}
+
+func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
+	inst := rt.newInstance(p, opts.Model, nil)
+	inst.history = append(inst.history, opts.History...)
+	inst.maxSteps = opts.MaxSteps
+	out, err := inst.run(ctx, input, ModeTop, "")
+	return &RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
+}
+
+// ParallelRun names top-level agents that run at once on one context.
+type ParallelRun struct {
+	ID string
+	// Agents by name; each receives Context as its input.
+	Agents  map[string]*Agent
+	Context any
+	// Model overrides Options.Model for these runs.
+	Model string
+}
+
+// ParallelResult holds each agent's result by name.
+type ParallelResult struct {
+	ID      string
+	Results map[string]*RunResult
+}
+
+// Parallel starts every named agent on the shared context, waits for all of
+// them and returns each one's result. Every agent is prepared before any
+// starts. The error joins the agents' errors, if any.
+func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
+	names := sortedKeys(pr.Agents)
+	preps := make([]*prepared, len(names))
+	for i, name := range names {
+		p, err := rt.prepare(pr.Agents[name])
+		if err != nil {
+			return nil, fmt.Errorf("parallel %s: agent %q: %w", pr.ID, name, err)
+		}
+		preps[i] = p
+	}
+	if rt.base.Err() != nil {
+		return nil, ErrClosed
+	}
+	model := pr.Model
+	if model == "" {
+		model = rt.opts.Model
+	}
+	out := &ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
+	results := make([]*RunResult, len(names))
+	dones := make([]chan struct{}, len(names))
+	for i, name := range names {
+		dones[i] = make(chan struct{})
+		rt.exec.Go(pr.ID+"/"+name, func() {
+			defer close(dones[i])
+			results[i] = rt.runTop(ctx, preps[i], pr.Context, RunOptions{Model: model})
+		})
+	}
+	var errs []error
+	for i, name := range names {
+		rt.exec.Wait("parallel "+name, dones[i])
+		out.Results[name] = results[i]
+		if results[i].Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, results[i].Err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Works returns the runtime's view of every Work item in creation order,
+// for harnesses and invariant checks.
+func (rt *Runtime) Works() []WorkInfo { return rt.reg.snapshot() }
+
+// Close cancels every unfinished Work item and waits until each has ended,
+// so that nothing outlives the runtime. New runs fail with ErrClosed.
+func (rt *Runtime) Close() error {
+	rt.closeOnce.Do(func() {
+		pending := rt.reg.closeAll()
+		rt.stopBase()
+		for _, done := range pending {
+			rt.exec.Wait("close", done)
+		}
+	})
+	return nil
+}

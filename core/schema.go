@@ -1,0 +1,188 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Schema is a compiled JSON Schema (draft 2020-12 unless the document says
+// otherwise). Validation is done by github.com/santhosh-tekuri/jsonschema,
+// never by hand. A Schema is immutable and safe for concurrent use.
+type Schema struct {
+	raw      json.RawMessage
+	doc      any
+	compiled *jsonschema.Schema
+}
+
+var schemaSeq atomic.Uint64
+
+// ParseSchema compiles a JSON Schema document.
+func ParseSchema(doc string) (*Schema, error) {
+	return compileSchema([]byte(doc))
+}
+
+// MustSchema is ParseSchema that panics on error, for package-level schema
+// literals.
+func MustSchema(doc string) *Schema {
+	s, err := ParseSchema(doc)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func compileSchema(raw []byte) (*Schema, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema is not valid JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := fmt.Sprintf("mem://schema/%d.json", schemaSeq.Add(1))
+	if err := c.AddResource(url, v); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	compiled, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema does not compile: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, fmt.Errorf("schema is not valid JSON: %w", err)
+	}
+	return &Schema{raw: compact.Bytes(), doc: v, compiled: compiled}, nil
+}
+
+// JSON returns the compact schema document.
+func (s *Schema) JSON() json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	return s.raw
+}
+
+// MarshalJSON renders the schema document.
+func (s *Schema) MarshalJSON() ([]byte, error) { return s.raw, nil }
+
+// IsObject reports whether the schema describes a JSON object: its "type"
+// is "object", or it has no type but declares properties.
+func (s *Schema) IsObject() bool {
+	if s == nil {
+		return false
+	}
+	m, ok := s.doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	switch t := m["type"].(type) {
+	case string:
+		return t == "object"
+	case nil:
+		_, hasProps := m["properties"]
+		return hasProps
+	}
+	return false
+}
+
+// Declares reports whether an object schema declares the named property.
+func (s *Schema) Declares(property string) bool {
+	m, ok := s.doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	props, _ := m["properties"].(map[string]any)
+	_, declared := props[property]
+	return declared
+}
+
+// Validate checks a decoded JSON value (as produced by encoding/json into
+// any) and returns a short, model-readable error naming the failing
+// locations.
+func (s *Schema) Validate(v any) error {
+	if s == nil {
+		return nil
+	}
+	err := s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	if ve, ok := err.(*jsonschema.ValidationError); ok {
+		return &ValidationError{Problems: leafProblems(ve)}
+	}
+	return &ValidationError{Problems: []string{err.Error()}}
+}
+
+// ValidationError lists why a value does not match a schema.
+type ValidationError struct {
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return "input does not match the schema: " + strings.Join(e.Problems, "; ")
+}
+
+var printer = message.NewPrinter(language.English)
+
+func leafProblems(e *jsonschema.ValidationError) []string {
+	var out []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			out = append(out, fmt.Sprintf("at %q: %s", loc, e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(e)
+	return out
+}
+
+// withProperty returns a copy of an object schema document with one extra
+// optional property. Used to add run_in_background to a child's input.
+func withProperty(s *Schema, name string, prop map[string]any) (*Schema, error) {
+	m, _ := cloneJSON(s.doc).(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props[name] = prop
+	m["properties"] = props
+	return schemaFromDoc(m)
+}
+
+func cloneJSON(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = cloneJSON(x)
+		}
+		return m
+	case []any:
+		a := make([]any, len(t))
+		for i, x := range t {
+			a[i] = cloneJSON(x)
+		}
+		return a
+	default:
+		return v
+	}
+}
+
+func schemaFromDoc(doc any) (*Schema, error) {
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return compileSchema(raw)
+}

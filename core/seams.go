@@ -1,0 +1,163 @@
+package core
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// IDKind says what an id names.
+type IDKind string
+
+// The kinds of ids the runtime draws.
+const (
+	IDRun  IDKind = "run"  // a running agent instance (the owner of Work)
+	IDWork IDKind = "work" // a Work item
+	IDSend IDKind = "send" // a send receipt
+)
+
+// IDSource draws ids. It is a seam for determinism: production uses random
+// ids, tests and the simulator use sequential ones.
+type IDSource interface {
+	NewID(kind IDKind) string
+}
+
+// SequentialIDs numbers ids per kind: run-1, w-1, send-1, ... It is safe for
+// concurrent use.
+type SequentialIDs struct {
+	mu sync.Mutex
+	n  map[IDKind]int
+}
+
+var idPrefix = map[IDKind]string{IDRun: "run-", IDWork: "w-", IDSend: "send-"}
+
+// NewID returns the next id of the kind.
+func (s *SequentialIDs) NewID(kind IDKind) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[IDKind]int{}
+	}
+	s.n[kind]++
+	p, ok := idPrefix[kind]
+	if !ok {
+		p = string(kind) + "-"
+	}
+	return p + strconv.Itoa(s.n[kind])
+}
+
+// RandomIDs draws 80 random bits per id, e.g. w_k3j5x2mq7t9a4bcd.
+type RandomIDs struct{}
+
+var b32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewID returns a fresh random id of the kind.
+func (RandomIDs) NewID(kind IDKind) string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	p := strings.TrimSuffix(idPrefix[kind], "-")
+	if p == "" {
+		p = string(kind)
+	}
+	return p + "_" + b32.EncodeToString(b[:])
+}
+
+// PointKind names a semantic point at which an actor may be parked.
+type PointKind uint8
+
+// Semantic points.
+const (
+	// PointProviderStep: an agent run is about to seal a provider request.
+	PointProviderStep PointKind = iota + 1
+	// PointToolCall: an agent run is about to execute a tool call.
+	PointToolCall
+	// PointWorkTransition: a Work item is about to change state on the
+	// child's side (starting, finishing).
+	PointWorkTransition
+)
+
+func (k PointKind) String() string {
+	switch k {
+	case PointProviderStep:
+		return "provider-step"
+	case PointToolCall:
+		return "tool-call"
+	case PointWorkTransition:
+		return "work-transition"
+	}
+	return "point"
+}
+
+// Point describes where an actor is.
+type Point struct {
+	Kind PointKind
+	// Run is the agent instance at the point; Work the Work item it runs,
+	// if it is a background child.
+	Run  string
+	Work string
+	// Agent is the agent's ID; Step the provider step (for provider steps
+	// and tool calls); Tool the tool name (for tool calls); Event the
+	// lifecycle event (for Work transitions).
+	Agent string
+	Step  int
+	Tool  string
+	Event string
+}
+
+// Executor runs the runtime's concurrent activities and is told where they
+// are. It is the seam through which the simulator takes control of
+// scheduling: production runs goroutines and never parks.
+type Executor interface {
+	// Go starts fn as a new concurrent actor. name describes it.
+	Go(name string, fn func())
+	// Yield marks a semantic point of the calling actor where another actor
+	// may run first.
+	Yield(p Point)
+	// Wait blocks the calling actor until one of the signals is closed and
+	// returns its index. The runtime only ever closes signals, never sends
+	// on them, so an executor may poll them.
+	Wait(reason string, signals ...<-chan struct{}) int
+}
+
+// GoExecutor is the production executor: goroutines and select.
+type GoExecutor struct{}
+
+// Go starts fn on a new goroutine.
+func (GoExecutor) Go(_ string, fn func()) { go fn() }
+
+// Yield does nothing: the Go scheduler interleaves goroutines by itself.
+func (GoExecutor) Yield(Point) {}
+
+// Wait selects on the signals.
+func (GoExecutor) Wait(_ string, signals ...<-chan struct{}) int {
+	switch len(signals) {
+	case 1:
+		<-signals[0]
+		return 0
+	case 2:
+		select {
+		case <-signals[0]:
+			return 0
+		case <-signals[1]:
+			return 1
+		}
+	case 3:
+		select {
+		case <-signals[0]:
+			return 0
+		case <-signals[1]:
+			return 1
+		case <-signals[2]:
+			return 2
+		}
+	}
+	cases := make([]reflect.SelectCase, len(signals))
+	for i, s := range signals {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s)}
+	}
+	i, _, _ := reflect.Select(cases)
+	return i
+}

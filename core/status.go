@@ -1,0 +1,140 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+)
+
+// Status context caps.
+const (
+	// MaxStatusRows is the most rows a status block carries.
+	MaxStatusRows = 12
+	// MaxLabelLen is the most characters of a target label in a row.
+	MaxLabelLen = 96
+	// StatusHeader opens every status block.
+	StatusHeader = "Background work:"
+)
+
+// StatusBlock is the trailing, non-cacheable system block that tells a
+// model about its Work at one provider request. It carries only ids, target
+// labels, states, elapsed time and result availability.
+type StatusBlock struct {
+	// Text is the block as the model reads it.
+	Text string `json:"text"`
+	// Rows are the rows shown, in order.
+	Rows []StatusRow `json:"rows"`
+	// Omitted counts Work not shown because of the row cap.
+	Omitted int `json:"omitted,omitempty"`
+	// Cacheable is always false: providers must not cache this block.
+	Cacheable bool `json:"cacheable"`
+}
+
+// StatusRow is one Work item in a status block.
+type StatusRow struct {
+	ID              string          `json:"id"`
+	Label           string          `json:"label"`
+	State           lifecycle.State `json:"state"`
+	Elapsed         time.Duration   `json:"elapsed"`
+	ResultAvailable bool            `json:"resultAvailable"`
+
+	order, finOrder uint64
+}
+
+// String renders the row, e.g. "- w-1 · research · completed 9s · Result available".
+func (r StatusRow) String() string {
+	var b strings.Builder
+	b.WriteString("- ")
+	b.WriteString(r.ID)
+	b.WriteString(" · ")
+	b.WriteString(r.Label)
+	b.WriteString(" · ")
+	b.WriteString(string(r.State))
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatInt(int64(r.Elapsed/time.Second), 10))
+	b.WriteByte('s')
+	if r.ResultAvailable {
+		b.WriteString(" · Result available")
+	}
+	return b.String()
+}
+
+// buildStatus orders and caps sampled rows: unfinished Work first, oldest
+// first; then finished Work, most recently finished first.
+func buildStatus(rows []StatusRow) *StatusBlock {
+	if len(rows) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(rows, func(a, b StatusRow) int {
+		at, bt := a.State.Terminal(), b.State.Terminal()
+		switch {
+		case !at && !bt:
+			return cmp.Compare(a.order, b.order)
+		case at && bt:
+			return cmp.Compare(b.finOrder, a.finOrder)
+		case at:
+			return 1
+		default:
+			return -1
+		}
+	})
+	blk := &StatusBlock{}
+	if len(rows) > MaxStatusRows {
+		blk.Omitted = len(rows) - MaxStatusRows
+		rows = rows[:MaxStatusRows]
+	}
+	var b strings.Builder
+	b.WriteString(StatusHeader)
+	for i := range rows {
+		rows[i].Label = SafeLabel(rows[i].Label)
+		b.WriteByte('\n')
+		b.WriteString(rows[i].String())
+	}
+	if blk.Omitted > 0 {
+		b.WriteString("\n(")
+		b.WriteString(strconv.Itoa(blk.Omitted))
+		b.WriteString(` more not shown; use work with action "list")`)
+	}
+	blk.Rows = rows
+	blk.Text = b.String()
+	return blk
+}
+
+// SafeLabel makes a target label fit a status row: one line, control
+// characters folded to spaces, at most MaxLabelLen characters.
+func SafeLabel(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean && utf8.RuneCountInString(s) <= MaxLabelLen {
+		return s
+	}
+	var b strings.Builder
+	n, inControl := 0, false
+	for _, r := range s {
+		if n == MaxLabelLen {
+			break
+		}
+		if unicode.IsControl(r) {
+			if inControl {
+				continue
+			}
+			inControl, r = true, ' '
+		} else {
+			inControl = false
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}

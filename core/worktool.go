@@ -1,0 +1,136 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// MaxResultWait caps how long a result action waits, and is the wait when no
+// timeout is given.
+const MaxResultWait = 30 * time.Second
+
+// WorkActions are the work tool's actions.
+var WorkActions = []string{"list", "status", "result", "cancel", "detach", "send"}
+
+var workToolSchema = MustSchema(`{
+  "type": "object",
+  "properties": {
+    "action": {"type": "string", "enum": ["list", "status", "result", "cancel", "detach", "send"],
+      "description": "list: your background work; status: one item; result: the output when done, else wait up to timeout and return status; cancel; detach: forget it without cancelling; send: guidance to a running child agent."},
+    "id": {"type": "string", "description": "The work id from a work.ref; required for every action but list."},
+    "timeout": {"type": "string", "description": "How long result waits, such as \"5s\" or \"1m\"; at most and by default 30s."},
+    "message": {"type": "string", "description": "The guidance send delivers at the child's next model step."}
+  },
+  "required": ["action"],
+  "additionalProperties": false
+}`)
+
+const workToolDescription = "Manage the background work you started: list it, check status, get a result (waiting up to a timeout), cancel, detach, or send guidance to a running child agent."
+
+// WorkInput is the work tool's input.
+type WorkInput struct {
+	Action  string  `json:"action"`
+	ID      *string `json:"id,omitempty"`
+	Timeout *string `json:"timeout,omitempty"`
+	Message *string `json:"message,omitempty"`
+}
+
+// workCall runs one work tool call of an owner. It returns the tool message
+// content, or a model-facing error.
+func (inst *instance) workCall(ctx context.Context, call ToolCall, in WorkInput) (string, error) {
+	reg := inst.rt.reg
+	owner := inst.id
+	id := ""
+	if in.ID != nil {
+		id = *in.ID
+	}
+	if in.Action != "list" && id == "" {
+		return "", &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("action %q requires an id", in.Action)}
+	}
+	switch in.Action {
+	case "list":
+		return marshal(reg.list(owner))
+	case "status":
+		st, ok := reg.status(owner, id)
+		if !ok {
+			return marshal(notFound)
+		}
+		return marshal(st)
+	case "result":
+		wait := MaxResultWait
+		if in.Timeout != nil {
+			d, err := ParseDuration(*in.Timeout)
+			if err != nil {
+				return "", &ModelError{Code: "invalid_arguments", Message: "timeout: " + err.Error()}
+			}
+			wait = min(d, MaxResultWait)
+		}
+		return inst.result(ctx, id, wait)
+	case "cancel":
+		rec, ok := reg.cancel(owner, id)
+		if !ok {
+			return marshal(notFound)
+		}
+		return marshal(rec)
+	case "detach":
+		rec, ok := reg.detach(owner, id)
+		if !ok {
+			return marshal(notFound)
+		}
+		return marshal(rec)
+	case "send":
+		if in.Message == nil || *in.Message == "" {
+			return "", &ModelError{Code: "invalid_arguments", Message: "send requires a non-empty message"}
+		}
+		rec, found, err := reg.send(sendKey{owner: owner, turn: inst.step, callID: call.ID}, id, *in.Message)
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			return marshal(notFound)
+		}
+		return marshal(rec)
+	}
+	return "", &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("unknown action %q", in.Action)}
+}
+
+// result returns the exact output of completed Work, waiting up to wait for
+// it; otherwise the status projection. An aborted tool call stops waiting.
+func (inst *instance) result(ctx context.Context, id string, wait time.Duration) (string, error) {
+	reg := inst.rt.reg
+	got, done := reg.peekResult(inst.id, id)
+	if !got.found {
+		return marshal(notFound)
+	}
+	if got.output != nil {
+		return got.output.Raw, nil
+	}
+	if done == nil || wait <= 0 || got.status.State.Terminal() {
+		return marshal(got.status)
+	}
+	timeout := make(chan struct{})
+	timer := inst.rt.clock.AfterFunc(wait, func() { close(timeout) })
+	which := inst.rt.exec.Wait("result "+id, done, timeout, ctx.Done())
+	timer.Stop()
+	if which == 2 {
+		return "", ctx.Err()
+	}
+	got, _ = reg.peekResult(inst.id, id)
+	if !got.found {
+		return marshal(notFound) // detached while we waited
+	}
+	if got.output != nil {
+		return got.output.Raw, nil
+	}
+	return marshal(got.status)
+}
+
+func marshal(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}

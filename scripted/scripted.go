@@ -1,0 +1,335 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+)
+
+// Turn is what the model does at one provider step: call tools, say text,
+// give a final output, or fail.
+type Turn struct {
+	// Calls, when present, make this step a tool round.
+	Calls []Call
+	// Text is the assistant text (the final output of a text agent).
+	Text string
+	// Output is a structured final output; it is marshalled to JSON
+	// unless it is already a json.RawMessage or a string of JSON.
+	Output any
+	// Err makes the provider step fail with this error.
+	Err error
+	// Latency is how long the step takes, on the provider's clock.
+	Latency time.Duration
+	// When, if set, makes the turn match only requests for which it
+	// returns true (see Provider for how turns are chosen).
+	When func(*core.Request) bool
+	// Respond, if set, computes the response from the request instead of
+	// the fields above.
+	Respond func(*core.Request) (*core.Response, error)
+	// Label names the turn in error messages.
+	Label string
+}
+
+// Call is one scripted tool call.
+type Call struct {
+	// ID is the tool-call id; empty gets call-N, numbered per provider.
+	ID   string
+	Name string
+	// Args is the arguments: a string is sent verbatim (so malformed JSON
+	// can be scripted), anything else is marshalled.
+	Args any
+}
+
+// Final is a turn that ends the run with a structured output.
+func Final(output any) Turn { return Turn{Output: output} }
+
+// Say is a turn that ends a text agent's run with text.
+func Say(text string) Turn { return Turn{Text: text} }
+
+// Calls is a turn that calls tools.
+func Calls(calls ...Call) Turn { return Turn{Calls: calls} }
+
+// Fail is a turn whose provider step fails.
+func Fail(err error) Turn { return Turn{Err: err} }
+
+// Use is a tool call.
+func Use(name string, args any) Call { return Call{Name: name, Args: args} }
+
+// Func answers a request; it is the function form of a script.
+type Func func(req *core.Request) (*core.Response, error)
+
+// ErrScript is wrapped by every script failure: a script that ran dry, a
+// turn that matched nothing, a turn that could not be encoded.
+var ErrScript = errors.New("script")
+
+// Options configure a Provider.
+type Options struct {
+	// Sleep waits a turn's latency. Default: wait on Clock, or on the real
+	// clock when Clock is nil; a cancelled context ends the wait.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Provider plays the model for every agent of a tree from per-agent
+// scripts. It never cycles: a script that runs dry fails the step loudly,
+// naming the agent and the step, and records the failure in Failures so
+// that a failure inside a background child (which the parent only sees as
+// state "failed") is not lost.
+//
+// Turn selection for an agent: the first unused turn of its script whose
+// When matches the request (a turn without When matches any request). Scripts
+// are shared by every run of the agent, in the order their requests arrive;
+// ScriptRun gives the n-th run of an agent a script of its own.
+type Provider struct {
+	opts Options
+
+	mu       sync.Mutex
+	scripts  map[string]*script
+	funcs    map[string]Func
+	requests []*core.Request
+	failures []error
+	runs     map[string]int    // run id → ordinal of the run among its agent's runs
+	ordinals map[string]int    // agent → runs seen
+	callSeq  int
+}
+
+type script struct {
+	turns []Turn
+	used  []bool
+}
+
+// New returns a Provider with no scripts.
+func New(opts ...Options) *Provider {
+	p := &Provider{scripts: map[string]*script{}, funcs: map[string]Func{}, runs: map[string]int{}, ordinals: map[string]int{}}
+	if len(opts) > 0 {
+		p.opts = opts[0]
+	}
+	return p
+}
+
+// Script appends turns to an agent's shared script.
+func (p *Provider) Script(agent string, turns ...Turn) *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.scripts[agent]
+	if s == nil {
+		s = &script{}
+		p.scripts[agent] = s
+	}
+	s.turns = append(s.turns, turns...)
+	s.used = append(s.used, make([]bool, len(turns))...)
+	return p
+}
+
+// ScriptRun gives the n-th run (from 1) of an agent its own script, used
+// before the agent's shared one.
+func (p *Provider) ScriptRun(agent string, n int, turns ...Turn) *Provider {
+	return p.Script(agent+"#"+strconv.Itoa(n), turns...)
+}
+
+// Answer makes f answer every request of the agent that its script does not.
+func (p *Provider) Answer(agent string, f Func) *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.funcs[agent] = f
+	return p
+}
+
+// Requests returns every request received, in order.
+func (p *Provider) Requests() []*core.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*core.Request(nil), p.requests...)
+}
+
+// RequestsFor returns the requests of one agent, in order.
+func (p *Provider) RequestsFor(agent string) []*core.Request {
+	var out []*core.Request
+	for _, r := range p.Requests() {
+		if r.Agent == agent {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Failures returns every script failure so far.
+func (p *Provider) Failures() []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]error(nil), p.failures...)
+}
+
+// Unused describes turns no request consumed, by agent, for reports.
+func (p *Provider) Unused() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for name, s := range p.scripts {
+		for _, u := range s.used {
+			if !u {
+				out[name]++
+			}
+		}
+	}
+	return out
+}
+
+// Step answers one request.
+func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
+	turn, f, err := p.pick(req)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		return f(req)
+	}
+	if turn.Latency > 0 {
+		if err := p.sleep(ctx, turn.Latency); err != nil {
+			return nil, err
+		}
+	}
+	if turn.Respond != nil {
+		return turn.Respond(req)
+	}
+	if turn.Err != nil {
+		return nil, turn.Err
+	}
+	return p.encode(req, turn)
+}
+
+func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests = append(p.requests, req)
+	n, ok := p.runs[req.Run]
+	if !ok {
+		p.ordinals[req.Agent]++
+		n = p.ordinals[req.Agent]
+		p.runs[req.Run] = n
+	}
+	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
+		s := p.scripts[key]
+		if s == nil {
+			continue
+		}
+		for i, t := range s.turns {
+			if s.used[i] || (t.When != nil && !t.When(req)) {
+				continue
+			}
+			s.used[i] = true
+			return t, nil, nil
+		}
+	}
+	if f := p.funcs[req.Agent]; f != nil {
+		return Turn{}, f, nil
+	}
+	err := p.dryError(req, n)
+	p.failures = append(p.failures, err)
+	return Turn{}, nil, err
+}
+
+func (p *Provider) dryError(req *core.Request, n int) error {
+	var total, left int
+	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
+		if s := p.scripts[key]; s != nil {
+			total += len(s.turns)
+			for _, u := range s.used {
+				if !u {
+					left++
+				}
+			}
+		}
+	}
+	what := "ran dry"
+	if left > 0 {
+		what = fmt.Sprintf("has %d unused turn(s) but none matches the request", left)
+	}
+	if total == 0 {
+		what = "has no script"
+	}
+	return fmt.Errorf("%w: agent %q %s at step %d of run %d (%s); the script had %d turn(s)",
+		ErrScript, req.Agent, what, req.Step, n, req.Run, total)
+}
+
+func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {
+	resp := &core.Response{Text: t.Text}
+	if t.Output != nil {
+		raw, err := encodeJSON(t.Output)
+		if err != nil {
+			return nil, p.fail(fmt.Errorf("%w: agent %q step %d: output: %v", ErrScript, req.Agent, req.Step, err))
+		}
+		resp.Output = raw
+	}
+	for _, c := range t.Calls {
+		args := "{}"
+		switch a := c.Args.(type) {
+		case string:
+			args = a
+		case nil:
+		default:
+			resolved, err := resolve(req, a)
+			if err != nil {
+				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
+			}
+			raw, err := json.Marshal(resolved)
+			if err != nil {
+				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
+			}
+			args = string(raw)
+		}
+		id := c.ID
+		if id == "" {
+			id = p.nextCallID()
+		}
+		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: c.Name, Arguments: args})
+	}
+	return resp, nil
+}
+
+func (p *Provider) fail(err error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failures = append(p.failures, err)
+	return err
+}
+
+func (p *Provider) nextCallID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.callSeq++
+	return "call-" + strconv.Itoa(p.callSeq)
+}
+
+func (p *Provider) sleep(ctx context.Context, d time.Duration) error {
+	if p.opts.Sleep != nil {
+		return p.opts.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func encodeJSON(v any) (json.RawMessage, error) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		return t, nil
+	case string:
+		if json.Valid([]byte(strings.TrimSpace(t))) {
+			return json.RawMessage(t), nil
+		}
+		return json.Marshal(t)
+	}
+	return json.Marshal(v)
+}
