@@ -1,0 +1,61 @@
+// Package openai is a core.Provider for the Chat Completions API of any
+// OpenAI-compatible endpoint: OpenAI itself, Azure OpenAI, vLLM, Ollama,
+// llama.cpp's server and LM Studio. It is the only package of crux-sim that
+// talks to a real model, and the only one that imports go-openai.
+//
+//	p := openai.New(openai.Options{
+//		BaseURL: "http://localhost:11434/v1", // Ollama; omit for OpenAI
+//		APIKey:  os.Getenv("OPENAI_API_KEY"),
+//		Model:   "qwen2.5:7b",
+//	})
+//	rt := core.New(core.Options{Provider: p})
+//
+// # How a semantic request is sent
+//
+// One core.Request becomes one chat completion request:
+//
+//   - the agent's system text as the first message (role system);
+//   - the history in order: user messages (supervisor guidance delivered by
+//     send is a user message too), assistant messages with their
+//     tool_calls, and tool messages carrying tool_call_id;
+//   - the request's "Background work:" status block, when there is one, as
+//     a trailing system message (see [StatusRole]). It is regenerated for
+//     every request and never stored, and putting it last keeps everything
+//     before it a stable, cacheable prefix;
+//   - the offered tools as function tools whose parameters are the
+//     ToolSpec's JSON Schema, verbatim and non-strict;
+//   - an output schema as response_format json_schema, strict when the
+//     schema fits OpenAI's strict subset ([StrictCompatible]) and
+//     non-strict otherwise; see [OutputMode] for endpoints that need
+//     json_object or nothing.
+//
+// # How the answer comes back
+//
+// The first choice becomes a core.Response: its text; its tool calls with
+// their ids and their argument strings kept verbatim, even when they are not
+// valid JSON (the runtime turns malformed arguments into a model-facing tool
+// error, so the model can correct itself and the run goes on); a JSON answer
+// to an output schema as Response.Output; and the usage. The finish reason,
+// which core.Response has no field for, is returned by
+// [Provider.StepWithFinishReason].
+//
+// # Failures
+//
+// Every failure is an [*Error] whose Kind is a sentinel to branch on with
+// errors.Is: [ErrRateLimited], [ErrQuotaExceeded], [ErrServer], [ErrAuth],
+// [ErrBadRequest], [ErrTimeout], [ErrConnection], [ErrBadResponse],
+// [ErrContentFiltered], [ErrLength]. Rate limits (429), 408, 409, 5xx,
+// attempt timeouts and broken connections are retried up to
+// Options.MaxRetries times (two by default), waiting what the server asked
+// for in retry-after-ms or Retry-After (up to Options.MaxRetryAfter) or
+// else an exponential backoff. A body that is not a chat completion
+// (garbage, HTML from a proxy, truncated JSON) is ErrBadResponse and shows
+// the start of the body. A cancelled context aborts the call at once, and
+// the error satisfies errors.Is(err, context.Canceled).
+//
+// All waiting (attempt timeouts and backoff) runs on Options.Clock, a
+// clockwork.Clock, so tests advance a fake clock instead of sleeping.
+//
+// Streaming is not implemented: the runtime consumes whole responses, and
+// a cassette records whole exchanges.
+package openai

@@ -1,0 +1,448 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/crux-sim/crux-sim/core"
+)
+
+// Defaults.
+const (
+	// DefaultBaseURL is OpenAI's API.
+	DefaultBaseURL = "https://api.openai.com/v1"
+	// DefaultTimeout bounds one HTTP attempt. Long, as in OpenAI's own
+	// SDKs: a slow completion is not a failure.
+	DefaultTimeout = 10 * time.Minute
+	// DefaultMaxRetries is how many times a retryable failure is retried
+	// (so at most three attempts), as in OpenAI's own SDKs.
+	DefaultMaxRetries = 2
+	// DefaultMaxRetryAfter is the longest Retry-After the provider waits
+	// out by itself; longer asks are returned as errors at once, so a run
+	// does not silently stall for minutes.
+	DefaultMaxRetryAfter = time.Minute
+	// NoTimeout, as Options.Timeout, lets an attempt run until the caller's
+	// context ends.
+	NoTimeout time.Duration = -1
+	// NoRetries, as Options.MaxRetries, makes every failure final.
+	NoRetries = -1
+)
+
+// maxBody bounds how much of a response body is read: far above any chat
+// completion, low enough that a misbehaving endpoint cannot exhaust memory.
+const maxBody = 32 << 20
+
+// Options configure a Provider. The zero value of every field has a
+// working default; only the model must be named here or by the runtime.
+type Options struct {
+	// BaseURL is the API root, ending in /v1 for most servers: OpenAI
+	// (the default), http://localhost:11434/v1 (Ollama),
+	// http://localhost:8000/v1 (vLLM), http://localhost:8080/v1
+	// (llama.cpp server), http://localhost:1234/v1 (LM Studio), or an Azure
+	// resource URL together with Azure.
+	BaseURL string
+	// APIKey is sent as a bearer token (as api-key for Azure). Empty sends
+	// no Authorization header, as local servers expect.
+	APIKey string
+	// Model is used when the request names none (the runtime's
+	// Options.Model and RunOptions.Model name one).
+	Model string
+	// Organization is sent as OpenAI-Organization when set.
+	Organization string
+	// Azure, when set, speaks Azure OpenAI: deployments in the path, an
+	// api-version query and the api-key header.
+	Azure *Azure
+	// HTTPClient sends the requests. Default: a client on
+	// http.DefaultTransport without a client-wide timeout (Timeout below
+	// applies per attempt).
+	HTTPClient *http.Client
+	// Headers are added to every request, e.g. OpenRouter's HTTP-Referer.
+	Headers http.Header
+	// Timeout bounds each HTTP attempt; an attempt that runs over fails
+	// with ErrTimeout and is retried. Default DefaultTimeout; NoTimeout
+	// disables it. The caller's context bounds the whole call regardless.
+	Timeout time.Duration
+	// MaxRetries bounds the retries of retryable failures (429 except
+	// insufficient_quota, 408, 409, 5xx, timeouts, broken connections).
+	// Default DefaultMaxRetries; NoRetries disables retrying.
+	MaxRetries int
+	// Backoff is the wait before retry n (from 1) when the server gives no
+	// Retry-After. Default: 500ms doubling per retry, at most 8s, without
+	// jitter so that recorded sessions retry on the same schedule.
+	Backoff func(retry int) time.Duration
+	// MaxRetryAfter is the longest Retry-After waited out; a longer one is
+	// returned at once as the error (with Error.RetryAfter set). Default
+	// DefaultMaxRetryAfter.
+	MaxRetryAfter time.Duration
+	// Clock times attempts and waits between them. Default the real
+	// clock; tests pass a fake one and never wait on the wall clock.
+	Clock clockwork.Clock
+	// OnRetry, when set, is told of every retry before its wait begins.
+	OnRetry func(Retry)
+	// Temperature, Seed and MaxTokens are sent when set. A zero
+	// Temperature is sent as zero (see chatRequest).
+	Temperature *float32
+	Seed        *int
+	MaxTokens   int
+	// Output says how an output schema is sent; see OutputMode.
+	Output OutputMode
+	// StatusRole is the role of the status block; default StatusAsSystem.
+	StatusRole StatusRole
+}
+
+// Azure configures Azure OpenAI.
+type Azure struct {
+	// APIVersion is the api-version query parameter; default 2024-10-21.
+	APIVersion string
+	// Deployment maps a model name to its deployment; default: the model
+	// name is the deployment name.
+	Deployment func(model string) string
+}
+
+// Retry describes one retry, for Options.OnRetry.
+type Retry struct {
+	// Attempt is the attempt that failed, from 1.
+	Attempt int
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+	// Err is why the attempt failed.
+	Err *Error
+}
+
+// Provider is a core.Provider that speaks the Chat Completions API of any
+// OpenAI-compatible endpoint. It is safe for concurrent use.
+type Provider struct {
+	opts     Options
+	client   *goopenai.Client
+	clock    clockwork.Clock
+	endpoint string // for error messages, user info stripped
+}
+
+var _ core.Provider = (*Provider)(nil)
+
+// New makes a Provider.
+func New(opts Options) *Provider {
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = DefaultMaxRetries
+	}
+	if opts.MaxRetryAfter == 0 {
+		opts.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	var cfg goopenai.ClientConfig
+	if opts.Azure != nil {
+		cfg = goopenai.DefaultAzureConfig(opts.APIKey, opts.BaseURL)
+		if opts.Azure.APIVersion != "" {
+			cfg.APIVersion = opts.Azure.APIVersion
+		} else {
+			cfg.APIVersion = "2024-10-21"
+		}
+		if d := opts.Azure.Deployment; d != nil {
+			cfg.AzureModelMapperFunc = d
+		} else {
+			cfg.AzureModelMapperFunc = func(model string) string { return model }
+		}
+	} else {
+		cfg = goopenai.DefaultConfig(opts.APIKey)
+		cfg.BaseURL = opts.BaseURL
+	}
+	cfg.OrgID = opts.Organization
+	cfg.HTTPClient = &capturingDoer{client: opts.HTTPClient, headers: opts.Headers}
+	return &Provider{
+		opts:     opts,
+		client:   goopenai.NewClientWithConfig(cfg),
+		clock:    opts.Clock,
+		endpoint: endpointForErrors(opts.BaseURL),
+	}
+}
+
+// DefaultBackoff waits 500ms before the first retry, doubling each time, at
+// most 8s.
+func DefaultBackoff(retry int) time.Duration {
+	d := 500 * time.Millisecond
+	for i := 1; i < retry && d < 8*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 8*time.Second)
+}
+
+// Step sends one chat completion and maps its answer back.
+func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
+	resp, _, err := p.StepWithFinishReason(ctx, req)
+	return resp, err
+}
+
+// StepWithFinishReason is Step that also returns the choice's finish_reason
+// (stop, tool_calls, length, content_filter, ...), which core.Response has
+// no field for. Recorders use it to keep the reason in a cassette.
+func (p *Provider) StepWithFinishReason(ctx context.Context, req *core.Request) (*core.Response, string, error) {
+	creq, err := p.chatRequest(req)
+	if err != nil {
+		return nil, "", err
+	}
+	cresp, err := p.complete(ctx, creq)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.response(req, cresp)
+}
+
+// complete runs the attempts of one chat completion.
+func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionRequest) (*completion, error) {
+	for attempt := 1; ; attempt++ {
+		c, e := p.attempt(ctx, creq)
+		if e == nil {
+			return c, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("openai: chat completion stopped: %w", err)
+		}
+		e.Attempts = attempt
+		if !e.Retryable() || p.opts.MaxRetries < 0 || attempt > p.opts.MaxRetries {
+			return nil, e
+		}
+		delay := p.opts.Backoff(attempt)
+		if e.RetryAfter > 0 {
+			if e.RetryAfter > p.opts.MaxRetryAfter {
+				return nil, e
+			}
+			delay = e.RetryAfter
+		}
+		if p.opts.OnRetry != nil {
+			p.opts.OnRetry(Retry{Attempt: attempt, Delay: delay, Err: e})
+		}
+		if err := p.wait(ctx, delay); err != nil {
+			return nil, fmt.Errorf("openai: chat completion stopped while waiting to retry (%v): %w", e, err)
+		}
+	}
+}
+
+func (p *Provider) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := p.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var errAttemptTimeout = errors.New("attempt timed out")
+
+// completion is a decoded response and what the transport saw of it.
+type completion struct {
+	resp goopenai.ChatCompletionResponse
+	body []byte
+}
+
+// attemptMeta is filled by capturingDoer for one attempt.
+type attemptMeta struct {
+	sent    bool // the request reached the HTTP client
+	status  int
+	header  http.Header
+	body    []byte
+	readErr error
+}
+
+type metaKey struct{}
+
+// attempt makes one HTTP attempt and classifies its failure.
+func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest) (*completion, *Error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var timer clockwork.Timer
+	if p.opts.Timeout > 0 {
+		// The deadline runs on the injected clock, not context.WithTimeout,
+		// so that a test advances it instead of waiting for it.
+		timer = p.clock.AfterFunc(p.opts.Timeout, func() { cancel(errAttemptTimeout) })
+	}
+	meta := &attemptMeta{}
+	resp, err := p.client.CreateChatCompletion(context.WithValue(actx, metaKey{}, meta), creq)
+	if timer != nil {
+		timer.Stop()
+	}
+	timedOut := errors.Is(context.Cause(actx), errAttemptTimeout)
+	if err != nil {
+		return nil, p.classify(err, meta, timedOut)
+	}
+	c := &completion{resp: resp, body: meta.body}
+	if len(resp.Choices) == 0 {
+		e := &Error{Kind: ErrBadResponse, URL: p.endpoint, StatusCode: meta.status, Message: "the response has no choices"}
+		// Some servers send an error object with a 200.
+		var eb struct {
+			Error *struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+				Code    any    `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(meta.body, &eb) == nil && eb.Error != nil {
+			e.Message, e.Type, e.Code = eb.Error.Message, eb.Error.Type, codeString(eb.Error.Code)
+		} else {
+			e.Body = snippet(meta.body)
+		}
+		return nil, e
+	}
+	return c, nil
+}
+
+// classify turns what go-openai and the transport reported into an *Error.
+func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error {
+	e := &Error{URL: p.endpoint, StatusCode: meta.status, Err: err}
+	if meta.header != nil {
+		e.RetryAfter = retryAfter(meta.header, p.clock.Now())
+	}
+	var apiErr *goopenai.APIError
+	var reqErr *goopenai.RequestError
+	switch {
+	case timedOut:
+		e.Kind, e.Err = ErrTimeout, fmt.Errorf("no complete response within %s", p.opts.Timeout)
+	case errors.As(err, &apiErr):
+		e.Err = nil
+		e.Type, e.Code, e.Message = apiErr.Type, codeString(apiErr.Code), apiErr.Message
+		if apiErr.Param != nil {
+			e.Param = *apiErr.Param
+		}
+		e.Kind = kindForStatus(apiErr.HTTPStatusCode, e.Type, e.Code)
+	case errors.As(err, &reqErr):
+		// A failure status whose body is not an OpenAI error object.
+		e.Kind = kindForStatus(reqErr.HTTPStatusCode, "", "")
+		e.Err, e.Body = nil, snippet(reqErr.Body)
+		if len(reqErr.Body) == 0 {
+			e.Message = "empty body"
+		}
+	case meta.readErr != nil:
+		e.Kind, e.Err = ErrConnection, fmt.Errorf("response body cut short: %w", meta.readErr)
+	case !meta.sent:
+		// go-openai refused the request before sending it (a model it
+		// deems unsuitable for chat, reasoning-model parameter rules).
+		e.Kind = ErrBadRequest
+	case meta.status != 0:
+		// The status was a success but the body did not decode.
+		e.Kind, e.Body = ErrBadResponse, snippet(meta.body)
+		e.Err = fmt.Errorf("not a chat completion: %w", err)
+	default:
+		e.Kind = ErrConnection
+	}
+	return e
+}
+
+func codeString(code any) string {
+	switch c := code.(type) {
+	case nil:
+		return ""
+	case string:
+		return c
+	case float64:
+		return strconv.FormatFloat(c, 'f', -1, 64)
+	}
+	return fmt.Sprint(code)
+}
+
+func snippet(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > 120 {
+		b = b[:120]
+	}
+	return string(b)
+}
+
+// retryAfter reads how long the server asked to wait: OpenAI's
+// retry-after-ms first (finer), then Retry-After in seconds or as an HTTP
+// date.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		if d := at.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+func endpointForErrors(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "(unparsable base URL)"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.Fragment = ""
+	return strings.TrimRight(u.String(), "/") + "/chat/completions"
+}
+
+// capturingDoer sends go-openai's requests and keeps, per attempt, the
+// status, headers and whole body: go-openai's errors carry neither the
+// Retry-After header nor the body of an undecodable success.
+type capturingDoer struct {
+	client  *http.Client
+	headers http.Header
+}
+
+func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
+	for k, vs := range d.headers {
+		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	meta, _ := req.Context().Value(metaKey{}).(*attemptMeta)
+	if meta != nil {
+		meta.sent = true
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	_ = resp.Body.Close()
+	if meta != nil {
+		meta.status, meta.header, meta.body, meta.readErr = resp.StatusCode, resp.Header, body, readErr
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}

@@ -1,0 +1,75 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/crux-sim/crux-sim/core"
+)
+
+// response maps the first choice back to a core.Response.
+//
+// Tool-call arguments are kept verbatim, even when they are not JSON: the
+// runtime answers malformed arguments with a model-facing tool error and
+// the run goes on, which is what the model needs to correct itself. Failing
+// the step here would end the run instead.
+func (p *Provider) response(req *core.Request, c *completion) (*core.Response, string, error) {
+	choice := c.resp.Choices[0]
+	msg := choice.Message
+	reason := string(choice.FinishReason)
+	out := &core.Response{}
+	for i, tc := range msg.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			// Some local servers omit tool-call ids. The next request must
+			// answer each call by id, so make one that is unique in the run.
+			id = fmt.Sprintf("call_%d_%d", req.Step, i+1)
+		}
+		out.ToolCalls = append(out.ToolCalls, core.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if len(out.ToolCalls) == 0 && msg.FunctionCall != nil && msg.FunctionCall.Name != "" {
+		// The legacy single function_call, still produced by some
+		// compatible servers.
+		out.ToolCalls = []core.ToolCall{{ID: fmt.Sprintf("call_%d_1", req.Step), Name: msg.FunctionCall.Name, Arguments: msg.FunctionCall.Arguments}}
+	}
+	content := msg.Content
+	if content == "" && len(msg.MultiContent) > 0 {
+		var parts []string
+		for _, part := range msg.MultiContent {
+			if part.Type == goopenai.ChatMessagePartTypeText {
+				parts = append(parts, part.Text)
+			}
+		}
+		content = strings.Join(parts, "")
+	}
+	trimmed := bytes.TrimSpace([]byte(content))
+	switch {
+	case req.Output != nil && len(out.ToolCalls) == 0 && len(trimmed) > 0 && json.Valid(trimmed):
+		out.Output = json.RawMessage(trimmed)
+	case content != "":
+		out.Text = content
+	case msg.Refusal != "":
+		// A structured-output refusal comes instead of content. Passing it
+		// on as text lets the runtime tell the model its answer is not the
+		// document it asked for.
+		out.Text = msg.Refusal
+	}
+	if u := c.resp.Usage; u.PromptTokens != 0 || u.CompletionTokens != 0 {
+		out.Usage = &core.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	}
+	if out.Text == "" && len(out.Output) == 0 && len(out.ToolCalls) == 0 {
+		switch choice.FinishReason {
+		case goopenai.FinishReasonContentFilter:
+			return nil, reason, &Error{Kind: ErrContentFiltered, URL: p.endpoint, StatusCode: 200, Attempts: 1,
+				Message: "the answer was withheld by the endpoint's content filter"}
+		case goopenai.FinishReasonLength:
+			return nil, reason, &Error{Kind: ErrLength, URL: p.endpoint, StatusCode: 200, Attempts: 1,
+				Message: "raise MaxTokens or shorten the conversation"}
+		}
+	}
+	return out, reason, nil
+}
