@@ -1,0 +1,271 @@
+package platform
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+)
+
+// IDExport is the id kind of training exports.
+const IDExport core.IDKind = "export"
+
+// startSweepers arms the periodic jobs. Jobs that share a cadence share one
+// timer, so a five-minute cadence costs one wake-up however many jobs run
+// on it.
+func (p *Platform) startSweepers() {
+	groups := map[time.Duration][]func(time.Time){}
+	groups[p.opts.BoardSweepInterval] = append(groups[p.opts.BoardSweepInterval], func(now time.Time) { p.SweepBoard(now) })
+	groups[p.opts.InboxSweepInterval] = append(groups[p.opts.InboxSweepInterval], func(time.Time) { p.SweepInbox() })
+	groups[p.opts.WorkspaceSweepInterval] = append(groups[p.opts.WorkspaceSweepInterval], func(now time.Time) { p.SweepWorkspaces(now) })
+	every := make([]time.Duration, 0, len(groups))
+	for d := range groups {
+		every = append(every, d)
+	}
+	slices.Sort(every)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range every {
+		p.armEveryLocked(d, "sweeper "+d.String(), groups[d])
+	}
+}
+
+func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []func(time.Time)) {
+	p.afterLocked(d, name, func() {
+		now := p.clock.Now()
+		for _, job := range jobs {
+			job(now)
+		}
+		p.mu.Lock()
+		p.armEveryLocked(d, name, jobs)
+		p.mu.Unlock()
+	})
+}
+
+// SweepBoard is the board maintenance job: it expires lapsed claims and
+// purges notes older than NoteTTL or whose tree is no longer live. It
+// returns how many claims and notes it removed.
+func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
+	p.mu.Lock()
+	defer p.unlock()
+	for _, root := range sortedKeys(p.board) {
+		b := p.board[root]
+		for _, k := range sortedKeys(b.claims) {
+			if c := b.claims[k]; !c.Expires.After(now) {
+				delete(b.claims, k)
+				claims++
+				p.emitLocked(Event{Session: p.liveOr(root), Type: EventBoardClaimExpired, Child: c.Holder, Text: k})
+			}
+		}
+		rs := p.sessions[root]
+		orphaned := rs == nil || rs.state.Terminal()
+		kept := b.notes[:0]
+		for _, n := range b.notes {
+			if orphaned || now.Sub(n.At) >= p.opts.NoteTTL {
+				notes++
+				p.emitLocked(Event{Session: p.liveOr(root), Type: EventBoardNotePurged, Item: n.ID, Child: n.Author})
+				continue
+			}
+			kept = append(kept, n)
+		}
+		b.notes = kept
+		if orphaned && len(b.claims) == 0 {
+			delete(p.board, root)
+		}
+	}
+	return claims, notes
+}
+
+// liveOr returns id if that session is live, else "" (the platform log), so
+// that sweeper events about gone trees do not pile up as parked events.
+func (p *Platform) liveOr(id string) string {
+	if p.sessions[id] != nil {
+		return id
+	}
+	return ""
+}
+
+// SweepInbox is the inbox expiry job: pending items whose session is
+// terminal (or gone) become non-actionable. It returns how many.
+func (p *Platform) SweepInbox() int {
+	p.mu.Lock()
+	defer p.unlock()
+	n := 0
+	for _, it := range p.inbox {
+		if it.State != InboxPending {
+			continue
+		}
+		if s := p.sessions[it.Session]; s != nil && !s.state.Terminal() {
+			continue
+		}
+		it.State = InboxNonActionable
+		n++
+		p.emitLocked(Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
+	}
+	return n
+}
+
+// SweepWorkspaces is the platform workspace cleanup job: it deletes the
+// workspace prefix of every root that is no longer live, has no unfinished
+// task and no active schedule, and was last written at least
+// WorkspaceGrace ago. It returns the prefixes it deleted.
+func (p *Platform) SweepWorkspaces(now time.Time) []string {
+	metas, err := p.store.ListFiles(p.ctx(), "sessions/")
+	if err != nil {
+		return nil
+	}
+	last := map[string]time.Time{}
+	for _, m := range metas {
+		root, _, ok := strings.Cut(strings.TrimPrefix(m.Key, "sessions/"), "/")
+		if ok && m.Updated.After(last[root]) {
+			last[root] = m.Updated
+		} else if ok {
+			if _, seen := last[root]; !seen {
+				last[root] = m.Updated
+			}
+		}
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	open, _ := p.store.ListTasks(p.ctx(), store.TaskFilter{States: []store.TaskState{
+		store.TaskTodo, store.TaskReady, store.TaskRunning, store.TaskBlocked}})
+	scheds, _ := p.store.ListSchedules(p.ctx(), "")
+	busy := map[string]bool{}
+	for _, t := range open {
+		busy[t.Root] = true
+	}
+	for _, s := range scheds {
+		if s.State == store.ScheduleActive {
+			busy[s.Origin] = true
+		}
+	}
+	p.mu.Lock()
+	for _, s := range p.order {
+		if !s.state.Terminal() {
+			busy[s.root] = true
+		}
+	}
+	p.mu.Unlock()
+	var deleted []string
+	for _, root := range sortedKeys(last) {
+		if busy[root] || now.Sub(last[root]) < p.opts.WorkspaceGrace {
+			continue
+		}
+		prefix := WorkspacePrefix(root)
+		n := 0
+		if p.durable(func() error {
+			var err error
+			n, err = p.store.DeletePrefix(p.ctx(), prefix)
+			return err
+		}) != nil {
+			continue
+		}
+		deleted = append(deleted, prefix)
+		p.mu.Lock()
+		p.emitLocked(Event{Type: EventWorkspaceDeleted, Path: prefix, Text: strconv.Itoa(n) + " files"})
+		p.unlock()
+	}
+	return deleted
+}
+
+// Trajectory is one line of the training collector's JSONL.
+type Trajectory struct {
+	// Type is "delegation" or "skill".
+	Type    string `json:"type"`
+	Session string `json:"session"`
+	Agent   string `json:"agent"`
+	// Goal and Parent describe a delegation; Skill, Arguments and Result
+	// a skill invocation.
+	Goal      string         `json:"goal,omitempty"`
+	Parent    string         `json:"parent,omitempty"`
+	Skill     string         `json:"skill,omitempty"`
+	Arguments string         `json:"arguments,omitempty"`
+	Result    string         `json:"result,omitempty"`
+	Response  string         `json:"response,omitempty"`
+	Messages  []core.Message `json:"messages"`
+}
+
+// Trajectories gathers the successful expert-delegation and
+// skill-invocation trajectories of the live sessions' event logs.
+func (p *Platform) Trajectories() []Trajectory {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Trajectory
+	for _, s := range p.order {
+		for _, e := range s.log {
+			if e.Type != EventDelegationComplete {
+				continue
+			}
+			c := p.sessions[e.Child]
+			if c == nil {
+				continue
+			}
+			out = append(out, Trajectory{Type: "delegation", Session: c.id, Agent: c.agentName, Goal: e.Goal,
+				Parent: s.id, Response: e.Text, Messages: slices.Clone(c.history)})
+		}
+	}
+	if len(p.opts.Skills) == 0 {
+		return out
+	}
+	for _, s := range p.order {
+		for i, m := range s.history {
+			if m.Role != core.RoleTool || m.IsError || !slices.Contains(p.opts.Skills, m.ToolName) {
+				continue
+			}
+			args := ""
+			for j := i - 1; j >= 0 && args == ""; j-- {
+				for _, c := range s.history[j].ToolCalls {
+					if c.ID == m.ToolCallID {
+						args = c.Arguments
+					}
+				}
+			}
+			out = append(out, Trajectory{Type: "skill", Session: s.id, Agent: s.agentName, Skill: m.ToolName,
+				Arguments: args, Result: m.Content, Messages: slices.Clone(s.history[:i+1])})
+		}
+	}
+	return out
+}
+
+// ExportTrajectories writes Trajectories as JSONL and returns how many
+// lines it wrote.
+func (p *Platform) ExportTrajectories(w io.Writer) (int, error) {
+	enc := json.NewEncoder(w)
+	trs := p.Trajectories()
+	for i, t := range trs {
+		if err := enc.Encode(t); err != nil {
+			return i, err
+		}
+	}
+	return len(trs), nil
+}
+
+// CollectTraining is the on-demand training collector: it exports the
+// trajectories as a JSONL file in the tenant's bucket (the store's files,
+// under tenants/{tenant}/training/) and returns its key. Its
+// responsibility ends at the file.
+func (p *Platform) CollectTraining(tenant string) (string, int, error) {
+	var buf bytes.Buffer
+	n, err := p.ExportTrajectories(&buf)
+	if err != nil {
+		return "", n, err
+	}
+	key := "tenants/" + tenant + "/training/" + p.ids.NewID(IDExport) + ".jsonl"
+	if err := p.durable(func() error {
+		_, err := p.store.PutFile(p.ctx(), key, buf.Bytes(), "training-collector", p.clock.Now())
+		return err
+	}); err != nil {
+		return "", n, err
+	}
+	p.mu.Lock()
+	p.emitLocked(Event{Type: EventTrainingExport, Path: key, Text: strconv.Itoa(n) + " trajectories"})
+	p.unlock()
+	return key, n, nil
+}

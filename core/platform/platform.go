@@ -1,0 +1,394 @@
+package platform
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/jonboulle/clockwork"
+)
+
+// ID kinds the platform draws from core.IDSource.
+const (
+	IDSession  core.IDKind = "session"
+	IDTask     core.IDKind = "task"
+	IDSchedule core.IDKind = "schedule"
+	IDArtifact core.IDKind = "artifact"
+	IDInbox    core.IDKind = "inbox"
+	IDNote     core.IDKind = "note"
+	IDInstance core.IDKind = "instance"
+)
+
+// Semantic points at which the platform yields to the executor, numbered
+// clear of core's own point kinds.
+const (
+	// PointSessionTurn: a session turn is about to run (Run is the session
+	// id, Step the turn number).
+	PointSessionTurn core.PointKind = 64 + iota
+	// PointTaskClaim: the dispatcher is about to claim a ready task.
+	PointTaskClaim
+	// PointTimer: a timer-started actor (sweeper, ticker, stale check) is
+	// about to do its work (Event names it).
+	PointTimer
+)
+
+// Errors callers branch on.
+var (
+	ErrClosed         = errors.New("platform closed")
+	ErrUnknownSession = errors.New("unknown session")
+	ErrUnknownAgent   = errors.New("unknown agent")
+	ErrToolCollision  = errors.New("an authored tool has a platform tool's name")
+)
+
+var (
+	errCrashed     = errors.New("process crashed")
+	errClosing     = errors.New("platform closing")
+	errStopped     = errors.New("stopped by stop_worker")
+	errTaskTimeout = errors.New("task attempt timed out")
+	errTaskCancel  = errors.New("task cancelled")
+	errDelegation  = errors.New("delegation ended")
+)
+
+// Platform runs sessions of seed 03: workers, delegation, durable tasks,
+// schedules and loops, and the maintenance sweepers, on one core.Runtime.
+// It is safe for concurrent use.
+type Platform struct {
+	opts     Options
+	rt       *core.Runtime
+	clock    clockwork.Clock
+	ids      core.IDSource
+	exec     core.Executor
+	store    store.Store
+	instance string
+
+	base     context.Context
+	stopBase context.CancelCauseFunc
+
+	// fence orders durable writes against a crash: writers hold it shared
+	// and check crashed; Crash takes it exclusively.
+	fence   sync.RWMutex
+	crashed bool
+
+	mu       sync.Mutex
+	closing  bool
+	seq      uint64
+	outbox   []Event
+	sessions map[string]*session
+	order    []*session
+	platLog  []Event
+	parked   map[string][]Event // events for sessions not live here
+	variants map[variantKey]*core.Agent
+	actors   map[uint64]chan struct{}
+	actorSeq uint64
+	timers   map[*timerSlot]struct{}
+
+	delegations map[string]*delegation // by child session id
+	findings    []Finding
+	posts       []Post
+	board       map[string]*board // by root
+	inbox       []*InboxItem
+	artifacts   map[string][]Artifact // by session
+
+	dispatching, dispatchAgain bool
+	runningTasks               map[string]*session // task id → attempt session
+	reapSlot, pollSlot         *timerSlot
+	tickSlot                   *timerSlot
+	tickAt                     time.Time
+	nextRecovery               time.Time
+
+	tools map[string]*core.Tool
+}
+
+// New makes a Platform and starts its dispatcher, scheduled-work ticker and
+// sweepers. A platform made on the store of a crashed one picks up its
+// tasks and schedules.
+func New(opts Options) (*Platform, error) {
+	if opts.Core.Provider == nil {
+		return nil, errors.New("platform: Options.Core.Provider is required")
+	}
+	opts.defaults()
+	if opts.Core.Clock == nil {
+		opts.Core.Clock = clockwork.NewRealClock()
+	}
+	if opts.Core.IDs == nil {
+		opts.Core.IDs = core.RandomIDs{}
+	}
+	if opts.Core.Executor == nil {
+		opts.Core.Executor = core.GoExecutor{}
+	}
+	p := &Platform{
+		opts:         opts,
+		rt:           core.New(opts.Core),
+		clock:        opts.Core.Clock,
+		ids:          opts.Core.IDs,
+		exec:         opts.Core.Executor,
+		store:        opts.Store,
+		instance:     opts.Instance,
+		sessions:     map[string]*session{},
+		parked:       map[string][]Event{},
+		variants:     map[variantKey]*core.Agent{},
+		actors:       map[uint64]chan struct{}{},
+		timers:       map[*timerSlot]struct{}{},
+		delegations:  map[string]*delegation{},
+		board:        map[string]*board{},
+		artifacts:    map[string][]Artifact{},
+		runningTasks: map[string]*session{},
+	}
+	if p.instance == "" {
+		p.instance = p.ids.NewID(IDInstance)
+	}
+	p.base, p.stopBase = context.WithCancelCause(context.Background())
+	p.tools = p.platformTools()
+	for _, name := range sortedKeys(opts.Agents) {
+		if a := opts.Agents[name]; a == nil {
+			return nil, fmt.Errorf("platform: agent %q is nil", name)
+		}
+	}
+	p.startTasks()
+	p.startScheduler()
+	if !opts.NoSweepers {
+		p.startSweepers()
+	}
+	return p, nil
+}
+
+// Runtime returns the core runtime the sessions run on.
+func (p *Platform) Runtime() *core.Runtime { return p.rt }
+
+// Store returns the durable store.
+func (p *Platform) Store() store.Store { return p.store }
+
+// Instance returns this process's claim identity.
+func (p *Platform) Instance() string { return p.instance }
+
+// Close stops the timers, interrupts every turn and waits until every actor
+// has ended, then closes the runtime. Unlike Crash it is orderly, but it
+// writes nothing either: a task attempt interrupted by Close is left to be
+// reaped like a crashed one, because the process is going away.
+func (p *Platform) Close() error {
+	p.shutdown(errClosing)
+	return nil
+}
+
+// Crash simulates a process crash: every process-local thing (sessions,
+// event logs, the board, the inbox, running turns, timers) is dropped and no
+// further durable write is made; the store keeps what it had. Make a new
+// Platform on the same store to restart. Crash waits for the dropped
+// actors' goroutines to end, so that nothing leaks from a test.
+func (p *Platform) Crash() {
+	p.fence.Lock()
+	p.crashed = true
+	p.fence.Unlock()
+	p.shutdown(errCrashed)
+}
+
+func (p *Platform) shutdown(cause error) {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return
+	}
+	p.closing = true
+	for _, t := range sortedSlots(p.timers) {
+		t.stop()
+	}
+	clear(p.timers)
+	p.mu.Unlock()
+	p.stopBase(cause)
+	for {
+		p.mu.Lock()
+		var pending []chan struct{}
+		for _, k := range sortedKeysU(p.actors) {
+			pending = append(pending, p.actors[k])
+		}
+		p.mu.Unlock()
+		if len(pending) == 0 {
+			break
+		}
+		for _, done := range pending {
+			p.exec.Wait("platform shutdown", done)
+		}
+	}
+	_ = p.rt.Close()
+}
+
+// durable runs a store write unless the process has crashed.
+func (p *Platform) durable(fn func() error) error {
+	p.fence.RLock()
+	defer p.fence.RUnlock()
+	if p.crashed {
+		return errCrashed
+	}
+	return fn()
+}
+
+// goLocked starts a tracked actor. It refuses once the platform is closing.
+func (p *Platform) goLocked(name string, fn func()) bool {
+	if p.closing {
+		return false
+	}
+	p.actorSeq++
+	id := p.actorSeq
+	done := make(chan struct{})
+	p.actors[id] = done
+	p.exec.Go(name, func() {
+		defer func() {
+			p.mu.Lock()
+			delete(p.actors, id)
+			p.mu.Unlock()
+			close(done)
+		}()
+		fn()
+	})
+	return true
+}
+
+func (p *Platform) goActor(name string, fn func()) {
+	p.mu.Lock()
+	p.goLocked(name, fn)
+	p.mu.Unlock()
+}
+
+// timerSlot is a clock timer the platform owns; Close stops it.
+type timerSlot struct {
+	t   clockwork.Timer
+	seq uint64
+}
+
+func (s *timerSlot) stop() {
+	if s != nil && s.t != nil {
+		s.t.Stop()
+	}
+}
+
+// afterLocked arms a timer whose callback starts an actor running fn. The
+// callback itself never blocks: it only starts the actor.
+func (p *Platform) afterLocked(d time.Duration, name string, fn func()) *timerSlot {
+	if p.closing {
+		return nil
+	}
+	p.actorSeq++
+	slot := &timerSlot{seq: p.actorSeq}
+	p.timers[slot] = struct{}{}
+	slot.t = p.clock.AfterFunc(d, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if _, live := p.timers[slot]; !live {
+			return
+		}
+		delete(p.timers, slot)
+		p.goLocked(name, func() {
+			p.exec.Yield(core.Point{Kind: PointTimer, Event: name})
+			fn()
+		})
+	})
+	return slot
+}
+
+func (p *Platform) cancelSlotLocked(s *timerSlot) {
+	if s == nil {
+		return
+	}
+	delete(p.timers, s)
+	s.stop()
+}
+
+func sortedSlots(m map[*timerSlot]struct{}) []*timerSlot {
+	out := make([]*timerSlot, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *timerSlot) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// ---- events ----
+
+// emitLocked appends an event to its session's log (the platform log when
+// Session is empty) and queues it for the observer.
+func (p *Platform) emitLocked(e Event) {
+	p.seq++
+	e.Seq = p.seq
+	e.Time = p.clock.Now()
+	switch s := p.sessions[e.Session]; {
+	case e.Session == "":
+		p.platLog = append(p.platLog, e)
+	case s != nil:
+		s.log = append(s.log, e)
+	default:
+		p.parked[e.Session] = append(p.parked[e.Session], e)
+	}
+	if p.opts.Observer != nil {
+		p.outbox = append(p.outbox, e)
+	}
+}
+
+// unlock releases p.mu and then hands queued events to the observer, so
+// that no lock is held across an observer callback.
+func (p *Platform) unlock() {
+	if p.opts.Observer == nil || len(p.outbox) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	out := p.outbox
+	p.outbox = nil
+	p.mu.Unlock()
+	for _, e := range out {
+		p.opts.Observer.Observe(e)
+	}
+}
+
+// Events returns a session's event log; the empty id is the platform log.
+func (p *Platform) Events(session string) []Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if session == "" {
+		return slices.Clone(p.platLog)
+	}
+	if s := p.sessions[session]; s != nil {
+		return slices.Clone(s.log)
+	}
+	return slices.Clone(p.parked[session])
+}
+
+// AllEvents returns every event of every live session and the platform
+// log, in order.
+func (p *Platform) AllEvents() []Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := slices.Clone(p.platLog)
+	for _, s := range p.order {
+		out = append(out, s.log...)
+	}
+	for _, id := range sortedKeys(p.parked) {
+		out = append(out, p.parked[id]...)
+	}
+	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+func (p *Platform) ctx() context.Context { return p.base }
+
+func sortedKeysU[V any](m map[uint64]V) []uint64 {
+	keys := make([]uint64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,513 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Memory is the embedded default Store: no server, one mutex, everything
+// kept in maps. It is what a simulated crash keeps: a platform that crashes
+// loses its sessions and goroutines, and a new platform on the same Memory
+// finds every task, schedule and file as they were.
+//
+// Within one process Memory's operations are atomic, so two dispatchers
+// sharing it can never double-claim a task. Use [SQL] when several
+// processes share the task table.
+type Memory struct {
+	mu sync.Mutex
+
+	tasks    map[string]*Task
+	order    []string
+	children map[string][]string
+	attempts map[string][]Attempt
+
+	schedules map[string]*Schedule
+	sorder    []string
+	leases    map[string]lease
+
+	files map[string]file
+}
+
+type lease struct {
+	holder string
+	until  time.Time
+}
+
+type file struct {
+	data []byte
+	meta FileMeta
+}
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	return &Memory{
+		tasks:     map[string]*Task{},
+		children:  map[string][]string{},
+		attempts:  map[string][]Attempt{},
+		schedules: map[string]*Schedule{},
+		leases:    map[string]lease{},
+		files:     map[string]file{},
+	}
+}
+
+var _ Store = (*Memory)(nil)
+
+func cloneTask(t *Task) Task {
+	c := *t
+	c.Parents = slices.Clone(t.Parents)
+	c.Context = slices.Clone(t.Context)
+	c.Metadata = slices.Clone(t.Metadata)
+	return c
+}
+
+// CreateTask implements Tasks.
+func (m *Memory) CreateTask(_ context.Context, t Task) (Task, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.tasks[t.ID]; dup {
+		return Task{}, fmt.Errorf("task %s: %w", t.ID, ErrExists)
+	}
+	allDone := true
+	for _, p := range t.Parents {
+		pt, ok := m.tasks[p]
+		if !ok {
+			return Task{}, fmt.Errorf("parent task %s: %w", p, ErrNotFound)
+		}
+		if pt.State != TaskDone {
+			allDone = false
+		}
+	}
+	t.State = TaskTodo
+	if allDone {
+		t.State = TaskReady
+	}
+	t.UpdatedAt = t.CreatedAt
+	row := cloneTask(&t)
+	m.tasks[t.ID] = &row
+	m.order = append(m.order, t.ID)
+	for _, p := range t.Parents {
+		m.children[p] = append(m.children[p], t.ID)
+	}
+	return cloneTask(&row), nil
+}
+
+// GetTask implements Tasks.
+func (m *Memory) GetTask(_ context.Context, id string) (Task, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tasks[id]
+	if !ok {
+		return Task{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	return cloneTask(t), nil
+}
+
+// ListTasks implements Tasks.
+func (m *Memory) ListTasks(_ context.Context, f TaskFilter) ([]Task, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Task
+	for _, id := range m.order {
+		t := m.tasks[id]
+		if f.Spawner != "" && t.Spawner != f.Spawner || f.Root != "" && t.Root != f.Root {
+			continue
+		}
+		if len(f.States) > 0 && !slices.Contains(f.States, t.State) {
+			continue
+		}
+		out = append(out, cloneTask(t))
+	}
+	return out, nil
+}
+
+// Attempts implements Tasks.
+func (m *Memory) Attempts(_ context.Context, id string) ([]Attempt, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.tasks[id]; !ok {
+		return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	out := slices.Clone(m.attempts[id])
+	for i := range out {
+		out[i].Metadata = slices.Clone(out[i].Metadata)
+	}
+	return out, nil
+}
+
+// Claim implements Tasks.
+func (m *Memory) Claim(_ context.Context, instance string, now time.Time, leaseFor time.Duration) (Claim, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range m.order {
+		t := m.tasks[id]
+		if t.State != TaskReady {
+			continue
+		}
+		t.State = TaskRunning
+		t.Attempts++
+		t.ClaimedBy = instance
+		t.LeaseUntil = now.Add(leaseFor)
+		t.UpdatedAt = now
+		a := Attempt{Task: id, N: t.Attempts, Instance: instance, StartedAt: now, Outcome: OutcomeRunning}
+		m.attempts[id] = append(m.attempts[id], a)
+		return Claim{Task: cloneTask(t), Attempt: a}, true, nil
+	}
+	return Claim{}, false, nil
+}
+
+// SetAttemptSession implements Tasks.
+func (m *Memory) SetAttemptSession(_ context.Context, task string, n int, session string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	as := m.attempts[task]
+	if n < 1 || n > len(as) {
+		return fmt.Errorf("task %s attempt %d: %w", task, n, ErrNotFound)
+	}
+	as[n-1].Session = session
+	return nil
+}
+
+// FinishAttempt implements Tasks.
+func (m *Memory) FinishAttempt(_ context.Context, task string, n int, instance string, f Finish) (Task, []string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tasks[task]
+	if !ok {
+		return Task{}, nil, fmt.Errorf("task %s: %w", task, ErrNotFound)
+	}
+	if t.State != TaskRunning || t.Attempts != n || t.ClaimedBy != instance {
+		return cloneTask(t), nil, fmt.Errorf("task %s attempt %d: %w", task, n, ErrStale)
+	}
+	promoted := m.finishLocked(t, f)
+	return cloneTask(t), promoted, nil
+}
+
+// finishLocked ends t's current attempt. The caller checked it is running.
+func (m *Memory) finishLocked(t *Task, f Finish) []string {
+	as := m.attempts[t.ID]
+	a := &as[len(as)-1]
+	a.EndedAt, a.Outcome, a.Summary, a.Metadata = f.At, f.Outcome, f.Summary, slices.Clone(f.Metadata)
+	a.BlockReason, a.Error = f.BlockReason, f.Error
+	t.ClaimedBy, t.LeaseUntil, t.UpdatedAt = "", time.Time{}, f.At
+	var promoted []string
+	switch {
+	case f.Outcome == OutcomeCompleted:
+		t.State, t.Result, t.Metadata, t.Consecutive = TaskDone, f.Summary, slices.Clone(f.Metadata), 0
+		t.BlockReason = ""
+		for _, c := range m.children[t.ID] {
+			ct := m.tasks[c]
+			if ct.State == TaskTodo && m.parentsDoneLocked(ct) {
+				ct.State, ct.UpdatedAt = TaskReady, f.At
+				promoted = append(promoted, c)
+			}
+		}
+	case f.Outcome == OutcomeBlocked:
+		t.State, t.BlockReason, t.Consecutive = TaskBlocked, f.BlockReason, 0
+	case f.Outcome.Retryable():
+		t.Consecutive++
+		if t.Consecutive >= t.MaxAttempts {
+			t.State = TaskFailed
+		} else {
+			t.State = TaskReady
+		}
+	default: // cancelled
+		t.State = TaskCancelled
+	}
+	return promoted
+}
+
+func (m *Memory) parentsDoneLocked(t *Task) bool {
+	for _, p := range t.Parents {
+		if m.tasks[p].State != TaskDone {
+			return false
+		}
+	}
+	return true
+}
+
+// Unblock implements Tasks.
+func (m *Memory) Unblock(_ context.Context, task, by, text string, now time.Time) (Task, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tasks[task]
+	if !ok {
+		return Task{}, fmt.Errorf("task %s: %w", task, ErrNotFound)
+	}
+	if t.Spawner != by {
+		return Task{}, fmt.Errorf("unblock %s: %w", task, ErrNotOwner)
+	}
+	if t.State != TaskBlocked {
+		return cloneTask(t), fmt.Errorf("unblock %s (%s): %w", task, t.State, ErrState)
+	}
+	if strings.TrimSpace(text) != "" {
+		t.Context = append(t.Context, ContextEntry{At: now, Text: text})
+	}
+	t.State, t.UpdatedAt = TaskReady, now
+	return cloneTask(t), nil
+}
+
+// Cancel implements Tasks.
+func (m *Memory) Cancel(_ context.Context, task, by string, now time.Time) (Task, TaskState, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tasks[task]
+	if !ok {
+		return Task{}, "", fmt.Errorf("task %s: %w", task, ErrNotFound)
+	}
+	if t.Spawner != by {
+		return Task{}, "", fmt.Errorf("cancel %s: %w", task, ErrNotOwner)
+	}
+	prev := t.State
+	if prev.Terminal() {
+		return cloneTask(t), prev, fmt.Errorf("cancel %s (%s): %w", task, prev, ErrState)
+	}
+	if prev == TaskRunning {
+		m.finishLocked(t, Finish{Outcome: OutcomeCancelled, At: now})
+	}
+	t.State, t.UpdatedAt = TaskCancelled, now
+	return cloneTask(t), prev, nil
+}
+
+// Reap implements Tasks.
+func (m *Memory) Reap(_ context.Context, now time.Time) ([]Task, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Task
+	for _, id := range m.order {
+		t := m.tasks[id]
+		if t.State == TaskRunning && !t.LeaseUntil.After(now) {
+			m.finishLocked(t, Finish{Outcome: OutcomeCrashed, At: now})
+			out = append(out, cloneTask(t))
+		}
+	}
+	return out, nil
+}
+
+// NextLease implements Tasks.
+func (m *Memory) NextLease(context.Context) (time.Time, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best time.Time
+	for _, id := range m.order {
+		t := m.tasks[id]
+		if t.State == TaskRunning && (best.IsZero() || t.LeaseUntil.Before(best)) {
+			best = t.LeaseUntil
+		}
+	}
+	return best, !best.IsZero(), nil
+}
+
+// ---- schedules ----
+
+// CreateSchedule implements Schedules.
+func (m *Memory) CreateSchedule(_ context.Context, s Schedule) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.schedules[s.ID]; dup {
+		return fmt.Errorf("schedule %s: %w", s.ID, ErrExists)
+	}
+	row := s
+	m.schedules[s.ID] = &row
+	m.sorder = append(m.sorder, s.ID)
+	return nil
+}
+
+// GetSchedule implements Schedules.
+func (m *Memory) GetSchedule(_ context.Context, id string) (Schedule, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.schedules[id]
+	if !ok {
+		return Schedule{}, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	return *s, nil
+}
+
+// ListSchedules implements Schedules.
+func (m *Memory) ListSchedules(_ context.Context, user string) ([]Schedule, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Schedule
+	for _, id := range m.sorder {
+		s := m.schedules[id]
+		if s.State == ScheduleDeleted || user != "" && s.User != user {
+			continue
+		}
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+// DeleteSchedule implements Schedules.
+func (m *Memory) DeleteSchedule(_ context.Context, id, user string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.schedules[id]
+	if !ok || s.State == ScheduleDeleted {
+		return fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	if s.User != user {
+		return fmt.Errorf("schedule %s belongs to another user: %w", id, ErrNotFound)
+	}
+	s.State = ScheduleDeleted
+	return nil
+}
+
+// Due implements Schedules.
+func (m *Memory) Due(_ context.Context, now time.Time) ([]Schedule, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Schedule
+	for _, id := range m.sorder {
+		s := m.schedules[id]
+		if s.State == ScheduleActive && !s.NextRun.IsZero() && !s.NextRun.After(now) {
+			out = append(out, *s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].NextRun.Before(out[j].NextRun) })
+	return out, nil
+}
+
+// Fire implements Schedules.
+func (m *Memory) Fire(_ context.Context, id string, expect, next, now time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.schedules[id]
+	if !ok || s.State != ScheduleActive || !s.NextRun.Equal(expect) {
+		return false, nil
+	}
+	s.NextRun, s.LastRun = next, now
+	s.Runs++
+	return true, nil
+}
+
+// SetNext implements Schedules.
+func (m *Memory) SetNext(_ context.Context, id string, next time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.schedules[id]
+	if !ok {
+		return fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	if s.State == ScheduleActive {
+		s.NextRun = next
+	}
+	return nil
+}
+
+// Complete implements Schedules.
+func (m *Memory) Complete(_ context.Context, id, reason string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.schedules[id]
+	if !ok {
+		return false, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	if s.State != ScheduleActive {
+		return false, nil
+	}
+	s.State, s.Reason, s.NextRun = ScheduleCompleted, reason, time.Time{}
+	return true, nil
+}
+
+// NextDue implements Schedules.
+func (m *Memory) NextDue(context.Context) (time.Time, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best time.Time
+	for _, id := range m.sorder {
+		s := m.schedules[id]
+		if s.State == ScheduleActive && !s.NextRun.IsZero() && (best.IsZero() || s.NextRun.Before(best)) {
+			best = s.NextRun
+		}
+	}
+	return best, !best.IsZero(), nil
+}
+
+// Expired implements Schedules.
+func (m *Memory) Expired(_ context.Context, now time.Time) ([]Schedule, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Schedule
+	for _, id := range m.sorder {
+		s := m.schedules[id]
+		if s.State == ScheduleActive && !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(now) {
+			out = append(out, *s)
+		}
+	}
+	return out, nil
+}
+
+// TryLead implements Schedules.
+func (m *Memory) TryLead(_ context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.leases[name]
+	if ok && l.holder != holder && l.until.After(now) {
+		return false, nil
+	}
+	m.leases[name] = lease{holder: holder, until: now.Add(ttl)}
+	return true, nil
+}
+
+// ---- files ----
+
+// PutFile implements Files.
+func (m *Memory) PutFile(_ context.Context, key string, data []byte, writer string, now time.Time) (*FileMeta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, had := m.files[key]
+	meta := FileMeta{Key: key, Size: len(data), Writer: writer, Version: 1, Updated: now}
+	var prev *FileMeta
+	if had {
+		p := old.meta
+		prev = &p
+		meta.Version = p.Version + 1
+	}
+	m.files[key] = file{data: slices.Clone(data), meta: meta}
+	return prev, nil
+}
+
+// GetFile implements Files.
+func (m *Memory) GetFile(_ context.Context, key string) ([]byte, FileMeta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.files[key]
+	if !ok {
+		return nil, FileMeta{}, fmt.Errorf("file %s: %w", key, ErrNotFound)
+	}
+	return slices.Clone(f.data), f.meta, nil
+}
+
+// ListFiles implements Files.
+func (m *Memory) ListFiles(_ context.Context, prefix string) ([]FileMeta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []FileMeta
+	for k, f := range m.files {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, f.meta)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// DeletePrefix implements Files.
+func (m *Memory) DeletePrefix(_ context.Context, prefix string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k := range m.files {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.files, k)
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,314 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// TaskState is where a durable task is in its life.
+//
+//	todo ──(every parent done)──▶ ready ──claim──▶ running ──complete──▶ done
+//	                                ▲                │ ──block──▶ blocked ──unblock──▶ ready
+//	                                └──retry─────────┤ (crash/timeout/error, attempts left)
+//	                                                 └──(max consecutive)──▶ failed
+//	any non-terminal state ──cancel──▶ cancelled
+//
+// A todo task whose parent is failed or cancelled stays todo: it is never
+// promoted.
+type TaskState string
+
+// Task states.
+const (
+	TaskTodo      TaskState = "todo"
+	TaskReady     TaskState = "ready"
+	TaskRunning   TaskState = "running"
+	TaskBlocked   TaskState = "blocked"
+	TaskDone      TaskState = "done"
+	TaskFailed    TaskState = "failed"
+	TaskCancelled TaskState = "cancelled"
+)
+
+// Terminal reports whether no transition leaves s.
+func (s TaskState) Terminal() bool {
+	return s == TaskDone || s == TaskFailed || s == TaskCancelled
+}
+
+// Outcome is how one attempt at a task ended.
+type Outcome string
+
+// Attempt outcomes. Crashed, TimedOut and Errored count towards a task's
+// consecutive failures; Completed, Blocked and Cancelled do not.
+const (
+	OutcomeRunning   Outcome = "running"
+	OutcomeCompleted Outcome = "completed"
+	OutcomeBlocked   Outcome = "blocked"
+	OutcomeCrashed   Outcome = "crashed"
+	OutcomeTimedOut  Outcome = "timeout"
+	OutcomeErrored   Outcome = "error"
+	OutcomeCancelled Outcome = "cancelled"
+)
+
+// Retryable reports whether the outcome counts as a consecutive failure
+// that the dispatcher retries.
+func (o Outcome) Retryable() bool {
+	return o == OutcomeCrashed || o == OutcomeTimedOut || o == OutcomeErrored
+}
+
+// ContextEntry is one piece of context appended to a task, with the time it
+// was appended (unblock_task's optional context).
+type ContextEntry struct {
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
+}
+
+// Task is one durable task row.
+type Task struct {
+	ID     string `json:"id"`
+	Title  string `json:"title,omitempty"`
+	Prompt string `json:"prompt"`
+	// Agent names the agent an attempt runs.
+	Agent string `json:"agent,omitempty"`
+	// Spawner is the session that spawned the task: the only one that may
+	// unblock or cancel it, and the log its events go to.
+	Spawner string `json:"spawner"`
+	// Root is the tree root whose workspace the attempts share.
+	Root    string   `json:"root"`
+	User    string   `json:"user,omitempty"`
+	Parents []string `json:"parents,omitempty"`
+
+	State       TaskState `json:"state"`
+	MaxAttempts int       `json:"max_attempts"`
+	// Attempts counts attempts started; Consecutive the trailing run of
+	// crashed, timed-out or errored ones.
+	Attempts    int            `json:"attempts"`
+	Consecutive int            `json:"consecutive_failures"`
+	Context     []ContextEntry `json:"context,omitempty"`
+
+	// Result is worker_complete's summary; Metadata its structured
+	// metadata.
+	Result      string          `json:"result,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	BlockReason string          `json:"block_reason,omitempty"`
+
+	// ClaimedBy is the process instance running the current attempt, and
+	// LeaseUntil when that claim lapses if the process dies.
+	ClaimedBy  string    `json:"claimed_by,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Attempt is one attempt at a task.
+type Attempt struct {
+	Task        string          `json:"task"`
+	N           int             `json:"n"`
+	Instance    string          `json:"instance"`
+	Session     string          `json:"session,omitempty"`
+	StartedAt   time.Time       `json:"started_at"`
+	EndedAt     time.Time       `json:"ended_at,omitzero"`
+	Outcome     Outcome         `json:"outcome"`
+	Summary     string          `json:"summary,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	BlockReason string          `json:"block_reason,omitempty"`
+	Error       string          `json:"error,omitempty"`
+}
+
+// Finish is how an attempt ended, as its process reports it.
+type Finish struct {
+	Outcome     Outcome
+	Summary     string
+	Metadata    json.RawMessage
+	BlockReason string
+	Error       string
+	At          time.Time
+}
+
+// Claim is a task a process took, with the attempt it opened.
+type Claim struct {
+	Task    Task
+	Attempt Attempt
+}
+
+// Errors callers branch on.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	// ErrNotOwner: the calling session did not spawn the task.
+	ErrNotOwner = errors.New("only the session that spawned the task may do this")
+	// ErrState: the task is not in a state that allows the operation.
+	ErrState = errors.New("task is not in a state that allows this")
+	// ErrStale: the attempt the caller reports on is no longer the
+	// task's current claim (it was cancelled, reaped or re-claimed).
+	ErrStale = errors.New("attempt is no longer current")
+)
+
+// TaskFilter selects tasks; zero fields match everything.
+type TaskFilter struct {
+	Spawner string
+	Root    string
+	States  []TaskState
+}
+
+// Tasks is the durable task table. Every method is atomic: two processes
+// sharing one backing database can never both claim a task, both finish
+// one attempt, or promote a child before all its parents are done.
+type Tasks interface {
+	// CreateTask inserts a task. Its state is ready when every parent is
+	// done, todo otherwise. An unknown parent is ErrNotFound; a duplicate
+	// id ErrExists.
+	CreateTask(ctx context.Context, t Task) (Task, error)
+	GetTask(ctx context.Context, id string) (Task, error)
+	// ListTasks returns matching tasks in creation order.
+	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
+	// Attempts returns a task's attempts, oldest first.
+	Attempts(ctx context.Context, id string) ([]Attempt, error)
+	// Claim takes the oldest ready task for instance: it becomes running
+	// with a new attempt and a lease until now+lease. ok is false when no
+	// task is ready.
+	Claim(ctx context.Context, instance string, now time.Time, lease time.Duration) (c Claim, ok bool, err error)
+	// SetAttemptSession records the session that runs an attempt.
+	SetAttemptSession(ctx context.Context, task string, n int, session string) error
+	// FinishAttempt applies an attempt's outcome if the attempt is still
+	// the task's current claim by instance (ErrStale otherwise). Completed
+	// makes the task done and promotes children whose parents are now all
+	// done; Blocked blocks it; a retryable outcome makes it ready again or,
+	// after MaxAttempts consecutive ones, failed. promoted lists the
+	// children that became ready.
+	FinishAttempt(ctx context.Context, task string, n int, instance string, f Finish) (t Task, promoted []string, err error)
+	// Unblock makes a blocked task ready again, appending text (if any) to
+	// its context with the time. Only the spawner may (ErrNotOwner).
+	Unblock(ctx context.Context, task, by, text string, now time.Time) (Task, error)
+	// Cancel cancels a non-terminal task. Only the spawner may. prev is the
+	// state it had (running means an attempt must be interrupted).
+	Cancel(ctx context.Context, task, by string, now time.Time) (t Task, prev TaskState, err error)
+	// Reap ends every running attempt whose lease lapsed before now as
+	// crashed, and returns the tasks it changed.
+	Reap(ctx context.Context, now time.Time) ([]Task, error)
+	// NextLease returns the earliest lease of a running task.
+	NextLease(ctx context.Context) (time.Time, bool, error)
+}
+
+// ScheduleKind says how a schedule recurs.
+type ScheduleKind string
+
+// Schedule kinds.
+const (
+	// ScheduleCron fires on a 5-field cron cadence.
+	ScheduleCron ScheduleKind = "cron"
+	// ScheduleOnce fires once.
+	ScheduleOnce ScheduleKind = "once"
+	// ScheduleLoop is a fixed-interval /loop; it expires after 3 days.
+	ScheduleLoop ScheduleKind = "loop"
+	// ScheduleDynamic is a /loop without an interval: each run picks the
+	// next delay with loop_wait. It expires after 7 days.
+	ScheduleDynamic ScheduleKind = "dynamic"
+)
+
+// ScheduleState is where a schedule is.
+type ScheduleState string
+
+// Schedule states.
+const (
+	ScheduleActive    ScheduleState = "active"
+	ScheduleCompleted ScheduleState = "completed"
+	ScheduleDeleted   ScheduleState = "deleted"
+)
+
+// Schedule is a user-owned scheduled prompt.
+type Schedule struct {
+	ID   string       `json:"id"`
+	User string       `json:"user"`
+	Kind ScheduleKind `json:"kind"`
+	// Cron is the 5-field expression (cron kind).
+	Cron string `json:"cron,omitempty"`
+	// Interval is a fixed loop's period.
+	Interval time.Duration `json:"interval,omitempty"`
+	Prompt   string        `json:"prompt"`
+	Agent    string        `json:"agent,omitempty"`
+	// Origin is the session that created the schedule, where results are
+	// delivered; Channel that session's channel.
+	Origin  string `json:"origin,omitempty"`
+	Channel string `json:"channel,omitempty"`
+
+	State     ScheduleState `json:"state"`
+	Reason    string        `json:"reason,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
+	NextRun   time.Time     `json:"next_run,omitzero"`
+	ExpiresAt time.Time     `json:"expires_at,omitzero"`
+	LastRun   time.Time     `json:"last_run,omitzero"`
+	Runs      int           `json:"runs"`
+}
+
+// Schedules is the durable schedule table and the ticker's leader lease.
+type Schedules interface {
+	CreateSchedule(ctx context.Context, s Schedule) error
+	GetSchedule(ctx context.Context, id string) (Schedule, error)
+	// ListSchedules returns a user's schedules (every user's when user is
+	// empty) in creation order, deleted ones excluded.
+	ListSchedules(ctx context.Context, user string) ([]Schedule, error)
+	// DeleteSchedule marks a schedule deleted; only its user may.
+	DeleteSchedule(ctx context.Context, id, user string) error
+	// Due returns active schedules with NextRun at or before now, by
+	// NextRun then id.
+	Due(ctx context.Context, now time.Time) ([]Schedule, error)
+	// Fire records a run if the schedule is active and its NextRun is
+	// still expect (so two tickers cannot both fire it): NextRun becomes
+	// next (zero: none), Runs grows, LastRun is now.
+	Fire(ctx context.Context, id string, expect, next, now time.Time) (bool, error)
+	// SetNext moves an active schedule's next run.
+	SetNext(ctx context.Context, id string, next time.Time) error
+	// Complete ends an active schedule with a reason.
+	Complete(ctx context.Context, id, reason string) (bool, error)
+	// NextDue returns the earliest NextRun of an active schedule.
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	// Expired returns active schedules whose ExpiresAt is at or before now.
+	Expired(ctx context.Context, now time.Time) ([]Schedule, error)
+	// TryLead takes or renews the named lease for holder until now+ttl
+	// unless another holder's lease is still live.
+	TryLead(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+}
+
+// FileMeta describes a stored file.
+type FileMeta struct {
+	Key     string    `json:"key"`
+	Size    int       `json:"size"`
+	Writer  string    `json:"writer"`
+	Version int       `json:"version"`
+	Updated time.Time `json:"updated"`
+}
+
+// Files is the object storage behind session workspaces and the training
+// collector's exports.
+type Files interface {
+	// PutFile writes a file and returns the metadata of the version it
+	// replaced, if any.
+	PutFile(ctx context.Context, key string, data []byte, writer string, now time.Time) (prev *FileMeta, err error)
+	GetFile(ctx context.Context, key string) ([]byte, FileMeta, error)
+	// ListFiles returns files under prefix, sorted by key.
+	ListFiles(ctx context.Context, prefix string) ([]FileMeta, error)
+	// DeletePrefix deletes every file under prefix.
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
+}
+
+// Store is everything the platform keeps durably: it survives a process
+// crash.
+type Store interface {
+	Tasks
+	Schedules
+	Files
+}
+
+// Compose makes a Store from parts, so that tasks can live in a shared SQL
+// database while schedules and files stay embedded.
+func Compose(t Tasks, s Schedules, f Files) Store {
+	return composed{t, s, f}
+}
+
+type composed struct {
+	Tasks
+	Schedules
+	Files
+}

@@ -1,0 +1,178 @@
+package platform_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/core/platform/internal/vsim"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+func TestPlatform(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Platform (seed 03)")
+}
+
+var epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// env is one platform on the virtual simulator, with a scripted model.
+type env struct {
+	sim   *vsim.Sim
+	model *scripted.Provider
+	ids   *core.SequentialIDs
+	store *store.Memory
+	opts  platform.Options
+	p     *platform.Platform
+	seen  []platform.Event
+}
+
+func agent(id string) *core.Agent {
+	return &core.Agent{ID: id, Description: id, Prompt: core.Prompt{System: "You are " + id + "."}}
+}
+
+// newEnv makes a platform with agents coordinator, researcher, writer and
+// scout, sweepers off unless mod turns them on.
+func newEnv(mod ...func(*platform.Options)) *env {
+	e := &env{sim: vsim.New(epoch), ids: &core.SequentialIDs{}, store: store.NewMemory()}
+	// Scripted latency passes on the virtual clock; an interrupted turn
+	// stops waiting.
+	e.model = scripted.New(scripted.Options{Sleep: func(ctx context.Context, d time.Duration) error {
+		done := make(chan struct{})
+		t := e.sim.AfterFunc(d, func() { close(done) })
+		defer t.Stop()
+		if e.sim.Wait("model latency", done, ctx.Done()) == 1 {
+			return ctx.Err()
+		}
+		return nil
+	}})
+	e.opts = platform.Options{
+		Core:       core.Options{Provider: e.model, Clock: e.sim, IDs: e.ids, Executor: e.sim},
+		Agents:     map[string]*core.Agent{},
+		Store:      e.store,
+		NoSweepers: true,
+		Instance:   "proc-1",
+	}
+	for _, name := range []string{"coordinator", "researcher", "writer", "scout"} {
+		e.opts.Agents[name] = agent(name)
+	}
+	e.opts.Observer = platform.ObserverFunc(func(ev platform.Event) { e.seen = append(e.seen, ev) })
+	for _, m := range mod {
+		m(&e.opts)
+	}
+	var err error
+	e.p, err = platform.New(e.opts)
+	Expect(err).NotTo(HaveOccurred())
+	return e
+}
+
+// crash drops the process and starts a new one on the same store, clock
+// and id source.
+func (e *env) crash(instance string) {
+	e.p.Crash()
+	e.opts.Instance = instance
+	var err error
+	e.p, err = platform.New(e.opts)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+func (e *env) close() {
+	Expect(e.p.Close()).To(Succeed())
+	e.sim.Settle()
+	Expect(e.sim.Actors()).To(BeZero(), "actors left: %s", e.sim.Blocked())
+}
+
+func (e *env) root(agentName string, opts ...func(*platform.SessionOptions)) string {
+	so := platform.SessionOptions{Agent: agentName, User: "ada"}
+	for _, o := range opts {
+		o(&so)
+	}
+	id, err := e.p.NewSession(so)
+	Expect(err).NotTo(HaveOccurred())
+	return id
+}
+
+func (e *env) send(session, text string) {
+	Expect(e.p.Send(session, text)).To(Succeed())
+}
+
+// ofType filters a log.
+func ofType(log []platform.Event, t platform.EventType) []platform.Event {
+	var out []platform.Event
+	for _, e := range log {
+		if e.Type == t {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func types(log []platform.Event) []platform.EventType {
+	out := make([]platform.EventType, len(log))
+	for i, e := range log {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// toolResult finds the content of the named tool's latest result in a
+// session's history.
+func toolResult(info platform.SessionInfo, tool string) (string, bool) {
+	for i := len(info.History) - 1; i >= 0; i-- {
+		m := info.History[i]
+		if m.Role == core.RoleTool && m.ToolName == tool {
+			return m.Content, !m.IsError
+		}
+	}
+	return "", false
+}
+
+func jsonOf(s string) map[string]any {
+	var m map[string]any
+	ExpectWithOffset(1, json.Unmarshal([]byte(s), &m)).To(Succeed(), s)
+	return m
+}
+
+func (e *env) info(id string) platform.SessionInfo {
+	info, ok := e.p.Session(id)
+	ExpectWithOffset(1, ok).To(BeTrue(), "session %s", id)
+	return info
+}
+
+// lastUser returns the last user message a request carried.
+func lastUser(req *core.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == core.RoleUser {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+var use = scripted.Use
+var calls = scripted.Calls
+var say = scripted.Say
+
+// leakCheck is installed by every Describe: the platform must leave no
+// goroutine behind.
+func leakCheck() goleak.Option { return goleak.IgnoreCurrent() }
+
+var _ = Describe("the spec environment", func() {
+	It("lets a virtual day pass in an idle platform with nothing left running", func() {
+		opt := leakCheck()
+		e := newEnv()
+		e.sim.RunFor(24 * time.Hour)
+		Expect(e.sim.Actors()).To(BeZero())
+		Expect(e.sim.Now()).To(Equal(epoch.Add(24 * time.Hour)))
+		e.close()
+		Expect(goleak.Find(opt)).To(Succeed())
+	})
+})

@@ -1,0 +1,470 @@
+package platform
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+)
+
+// reapGrace is how long past a lapsed lease the reaper waits, so that a
+// live process's own timeout always reports its attempt first.
+const reapGrace = time.Minute
+
+// taskReport is what a task worker reported during its attempt.
+type taskReport struct {
+	completed bool
+	summary   string
+	metadata  json.RawMessage
+	blocked   bool
+	reason    string
+}
+
+// TaskReceipt answers spawn_task.
+type TaskReceipt struct {
+	TaskID string          `json:"task_id"`
+	State  store.TaskState `json:"state"`
+}
+
+// SpawnTask creates a durable task as session would with spawn_task.
+func (p *Platform) SpawnTask(sessionID string, t store.Task) (store.Task, error) {
+	p.mu.Lock()
+	s := p.sessions[sessionID]
+	p.mu.Unlock()
+	if s == nil {
+		return store.Task{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
+	}
+	return p.spawnTask(s, t)
+}
+
+func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
+	if t.Agent == "" {
+		t.Agent = s.agentName
+	}
+	if p.opts.Agents[t.Agent] == nil {
+		return store.Task{}, modelErr("invalid_arguments", "unknown agent %q", t.Agent)
+	}
+	if t.MaxAttempts <= 0 {
+		t.MaxAttempts = p.opts.TaskMaxAttempts
+	}
+	t.ID = p.ids.NewID(IDTask)
+	t.Spawner, t.Root, t.User, t.CreatedAt = s.id, s.root, s.user, p.clock.Now()
+	var row store.Task
+	err := p.durable(func() error {
+		var err error
+		row, err = p.store.CreateTask(p.ctx(), t)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Task{}, modelErr("invalid_arguments", "%v", err)
+	}
+	if err != nil {
+		return store.Task{}, err
+	}
+	p.mu.Lock()
+	p.emitLocked(Event{Session: s.id, Type: EventTaskCreated, Task: row.ID, Status: string(row.State), Text: row.Title})
+	if row.State == store.TaskReady {
+		p.kickDispatchLocked()
+	}
+	p.unlock()
+	return row, nil
+}
+
+func (p *Platform) toolSpawnTask(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
+	in, err := decode[struct {
+		Prompt      string   `json:"prompt"`
+		Title       string   `json:"title"`
+		Parents     []string `json:"parents"`
+		MaxAttempts int      `json:"max_attempts"`
+		Agent       string   `json:"agent"`
+	}](raw)
+	if err != nil {
+		return nil, err
+	}
+	row, err := p.spawnTask(s, store.Task{Prompt: in.Prompt, Title: in.Title, Parents: in.Parents,
+		MaxAttempts: in.MaxAttempts, Agent: in.Agent})
+	if err != nil {
+		return nil, err
+	}
+	return TaskReceipt{TaskID: row.ID, State: row.State}, nil
+}
+
+func ownershipErr(err error, id string) error {
+	switch {
+	case errors.Is(err, store.ErrNotOwner):
+		return modelErr("not_owner", "only the session that spawned %s may do this", id)
+	case errors.Is(err, store.ErrNotFound):
+		return modelErr("not_found", "no task %s", id)
+	case errors.Is(err, store.ErrState):
+		return modelErr("invalid_state", "%v", err)
+	}
+	return err
+}
+
+func (p *Platform) toolUnblockTask(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
+	in, err := decode[struct {
+		TaskID  string `json:"task_id"`
+		Context string `json:"context"`
+	}](raw)
+	if err != nil {
+		return nil, err
+	}
+	var t store.Task
+	err = p.durable(func() error {
+		var err error
+		t, err = p.store.Unblock(p.ctx(), in.TaskID, s.id, in.Context, p.clock.Now())
+		return err
+	})
+	if err != nil {
+		return nil, ownershipErr(err, in.TaskID)
+	}
+	p.mu.Lock()
+	p.emitLocked(Event{Session: s.id, Type: EventTaskUnblocked, Task: t.ID, Text: in.Context})
+	p.kickDispatchLocked()
+	p.unlock()
+	return TaskReceipt{TaskID: t.ID, State: t.State}, nil
+}
+
+func (p *Platform) toolCancelTask(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
+	in, err := decode[struct {
+		TaskID string `json:"task_id"`
+	}](raw)
+	if err != nil {
+		return nil, err
+	}
+	var t store.Task
+	var prev store.TaskState
+	err = p.durable(func() error {
+		var err error
+		t, prev, err = p.store.Cancel(p.ctx(), in.TaskID, s.id, p.clock.Now())
+		return err
+	})
+	if err != nil {
+		return nil, ownershipErr(err, in.TaskID)
+	}
+	p.mu.Lock()
+	interrupted := ""
+	if prev == store.TaskRunning {
+		// Cancelling a running task interrupts its in-flight child session.
+		if as := p.runningTasks[t.ID]; as != nil {
+			interrupted = as.id
+			p.stopLocked(as, errTaskCancel)
+		}
+	}
+	p.emitLocked(Event{Session: s.id, Type: EventTaskCancelled, Task: t.ID, Status: string(prev), Child: interrupted})
+	p.unlock()
+	return map[string]any{"task_id": t.ID, "state": t.State, "previous": prev, "interrupted": interrupted != ""}, nil
+}
+
+// Task reads a task row from the store.
+func (p *Platform) Task(id string) (store.Task, error) { return p.store.GetTask(p.ctx(), id) }
+
+// Attempts reads a task's attempts from the store.
+func (p *Platform) Attempts(id string) ([]store.Attempt, error) { return p.store.Attempts(p.ctx(), id) }
+
+// ---- the dispatcher ----
+
+func (p *Platform) startTasks() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kickDispatchLocked()
+	p.armReapLocked()
+	if p.opts.TaskPollInterval > 0 {
+		p.armPollLocked()
+	}
+}
+
+func (p *Platform) armPollLocked() {
+	p.pollSlot = p.afterLocked(p.opts.TaskPollInterval, "task-poll", func() {
+		p.mu.Lock()
+		p.kickDispatchLocked()
+		p.armReapLocked()
+		p.armPollLocked()
+		p.mu.Unlock()
+	})
+}
+
+// kickDispatchLocked makes sure the dispatcher actor runs (again).
+func (p *Platform) kickDispatchLocked() {
+	if p.dispatching {
+		p.dispatchAgain = true
+		return
+	}
+	p.dispatching = p.goLocked("dispatcher", p.dispatch)
+}
+
+// dispatch claims ready tasks, up to MaxRunningTasks, and starts an attempt
+// session for each.
+func (p *Platform) dispatch() {
+	for {
+		p.mu.Lock()
+		p.dispatchAgain = false
+		if p.closing || len(p.runningTasks) >= p.opts.MaxRunningTasks {
+			p.dispatching = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		p.exec.Yield(core.Point{Kind: PointTaskClaim, Event: "claim"})
+		var c store.Claim
+		ok := false
+		err := p.durable(func() error {
+			var err error
+			c, ok, err = p.store.Claim(p.ctx(), p.instance, p.clock.Now(), p.opts.TaskTimeout)
+			return err
+		})
+		if err != nil || !ok {
+			p.mu.Lock()
+			if p.dispatchAgain && err == nil {
+				p.mu.Unlock()
+				continue
+			}
+			p.dispatching = false
+			p.mu.Unlock()
+			return
+		}
+		p.startAttempt(c)
+	}
+}
+
+func (p *Platform) startAttempt(c store.Claim) {
+	t := c.Task
+	prior, _ := p.store.Attempts(p.ctx(), t.ID)
+	if len(prior) > 0 {
+		prior = prior[:len(prior)-1] // the attempt just opened
+	}
+	prompt := AttemptPrompt(t, c.Attempt.N, prior)
+
+	p.mu.Lock()
+	tmpl := p.opts.Agents[t.Agent]
+	if tmpl == nil || p.closing {
+		p.unlock()
+		_ = p.durable(func() error {
+			_, _, err := p.store.FinishAttempt(p.ctx(), t.ID, c.Attempt.N, p.instance,
+				store.Finish{Outcome: store.OutcomeErrored, Error: "unknown agent " + t.Agent, At: p.clock.Now()})
+			return err
+		})
+		return
+	}
+	s := &session{id: p.ids.NewID(IDSession), root: t.Root, kind: KindTask, agentName: t.Agent, tmpl: tmpl,
+		user: t.User, channel: "task", depth: 1, task: t.ID, attempt: c.Attempt.N}
+	if sp := p.sessions[t.Spawner]; sp != nil {
+		s.parent, s.depth, s.excluded, s.allowed, s.budget = sp.id, sp.depth+1, sp.excluded, sp.allowed, sp.budget
+	}
+	p.addLocked(s)
+	p.runningTasks[t.ID] = s
+	p.emitLocked(Event{Session: t.Spawner, Type: EventTaskStarted, Task: t.ID, Attempt: c.Attempt.N, Child: s.id})
+	slot := p.afterLocked(p.opts.TaskTimeout, "task-timeout "+t.ID, func() {
+		p.mu.Lock()
+		defer p.unlock()
+		if p.runningTasks[t.ID] == s && s.cancel != nil {
+			s.cancel(errTaskTimeout)
+		}
+	})
+	s.taskSlot = slot
+	p.enqueueLocked(s, prompt)
+	p.armReapLocked()
+	p.unlock()
+	_ = p.durable(func() error { return p.store.SetAttemptSession(p.ctx(), t.ID, c.Attempt.N, s.id) })
+}
+
+// taskTurnEnded turns an attempt's end into its outcome. The durable write
+// happens outside the lock, in the returned function.
+func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
+	p.cancelSlotLocked(s.taskSlot)
+	if p.runningTasks[s.task] == s {
+		delete(p.runningTasks, s.task)
+	}
+	if errors.Is(end.cause, errTaskCancel) {
+		// cancel_task already wrote the cancellation.
+		p.kickDispatchLocked()
+		return nil
+	}
+	f := store.Finish{At: p.clock.Now()}
+	switch r := s.report; {
+	case r != nil && r.blocked:
+		f.Outcome, f.BlockReason = store.OutcomeBlocked, r.reason
+	case r != nil && r.completed:
+		f.Outcome, f.Summary, f.Metadata = store.OutcomeCompleted, r.summary, r.metadata
+	case errors.Is(end.cause, errTaskTimeout):
+		f.Outcome, f.Error = store.OutcomeTimedOut, "timed out after "+p.opts.TaskTimeout.String()
+	case end.err != nil:
+		f.Outcome, f.Error = store.OutcomeErrored, end.err.Error()
+	default:
+		// A worker that answered without worker_complete: its final
+		// response is the summary.
+		f.Outcome, f.Summary = store.OutcomeCompleted, end.output
+	}
+	if f.Outcome == store.OutcomeCompleted || f.Outcome == store.OutcomeBlocked {
+		p.setStateLocked(s, StateCompleted)
+	} else {
+		p.setStateLocked(s, StateFailed)
+	}
+	taskID, n := s.task, s.attempt
+	return func() {
+		var t store.Task
+		var promoted []string
+		err := p.durable(func() error {
+			var err error
+			t, promoted, err = p.store.FinishAttempt(p.ctx(), taskID, n, p.instance, f)
+			return err
+		})
+		var spawners []string
+		for _, c := range promoted {
+			ct, _ := p.store.GetTask(p.ctx(), c)
+			spawners = append(spawners, ct.Spawner)
+		}
+		p.mu.Lock()
+		defer p.unlock()
+		if err == nil {
+			p.taskEventsLocked(t, f, n, s.id)
+			for i, c := range promoted {
+				p.emitLocked(Event{Session: spawners[i], Type: EventTaskPromoted, Task: c})
+			}
+		}
+		p.kickDispatchLocked()
+	}
+}
+
+// taskEventsLocked reports an attempt's outcome on the spawner's log and
+// wakes the spawner where the seed's events call for its attention.
+func (p *Platform) taskEventsLocked(t store.Task, f store.Finish, n int, child string) {
+	switch t.State {
+	case store.TaskDone:
+		p.emitLocked(Event{Session: t.Spawner, Type: EventWorkerComplete, Task: t.ID, Attempt: n, Child: child,
+			Status: "completed", Text: t.Result, Metadata: t.Metadata})
+		p.notifyLocked(t.Spawner, notice{Event: EventWorkerComplete, TaskID: t.ID, Status: "completed",
+			Result: t.Result, Metadata: t.Metadata})
+	case store.TaskBlocked:
+		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskBlocked, Task: t.ID, Attempt: n, Child: child,
+			Text: t.BlockReason})
+		p.notifyLocked(t.Spawner, notice{Event: EventTaskBlocked, TaskID: t.ID, Reason: t.BlockReason})
+	case store.TaskReady:
+		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskRetry, Task: t.ID, Attempt: n, Child: child,
+			Status: string(f.Outcome), Error: f.Error})
+	case store.TaskFailed:
+		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskFailed, Task: t.ID, Attempt: n, Child: child,
+			Status: string(f.Outcome), Error: f.Error})
+		p.notifyLocked(t.Spawner, notice{Event: EventTaskFailed, TaskID: t.ID, Status: string(f.Outcome)})
+	}
+}
+
+// armReapLocked arms the reaper at the earliest lease (plus a grace), so
+// that an attempt of a crashed process is retried.
+func (p *Platform) armReapLocked() {
+	at, ok, err := p.store.NextLease(p.ctx())
+	if err != nil || !ok {
+		return
+	}
+	p.cancelSlotLocked(p.reapSlot)
+	p.reapSlot = p.afterLocked(at.Add(reapGrace).Sub(p.clock.Now()), "task-reaper", p.reap)
+}
+
+func (p *Platform) reap() {
+	now := p.clock.Now()
+	var reaped []store.Task
+	_ = p.durable(func() error {
+		var err error
+		reaped, err = p.store.Reap(p.ctx(), now)
+		return err
+	})
+	p.mu.Lock()
+	defer p.unlock()
+	for _, t := range reaped {
+		p.taskEventsLocked(t, store.Finish{Outcome: store.OutcomeCrashed, Error: "lease lapsed"}, t.Attempts, "")
+	}
+	p.reapSlot = nil
+	p.kickDispatchLocked()
+	p.armReapLocked()
+}
+
+// ---- the task worker's tools ----
+
+func (p *Platform) toolWorkerComplete(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
+	in, err := decode[struct {
+		Summary  string          `json:"summary"`
+		Metadata json.RawMessage `json:"metadata"`
+	}](raw)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.report = &taskReport{completed: true, summary: in.Summary, metadata: in.Metadata}
+	return map[string]any{"task_id": s.task, "status": "completed", "note": "Reported. End your turn."}, nil
+}
+
+func (p *Platform) toolWorkerBlock(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
+	in, err := decode[struct{ Reason string }](raw)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.report = &taskReport{blocked: true, reason: in.Reason}
+	return map[string]any{"task_id": s.task, "status": "blocked", "note": "The task pauses when your turn ends; the session that spawned it decides when it resumes."}, nil
+}
+
+// WorkerContext is worker_context's answer: the task and every attempt.
+type WorkerContext struct {
+	Task     store.Task      `json:"task"`
+	Attempt  int             `json:"attempt"`
+	Attempts []store.Attempt `json:"attempts"`
+}
+
+func (p *Platform) toolWorkerContext(_ context.Context, s *session, _ core.ToolCall, _ []byte) (any, error) {
+	t, err := p.store.GetTask(p.ctx(), s.task)
+	if err != nil {
+		return nil, err
+	}
+	as, err := p.store.Attempts(p.ctx(), s.task)
+	if err != nil {
+		return nil, err
+	}
+	return WorkerContext{Task: t, Attempt: s.attempt, Attempts: as}, nil
+}
+
+// AttemptPrompt is the first message of attempt n: the task's prompt, its
+// context entries, and from attempt 2 on a "## Prior attempts on this task"
+// section with up to the last five attempts.
+func AttemptPrompt(t store.Task, n int, prior []store.Attempt) string {
+	var b strings.Builder
+	b.WriteString(t.Prompt)
+	if len(t.Context) > 0 {
+		b.WriteString("\n\n## Task context\n")
+		for _, c := range t.Context {
+			fmt.Fprintf(&b, "- [%s] %s\n", c.At.UTC().Format(time.RFC3339), c.Text)
+		}
+	}
+	if n >= 2 && len(prior) > 0 {
+		b.WriteString("\n\n## Prior attempts on this task\n")
+		if len(prior) > PriorAttemptsShown {
+			prior = prior[len(prior)-PriorAttemptsShown:]
+		}
+		for _, a := range prior {
+			fmt.Fprintf(&b, "\n### Attempt %d: %s\n", a.N, a.Outcome)
+			switch a.Outcome {
+			case store.OutcomeCompleted:
+				b.WriteString(a.Summary)
+			case store.OutcomeBlocked:
+				b.WriteString("Blocked: " + a.BlockReason)
+			case store.OutcomeCrashed:
+				b.WriteString("(this attempt crashed before it reported anything)")
+			case store.OutcomeTimedOut:
+				b.WriteString("(this attempt timed out before it reported anything)")
+			case store.OutcomeErrored:
+				b.WriteString("(this attempt failed: " + a.Error + ")")
+			default:
+				b.WriteString("(" + string(a.Outcome) + ")")
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString("\nCall worker_context for the full structured detail. The shared workspace still holds the files earlier attempts left: resume, do not start over.")
+	}
+	return b.String()
+}
