@@ -245,4 +245,3 @@ func toolNames(req *core.Request) []string {
 	}
 	return out
 }
-
