@@ -1,0 +1,355 @@
+package platform_test
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// onNotice is a turn that answers the notice a woken session received by
+// calling tool with args plus the notice's task_id.
+func onNotice(tool string, args map[string]any) scripted.Turn {
+	return scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+		var n map[string]any
+		if err := json.Unmarshal([]byte(lastUser(req)), &n); err != nil {
+			return nil, err
+		}
+		a := map[string]any{"task_id": n["task_id"]}
+		for k, v := range args {
+			a[k] = v
+		}
+		raw, _ := json.Marshal(a)
+		return &core.Response{ToolCalls: []core.ToolCall{{ID: "n-" + tool, Name: tool, Arguments: string(raw)}}}, nil
+	}}
+}
+
+func complete(summary string, meta map[string]any) scripted.Turn {
+	return calls(use("worker_complete", map[string]any{"summary": summary, "metadata": meta}))
+}
+
+var _ = Describe("Durable tasks (spawn_task)", func() {
+	var (
+		e    *env
+		leak goleak.Option
+		root string
+	)
+	BeforeEach(func() {
+		leak = leakCheck()
+		e = newEnv()
+		root = e.root("coordinator")
+	})
+	AfterEach(func() {
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+
+	task := func(id string) store.Task {
+		t, err := e.p.Task(id)
+		Expect(err).NotTo(HaveOccurred())
+		return t
+	}
+	spawn := func(prompt string, parents ...string) string {
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: prompt, Agent: "researcher", Parents: parents})
+		Expect(err).NotTo(HaveOccurred())
+		return t.ID
+	}
+
+	It("spawn_task returns a task_id at once and the task is a row in the store", func() {
+		e.model.Script("coordinator",
+			calls(use("spawn_task", map[string]any{"prompt": "index the repo", "agent": "researcher", "title": "index"})),
+			say("queued"), say("noted"))
+		e.model.Script("researcher", scripted.Turn{Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "indexed"})}, Latency: 10 * time.Minute}, say("bye"))
+		e.send(root, "go")
+		e.sim.Settle()
+		out, ok := toolResult(e.info(root), "spawn_task")
+		Expect(ok).To(BeTrue(), out)
+		id := jsonOf(out)["task_id"].(string)
+		Expect(ofType(e.p.Events(root), platform.EventTurnEnd)[0].Time).To(Equal(epoch))
+		Expect(task(id).State).To(Equal(store.TaskRunning))
+		Expect(task(id).Title).To(Equal("index"))
+		e.sim.RunFor(time.Hour)
+		Expect(task(id).State).To(Equal(store.TaskDone))
+	})
+
+	It("survives the parent's crash: the attempt in flight is reaped as crashed and retried by the next process", func() {
+		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "never reported", Latency: 2 * time.Hour})
+		e.model.ScriptRun("researcher", 2, complete("done on retry", nil), say("ok"))
+		id := spawn("long job")
+		e.sim.RunFor(5 * time.Minute)
+		Expect(task(id).State).To(Equal(store.TaskRunning))
+
+		e.crash("proc-2")
+		Expect(e.p.Sessions()).To(BeEmpty(), "process-local sessions are gone")
+		Expect(task(id).State).To(Equal(store.TaskRunning), "the store kept the row as it was")
+
+		e.sim.RunFor(2 * time.Hour)
+		t := task(id)
+		Expect(t.State).To(Equal(store.TaskDone))
+		Expect(t.Result).To(Equal("done on retry"))
+		as, _ := e.p.Attempts(id)
+		Expect(as).To(HaveLen(2))
+		Expect(as[0].Outcome).To(Equal(store.OutcomeCrashed))
+		Expect(as[0].Instance).To(Equal("proc-1"))
+		Expect(as[1].Instance).To(Equal("proc-2"))
+		// The spawner comes back under its id and finds the outcome.
+		Expect(e.p.RestoreSession(root, platform.SessionOptions{Agent: "coordinator", User: "ada"})).To(Succeed())
+		done := ofType(e.p.Events(root), platform.EventWorkerComplete)
+		Expect(done).To(HaveLen(1))
+		Expect(done[0].Task).To(Equal(id))
+	})
+
+	It("fan-in: a task stays todo until every parent is done, then is promoted to ready and claimed", func() {
+		e.model.ScriptRun("researcher", 1, scripted.Turn{Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "a"})}, Latency: 10 * time.Minute}, say("."))
+		e.model.ScriptRun("researcher", 2, scripted.Turn{Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "b"})}, Latency: 20 * time.Minute}, say("."))
+		e.model.ScriptRun("researcher", 3, complete("c", nil), say("."))
+		e.model.Script("coordinator", say("a"), say("b"), say("c"))
+		a, b := spawn("a"), spawn("b")
+		c := spawn("c", a, b)
+		Expect(task(c).State).To(Equal(store.TaskTodo))
+		e.sim.RunFor(15 * time.Minute)
+		Expect(task(a).State).To(Equal(store.TaskDone))
+		Expect(task(c).State).To(Equal(store.TaskTodo), "one parent is not done yet")
+		e.sim.RunFor(time.Hour)
+		Expect(task(c).State).To(Equal(store.TaskDone))
+		promoted := ofType(e.p.Events(root), platform.EventTaskPromoted)
+		Expect(promoted).To(HaveLen(1))
+		Expect(promoted[0].Task).To(Equal(c))
+		Expect(promoted[0].Time).To(Equal(epoch.Add(20 * time.Minute)))
+		started := ofType(e.p.Events(root), platform.EventTaskStarted)
+		Expect(started).To(HaveLen(3))
+		Expect(started[2].Task).To(Equal(c))
+		Expect(started[2].Time).To(Equal(epoch.Add(20 * time.Minute)))
+	})
+
+	It("cancelled or failed parents never promote their children", func() {
+		e.close()
+		e = newEnv(func(o *platform.Options) { o.TaskMaxAttempts = 1 })
+		root = e.root("coordinator")
+		e.model.Script("coordinator",
+			calls(use("cancel_task", map[string]any{"task_id": "task-1"})), say("cancelled"), say("saw failure"))
+		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "x", Latency: time.Hour})
+		e.model.ScriptRun("researcher", 2, scripted.Fail(errContext("boom")))
+		toCancel := spawn("to cancel")
+		Expect(toCancel).To(Equal("task-1"), "the id the coordinator's script cancels")
+		toFail := spawn("to fail")
+		childOfCancelled := spawn("child 1", toCancel)
+		childOfFailed := spawn("child 2", toFail)
+		e.send(root, "cancel the first")
+		e.sim.RunFor(48 * time.Hour)
+		Expect(task(toCancel).State).To(Equal(store.TaskCancelled))
+		Expect(task(toFail).State).To(Equal(store.TaskFailed))
+		Expect(task(childOfCancelled).State).To(Equal(store.TaskTodo))
+		Expect(task(childOfFailed).State).To(Equal(store.TaskTodo))
+		Expect(ofType(e.p.Events(root), platform.EventTaskPromoted)).To(BeEmpty())
+	})
+
+	It("max_attempts defaults to 3: consecutive timed-out attempts are retried, then the task is failed", func() {
+		for n := 1; n <= 3; n++ {
+			e.model.ScriptRun("researcher", n, scripted.Turn{Text: "slow", Latency: 2 * platform.DefaultTaskTimeout})
+		}
+		e.model.Script("coordinator", say("it failed"))
+		id := spawn("hopeless")
+		e.sim.RunFor(24 * time.Hour)
+		t := task(id)
+		Expect(t.State).To(Equal(store.TaskFailed))
+		Expect(t.MaxAttempts).To(Equal(3))
+		as, _ := e.p.Attempts(id)
+		Expect(as).To(HaveLen(3))
+		for _, a := range as {
+			Expect(a.Outcome).To(Equal(store.OutcomeTimedOut))
+			Expect(a.EndedAt.Sub(a.StartedAt)).To(Equal(platform.DefaultTaskTimeout))
+		}
+		Expect(ofType(e.p.Events(root), platform.EventTaskRetry)).To(HaveLen(2))
+		failed := ofType(e.p.Events(root), platform.EventTaskFailed)
+		Expect(failed).To(HaveLen(1))
+		Expect(failed[0].Status).To(Equal("timeout"))
+		Expect(e.info(root).Turns).To(Equal(1), "task.failed woke the spawner")
+	})
+
+	It("max_attempts counts consecutive crash and timeout attempts: a block in between resets the count", func() {
+		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "slow", Latency: time.Hour})
+		e.model.ScriptRun("researcher", 2, calls(use("worker_block", map[string]any{"reason": "need a key"})), say("blocked"))
+		e.model.ScriptRun("researcher", 3, scripted.Turn{Text: "slow", Latency: time.Hour})
+		e.model.ScriptRun("researcher", 4, complete("finally", nil), say("."))
+		e.model.Script("coordinator", onNotice("unblock_task", map[string]any{"context": "key=abc"}), say("unblocked"), say("done"))
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "p", Agent: "researcher", MaxAttempts: 2})
+		Expect(err).NotTo(HaveOccurred())
+		e.sim.RunFor(24 * time.Hour)
+		Expect(task(t.ID).State).To(Equal(store.TaskDone))
+		as, _ := e.p.Attempts(t.ID)
+		var outcomes []store.Outcome
+		for _, a := range as {
+			outcomes = append(outcomes, a.Outcome)
+		}
+		Expect(outcomes).To(Equal([]store.Outcome{store.OutcomeTimedOut, store.OutcomeBlocked, store.OutcomeTimedOut, store.OutcomeCompleted}))
+	})
+
+	It("attempt 2 onwards opens with a '## Prior attempts on this task' section: completion text, block reason or a crashed placeholder", func() {
+		e.model.ScriptRun("researcher", 1, calls(use("write_file", map[string]any{"path": "progress.txt", "content": "step 1 done"}),
+			use("worker_block", map[string]any{"reason": "which branch?"})), say("blocked"))
+		e.model.ScriptRun("researcher", 2, scripted.Turn{Text: "never", Latency: 3 * time.Hour})
+		var third *core.Request
+		e.model.ScriptRun("researcher", 3, scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+			third = req
+			return &core.Response{ToolCalls: []core.ToolCall{{ID: "rd", Name: "read_file", Arguments: `{"path":"progress.txt"}`},
+				{ID: "ctx", Name: "worker_context", Arguments: `{}`}}}, nil
+		}}, complete("resumed from step 1", map[string]any{"tests_run": 3}), say("."))
+		e.model.Script("coordinator", onNotice("unblock_task", map[string]any{"context": "use main"}), say("unblocked"))
+		id := spawn("migrate the schema")
+		e.sim.RunFor(10 * time.Minute)
+		Expect(task(id).State).To(Equal(store.TaskRunning))
+		e.crash("proc-2")
+		Expect(e.p.RestoreSession(root, platform.SessionOptions{Agent: "coordinator", User: "ada"})).To(Succeed())
+		e.model.Script("coordinator", say("done"))
+		e.sim.RunFor(3 * time.Hour)
+
+		Expect(third).NotTo(BeNil())
+		prompt := third.Messages[0].Content
+		Expect(prompt).To(HavePrefix("migrate the schema"))
+		Expect(prompt).To(ContainSubstring("## Task context"))
+		Expect(prompt).To(ContainSubstring("use main"))
+		Expect(prompt).To(ContainSubstring("## Prior attempts on this task"))
+		Expect(prompt).To(ContainSubstring("### Attempt 1: blocked\nBlocked: which branch?"))
+		Expect(prompt).To(ContainSubstring("### Attempt 2: crashed\n(this attempt crashed"))
+		Expect(strings.Index(prompt, "Attempt 1")).To(BeNumerically("<", strings.Index(prompt, "Attempt 2")))
+
+		// The workspace carried over, and worker_context has the detail.
+		attempt3 := e.info(task(id).Spawner)
+		Expect(attempt3.ID).To(Equal(root))
+		as, _ := e.p.Attempts(id)
+		Expect(as).To(HaveLen(3))
+		info := e.info(as[2].Session)
+		progress, ok := toolResult(info, "read_file")
+		Expect(ok).To(BeTrue())
+		Expect(progress).To(Equal("step 1 done"))
+		raw, ok := toolResult(info, "worker_context")
+		Expect(ok).To(BeTrue())
+		var wc platform.WorkerContext
+		Expect(json.Unmarshal([]byte(raw), &wc)).To(Succeed())
+		Expect(wc.Attempt).To(Equal(3))
+		Expect(wc.Attempts).To(HaveLen(3))
+		Expect(wc.Attempts[0].BlockReason).To(Equal("which branch?"))
+		Expect(wc.Attempts[1].Outcome).To(Equal(store.OutcomeCrashed))
+		Expect(wc.Task.Context).To(HaveLen(1))
+		Expect(task(id).Result).To(Equal("resumed from step 1"))
+	})
+
+	It("the prior attempts section lists at most the last 5 attempts", func() {
+		e.close()
+		e = newEnv(func(o *platform.Options) { o.TaskTimeout = time.Minute })
+		root = e.root("coordinator")
+		for n := 1; n <= 6; n++ {
+			e.model.ScriptRun("researcher", n, scripted.Turn{Text: "slow", Latency: time.Hour})
+		}
+		var seventh *core.Request
+		e.model.ScriptRun("researcher", 7, scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+			seventh = req
+			return &core.Response{Text: "done"}, nil
+		}})
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "p", Agent: "researcher", MaxAttempts: 7})
+		Expect(err).NotTo(HaveOccurred())
+		e.sim.RunFor(24 * time.Hour)
+		Expect(task(t.ID).State).To(Equal(store.TaskDone))
+		Expect(seventh).NotTo(BeNil())
+		prompt := seventh.Messages[0].Content
+		Expect(prompt).NotTo(ContainSubstring("### Attempt 1:"))
+		for n := 2; n <= 6; n++ {
+			Expect(prompt).To(ContainSubstring("### Attempt " + string(rune('0'+n)) + ": timeout"))
+		}
+	})
+
+	It("worker_complete carries a summary that becomes task.result, plus structured metadata, on a worker.complete with the task_id", func() {
+		var woke *core.Request
+		e.model.Script("researcher", complete("3 files changed", map[string]any{
+			"changed_files": []string{"a.go", "b.go", "c.go"}, "tests_run": 12, "decisions": []string{"kept the API"}}), say("reported"))
+		e.model.Script("coordinator", scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+			woke = req
+			return &core.Response{Text: "great"}, nil
+		}})
+		id := spawn("refactor")
+		e.sim.Settle()
+		t := task(id)
+		Expect(t.State).To(Equal(store.TaskDone))
+		Expect(t.Result).To(Equal("3 files changed"))
+		Expect(t.Metadata).To(MatchJSON(`{"changed_files":["a.go","b.go","c.go"],"tests_run":12,"decisions":["kept the API"]}`))
+		done := ofType(e.p.Events(root), platform.EventWorkerComplete)
+		Expect(done).To(HaveLen(1))
+		Expect(done[0].Task).To(Equal(id))
+		Expect(done[0].Text).To(Equal("3 files changed"))
+		Expect(done[0].Metadata).To(MatchJSON(t.Metadata))
+		Expect(woke).NotTo(BeNil())
+		Expect(jsonOf(lastUser(woke))).To(HaveKeyWithValue("task_id", id))
+	})
+
+	It("worker_block pauses the task with a reason (task.blocked); only the spawner may unblock it, with context appended and timestamped", func() {
+		e.model.ScriptRun("researcher", 1, calls(use("worker_block", map[string]any{"reason": "need credentials"})), say("waiting"))
+		e.model.ScriptRun("researcher", 2, complete("used the credentials", nil), say("."))
+		e.model.Script("coordinator", say("I will ask the user"))
+		id := spawn("deploy")
+		e.sim.Settle()
+		Expect(task(id).State).To(Equal(store.TaskBlocked))
+		Expect(task(id).BlockReason).To(Equal("need credentials"))
+		blocked := ofType(e.p.Events(root), platform.EventTaskBlocked)
+		Expect(blocked).To(HaveLen(1))
+		Expect(blocked[0].Text).To(Equal("need credentials"))
+
+		// Another session is refused.
+		e.model.Script("writer", calls(use("unblock_task", map[string]any{"task_id": id, "context": "x"}),
+			use("cancel_task", map[string]any{"task_id": id})), say("refused"))
+		intruder := e.root("writer")
+		e.send(intruder, "meddle")
+		e.sim.Settle()
+		for _, tool := range []string{"unblock_task", "cancel_task"} {
+			out, ok := toolResult(e.info(intruder), tool)
+			Expect(ok).To(BeFalse(), tool)
+			Expect(out).To(ContainSubstring("not_owner"))
+		}
+		Expect(task(id).State).To(Equal(store.TaskBlocked))
+
+		e.sim.RunFor(2 * time.Hour)
+		e.model.Script("coordinator", calls(use("unblock_task", map[string]any{"task_id": id, "context": "token=xyz"})), say("resumed"), say("done"))
+		e.send(root, "here are the credentials")
+		e.sim.Settle()
+		t := task(id)
+		Expect(t.State).To(Equal(store.TaskDone))
+		Expect(t.Context).To(HaveLen(1))
+		Expect(t.Context[0].Text).To(Equal("token=xyz"))
+		Expect(t.Context[0].At).To(Equal(epoch.Add(2 * time.Hour)))
+		Expect(ofType(e.p.Events(root), platform.EventTaskUnblocked)).To(HaveLen(1))
+	})
+
+	It("cancel_task is ownership-checked and cancelling a running task interrupts its in-flight child session", func() {
+		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "x", Latency: 20 * time.Minute})
+		e.model.Script("coordinator", calls(use("cancel_task", map[string]any{"task_id": "task-1"})), say("cancelled"))
+		id := spawn("long")
+		Expect(id).To(Equal("task-1"))
+		e.sim.RunFor(5 * time.Minute)
+		as, _ := e.p.Attempts(id)
+		child := as[0].Session
+		Expect(e.info(child).State).To(Equal(platform.StateRunning))
+		e.send(root, "cancel it")
+		e.sim.RunFor(time.Hour)
+		Expect(task(id).State).To(Equal(store.TaskCancelled))
+		Expect(e.info(child).State).To(Equal(platform.StateStopped))
+		end := ofType(e.p.Events(child), platform.EventTurnEnd)
+		Expect(end[0].Status).To(Equal("interrupted"))
+		Expect(end[0].Time).To(Equal(epoch.Add(5 * time.Minute)))
+		as, _ = e.p.Attempts(id)
+		Expect(as).To(HaveLen(1))
+		Expect(as[0].Outcome).To(Equal(store.OutcomeCancelled))
+		Expect(ofType(e.p.Events(root), platform.EventTaskCancelled)[0].Child).To(Equal(child))
+	})
+})
+
+type errContext string
+
+func (e errContext) Error() string { return string(e) }
