@@ -122,12 +122,14 @@ type BackgroundableTool struct {
 
 // BackgroundTool returns the inert background wrapper of a tool; id becomes
 // WorkRef.targetId.
-func BackgroundTool(id string, t *Tool) BackgroundableTool { return BackgroundableTool{tool: t, id: id} }
+func BackgroundTool(id string, t *Tool) BackgroundableTool {
+	return BackgroundableTool{tool: t, id: id}
+}
 
-func (*Tool) toolEntry()                 {}
-func (*Agent) toolEntry()                {}
-func (BackgroundableAgent) toolEntry()   {}
-func (BackgroundableTool) toolEntry()    {}
+func (*Tool) toolEntry()               {}
+func (*Agent) toolEntry()              {}
+func (BackgroundableAgent) toolEntry() {}
+func (BackgroundableTool) toolEntry()  {}
 func (b BackgroundableAgent) String() string {
 	if b.agent == nil {
 		return "Backgroundable(<nil>)"

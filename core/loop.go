@@ -13,18 +13,24 @@ import (
 
 // instance is one running agent: the owner of the Work it starts.
 type instance struct {
-	rt      *Runtime
-	p       *prepared
-	id      string
-	model   string
-	w       *work // the Work this instance runs as, for background children
+	rt       *Runtime
+	p        *prepared
+	id       string
+	model    string
+	w        *work // the Work this instance runs as, for background children
 	step     int
 	history  []Message
 	maxSteps int // overrides the agent's budget when > 0
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
-	return &instance{rt: rt, p: p, id: rt.ids.NewID(IDRun), model: model, w: w}
+	var id string
+	if scoped, ok := rt.ids.(ScopedIDSource); ok {
+		id = scoped.NewScopedID(IDRun, p.agent.ID)
+	} else {
+		id = rt.ids.NewID(IDRun)
+	}
+	return &instance{rt: rt, p: p, id: id, model: model, w: w}
 }
 
 // run executes the agent loop: provider step, tool round, next step, until a
@@ -33,6 +39,7 @@ func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
 	rt := inst.rt
 	a := inst.p.agent
+	ctx = context.WithValue(ctx, runtimeKey{}, rt)
 	start := Event{Kind: EventRunStart, Run: inst.id, Agent: a.ID, Parent: parent, Mode: mode, Input: input}
 	if inst.w != nil {
 		start.Work = inst.w.ref.ID
@@ -248,7 +255,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 		if in.ID != nil {
 			ev.Work = *in.ID
 		}
-		out, err := inst.workCall(ctx, call, in)
+		out, err := inst.rt.workCall(ctx, inst.id, inst.step, call, in)
 		return out, nil, err
 	case kindFunction:
 		v, err := pt.tool.Run(ctx, call, args)

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // WorkToolName is the automatic tool's name.
@@ -210,6 +211,16 @@ func (pt *preparedTool) deriveParams(in *Schema, background bool) error {
 		}
 	default:
 		pt.hasInput, pt.wrapped = true, true
+		key := derivedKey{in, "input?" + strconv.FormatBool(background)}
+		if d, ok := derived.Load(key); ok {
+			pt.params = d.(*Schema)
+			return nil
+		}
+		defer func() {
+			if err == nil {
+				derived.Store(key, pt.params)
+			}
+		}()
 		doc := map[string]any{
 			"type":                 "object",
 			"properties":           map[string]any{"input": cloneJSON(in.doc)},

@@ -415,6 +415,19 @@ func (r *registry) snapshot() []WorkInfo {
 	return out
 }
 
+// unfinished returns the done signals of every unfinished Work item.
+func (r *registry) unfinished() []<-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []<-chan struct{}
+	for _, w := range r.all {
+		if !w.state.Terminal() {
+			out = append(out, w.done)
+		}
+	}
+	return out
+}
+
 // closeAll stops accepting Work, cancels every unfinished item and returns
 // the signals to wait on.
 func (r *registry) closeAll() []<-chan struct{} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -106,6 +107,36 @@ func New(opts Options) *Runtime {
 	rt.base, rt.stopBase = context.WithCancel(context.Background())
 	rt.reg = newRegistry(rt)
 	return rt
+}
+
+type runtimeKey struct{}
+
+// Sleep waits d on the clock of the runtime running the calling tool or
+// provider step, through its executor, so that a simulation controls the
+// wait; it ends early with the context's error. Outside a runtime it waits
+// on the real clock. Tools and providers that wait should use it.
+func Sleep(ctx context.Context, d time.Duration) error {
+	rt, _ := ctx.Value(runtimeKey{}).(*Runtime)
+	if rt == nil {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	ch := make(chan struct{})
+	t := rt.clock.AfterFunc(d, func() { close(ch) })
+	if rt.exec.Wait("sleep "+d.String(), ch, ctx.Done()) == 1 {
+		t.Stop()
+		return ctx.Err()
+	}
+	return nil
 }
 
 // Clock returns the runtime's clock.
@@ -256,6 +287,20 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 // Works returns the runtime's view of every Work item in creation order,
 // for harnesses and invariant checks.
 func (rt *Runtime) Works() []WorkInfo { return rt.reg.snapshot() }
+
+// Settle waits, without cancelling anything, until every Work item has
+// finished. Work that never finishes keeps Settle waiting.
+func (rt *Runtime) Settle() {
+	for {
+		pending := rt.reg.unfinished()
+		if len(pending) == 0 {
+			return
+		}
+		for _, done := range pending {
+			rt.exec.Wait("settle", done)
+		}
+	}
+}
 
 // Close cancels every unfinished Work item and waits until each has ended,
 // so that nothing outlives the runtime. New runs fail with ErrClosed.

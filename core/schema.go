@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -147,9 +148,32 @@ func leafProblems(e *jsonschema.ValidationError) []string {
 	return out
 }
 
+// derived caches schemas derived from authored ones (a child's input plus
+// run_in_background), so that preparing the same agent in many runtimes, as
+// a simulation campaign does, compiles each derived schema once.
+var derived sync.Map // derivedKey → *Schema
+
+type derivedKey struct {
+	from *Schema
+	name string
+}
+
 // withProperty returns a copy of an object schema document with one extra
 // optional property. Used to add run_in_background to a child's input.
 func withProperty(s *Schema, name string, prop map[string]any) (*Schema, error) {
+	key := derivedKey{s, name}
+	if d, ok := derived.Load(key); ok {
+		return d.(*Schema), nil
+	}
+	d, err := deriveWithProperty(s, name, prop)
+	if err != nil {
+		return nil, err
+	}
+	derived.Store(key, d)
+	return d, nil
+}
+
+func deriveWithProperty(s *Schema, name string, prop map[string]any) (*Schema, error) {
 	m, _ := cloneJSON(s.doc).(map[string]any)
 	props, _ := m["properties"].(map[string]any)
 	if props == nil {

@@ -25,11 +25,34 @@ type IDSource interface {
 	NewID(kind IDKind) string
 }
 
-// SequentialIDs numbers ids per kind: run-1, w-1, send-1, ... It is safe for
-// concurrent use.
+// ScopedIDSource is an IDSource that can use what the id is for: the agent's
+// ID for runs. The runtime uses it when the source offers it.
+type ScopedIDSource interface {
+	IDSource
+	NewScopedID(kind IDKind, scope string) string
+}
+
+// SequentialIDs numbers ids per kind: w-1, send-1, ...; runs are numbered
+// per agent, as research-agent#1, research-agent#2, which is how traces name
+// them. It is safe for concurrent use.
 type SequentialIDs struct {
-	mu sync.Mutex
-	n  map[IDKind]int
+	mu     sync.Mutex
+	n      map[IDKind]int
+	scoped map[string]int
+}
+
+// NewScopedID numbers runs per agent and everything else per kind.
+func (s *SequentialIDs) NewScopedID(kind IDKind, scope string) string {
+	if kind != IDRun || scope == "" {
+		return s.NewID(kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.scoped == nil {
+		s.scoped = map[string]int{}
+	}
+	s.scoped[scope]++
+	return scope + "#" + strconv.Itoa(s.scoped[scope])
 }
 
 var idPrefix = map[IDKind]string{IDRun: "run-", IDWork: "w-", IDSend: "send-"}

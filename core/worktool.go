@@ -37,11 +37,20 @@ type WorkInput struct {
 	Message *string `json:"message,omitempty"`
 }
 
+// WorkAction performs a work tool action on an owner's behalf, as if the
+// owner's model had called the work tool at its turn with the call id. It is
+// for harnesses and operators that inject actions at arbitrary points (the
+// simulator's cancel/send/detach faults); application code does not call it.
+// It returns the tool content the model would have seen, or its
+// model-facing error.
+func (rt *Runtime) WorkAction(ctx context.Context, owner string, turn int, callID string, in WorkInput) (string, error) {
+	return rt.workCall(ctx, owner, turn, ToolCall{ID: callID, Name: WorkToolName}, in)
+}
+
 // workCall runs one work tool call of an owner. It returns the tool message
 // content, or a model-facing error.
-func (inst *instance) workCall(ctx context.Context, call ToolCall, in WorkInput) (string, error) {
-	reg := inst.rt.reg
-	owner := inst.id
+func (rt *Runtime) workCall(ctx context.Context, owner string, turn int, call ToolCall, in WorkInput) (string, error) {
+	reg := rt.reg
 	id := ""
 	if in.ID != nil {
 		id = *in.ID
@@ -67,7 +76,7 @@ func (inst *instance) workCall(ctx context.Context, call ToolCall, in WorkInput)
 			}
 			wait = min(d, MaxResultWait)
 		}
-		return inst.result(ctx, id, wait)
+		return rt.result(ctx, owner, id, wait)
 	case "cancel":
 		rec, ok := reg.cancel(owner, id)
 		if !ok {
@@ -84,7 +93,7 @@ func (inst *instance) workCall(ctx context.Context, call ToolCall, in WorkInput)
 		if in.Message == nil || *in.Message == "" {
 			return "", &ModelError{Code: "invalid_arguments", Message: "send requires a non-empty message"}
 		}
-		rec, found, err := reg.send(sendKey{owner: owner, turn: inst.step, callID: call.ID}, id, *in.Message)
+		rec, found, err := reg.send(sendKey{owner: owner, turn: turn, callID: call.ID}, id, *in.Message)
 		if err != nil {
 			return "", err
 		}
@@ -98,9 +107,9 @@ func (inst *instance) workCall(ctx context.Context, call ToolCall, in WorkInput)
 
 // result returns the exact output of completed Work, waiting up to wait for
 // it; otherwise the status projection. An aborted tool call stops waiting.
-func (inst *instance) result(ctx context.Context, id string, wait time.Duration) (string, error) {
-	reg := inst.rt.reg
-	got, done := reg.peekResult(inst.id, id)
+func (rt *Runtime) result(ctx context.Context, owner, id string, wait time.Duration) (string, error) {
+	reg := rt.reg
+	got, done := reg.peekResult(owner, id)
 	if !got.found {
 		return marshal(notFound)
 	}
@@ -111,13 +120,13 @@ func (inst *instance) result(ctx context.Context, id string, wait time.Duration)
 		return marshal(got.status)
 	}
 	timeout := make(chan struct{})
-	timer := inst.rt.clock.AfterFunc(wait, func() { close(timeout) })
-	which := inst.rt.exec.Wait("result "+id, done, timeout, ctx.Done())
+	timer := rt.clock.AfterFunc(wait, func() { close(timeout) })
+	which := rt.exec.Wait("result "+id, done, timeout, ctx.Done())
 	timer.Stop()
 	if which == 2 {
 		return "", ctx.Err()
 	}
-	got, _ = reg.peekResult(inst.id, id)
+	got, _ = reg.peekResult(owner, id)
 	if !got.found {
 		return marshal(notFound) // detached while we waited
 	}

@@ -71,8 +71,9 @@ var ErrScript = errors.New("script")
 
 // Options configure a Provider.
 type Options struct {
-	// Sleep waits a turn's latency. Default: wait on Clock, or on the real
-	// clock when Clock is nil; a cancelled context ends the wait.
+	// Sleep waits a turn's latency. Default: core.Sleep, which waits on the
+	// clock of the runtime making the request (virtual in a simulation); a
+	// cancelled context ends the wait.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -94,8 +95,8 @@ type Provider struct {
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     map[string]int    // run id → ordinal of the run among its agent's runs
-	ordinals map[string]int    // agent → runs seen
+	runs     map[string]int // run id → ordinal of the run among its agent's runs
+	ordinals map[string]int // agent → runs seen
 	callSeq  int
 }
 
@@ -311,14 +312,7 @@ func (p *Provider) sleep(ctx context.Context, d time.Duration) error {
 	if p.opts.Sleep != nil {
 		return p.opts.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return core.Sleep(ctx, d)
 }
 
 func encodeJSON(v any) (json.RawMessage, error) {

@@ -20,6 +20,13 @@ var isoTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[
 // status rows, and RFC 3339 timestamps inside contents rewritten as offsets
 // from the start, such as +5s.
 func (t *Trace) Normalize() *Trace {
+	n, _ := t.NormalizeIDs()
+	return n
+}
+
+// NormalizeIDs is Normalize that also returns the renaming it applied, for
+// callers that hold ids from outside the trace.
+func (t *Trace) NormalizeIDs() (*Trace, func(id string) string) {
 	names := map[string]string{}
 	perAgent := map[string]int{}
 	var works, calls, sends int
@@ -87,6 +94,9 @@ func (t *Trace) Normalize() *Trace {
 		if len(args) > 0 {
 			s = rep.Replace(s)
 		}
+		if !mayHoldTimestamp(s) {
+			return s
+		}
 		return isoTime.ReplaceAllStringFunc(s, func(ts string) string {
 			at, err := time.Parse(time.RFC3339Nano, ts)
 			if err != nil {
@@ -136,7 +146,7 @@ func (t *Trace) Normalize() *Trace {
 		}
 		out.Entries[i] = e
 	}
-	return out
+	return out, id
 }
 
 func fixCalls(calls []core.ToolCall, id, fix func(string) string) []core.ToolCall {
@@ -149,6 +159,20 @@ func fixCalls(calls []core.ToolCall, id, fix func(string) string) []core.ToolCal
 	}
 	return out
 }
+
+// mayHoldTimestamp is a fast filter before the timestamp regexp: an RFC
+// 3339 time has a 'T' between a digit and a digit with a '-' four places
+// before it.
+func mayHoldTimestamp(s string) bool {
+	for i := 10; i+1 < len(s); i++ {
+		if s[i] == 'T' && s[i-3] == '-' && isDigit(s[i-1]) && isDigit(s[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 // Offset renders a duration from the start as +5s, +1m30s or +250ms.
 func Offset(d time.Duration) string {

@@ -1,0 +1,173 @@
+package cassette
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Redacted replaces every secret a Redactor finds.
+const Redacted = "[REDACTED]"
+
+// MinSecretLen is the shortest literal secret a Redactor replaces. Shorter
+// values (a local server's dummy key such as "none") would match ordinary
+// text everywhere and are not secrets worth the damage.
+const MinSecretLen = 8
+
+// DefaultSecretPatterns are redacted from every cassette whatever the
+// options say: bearer tokens, Authorization and api-key header lines, and
+// the shapes of common provider keys.
+var DefaultSecretPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\bbearer\s+[a-z0-9._~+/=-]{8,}`),
+	regexp.MustCompile(`(?i)\b(?:authorization|proxy-authorization|api[-_]?key|x-api-key)\s*[:=]\s*[^\s",]+(?:\s+[a-z0-9._~+/=-]{8,})?`),
+	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`),
+}
+
+// secretQueryKeys are query parameters that carry credentials (Azure SAS
+// signatures, key parameters of some gateways).
+var secretQueryKeys = regexp.MustCompile(`(?i)(key|token|secret|sig|signature|password|auth)`)
+
+// Redactor removes secrets from strings before they are written. The zero
+// value and nil redact nothing; NewRedactor always includes
+// DefaultSecretPatterns. A Redactor is immutable and safe for concurrent
+// use.
+type Redactor struct {
+	secrets  []string
+	patterns []*regexp.Regexp
+}
+
+// NewRedactor redacts the literal secrets (those at least MinSecretLen
+// long; longest first, so a secret that contains another goes whole), the
+// patterns, and DefaultSecretPatterns.
+func NewRedactor(secrets []string, patterns ...*regexp.Regexp) *Redactor {
+	r := &Redactor{}
+	for _, s := range secrets {
+		if len(s) >= MinSecretLen {
+			r.secrets = append(r.secrets, s)
+		}
+	}
+	// Longest first: if one secret contains another, the longer goes whole.
+	for i := 1; i < len(r.secrets); i++ {
+		for j := i; j > 0 && len(r.secrets[j]) > len(r.secrets[j-1]); j-- {
+			r.secrets[j], r.secrets[j-1] = r.secrets[j-1], r.secrets[j]
+		}
+	}
+	r.patterns = append(append(r.patterns, patterns...), DefaultSecretPatterns...)
+	return r
+}
+
+// String returns s with every secret replaced by Redacted.
+func (r *Redactor) String(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, Redacted)
+	}
+	for _, p := range r.patterns {
+		s = p.ReplaceAllLiteralString(s, Redacted)
+	}
+	return s
+}
+
+// JSON redacts every string (keys included) of a JSON document and keeps
+// its key order, so that a schema stays readable and diffs stay small. A
+// document in which nothing needs redacting is returned as it was.
+func (r *Redactor) JSON(raw json.RawMessage) json.RawMessage {
+	if r == nil || len(raw) == 0 {
+		return raw
+	}
+	if r.String(string(raw)) == string(raw) {
+		return raw
+	}
+	var out bytes.Buffer
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := r.copyJSON(dec, &out); err != nil {
+		// Not JSON after all: redacting it as text is the safe choice;
+		// the writer then stores it as text.
+		return json.RawMessage(r.String(string(raw)))
+	}
+	return out.Bytes()
+}
+
+func (r *Redactor) copyJSON(dec *json.Decoder, out *bytes.Buffer) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		closing := byte('}')
+		if t == '[' {
+			closing = ']'
+		}
+		out.WriteByte(byte(t))
+		for first := true; dec.More(); first = false {
+			if !first {
+				out.WriteByte(',')
+			}
+			if t == '{' {
+				key, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				writeJSONString(out, r.String(key.(string)))
+				out.WriteByte(':')
+			}
+			if err := r.copyJSON(dec, out); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		out.WriteByte(closing)
+	case string:
+		writeJSONString(out, r.String(t))
+	case json.Number:
+		out.WriteString(t.String())
+	case bool:
+		if t {
+			out.WriteString("true")
+		} else {
+			out.WriteString("false")
+		}
+	case nil:
+		out.WriteString("null")
+	}
+	return nil
+}
+
+func writeJSONString(out *bytes.Buffer, s string) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	out.Write(bytes.TrimRight(b.Bytes(), "\n"))
+}
+
+// URL redacts a base URL: user info goes, and so do the values of query
+// parameters that look like credentials; the rest is redacted as a string.
+func (r *Redactor) URL(s string) string {
+	if s == "" {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return r.String(s)
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if secretQueryKeys.MatchString(k) {
+				q[k] = []string{Redacted}
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return r.String(u.String())
+}

@@ -1,0 +1,193 @@
+package harness
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Epoch is where virtual time starts: a fixed instant, so that timestamps in
+// a trace are the same on every run.
+var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// Clock is virtual time, usable wherever a clockwork.Clock is. It never
+// moves by itself: the simulator jumps it to the earliest pending deadline
+// when no actor can run, firing the timers due then in the order they were
+// registered. A 30-second wait or a week of timers costs no wall-clock time.
+//
+// Sleep parks the calling actor. Timer and ticker channels are offered for
+// completeness, but an actor that blocks on one outside the executor stalls
+// the simulation: code under simulation waits through core.Executor.Wait.
+type Clock struct {
+	sim    *Sim
+	now    time.Time
+	timers timerHeap
+	seq    uint64
+}
+
+var _ clockwork.Clock = (*Clock)(nil)
+
+type vtimer struct {
+	clock  *Clock
+	at     time.Time
+	seq    uint64
+	fn     func()
+	ch     chan time.Time
+	period time.Duration
+	index  int // position in the heap, -1 when not scheduled
+}
+
+type timerHeap []*vtimer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*vtimer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}
+
+// Now returns the virtual time.
+func (c *Clock) Now() time.Time { return c.now }
+
+// Since returns the virtual time elapsed since t.
+func (c *Clock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
+
+// Until returns the virtual time until t.
+func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.now) }
+
+// Elapsed returns the virtual time since Epoch.
+func (c *Clock) Elapsed() time.Duration { return c.now.Sub(Epoch) }
+
+// Pending returns the number of scheduled timers.
+func (c *Clock) Pending() int { return len(c.timers) }
+
+// Sleep parks the calling actor for d of virtual time.
+func (c *Clock) Sleep(d time.Duration) {
+	ch := make(chan struct{})
+	c.AfterFunc(d, func() { close(ch) })
+	c.sim.Wait("sleep "+d.String(), ch)
+}
+
+// After returns a channel that receives the time after d.
+func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).Chan() }
+
+// NewTimer returns a timer that sends on its channel after d.
+func (c *Clock) NewTimer(d time.Duration) clockwork.Timer {
+	t := &vtimer{clock: c, ch: make(chan time.Time, 1), index: -1}
+	c.schedule(t, d)
+	return t
+}
+
+// AfterFunc calls f after d. f runs on the simulator's driver while no actor
+// runs; it must not block, but it may start actors.
+func (c *Clock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
+	t := &vtimer{clock: c, fn: f, index: -1}
+	c.schedule(t, d)
+	return t
+}
+
+// NewTicker returns a ticker that sends on its channel every d.
+func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
+	if d <= 0 {
+		panic("harness: non-positive ticker interval")
+	}
+	t := &vtimer{clock: c, ch: make(chan time.Time, 1), period: d, index: -1}
+	c.schedule(t, d)
+	return (*vticker)(t)
+}
+
+func (c *Clock) schedule(t *vtimer, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	c.seq++
+	t.at, t.seq = c.now.Add(d), c.seq
+	heap.Push(&c.timers, t)
+}
+
+// next returns the earliest deadline, if any.
+func (c *Clock) next() (time.Time, bool) {
+	if len(c.timers) == 0 {
+		return time.Time{}, false
+	}
+	return c.timers[0].at, true
+}
+
+// fireDue advances to the earliest deadline and fires every timer due then,
+// in registration order, including timers those callbacks schedule for the
+// same instant. It reports the jump (zero when the deadline is now).
+func (c *Clock) fireDue() (jumped time.Duration, fired int) {
+	at, ok := c.next()
+	if !ok {
+		return 0, 0
+	}
+	if at.After(c.now) {
+		jumped = at.Sub(c.now)
+		c.now = at
+	}
+	for len(c.timers) > 0 && !c.timers[0].at.After(c.now) {
+		t := heap.Pop(&c.timers).(*vtimer)
+		fired++
+		switch {
+		case t.fn != nil:
+			t.fn()
+		default:
+			select {
+			case t.ch <- c.now:
+			default: // a ticker whose last tick was not taken drops this one, like time.Ticker
+			}
+			if t.period > 0 {
+				c.schedule(t, t.period)
+			}
+		}
+	}
+	return jumped, fired
+}
+
+// Chan returns the timer's channel (nil for AfterFunc timers).
+func (t *vtimer) Chan() <-chan time.Time { return t.ch }
+
+// Stop unschedules the timer and reports whether it was pending.
+func (t *vtimer) Stop() bool {
+	if t.index < 0 {
+		return false
+	}
+	heap.Remove(&t.clock.timers, t.index)
+	return true
+}
+
+// Reset reschedules the timer for d from now and reports whether it was
+// pending.
+func (t *vtimer) Reset(d time.Duration) bool {
+	was := t.Stop()
+	t.clock.schedule(t, d)
+	return was
+}
+
+type vticker vtimer
+
+func (t *vticker) Chan() <-chan time.Time { return t.ch }
+func (t *vticker) Stop()                  { (*vtimer)(t).Stop() }
+func (t *vticker) Reset(d time.Duration) {
+	t.period = d
+	(*vtimer)(t).Reset(d)
+}

@@ -1,0 +1,335 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/core/trace"
+)
+
+// Invariant is a rule that must hold after every step of every run. It
+// reads the trace entries recorded since the previous step; State carries
+// what the invariants have learnt so far.
+type Invariant struct {
+	Name  string
+	Check func(s *State, e *trace.Entry) string
+}
+
+// Violation is a broken invariant, with where it broke.
+type Violation struct {
+	Invariant string
+	Seed      int64
+	// Step is the scheduling step after which it was found; Entry the
+	// 1-based trace entry that broke it.
+	Step    int
+	Entry   int
+	Message string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("invariant %q broken at step %d (entry #%d, seed %d): %s", v.Invariant, v.Step, v.Entry, v.Seed, v.Message)
+}
+
+// State is what the checker knows of a run so far.
+type State struct {
+	// Works maps a Work id to what is known of it.
+	Works map[string]*WorkFacts
+	// Secrets are child outputs and failure texts, which must never appear
+	// in status blocks, list or status projections, or log lines.
+	Secrets []string
+	// CallStarted maps a tool call id to the virtual time it started.
+	CallStarted map[string]time.Duration
+	// Sends maps a send identity to the receipt it got.
+	Sends map[string]string
+}
+
+// WorkFacts is what the trace said of one Work item.
+type WorkFacts struct {
+	Owner    string
+	State    string
+	Detached bool
+	Output   string
+	Rejoined bool
+	Cursor   int
+}
+
+// Caps checked by the invariants.
+const (
+	minSecretLen = 6
+)
+
+// NoInvariants disables invariant checking.
+var NoInvariants = []Invariant{}
+
+// DefaultInvariants are the seed's rules, checked after every step.
+func DefaultInvariants() []Invariant {
+	return []Invariant{
+		{Name: "legal-transitions", Check: checkLegal},
+		{Name: "terminal-states-never-change", Check: checkTerminal},
+		{Name: "no-child-content-in-status", Check: checkSecrets},
+		{Name: "output-only-through-result", Check: checkOutputOnlyThroughResult},
+		{Name: "not-found-for-detached-and-foreign", Check: checkNotFound},
+		{Name: "send-idempotent", Check: checkSendIdempotent},
+		{Name: "caps", Check: checkCaps},
+	}
+}
+
+type checker struct {
+	r          *run
+	invs       []Invariant
+	state      State
+	seen       int
+	violations []Violation
+}
+
+func newChecker(r *run, invs []Invariant) *checker {
+	return &checker{r: r, invs: invs, state: State{
+		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}, Sends: map[string]string{},
+	}}
+}
+
+// maxViolations bounds what one run reports; the first is what matters.
+const maxViolations = 20
+
+func (c *checker) step(a *Actor) {
+	if len(c.invs) == 0 {
+		return
+	}
+	t := c.r.rec.Trace()
+	for ; c.seen < len(t.Entries); c.seen++ {
+		e := &t.Entries[c.seen]
+		for _, inv := range c.invs {
+			if msg := inv.Check(&c.state, e); msg != "" && len(c.violations) < maxViolations {
+				c.violations = append(c.violations, Violation{Invariant: inv.Name, Seed: c.r.opts.Seed,
+					Step: c.r.sim.Steps(), Entry: c.seen + 1, Message: msg})
+			}
+		}
+		c.state.learn(e)
+	}
+}
+
+// learn updates the facts after the invariants have looked at an entry, so
+// that each invariant sees the state as it was before the entry.
+func (s *State) learn(e *trace.Entry) {
+	switch e.Kind {
+	case trace.Work:
+		w := s.Works[e.Work]
+		if w == nil {
+			w = &WorkFacts{Owner: e.Run}
+			s.Works[e.Work] = w
+		}
+		w.State = e.To
+	case trace.Detach:
+		if w := s.Works[e.Work]; w != nil {
+			w.Detached = true
+		}
+	case trace.RunEnd:
+		if e.Mode != "background" {
+			return
+		}
+		if w := s.Works[e.Work]; w != nil && e.Error == "" {
+			w.Output = e.Content
+		}
+		secret := e.Content
+		if e.Error != "" {
+			secret = e.Error
+		}
+		if len(secret) >= minSecretLen {
+			s.Secrets = append(s.Secrets, secret)
+		}
+	case trace.ToolCall:
+		s.CallStarted[e.Run+"/"+e.Call.ID] = e.At
+	case trace.ToolResult:
+		if e.Action == "result" {
+			if w := s.Works[e.Work]; w != nil && w.Output != "" && e.Content == w.Output {
+				w.Rejoined = true
+			}
+		}
+		if e.Action == "send" && !e.IsError {
+			s.Sends[e.Run+"/"+e.Call.ID+"/"+fmt.Sprint(e.Step)] = e.Content
+			var rec core.SendReceipt
+			if json.Unmarshal([]byte(e.Content), &rec) == nil {
+				if w := s.Works[rec.WorkID]; w != nil {
+					fmt.Sscan(rec.Cursor, &w.Cursor)
+				}
+			}
+		}
+	}
+}
+
+func checkLegal(s *State, e *trace.Entry) string {
+	if e.Kind != trace.Work {
+		return ""
+	}
+	if e.From == "" {
+		if e.To != string(lifecycle.Queued) {
+			return fmt.Sprintf("%s was created %s; Work is created queued", e.Work, e.To)
+		}
+		return ""
+	}
+	if w := s.Works[e.Work]; w != nil && w.State != e.From {
+		return fmt.Sprintf("%s moved from %s, but it was %s", e.Work, e.From, w.State)
+	}
+	if !lifecycle.Legal(lifecycle.State(e.From), lifecycle.State(e.To)) {
+		return fmt.Sprintf("%s moved %s → %s, which the lifecycle does not allow", e.Work, e.From, e.To)
+	}
+	return ""
+}
+
+func checkTerminal(s *State, e *trace.Entry) string {
+	if e.Kind != trace.Work || e.From == "" {
+		return ""
+	}
+	if w := s.Works[e.Work]; w != nil && lifecycle.State(w.State).Terminal() {
+		return fmt.Sprintf("%s was %s, a terminal state, and then moved to %s", e.Work, w.State, e.To)
+	}
+	return ""
+}
+
+// checkSecrets: no child output or failure text in a status block, a list
+// or status projection, or an unfinished result's projection.
+func checkSecrets(s *State, e *trace.Entry) string {
+	if len(s.Secrets) == 0 {
+		return ""
+	}
+	var where string
+	var texts []string
+	switch {
+	case e.Kind == trace.Request && len(e.Status) > 0:
+		where, texts = "a status row", e.Status
+	case e.Kind == trace.ToolResult && (e.Action == "list" || e.Action == "status" || e.Action == "cancel" || e.Action == "detach" || e.Action == "send"):
+		where, texts = "a work "+e.Action+" result", []string{e.Content}
+	case e.Kind == trace.ToolResult && e.Action == "result" && isProjection(e.Content):
+		where, texts = "a work result projection", []string{e.Content}
+	default:
+		return ""
+	}
+	for _, t := range texts {
+		for _, sec := range s.Secrets {
+			if strings.Contains(t, sec) {
+				return fmt.Sprintf("%s of %s carries child content %q", where, e.Run, abbreviate(sec))
+			}
+		}
+	}
+	return ""
+}
+
+func isProjection(content string) bool {
+	return strings.HasPrefix(content, `{"work":{"kind":"work.ref"`)
+}
+
+// checkOutputOnlyThroughResult: until a result call returned a child's
+// output to its owner, the owner's requests and other tool results do not
+// carry it.
+func checkOutputOnlyThroughResult(s *State, e *trace.Entry) string {
+	if e.Kind != trace.Request && e.Kind != trace.ToolResult {
+		return ""
+	}
+	for id, w := range s.Works {
+		if w.Owner != e.Run || w.Output == "" || w.Rejoined || len(w.Output) < minSecretLen {
+			continue
+		}
+		if e.Kind == trace.ToolResult {
+			if e.Action == "result" && e.Work == id && e.Content == w.Output {
+				continue
+			}
+			if strings.Contains(e.Content, w.Output) {
+				return fmt.Sprintf("the output of %s reached %s through a %s call, not a work result", id, e.Run, e.Call.Name)
+			}
+			continue
+		}
+		for _, m := range e.Messages {
+			if strings.Contains(m.Content, w.Output) {
+				return fmt.Sprintf("the output of %s is in a request message of %s before a work result returned it", id, e.Run)
+			}
+		}
+		for _, row := range e.Status {
+			if strings.Contains(row, w.Output) {
+				return fmt.Sprintf("the output of %s is in a status row of %s", id, e.Run)
+			}
+		}
+	}
+	return ""
+}
+
+// checkNotFound: an id action on a detached, foreign or unknown id answers
+// exactly {"status":"not_found"}.
+func checkNotFound(s *State, e *trace.Entry) string {
+	if e.Kind != trace.ToolResult || e.Action == "" || e.Action == "list" || e.Work == "" {
+		return ""
+	}
+	w := s.Works[e.Work]
+	var why string
+	switch {
+	case w == nil:
+		why = "unknown"
+	case w.Owner != e.Run:
+		why = "owned by " + w.Owner
+	case w.Detached:
+		why = "detached"
+	default:
+		return ""
+	}
+	if e.Action == "send" {
+		if _, repeat := s.Sends[e.Run+"/"+e.Call.ID+"/"+fmt.Sprint(e.Step)]; repeat {
+			return ""
+		}
+	}
+	if e.Content != `{"status":"not_found"}` || e.IsError {
+		return fmt.Sprintf("%s %s of %s (%s) answered %s, not {\"status\":\"not_found\"}", e.Action, e.Work, e.Run, why, abbreviate(e.Content))
+	}
+	return ""
+}
+
+// checkSendIdempotent: one tool-call identity gets one receipt, and
+// accepted cursors count up by one per Work.
+func checkSendIdempotent(s *State, e *trace.Entry) string {
+	if e.Kind != trace.ToolResult || e.Action != "send" || e.IsError {
+		return ""
+	}
+	key := e.Run + "/" + e.Call.ID + "/" + fmt.Sprint(e.Step)
+	if prev, ok := s.Sends[key]; ok {
+		if prev != e.Content {
+			return fmt.Sprintf("the repeated send %s got receipt %s, the first got %s", e.Call.ID, e.Content, prev)
+		}
+		return ""
+	}
+	var rec core.SendReceipt
+	if json.Unmarshal([]byte(e.Content), &rec) != nil || rec.WorkID == "" {
+		return ""
+	}
+	if w := s.Works[rec.WorkID]; w != nil && rec.Cursor != fmt.Sprint(w.Cursor+1) {
+		return fmt.Sprintf("send to %s got cursor %s after cursor %d", rec.WorkID, rec.Cursor, w.Cursor)
+	}
+	return ""
+}
+
+// checkCaps: at most 12 status rows, 50 listed entries, and no result wait
+// past 30 s.
+func checkCaps(s *State, e *trace.Entry) string {
+	switch {
+	case e.Kind == trace.Request && len(e.Status) > core.MaxStatusRows:
+		return fmt.Sprintf("a status block of %s has %d rows (cap %d)", e.Run, len(e.Status), core.MaxStatusRows)
+	case e.Kind == trace.ToolResult && e.Action == "list" && !e.IsError:
+		var list []json.RawMessage
+		if json.Unmarshal([]byte(e.Content), &list) == nil && len(list) > core.MaxListed {
+			return fmt.Sprintf("a list returned %d entries (cap %d)", len(list), core.MaxListed)
+		}
+	case e.Kind == trace.ToolResult && e.Action == "result":
+		if start, ok := s.CallStarted[e.Run+"/"+e.Call.ID]; ok && e.At-start > core.MaxResultWait {
+			return fmt.Sprintf("a result call of %s waited %s (cap %s)", e.Run, e.At-start, core.MaxResultWait)
+		}
+	}
+	return ""
+}
+
+func abbreviate(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}

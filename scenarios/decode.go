@@ -1,0 +1,279 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+)
+
+// LoadError lists every problem found in a scenario file, each at its line
+// and column.
+type LoadError struct {
+	File     string
+	Problems []Problem
+}
+
+// Problem is one thing wrong with a scenario file.
+type Problem struct {
+	Line, Col int
+	Message   string
+}
+
+// maxProblems bounds how many problems one file reports.
+const maxProblems = 20
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s:%d:%d: %s", e.File, p.Line, p.Col, p.Message)
+	}
+	return b.String()
+}
+
+// decoder reads nodes, collecting problems instead of stopping at the first,
+// so that a user fixes a file in one pass.
+type decoder struct {
+	file     string
+	problems []Problem
+}
+
+func (d *decoder) errorf(n *node, format string, args ...any) {
+	line, col := 1, 1
+	if n != nil {
+		line, col = n.line, n.col
+	}
+	d.problems = append(d.problems, Problem{Line: line, Col: col, Message: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) err() error {
+	if len(d.problems) == 0 {
+		return nil
+	}
+	sort.SliceStable(d.problems, func(i, j int) bool {
+		a, b := d.problems[i], d.problems[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	ps := d.problems
+	if len(ps) > maxProblems {
+		ps = append(ps[:maxProblems:maxProblems], Problem{Line: ps[maxProblems].Line, Col: ps[maxProblems].Col,
+			Message: fmt.Sprintf("… and %d more problems", len(d.problems)-maxProblems)})
+	}
+	return &LoadError{File: d.file, Problems: ps}
+}
+
+// fields reads a mapping whose keys must be among allowed. It reports
+// unknown keys with a suggestion and returns the known ones.
+func (d *decoder) fields(n *node, what string, allowed ...string) map[string]*node {
+	out := map[string]*node{}
+	if n == nil {
+		return out
+	}
+	if n.kind == scalarNode && n.value == nil {
+		return out // an empty mapping written as nothing
+	}
+	if n.kind != mapNode {
+		d.errorf(n, "%s must be a mapping, found %s", what, n.describe())
+		return out
+	}
+	for i, k := range n.keys {
+		key := scalarString(k)
+		if !slices.Contains(allowed, key) {
+			d.errorf(k, "unknown key %q in %s%s", key, what, suggest(key, allowed))
+			continue
+		}
+		out[key] = n.vals[i]
+	}
+	return out
+}
+
+// oneOf reads a single-key mapping whose key is among allowed (a tagged
+// union, such as an expectation or a pattern).
+func (d *decoder) oneOf(n *node, what string, allowed ...string) (string, *node, bool) {
+	if n.kind != mapNode || len(n.keys) != 1 {
+		if n.kind == mapNode && len(n.keys) > 1 {
+			d.errorf(n.keys[1], "%s must have exactly one key, one of %s; found %q and %q", what, strings.Join(allowed, ", "), scalarString(n.keys[0]), scalarString(n.keys[1]))
+		} else {
+			d.errorf(n, "%s must be a mapping with one key, one of %s; found %s", what, strings.Join(allowed, ", "), n.describe())
+		}
+		return "", nil, false
+	}
+	key := scalarString(n.keys[0])
+	if !slices.Contains(allowed, key) {
+		d.errorf(n.keys[0], "unknown %s %q%s", what, key, suggest(key, allowed))
+		return "", nil, false
+	}
+	return key, n.vals[0], true
+}
+
+func (d *decoder) str(n *node, what string) string {
+	if n == nil {
+		return ""
+	}
+	s, ok := n.value.(string)
+	if n.kind != scalarNode || !ok {
+		d.errorf(n, "%s must be a string, found %s", what, n.describe())
+		return ""
+	}
+	return s
+}
+
+func (d *decoder) integer(n *node, what string, minimum int) int {
+	if n == nil {
+		return 0
+	}
+	v, ok := n.value.(int64)
+	if n.kind != scalarNode || !ok {
+		d.errorf(n, "%s must be an integer, found %s", what, n.describe())
+		return 0
+	}
+	if v < int64(minimum) {
+		d.errorf(n, "%s must be at least %d, found %d", what, minimum, v)
+		return 0
+	}
+	if v > 1<<30 {
+		d.errorf(n, "%s is too large", what)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) probability(n *node, what string) float64 {
+	if n == nil {
+		return 0
+	}
+	var f float64
+	switch v := n.value.(type) {
+	case int64:
+		f = float64(v)
+	case float64:
+		f = v
+	default:
+		d.errorf(n, "%s must be a number between 0 and 1, found %s", what, n.describe())
+		return 0
+	}
+	if n.kind != scalarNode || f < 0 || f > 1 {
+		d.errorf(n, "%s must be a number between 0 and 1, found %s", what, n.describe())
+		return 0
+	}
+	return f
+}
+
+func (d *decoder) boolean(n *node, what string) bool {
+	if n == nil {
+		return false
+	}
+	v, ok := n.value.(bool)
+	if n.kind != scalarNode || !ok {
+		d.errorf(n, "%s must be true or false, found %s", what, n.describe())
+	}
+	return v
+}
+
+func (d *decoder) optBool(n *node, what string) *bool {
+	if n == nil {
+		return nil
+	}
+	v := d.boolean(n, what)
+	return &v
+}
+
+func (d *decoder) duration(n *node, what string) time.Duration {
+	if n == nil {
+		return 0
+	}
+	s, ok := n.value.(string)
+	if n.kind != scalarNode || !ok {
+		d.errorf(n, "%s must be a duration such as \"5s\" or \"250ms\", found %s", what, n.describe())
+		return 0
+	}
+	dur, err := core.ParseDuration(s)
+	if err != nil {
+		d.errorf(n, "%s: %v", what, err)
+	}
+	return dur
+}
+
+func (d *decoder) strs(n *node, what string) []string {
+	if n == nil {
+		return nil
+	}
+	if n.kind != seqNode {
+		d.errorf(n, "%s must be a list of strings, found %s", what, n.describe())
+		return nil
+	}
+	out := make([]string, 0, len(n.items))
+	for _, it := range n.items {
+		out = append(out, d.str(it, what+" entries"))
+	}
+	return out
+}
+
+func (d *decoder) seq(n *node, what string) []*node {
+	if n == nil {
+		return nil
+	}
+	if n.kind == scalarNode && n.value == nil {
+		return nil
+	}
+	if n.kind != seqNode {
+		d.errorf(n, "%s must be a list, found %s", what, n.describe())
+		return nil
+	}
+	return n.items
+}
+
+// suggest offers the closest allowed word to a misspelt one.
+func suggest(got string, allowed []string) string {
+	best, bestD := "", 3
+	for _, a := range allowed {
+		if dd := editDistance(got, a); dd < bestD {
+			best, bestD = a, dd
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	if len(allowed) <= 12 {
+		return " (expected one of " + strings.Join(allowed, ", ") + ")"
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}

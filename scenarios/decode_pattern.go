@@ -1,0 +1,163 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/core/trace"
+)
+
+// patternKinds are the keys a pattern is written under. work-call is a
+// tool-result of the work tool; result is short for tool-result; entry
+// matches any kind.
+var patternKinds = []string{"request", "response", "tool-call", "tool-result", "result", "work-call", "work",
+	"detach", "send", "guidance", "run-start", "run-end", "fault", "action", "clock", "note", "entry"}
+
+var patternFields = []string{"agent", "step", "tools", "tools-include", "tools-exclude", "status", "no-status",
+	"message", "guidance", "tool", "action", "work", "work-ref", "error", "contains", "equals", "not-found",
+	"from", "to", "mode", "failed"}
+
+func (l *loader) patterns(n *node, what string) []Pattern {
+	items := l.seq(n, what)
+	out := make([]Pattern, 0, len(items))
+	for i, it := range items {
+		out = append(out, l.pattern(it, fmt.Sprintf("%s pattern %d", what, i+1), ""))
+	}
+	if n != nil && len(items) == 0 {
+		l.errorf(n, "%s needs at least one pattern", what)
+	}
+	return out
+}
+
+// pattern reads {kind: {fields}}. With want set (script conditions), the
+// kind must be that one, and a bare field mapping is read as that kind.
+func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
+	var kind string
+	var v *node
+	if want != "" && n.kind == mapNode && len(n.keys) > 0 && slices.Contains(patternFields, scalarString(n.keys[0])) {
+		kind, v = string(want), n
+	} else {
+		var ok bool
+		kind, v, ok = l.oneOf(n, what, patternKinds...)
+		if !ok {
+			return Pattern{}
+		}
+	}
+	p := Pattern{}
+	switch kind {
+	case "entry":
+	case "result":
+		p.Kind = trace.ToolResult
+	case "work-call":
+		p.Kind, p.Tool = trace.ToolResult, core.WorkToolName
+	default:
+		p.Kind = trace.Kind(kind)
+	}
+	if want != "" && p.Kind != want {
+		l.errorf(n, "%s must be a %s pattern", what, want)
+	}
+	f := l.fields(v, what, patternFields...)
+	p.Agent = l.agentRef(f["agent"], what+" agent")
+	p.Step = l.integer(f["step"], what+" step", 1)
+	if f["tools"] != nil {
+		p.Tools = l.strs(f["tools"], what+" tools")
+		if p.Tools == nil {
+			p.Tools = []string{}
+		}
+	}
+	p.ToolsInclude = l.strs(f["tools-include"], what+" tools-include")
+	p.ToolsExclude = l.strs(f["tools-exclude"], what+" tools-exclude")
+	if sn := f["status"]; sn != nil {
+		p.Status = l.rowPattern(sn, what+" status")
+	}
+	p.NoStatus = l.boolean(f["no-status"], what+" no-status")
+	p.Message = l.str(f["message"], what+" message")
+	p.Guidance = l.str(f["guidance"], what+" guidance")
+	if tn := f["tool"]; tn != nil {
+		p.Tool = l.str(tn, what+" tool")
+		if !l.anyAgentHasTool(p.Tool) {
+			l.errorf(tn, "%s: no agent has a tool %q", what, p.Tool)
+		}
+	}
+	if an := f["action"]; an != nil {
+		p.Action = l.str(an, what+" action")
+		if !slices.Contains(core.WorkActions, p.Action) {
+			l.errorf(an, "%s: %q is not a work action%s", what, p.Action, suggest(p.Action, core.WorkActions))
+		}
+	}
+	p.Work = l.ref(f["work"], what+" work")
+	p.WorkRef = l.optBool(f["work-ref"], what+" work-ref")
+	p.IsError = l.optBool(f["error"], what+" error")
+	p.Contains = l.str(f["contains"], what+" contains")
+	p.Equals = l.str(f["equals"], what+" equals")
+	p.NotFound = l.boolean(f["not-found"], what+" not-found")
+	p.From = l.state(f["from"], what+" from")
+	p.To = l.state(f["to"], what+" to")
+	if mn := f["mode"]; mn != nil {
+		p.Mode = l.str(mn, what+" mode")
+		if !slices.Contains([]string{"top", "foreground", "background"}, p.Mode) {
+			l.errorf(mn, "%s: mode is top, foreground or background, not %q", what, p.Mode)
+		}
+	}
+	p.Failed = l.optBool(f["failed"], what+" failed")
+	return p
+}
+
+func (l *loader) rowPattern(n *node, what string) *RowPattern {
+	f := l.fields(n, what, "work", "label", "state", "result-available", "contains")
+	return &RowPattern{
+		Work:            l.ref(f["work"], what+" work"),
+		Label:           l.str(f["label"], what+" label"),
+		State:           l.state(f["state"], what+" state"),
+		ResultAvailable: l.optBool(f["result-available"], what+" result-available"),
+		Contains:        l.str(f["contains"], what+" contains"),
+	}
+}
+
+func (l *loader) state(n *node, what string) string {
+	s := l.str(n, what)
+	if s != "" && !lifecycle.State(s).Valid() {
+		l.errorf(n, "%s: %q is not a Work state%s", what, s, suggest(s, stateNames()))
+	}
+	return s
+}
+
+func (l *loader) anyAgentHasTool(name string) bool {
+	for _, id := range l.order {
+		a := l.agents[id]
+		if _, ok := a.tools[name]; ok || (name == core.WorkToolName && a.hasBackground()) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchRequest matches a request pattern against a live provider request,
+// the way a script's when condition does: messages are the whole history,
+// and references resolve against the work.refs the history holds.
+func MatchRequest(p *Pattern, req *core.Request) bool {
+	e := trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Messages: req.Messages}
+	e.Tools = make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		e.Tools[i] = t.Name
+	}
+	if req.Status != nil {
+		e.Status = make([]string, len(req.Status.Rows))
+		for i, r := range req.Status.Rows {
+			e.Status[i] = r.String()
+		}
+	}
+	t := &trace.Trace{}
+	for _, m := range req.Messages {
+		if m.Role != core.RoleTool || m.IsError {
+			continue
+		}
+		if ref, ok := parseRef(m.Content); ok {
+			t.Entries = append(t.Entries, trace.Entry{Kind: trace.ToolResult, Agent: req.Agent, Run: req.Run,
+				Call: &core.ToolCall{ID: m.ToolCallID, Name: m.ToolName}, Ref: &ref})
+		}
+	}
+	return p.Match(t, &e)
+}

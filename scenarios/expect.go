@@ -1,0 +1,256 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/crux-sim/crux-sim/core/trace"
+)
+
+// Expectation is one checkable claim about a run. Scenario files, Go
+// scenarios and Gomega matchers all build Expectations, so a claim is
+// checked the same way wherever it is written.
+type Expectation interface {
+	// Check returns nil when the claim holds, or a failure that points at
+	// the part of the trace that contradicts it.
+	Check(r *Result) *Failure
+	// Describe says what is claimed, in one line.
+	Describe() string
+}
+
+// Failure explains why an expectation did not hold.
+type Failure struct {
+	// Message says what was missing or wrong.
+	Message string
+	// At is the index of the trace entry the failure is about, or -1.
+	At int
+}
+
+// Report renders the failure with the transcript around it.
+func (f *Failure) Report(t *trace.Trace) string {
+	if f.At < 0 || t == nil {
+		return f.Message
+	}
+	return f.Message + "\n" + Window(t, f.At, 4)
+}
+
+// Window renders the entries around index at, marking it.
+func Window(t *trace.Trace, at, radius int) string {
+	if len(t.Entries) == 0 {
+		return "    (the trace is empty)"
+	}
+	at = min(max(at, 0), len(t.Entries)-1)
+	lo, hi := max(0, at-radius), min(len(t.Entries), at+radius+1)
+	var b strings.Builder
+	if lo > 0 {
+		fmt.Fprintf(&b, "    … %d earlier entries\n", lo)
+	}
+	for i := lo; i < hi; i++ {
+		mark := "    "
+		if i == at {
+			mark = "  > "
+		}
+		for j, line := range strings.Split(trace.Line(&t.Entries[i]), "\n") {
+			if j == 0 {
+				fmt.Fprintf(&b, "%s#%-3d %s\n", mark, i+1, line)
+			} else {
+				fmt.Fprintf(&b, "         %s\n", line)
+			}
+		}
+	}
+	if hi < len(t.Entries) {
+		fmt.Fprintf(&b, "    … %d later entries\n", len(t.Entries)-hi)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func fail(at int, format string, args ...any) *Failure {
+	return &Failure{Message: fmt.Sprintf(format, args...), At: at}
+}
+
+// Named gives an expectation a name to report it by.
+type Named struct {
+	Name string
+	Expectation
+}
+
+// Describe implements Expectation.
+func (n Named) Describe() string { return n.Name }
+
+// Ordered claims the patterns match entries in this order; other entries
+// may come between them.
+type Ordered []Pattern
+
+// Check implements Expectation.
+func (o Ordered) Check(r *Result) *Failure {
+	t := r.Trace
+	pos, last := 0, -1
+	for i := range o {
+		found := -1
+		for j := pos; j < len(t.Entries); j++ {
+			if o[i].Match(t, &t.Entries[j]) {
+				found = j
+				break
+			}
+		}
+		if found < 0 {
+			near := last
+			if anywhere := firstMatch(t, &o[i], 0); anywhere >= 0 {
+				return fail(anywhere, "pattern %d of %d, %s, matches only before the previous pattern's entry #%d; the sequence is out of order", i+1, len(o), &o[i], last+1)
+			}
+			if near < 0 {
+				near = 0
+			}
+			return fail(near, "pattern %d of %d, %s, has no match after entry #%d (the match of pattern %d)", i+1, len(o), &o[i], last+1, i)
+		}
+		last, pos = found, found+1
+	}
+	return nil
+}
+
+// Describe implements Expectation.
+func (o Ordered) Describe() string { return "in order: " + listPatterns(o) }
+
+// Unordered claims each pattern matches a distinct entry, in any order.
+type Unordered []Pattern
+
+// Check implements Expectation.
+func (u Unordered) Check(r *Result) *Failure {
+	t := r.Trace
+	used := make([]bool, len(t.Entries))
+	for i := range u {
+		found := -1
+		for j := range t.Entries {
+			if !used[j] && u[i].Match(t, &t.Entries[j]) {
+				found = j
+				break
+			}
+		}
+		if found < 0 {
+			return fail(-1, "pattern %d of %d, %s, matches no entry (not already matched by another pattern)", i+1, len(u), &u[i])
+		}
+		used[found] = true
+	}
+	return nil
+}
+
+// Describe implements Expectation.
+func (u Unordered) Describe() string { return "all of, in any order: " + listPatterns(u) }
+
+// Subset claims that every entry matching Of matches one of Allowed: nothing
+// else of that shape happened.
+type Subset struct {
+	Of      Pattern
+	Allowed []Pattern
+}
+
+// Check implements Expectation.
+func (s Subset) Check(r *Result) *Failure {
+	t := r.Trace
+	for j := range t.Entries {
+		e := &t.Entries[j]
+		if !s.Of.Match(t, e) {
+			continue
+		}
+		if !slices.ContainsFunc(s.Allowed, func(p Pattern) bool { return p.Match(t, e) }) {
+			return fail(j, "entry #%d matches %s but none of the allowed patterns %s", j+1, &s.Of, listPatterns(s.Allowed))
+		}
+	}
+	return nil
+}
+
+// Describe implements Expectation.
+func (s Subset) Describe() string {
+	return fmt.Sprintf("every %s is one of: %s", &s.Of, listPatterns(s.Allowed))
+}
+
+// Never claims no entry matches any of the patterns. With After, only
+// entries after the first match of After count.
+type Never struct {
+	Patterns []Pattern
+	After    *Pattern
+}
+
+// Check implements Expectation.
+func (n Never) Check(r *Result) *Failure {
+	t := r.Trace
+	from := 0
+	if n.After != nil {
+		from = firstMatch(t, n.After, 0)
+		if from < 0 {
+			return nil
+		}
+		from++
+	}
+	for j := from; j < len(t.Entries); j++ {
+		for i := range n.Patterns {
+			if n.Patterns[i].Match(t, &t.Entries[j]) {
+				return fail(j, "entry #%d matches %s, which must never happen", j+1, &n.Patterns[i])
+			}
+		}
+	}
+	return nil
+}
+
+// Describe implements Expectation.
+func (n Never) Describe() string {
+	s := "never: " + listPatterns(n.Patterns)
+	if n.After != nil {
+		s += " after " + n.After.String()
+	}
+	return s
+}
+
+// Count claims the number of entries matching a pattern is within
+// [Min, Max]; Max < 0 means no upper bound.
+type Count struct {
+	Pattern  Pattern
+	Min, Max int
+}
+
+// Check implements Expectation.
+func (c Count) Check(r *Result) *Failure {
+	n, last := 0, -1
+	for j := range r.Trace.Entries {
+		if c.Pattern.Match(r.Trace, &r.Trace.Entries[j]) {
+			n++
+			last = j
+		}
+	}
+	if n < c.Min || (c.Max >= 0 && n > c.Max) {
+		return fail(last, "%d entries match %s; want %s", n, &c.Pattern, c.bounds())
+	}
+	return nil
+}
+
+func (c Count) bounds() string {
+	switch {
+	case c.Max < 0:
+		return fmt.Sprintf("at least %d", c.Min)
+	case c.Min == c.Max:
+		return fmt.Sprintf("exactly %d", c.Min)
+	default:
+		return fmt.Sprintf("between %d and %d", c.Min, c.Max)
+	}
+}
+
+// Describe implements Expectation.
+func (c Count) Describe() string { return fmt.Sprintf("%s of %s", c.bounds(), &c.Pattern) }
+
+func firstMatch(t *trace.Trace, p *Pattern, from int) int {
+	for j := from; j < len(t.Entries); j++ {
+		if p.Match(t, &t.Entries[j]) {
+			return j
+		}
+	}
+	return -1
+}
+
+func listPatterns(ps []Pattern) string {
+	parts := make([]string, len(ps))
+	for i := range ps {
+		parts[i] = "[" + ps[i].String() + "]"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,157 @@
+package scenarios
+
+import (
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// Scenario is a story about agents: who they are, what the model does at
+// each of their steps, what goes wrong, and what must be true of the run.
+// It describes a run; the harness performs it.
+type Scenario struct {
+	Name        string
+	Description string
+	// Source is where the scenario came from (a file, or builtin:NAME).
+	Source string
+	Tags   []string
+
+	Run          Run
+	Scripts      []Script
+	Faults       []Fault
+	Expectations []Expectation
+	Options      Options
+}
+
+// Run names the top-level agents, which start at once on one context.
+type Run struct {
+	ID string
+	// Agents are the top-level agents by name.
+	Agents map[string]*core.Agent
+	// Context is every top-level agent's input.
+	Context any
+	Model   string
+}
+
+// Script is what the model does for one agent: for all its runs (Run 0)
+// or only for its Run-th run.
+type Script struct {
+	Agent string
+	Run   int
+	Turns []scripted.Turn
+}
+
+// Options tune the runtime for a scenario.
+type Options struct {
+	MaxConcurrent  int
+	MaxOutstanding int
+	MaxSteps       int
+	// Settle lets background Work finish after the top-level runs end,
+	// instead of cancelling it when the runtime closes.
+	Settle bool
+}
+
+// FaultKind names a fault.
+type FaultKind string
+
+// Faults the harness can inject.
+const (
+	// FaultProviderError fails a provider step of an agent.
+	FaultProviderError FaultKind = "provider-error"
+	// FaultLatency adds virtual latency to a provider step of an agent.
+	FaultLatency FaultKind = "latency"
+	// FaultAction issues a work action (cancel, send, detach, status,
+	// result) on the owner's behalf at an arbitrary point.
+	FaultAction FaultKind = "action"
+	// FaultCrash drops all process-local state at an arbitrary point.
+	FaultCrash FaultKind = "crash"
+)
+
+// Fault is something the harness makes go wrong.
+type Fault struct {
+	Kind FaultKind
+	// Agent and Step select a provider step (Step 0: every step); Run
+	// selects the agent's Run-th run (0: every run).
+	Agent string
+	Step  int
+	Run   int
+	// Message is the provider error text, or the guidance of a send.
+	Message string
+	// Latency is added latency; with LatencyMax above it, a latency
+	// drawn from [Latency, LatencyMax] by the seed's latency stream.
+	Latency    time.Duration
+	LatencyMax time.Duration
+	// Action and Work say which work action to issue, on which Work.
+	Action string
+	Work   Ref
+	// After is when an action or crash becomes due: after the first entry
+	// matching it (nil: as soon as the Work exists, or at the start).
+	After *Pattern
+	// Jitter lets the scheduler run up to this many more steps, drawn by
+	// the seed's fault stream, before the fault fires.
+	Jitter int
+	// Probability fires the fault with this probability, drawn by the
+	// seed's fault stream (0 means always).
+	Probability float64
+}
+
+// New starts a Go scenario.
+func New(name string) *Scenario {
+	return &Scenario{Name: name, Source: "go:" + name, Run: Run{ID: name, Agents: map[string]*core.Agent{}}}
+}
+
+// Describe sets the one-line description.
+func (s *Scenario) Describe(text string) *Scenario { s.Description = text; return s }
+
+// Agent adds a top-level agent under a name.
+func (s *Scenario) Agent(name string, a *core.Agent) *Scenario {
+	if s.Run.Agents == nil {
+		s.Run.Agents = map[string]*core.Agent{}
+	}
+	s.Run.Agents[name] = a
+	return s
+}
+
+// Context sets the top-level agents' input.
+func (s *Scenario) Context(v any) *Scenario { s.Run.Context = v; return s }
+
+// Script adds turns to an agent's script, shared by all its runs.
+func (s *Scenario) Script(agent string, turns ...scripted.Turn) *Scenario {
+	s.Scripts = append(s.Scripts, Script{Agent: agent, Turns: turns})
+	return s
+}
+
+// ScriptRun adds turns for the n-th run (from 1) of an agent.
+func (s *Scenario) ScriptRun(agent string, n int, turns ...scripted.Turn) *Scenario {
+	s.Scripts = append(s.Scripts, Script{Agent: agent, Run: n, Turns: turns})
+	return s
+}
+
+// Inject adds faults.
+func (s *Scenario) Inject(faults ...Fault) *Scenario {
+	s.Faults = append(s.Faults, faults...)
+	return s
+}
+
+// Expect adds expectations.
+func (s *Scenario) Expect(e ...Expectation) *Scenario {
+	s.Expectations = append(s.Expectations, e...)
+	return s
+}
+
+// With sets runtime options.
+func (s *Scenario) With(o Options) *Scenario { s.Options = o; return s }
+
+// Provider builds a fresh scripted provider holding the scenario's scripts.
+func (s *Scenario) Provider(opts scripted.Options) *scripted.Provider {
+	p := scripted.New(opts)
+	for _, sc := range s.Scripts {
+		if sc.Run > 0 {
+			p.ScriptRun(sc.Agent, sc.Run, sc.Turns...)
+		} else {
+			p.Script(sc.Agent, sc.Turns...)
+		}
+	}
+	return p
+}
