@@ -36,8 +36,10 @@ func (v Violation) String() string {
 
 // State is what the checker knows of a run so far.
 type State struct {
-	// Works maps a Work id to what is known of it.
+	// Works maps a Work id to what is known of it; Order lists the ids in
+	// creation order, for deterministic iteration.
 	Works map[string]*WorkFacts
+	Order []string
 	// Secrets are child outputs and failure texts, which must never appear
 	// in status blocks, list or status projections, or log lines.
 	Secrets []string
@@ -121,6 +123,7 @@ func (s *State) learn(e *trace.Entry) {
 		if w == nil {
 			w = &WorkFacts{Owner: e.Run}
 			s.Works[e.Work] = w
+			s.Order = append(s.Order, e.Work)
 		}
 		w.State = e.To
 	case trace.Detach:
@@ -229,7 +232,8 @@ func checkOutputOnlyThroughResult(s *State, e *trace.Entry) string {
 	if e.Kind != trace.Request && e.Kind != trace.ToolResult {
 		return ""
 	}
-	for id, w := range s.Works {
+	for _, id := range s.Order {
+		w := s.Works[id]
 		if w.Owner != e.Run || w.Output == "" || w.Rejoined || len(w.Output) < minSecretLen {
 			continue
 		}

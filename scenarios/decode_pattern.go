@@ -92,7 +92,7 @@ func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
 	p.IsError = l.optBool(f["error"], what+" error")
 	p.Contains = l.str(f["contains"], what+" contains")
 	p.Equals = l.str(f["equals"], what+" equals")
-	p.NotFound = l.boolean(f["not-found"], what+" not-found")
+	p.NotFound = l.optBool(f["not-found"], what+" not-found")
 	p.From = l.state(f["from"], what+" from")
 	p.To = l.state(f["to"], what+" to")
 	if mn := f["mode"]; mn != nil {

@@ -47,6 +47,9 @@ func Window(t *trace.Trace, at, radius int) string {
 		fmt.Fprintf(&b, "    … %d earlier entries\n", lo)
 	}
 	for i := lo; i < hi; i++ {
+		if t.Entries[i].Kind == trace.ToolCall && i != at {
+			continue // the text rendering shows calls in their response
+		}
 		mark := "    "
 		if i == at {
 			mark = "  > "

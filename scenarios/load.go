@@ -460,11 +460,18 @@ func (l *loader) args(a *agentDecl, n *node, what string, unchecked bool) any {
 	switch n.kind {
 	case mapNode:
 		if len(n.keys) == 1 && scalarString(n.keys[0]) == "work-of" {
-			tool := l.str(n.vals[0], what+" work-of")
+			spec := l.str(n.vals[0], what+" work-of")
+			tool := spec
+			if i := strings.LastIndexByte(spec, '#'); i >= 0 {
+				if k, err := strconv.Atoi(spec[i+1:]); err != nil || k < 1 {
+					l.errorf(n.vals[0], "%s work-of %q: the number after # must be a positive integer", what, spec)
+				}
+				tool = spec[:i]
+			}
 			if tool != "" && !unchecked && !slices.Contains(a.backgroundTools(), tool) {
 				l.errorf(n.vals[0], "%s refers to the work of %q, but %q has no backgroundable tool of that name%s", what, tool, a.id, refHint(tool, a.backgroundTools()))
 			}
-			return scripted.WorkID(tool)
+			return scripted.WorkID(spec)
 		}
 		m := make(map[string]any, len(n.keys))
 		for i, k := range n.keys {

@@ -53,8 +53,9 @@ type Pattern struct {
 	Contains string
 	// Equals: the content (tool results, run ends) is exactly this text.
 	Equals string
-	// NotFound: the tool result is exactly {"status":"not_found"}.
-	NotFound bool
+	// NotFound: the tool result is (true) or is not (false) exactly
+	// {"status":"not_found"}.
+	NotFound *bool
 
 	// Work transitions.
 	From string
@@ -144,7 +145,7 @@ func (p *Pattern) Match(t *trace.Trace, e *trace.Entry) bool {
 	if p.IsError != nil && e.IsError != *p.IsError {
 		return false
 	}
-	if p.NotFound && (e.Kind != trace.ToolResult || e.Content != NotFoundContent) {
+	if p.NotFound != nil && (e.Kind == trace.ToolResult && e.Content == NotFoundContent) != *p.NotFound {
 		return false
 	}
 	if p.Contains != "" && !entryContains(e, p.Contains) {
@@ -274,8 +275,8 @@ func (p *Pattern) String() string {
 	if p.IsError != nil {
 		add("error", strconv.FormatBool(*p.IsError))
 	}
-	if p.NotFound {
-		add("not-found", "true")
+	if p.NotFound != nil {
+		add("not-found", strconv.FormatBool(*p.NotFound))
 	}
 	if p.Contains != "" {
 		add("contains", strconv.Quote(p.Contains))

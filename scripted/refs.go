@@ -3,29 +3,46 @@ package scripted
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/crux-sim/crux-sim/core"
 )
 
 // WorkID is a symbolic reference, usable anywhere in a call's Args, to the
 // Work id that the most recent call of the named tool returned, as the
-// request's history shows it. Scripts never need to know generated ids.
+// request's history shows it; "research#2" names the second Work that
+// research returned in this run. Scripts never need to know generated ids.
 //
 //	scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})
 type WorkID string
 
 // FindWorkRef returns the work.ref of the most recent result of the named
-// tool in the request's history.
+// tool in the request's history; "tool#n" returns the n-th from the start.
 func FindWorkRef(req *core.Request, tool string) (core.WorkRef, bool) {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
+	nth := 0
+	if i := strings.LastIndexByte(tool, '#'); i >= 0 {
+		if n, err := strconv.Atoi(tool[i+1:]); err == nil && n > 0 {
+			tool, nth = tool[:i], n
+		}
+	}
+	var refs []core.WorkRef
+	for _, m := range req.Messages {
 		if m.Role != core.RoleTool || m.ToolName != tool || m.IsError {
 			continue
 		}
 		var ref core.WorkRef
 		if json.Unmarshal([]byte(m.Content), &ref) == nil && ref.Kind == core.WorkRefKind {
-			return ref, true
+			refs = append(refs, ref)
 		}
+	}
+	switch {
+	case len(refs) == 0:
+		return core.WorkRef{}, false
+	case nth == 0:
+		return refs[len(refs)-1], true
+	case nth <= len(refs):
+		return refs[nth-1], true
 	}
 	return core.WorkRef{}, false
 }
