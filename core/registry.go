@@ -306,6 +306,13 @@ func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
 
 func (r *registry) cancelLocked(w *work) CancelReceipt {
 	at := timestamp(r.rt.clock.Now())
+	if r.rt.opts.Mutations.CancelOverwritesTerminal && w.state.Terminal() && w.state != lifecycle.Cancelled {
+		// A planted defect: bypass the lifecycle, as a buggy runtime would.
+		from := w.state
+		w.state = lifecycle.Cancelled
+		r.emitTransition(w, from, lifecycle.Cancelled, lifecycle.Cancel)
+		return CancelReceipt{WorkID: w.ref.ID, Accepted: true, State: w.state, AcceptedAt: at}
+	}
 	accepted, next := lifecycle.CancelOutcome(w.state)
 	if accepted && next != w.state {
 		wasQueued := w.state == lifecycle.Queued
@@ -393,8 +400,12 @@ func (r *registry) statusRows(owner string, now time.Time) []StatusRow {
 		if w.state.Terminal() {
 			end = w.finished
 		}
+		label := w.label
+		if r.rt.opts.Mutations.LeakOutputInStatus && w.output != nil {
+			label += " " + w.output.Raw // a planted defect
+		}
 		rows = append(rows, StatusRow{
-			ID: w.ref.ID, Label: w.label, State: w.state,
+			ID: w.ref.ID, Label: label, State: w.state,
 			Elapsed:         end.Sub(w.created),
 			ResultAvailable: w.state == lifecycle.Completed,
 			order:           w.seq, finOrder: w.finSeq,

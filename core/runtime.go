@@ -43,6 +43,20 @@ type Options struct {
 	// Model is passed to the provider in every request unless a Parallel
 	// run names one.
 	Model string
+	// Mutations plant known defects, so that a harness or a test suite can
+	// prove it catches them (mutation testing). Never set them elsewhere.
+	Mutations Mutations
+}
+
+// Mutations are defects the runtime can be told to have. Each breaks one
+// rule of the Work contract on purpose.
+type Mutations struct {
+	// CancelOverwritesTerminal lets a cancel move terminal Work to
+	// cancelled, breaking "terminal states never change".
+	CancelOverwritesTerminal bool
+	// LeakOutputInStatus appends a completed child's output to its status
+	// row, breaking "child output never enters the status block".
+	LeakOutputInStatus bool
 }
 
 // Defaults.
