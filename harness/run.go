@@ -22,6 +22,20 @@ type Options struct {
 	// Replay dictates scheduling choices (from a shrunk schedule); past its
 	// end the seed decides.
 	Replay []int
+	// ReplayStrict makes choices past the end of Replay pick the first
+	// runnable actor instead of drawing from the seed, so that a shrunk
+	// schedule replays without the seed's scheduling stream.
+	ReplayStrict bool
+	// Plan, when set, replaces the scenario's faults with exactly these:
+	// no fault is drawn at random. A run records the faults that fired as
+	// a plan in Outcome.Fired.
+	Plan *Plan
+	// Swarm gives the seed its own fault mix: each of the scenario's faults
+	// is enabled or not, and extra provider latency is drawn at a rate of
+	// the seed's choosing (swarm testing).
+	Swarm bool
+	// Mutations plant defects in the runtime (see core.Mutations).
+	Mutations core.Mutations
 	// Invariants are checked after every step; nil means DefaultInvariants.
 	// Use NoInvariants to skip them.
 	Invariants []Invariant
@@ -42,6 +56,10 @@ type Outcome struct {
 	Elapsed time.Duration
 	// Crashed is set when a crash fault dropped the process.
 	Crashed bool
+	// Fired is every fault that fired, as an explicit plan: replaying it
+	// (Options.Plan) with Decisions (Options.Replay, ReplayStrict)
+	// reproduces the run without the seed.
+	Fired Plan
 }
 
 // Verdict is one expectation's result.
@@ -77,12 +95,12 @@ type run struct {
 	mainDone chan struct{}
 	crashed  bool
 	checker  *checker
-}
 
-type trigger struct {
-	fault *scenarios.Fault
-	due   chan struct{}
-	fired bool
+	// faults are the scenario's faults plus swarm faults; enabled says which
+	// the seed's swarm mix keeps (all, without Swarm).
+	faults  []scenarios.Fault
+	enabled []bool
+	fired   []PlannedFault
 }
 
 // Run simulates a scenario under a seed and checks its expectations and the
@@ -98,7 +116,8 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		mainDone: make(chan struct{}),
 	}
 	r.rec = trace.NewRecorder(Epoch)
-	r.sim = NewSim(SimOptions{Seed: opts.Seed, Replay: opts.Replay,
+	r.faults, r.enabled = r.faultMix()
+	r.sim = NewSim(SimOptions{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
 		OnJump: func(from, to time.Time) {
 			r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(from)) + " to " + trace.Offset(to.Sub(Epoch))})
 		},
@@ -115,6 +134,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		MaxOutstanding: sc.Options.MaxOutstanding,
 		MaxSteps:       sc.Options.MaxSteps,
 		Model:          sc.Run.Model,
+		Mutations:      opts.Mutations,
 	})
 	invs := opts.Invariants
 	if invs == nil {
@@ -147,12 +167,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 }
 
 func (r *run) start(out *Outcome) {
-	for i := range r.sc.Faults {
-		f := &r.sc.Faults[i]
-		if f.Kind == scenarios.FaultAction || f.Kind == scenarios.FaultCrash {
-			r.arm(f)
-		}
-	}
+	r.armAll()
 	sc := r.sc
 	r.sim.Go("main", func() {
 		defer close(r.mainDone)
@@ -181,138 +196,6 @@ func (r *run) observe(e core.Event) {
 	}
 }
 
-func (r *run) checkTriggers() {
-	t := r.rec.Trace()
-	last := &t.Entries[len(t.Entries)-1]
-	for _, tr := range r.triggers {
-		if tr.fired {
-			continue
-		}
-		f := tr.fault
-		due := false
-		switch {
-		case f.After != nil:
-			due = f.After.Match(t, last)
-		case !f.Work.IsZero():
-			_, due = f.Work.Resolve(t)
-		}
-		if due {
-			tr.fired = true
-			close(tr.due)
-		}
-	}
-}
-
-// arm starts the actor that issues an action or crash fault when it is due.
-func (r *run) arm(f *scenarios.Fault) {
-	if f.Probability > 0 && r.fault.Float64() >= f.Probability {
-		return
-	}
-	tr := &trigger{fault: f, due: make(chan struct{})}
-	if f.After == nil && f.Work.IsZero() {
-		tr.fired = true
-		close(tr.due)
-	}
-	r.triggers = append(r.triggers, tr)
-	jitter := 0
-	if f.Jitter > 0 {
-		jitter = r.fault.IntN(f.Jitter + 1)
-	}
-	name := "fault " + string(f.Kind)
-	if f.Action != "" {
-		name += " " + f.Action
-	}
-	r.sim.Go(name, func() {
-		if r.sim.Wait("fault due", tr.due, r.mainDone) == 1 {
-			return
-		}
-		for range jitter {
-			r.sim.Yield(core.Point{Kind: core.PointWorkTransition, Event: "fault jitter"})
-		}
-		now := r.sim.Clock().Now()
-		if f.Kind == scenarios.FaultCrash {
-			r.rec.Add(now, trace.Entry{Kind: trace.Fault, Detail: "crash: the process exits; all process-local state is lost"})
-			r.crashed = true
-			return
-		}
-		r.act(f, now)
-	})
-}
-
-// act issues a work action as the Work's owner would.
-func (r *run) act(f *scenarios.Fault, now time.Time) {
-	t := r.rec.Trace()
-	id, ok := f.Work.Resolve(t)
-	if !ok {
-		r.rec.Add(now, trace.Entry{Kind: trace.Action, Detail: fmt.Sprintf("%s skipped: no %s", f.Action, f.Work)})
-		return
-	}
-	owner := ""
-	for _, w := range r.rt.Works() {
-		if w.Ref.ID == id {
-			owner = w.Owner
-		}
-	}
-	in := core.WorkInput{Action: f.Action, ID: &id}
-	if f.Message != "" {
-		in.Message = &f.Message
-	}
-	r.rec.Add(now, trace.Entry{Kind: trace.Action, Run: owner, Work: id, Action: f.Action,
-		Detail: fmt.Sprintf("%s %s on behalf of %s", f.Action, id, owner)})
-	content, err := r.rt.WorkAction(context.Background(), owner, 0, "fault-"+f.Action+"-"+id, in)
-	detail := "→ " + content
-	if err != nil {
-		detail = "→ error " + err.Error()
-	}
-	r.rec.Add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Action, Run: owner, Work: id, Action: f.Action, Content: content,
-		Detail: fmt.Sprintf("%s %s %s", f.Action, id, detail)})
-}
-
-// faultProvider injects provider faults in front of the scripted provider.
-type faultProvider struct{ r *run }
-
-// Step applies the step's faults, then asks the script.
-func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
-	r := p.r
-	for i := range r.sc.Faults {
-		f := &r.sc.Faults[i]
-		if (f.Kind != scenarios.FaultProviderError && f.Kind != scenarios.FaultLatency) || f.Agent != req.Agent ||
-			(f.Step != 0 && f.Step != req.Step) || (f.Run != 0 && f.Run != r.ordinals[req.Run]) {
-			continue
-		}
-		if f.Probability > 0 && r.fault.Float64() >= f.Probability {
-			continue
-		}
-		now := r.sim.Clock().Now()
-		switch f.Kind {
-		case scenarios.FaultLatency:
-			d := f.Latency
-			if f.LatencyMax > f.Latency {
-				d += time.Duration(r.lat.Int64N(int64(f.LatencyMax-f.Latency) + 1))
-			}
-			r.rec.Add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
-				Detail: fmt.Sprintf("latency %s on %s step %d", d, req.Agent, req.Step)})
-			if err := core.Sleep(ctx, d); err != nil {
-				return nil, err
-			}
-		case scenarios.FaultProviderError:
-			msg := f.Message
-			if msg == "" {
-				msg = "injected provider error"
-			}
-			r.rec.Add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
-				Detail: fmt.Sprintf("provider error on %s step %d: %s", req.Agent, req.Step, msg)})
-			return nil, &InjectedError{Message: msg}
-		}
-	}
-	return r.prov.Step(ctx, req)
-}
-
-// InjectedError is a provider error the harness injected.
-type InjectedError struct{ Message string }
-
-func (e *InjectedError) Error() string { return "injected provider error: " + e.Message }
-
 // finish builds the result: normalized trace, Work, findings, verdicts.
 func (r *run) finish(out *Outcome) {
 	raw := r.rec.Trace()
@@ -339,6 +222,7 @@ func (r *run) finish(out *Outcome) {
 	out.Steps = r.sim.Steps()
 	out.Elapsed = r.sim.Clock().Elapsed()
 	out.Violations = r.checker.violations
+	out.Fired = Plan{Faults: r.fired}
 
 	for _, e := range r.sc.Expectations {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: e.Describe(), Failure: e.Check(out.Result)})

@@ -30,8 +30,10 @@ type Sim struct {
 	runnable []*actor
 
 	// replay, when set, dictates scheduling choices in order; choices past
-	// its end (or out of range) fall back to the seed.
+	// its end (or out of range) fall back to the seed, or with strict to
+	// the first runnable actor.
 	replay []int
+	strict bool
 	// Decisions records every choice: the index among runnable actors.
 	decisions []Decision
 
@@ -99,6 +101,9 @@ type SimOptions struct {
 	Seed int64
 	// Replay dictates scheduling choices (see Sim.Decisions).
 	Replay []int
+	// ReplayStrict picks the first runnable actor past the end of Replay
+	// (and for out-of-range choices) instead of drawing from the seed.
+	ReplayStrict bool
 	// StepLimit stops a run that takes more scheduling steps than this;
 	// default 1,000,000.
 	StepLimit int
@@ -115,6 +120,7 @@ func NewSim(opts SimOptions) *Sim {
 		sched:  NewRand(opts.Seed, streamSchedule),
 		parked: make(chan struct{}),
 		replay: opts.Replay,
+		strict: opts.ReplayStrict,
 		onStep: opts.OnStep,
 		onJump: opts.OnJump,
 		limit:  opts.StepLimit,
@@ -303,7 +309,7 @@ func (s *Sim) choose() int {
 		i = s.replay[k]
 	}
 	if i < 0 {
-		if n == 1 {
+		if n == 1 || s.strict {
 			i = 0
 		} else {
 			i = s.sched.IntN(n)

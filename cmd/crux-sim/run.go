@@ -14,19 +14,38 @@ import (
 
 func newRunCmd() *cobra.Command {
 	var seed int64
-	var format string
+	var format, replay string
+	var swarm bool
+	var plant []string
 	cmd := &cobra.Command{
-		Use:   "run [--seed N] [--format text|json] NAME|FILE...",
+		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] NAME|FILE...",
 		Short: "Run scenarios and print each transcript and a pass/fail line per expectation",
 		Long: `Run each scenario (a built-in name or a YAML file) under the seed's schedule
 on virtual time, print its semantic transcript and one PASS or FAIL line per
 expectation, and exit 0 when all held, 1 when one failed, 2 on bad input.
 
 The same scenario and seed always print the same transcript.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usagef("--format must be text or json, not %q", format)
+			}
+			mutations, err := parsePlant(plant)
+			if err != nil {
+				return err
+			}
+			opts := harness.Options{Seed: seed, Swarm: swarm, Mutations: mutations}
+			if replay != "" {
+				sched, err := harness.ReadSchedule(replay)
+				if err != nil {
+					return usagef("%v", err)
+				}
+				if len(args) == 0 {
+					args = []string{sched.Target}
+				}
+				opts = sched.Options()
+			}
+			if len(args) == 0 {
+				return usagef("run needs a scenario: a built-in name (see crux-sim list) or a file")
 			}
 			scs, err := loadScenarios(args)
 			if err != nil {
@@ -35,7 +54,7 @@ The same scenario and seed always print the same transcript.`,
 			failed := false
 			var docs []json.RawMessage
 			for _, sc := range scs {
-				o := harness.Run(sc, harness.Options{Seed: seed})
+				o := harness.Run(sc, opts)
 				if !o.Passed() {
 					failed = true
 				}
@@ -69,6 +88,10 @@ The same scenario and seed always print the same transcript.`,
 	}
 	cmd.Flags().Int64Var(&seed, "seed", 1, "the seed that chooses the schedule, faults and latencies")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&swarm, "swarm", false, "apply the seed's swarm fault mix, as crux-sim fuzz does")
+	cmd.Flags().StringVar(&replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
+	cmd.Flags().StringSliceVar(&plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
+	_ = cmd.Flags().MarkHidden("plant")
 	return cmd
 }
 

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/scenarios"
+)
+
+// fuzzSummary is what a campaign (or a shard of one) writes with --json,
+// and what --merge reads.
+type fuzzSummary struct {
+	Version        int           `json:"version"`
+	Shard          string        `json:"shard"`
+	Start          int64         `json:"start"`
+	Seeds          int64         `json:"seeds"`
+	Scenarios      []string      `json:"scenarios"`
+	Schedules      int64         `json:"schedules"`
+	ElapsedSeconds float64       `json:"elapsedSeconds"`
+	Stopped        string        `json:"stopped,omitempty"`
+	Failures       []fuzzFailure `json:"failures"`
+}
+
+type fuzzFailure struct {
+	Scenario  string `json:"scenario"`
+	Seed      int64  `json:"seed"`
+	Signature string `json:"signature"`
+	Reproduce string `json:"reproduce"`
+	Schedule  string `json:"schedule,omitempty"`
+	Shrunk    string `json:"shrunk"`
+}
+
+func newFuzzCmd() *cobra.Command {
+	var (
+		seeds, start int64
+		jobs         int
+		budget       time.Duration
+		shardFlag    string
+		noSwarm      bool
+		outDir       string
+		jsonOut      string
+		merge        bool
+		plant        []string
+	)
+	cmd := &cobra.Command{
+		Use:   "fuzz [--seeds N] [--start S] [--jobs J] [--time D] [--shard i/n] NAME|FILE...",
+		Short: "Run scenarios under many seeds and fault mixes; shrink and report every failure",
+		Long: `Run each scenario under seeds start..start+N-1, each with its own swarm fault
+mix (which of the scenario's faults are on, extra provider latency), checking
+every invariant after every step and every expectation at the end.
+
+Each failure is shrunk to a short schedule (scheduling choices and the faults
+that fired) and written as a replayable file; the command that reproduces it
+is printed. The last line reads "N schedules, F failures, R schedules/s".
+Exit 1 if anything failed.
+
+Shards split the seed space: --shard i/n runs the seeds s with
+(s - start) mod n == i, so n machines can each run one shard; merge their
+--json summaries with --merge.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if merge {
+				return mergeSummaries(out, args)
+			}
+			if len(args) == 0 {
+				return usagef("fuzz needs at least one scenario: a built-in name or a file")
+			}
+			if seeds < 1 {
+				return usagef("--seeds must be at least 1")
+			}
+			shard := harness.Shard{Index: 0, Count: 1}
+			if shardFlag != "" {
+				var err error
+				if shard, err = harness.ParseShard(shardFlag); err != nil {
+					return usagef("%v", err)
+				}
+			}
+			mutations, err := parsePlant(plant)
+			if err != nil {
+				return err
+			}
+			loaded, err := loadScenarios(args)
+			if err != nil {
+				return err
+			}
+			targets := make([]harness.Target, len(args))
+			for i, arg := range args {
+				if isFile(arg) {
+					targets[i] = harness.Target{Name: arg, Load: func() (*scenarios.Scenario, error) { return scenarios.LoadFile(arg) }}
+				} else {
+					targets[i] = harness.Target{Name: arg, Load: func() (*scenarios.Scenario, error) { return scenarios.Builtin(arg) }}
+				}
+			}
+			opts := harness.CampaignOptions{Seeds: seeds, Start: start, Jobs: jobs, Budget: budget, Shard: shard,
+				Swarm: !noSwarm, Mutations: mutations}
+			if opts.Jobs <= 0 {
+				opts.Jobs = runtime.NumCPU()
+			}
+			total := (seeds + int64(shard.Count) - 1 - int64(shard.Index)) / int64(shard.Count) * int64(len(targets))
+			bar := newProgress(cmd.ErrOrStderr(), total, budget)
+			if bar != nil {
+				opts.Progress = func(done int64) { _ = bar.Set64(done) }
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			res := harness.Fuzz(ctx, targets, opts)
+			if bar != nil {
+				_ = bar.Finish()
+				fmt.Fprintln(cmd.ErrOrStderr())
+			}
+			summary := fuzzSummary{Version: 1, Shard: fmt.Sprintf("%d/%d", shard.Index, shard.Count), Start: start, Seeds: seeds,
+				Schedules: res.Schedules, ElapsedSeconds: res.Elapsed.Seconds(), Stopped: res.Stopped, Failures: []fuzzFailure{}}
+			for _, sc := range loaded {
+				summary.Scenarios = append(summary.Scenarios, sc.Name)
+			}
+			for _, f := range res.Failures {
+				ff, err := reportFailure(out, f, outDir, !noSwarm, plant)
+				if err != nil {
+					return err
+				}
+				summary.Failures = append(summary.Failures, ff)
+			}
+			if res.Stopped != "" {
+				fmt.Fprintln(out, res.Stopped)
+			}
+			if jsonOut != "" {
+				b, _ := json.MarshalIndent(summary, "", "  ")
+				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintln(out, res.Summary())
+			if len(res.Failures) > 0 {
+				return errFailed
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&seeds, "seeds", 1000, "how many seeds to run per scenario")
+	f.Int64Var(&start, "start", 1, "the first seed")
+	f.IntVar(&jobs, "jobs", 0, "schedules to run at once (default: the number of CPUs)")
+	f.DurationVar(&budget, "time", 0, "stop after this much wall time, such as 30s or 10m (default: no limit)")
+	f.StringVar(&shardFlag, "shard", "", "run only shard i of n, as i/n")
+	f.BoolVar(&noSwarm, "no-swarm", false, "run the scenarios' own faults only, without per-seed fault mixes")
+	f.StringVar(&outDir, "out", "crux-sim-failures", "where to write shrunk schedules and reports of failures")
+	f.StringVar(&jsonOut, "json", "", "also write a machine-readable summary to this file (for --merge)")
+	f.BoolVar(&merge, "merge", false, "merge the --json summaries given as arguments instead of fuzzing")
+	f.StringSliceVar(&plant, "plant", nil, "plant a known defect in the runtime to check the fuzzer catches it: cancel-overwrites-terminal, leak-output-in-status")
+	_ = f.MarkHidden("plant")
+	return cmd
+}
+
+func parsePlant(names []string) (core.Mutations, error) {
+	var m core.Mutations
+	for _, n := range names {
+		switch n {
+		case "cancel-overwrites-terminal":
+			m.CancelOverwritesTerminal = true
+		case "leak-output-in-status":
+			m.LeakOutputInStatus = true
+		default:
+			return m, usagef("--plant %q: known defects are cancel-overwrites-terminal and leak-output-in-status", n)
+		}
+	}
+	return m, nil
+}
+
+// newProgress returns a progress bar on a terminal, or nil when stderr is
+// piped so that logs stay clean.
+func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.ProgressBar {
+	f, ok := w.(*os.File)
+	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		return nil
+	}
+	if budget > 0 {
+		total = -1 // the budget, not the seed count, ends the campaign
+	}
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("fuzzing"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("schedules"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetWidth(30))
+}
+
+// reportFailure prints a failure, writes its shrunk schedule and returns
+// its summary entry.
+func reportFailure(out io.Writer, f *harness.Failure, dir string, swarm bool, plant []string) (fuzzFailure, error) {
+	flags := ""
+	if swarm {
+		flags += " --swarm"
+	}
+	for _, p := range plant {
+		flags += " --plant " + p
+	}
+	ff := fuzzFailure{Scenario: f.Scenario, Seed: f.Seed, Signature: f.Signature,
+		Reproduce: fmt.Sprintf("crux-sim run --seed %d%s %s", f.Seed, flags, shellQuote(f.Target)), Shrunk: f.Schedule.Describe()}
+	fmt.Fprintf(out, "FAIL %s seed %d: %s\n", f.Scenario, f.Seed, f.Signature)
+	if msg := firstMessage(f.Shrunk); msg != "" {
+		fmt.Fprintf(out, "  %s\n", msg)
+	}
+	fmt.Fprintf(out, "  reproduce: %s\n", ff.Reproduce)
+	fmt.Fprintf(out, "  shrunk:    %s (%d steps, from %d; %d replays)\n", ff.Shrunk, f.Shrunk.Steps, f.Outcome.Steps, f.ShrinkRuns)
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return ff, err
+		}
+		base := filepath.Join(dir, fmt.Sprintf("%s-seed%d", safeName(f.Scenario), f.Seed))
+		ff.Schedule = base + ".json"
+		if err := f.Schedule.WriteFile(ff.Schedule); err != nil {
+			return ff, err
+		}
+		fmt.Fprintf(out, "  replay:    crux-sim run --replay %s\n", shellQuote(ff.Schedule))
+		if err := writeFailureArtifacts(base, f); err != nil {
+			return ff, err
+		}
+	}
+	fmt.Fprintln(out)
+	return ff, nil
+}
+
+// writeFailureArtifacts writes the shrunk run's transcript next to its
+// schedule.
+func writeFailureArtifacts(base string, f *harness.Failure) error {
+	file, err := os.Create(base + ".txt")
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	return harness.WriteReport(file, f.Shrunk)
+}
+
+func firstMessage(o *harness.Outcome) string {
+	if len(o.Violations) > 0 {
+		return o.Violations[0].Message
+	}
+	for _, v := range o.Verdicts {
+		if v.Failure != nil {
+			return v.Failure.Message
+		}
+	}
+	return ""
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' || r == ':' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t'\"$`\\!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// mergeSummaries combines the --json summaries of a sharded campaign.
+func mergeSummaries(out io.Writer, files []string) error {
+	if len(files) == 0 {
+		return usagef("--merge needs the summary files to merge")
+	}
+	var total fuzzSummary
+	var longest float64
+	shards := map[string]bool{}
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		var s fuzzSummary
+		if err := json.Unmarshal(b, &s); err != nil || s.Version != 1 {
+			return usagef("%s: not a crux-sim fuzz summary (version 1)", path)
+		}
+		if shards[s.Shard] {
+			return usagef("%s: shard %s appears twice", path, s.Shard)
+		}
+		shards[s.Shard] = true
+		total.Schedules += s.Schedules
+		total.Failures = append(total.Failures, s.Failures...)
+		longest = max(longest, s.ElapsedSeconds)
+	}
+	for _, f := range total.Failures {
+		fmt.Fprintf(out, "FAIL %s seed %d: %s\n  reproduce: %s\n", f.Scenario, f.Seed, f.Signature, f.Reproduce)
+		if f.Schedule != "" {
+			fmt.Fprintf(out, "  replay:    crux-sim run --replay %s\n", shellQuote(f.Schedule))
+		}
+	}
+	rate := 0.0
+	if longest > 0 {
+		rate = float64(total.Schedules) / longest
+	}
+	fmt.Fprintf(out, "%d shards: %d schedules, %d failures, %.0f schedules/s\n", len(files), total.Schedules, len(total.Failures), rate)
+	if len(total.Failures) > 0 {
+		return errFailed
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/scenarios"
+)
+
+// Shard selects a disjoint, deterministic part of a campaign's seed space:
+// shard Index of Count runs the seeds s with (s - Start) mod Count == Index.
+type Shard struct {
+	Index, Count int
+}
+
+// ParseShard reads "i/n".
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(s, "%d/%d", &sh.Index, &sh.Count); err != nil {
+		return Shard{}, fmt.Errorf("shard %q: want i/n, such as 0/4", s)
+	}
+	if sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count {
+		return Shard{}, fmt.Errorf("shard %q: want 0 <= i < n", s)
+	}
+	return sh, nil
+}
+
+// CampaignOptions configure a fuzz campaign.
+type CampaignOptions struct {
+	// Seeds is how many seeds to try per scenario (before sharding), from
+	// Start.
+	Seeds int64
+	Start int64
+	// Jobs runs this many schedules at once; default the number of CPUs.
+	Jobs int
+	// Budget stops the campaign after this much wall time (0: no limit).
+	Budget time.Duration
+	// Shard restricts the campaign to one shard (zero value: everything).
+	Shard Shard
+	// Swarm gives every seed its own fault mix (on by default in the CLI).
+	Swarm bool
+	// Mutations plant defects in the runtime under test.
+	Mutations core.Mutations
+	// ShrinkRuns bounds the replays spent shrinking one failure; default
+	// 2000.
+	ShrinkRuns int
+	// MaxFailures stops the campaign after this many failures; default 10.
+	MaxFailures int
+	// Progress is called now and then with schedules done so far.
+	Progress func(done int64)
+}
+
+// Load returns a fresh copy of a scenario: a campaign runs schedules on many
+// goroutines, and a scenario's agents must not be shared between
+// concurrent runs.
+type Load func() (*scenarios.Scenario, error)
+
+// Target is one scenario of a campaign.
+type Target struct {
+	// Name is what the reproduce command passes to crux-sim run: a
+	// built-in name or a file path.
+	Name string
+	Load Load
+}
+
+// Failure is a failing schedule, shrunk.
+type Failure struct {
+	Scenario string
+	Target   string
+	Seed     int64
+	// Signature names what failed: an invariant or an expectation.
+	Signature string
+	// Outcome is the original failing run; Shrunk the shrunk one.
+	Outcome *Outcome
+	Shrunk  *Outcome
+	// Schedule is the shrunk, replayable artifact.
+	Schedule *Schedule
+	// ShrinkRuns counts the replays shrinking took.
+	ShrinkRuns int
+}
+
+// CampaignResult sums a campaign up.
+type CampaignResult struct {
+	Schedules int64
+	Failures  []*Failure
+	Elapsed   time.Duration
+	// Stopped says why the campaign ended early, if it did.
+	Stopped string
+}
+
+// Rate is schedules per second of wall time.
+func (r *CampaignResult) Rate() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Schedules) / r.Elapsed.Seconds()
+}
+
+// Summary is the campaign's final line.
+func (r *CampaignResult) Summary() string {
+	return fmt.Sprintf("%d schedules, %d failures, %.0f schedules/s", r.Schedules, len(r.Failures), r.Rate())
+}
+
+type job struct {
+	target *Target
+	seed   int64
+}
+
+// Fuzz runs every target under many seeds, checks every invariant and
+// expectation, and shrinks each failure it finds. It stops at the seed
+// limit, the wall-time budget, MaxFailures, or when ctx is done.
+func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *CampaignResult {
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.NumCPU()
+	}
+	if opts.Shard.Count == 0 {
+		opts.Shard = Shard{Index: 0, Count: 1}
+	}
+	if opts.MaxFailures <= 0 {
+		opts.MaxFailures = 10
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if opts.Budget > 0 {
+		var stopBudget context.CancelFunc
+		ctx, stopBudget = context.WithTimeout(ctx, opts.Budget)
+		defer stopBudget()
+	}
+
+	jobs := make(chan job, opts.Jobs*4)
+	var done atomic.Int64
+	var mu sync.Mutex
+	res := &CampaignResult{}
+	seen := map[string]bool{} // one failure per scenario and signature
+
+	var wg sync.WaitGroup
+	for range opts.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cache := map[*Target]*scenarios.Scenario{}
+			for j := range jobs {
+				sc := cache[j.target]
+				if sc == nil {
+					var err error
+					if sc, err = j.target.Load(); err != nil {
+						continue
+					}
+					cache[j.target] = sc
+				}
+				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Mutations: opts.Mutations})
+				n := done.Add(1)
+				if opts.Progress != nil && n%256 == 0 {
+					opts.Progress(n)
+				}
+				if o.Passed() {
+					continue
+				}
+				sig := Signature(o)
+				mu.Lock()
+				dup := seen[sc.Name+"\x00"+sig]
+				seen[sc.Name+"\x00"+sig] = true
+				mu.Unlock()
+				if dup {
+					continue
+				}
+				f := Shrink(sc, j.target.Name, o, opts)
+				mu.Lock()
+				res.Failures = append(res.Failures, f)
+				if len(res.Failures) >= opts.MaxFailures {
+					res.Stopped = fmt.Sprintf("stopped after %d failures", len(res.Failures))
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+feed:
+	for s := opts.Start; s < opts.Start+opts.Seeds; s++ {
+		if int((s-opts.Start)%int64(opts.Shard.Count)) != opts.Shard.Index {
+			continue
+		}
+		for i := range targets {
+			select {
+			case jobs <- job{target: &targets[i], seed: s}:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if res.Stopped == "" && ctx.Err() != nil && opts.Budget > 0 && time.Since(start) >= opts.Budget {
+		res.Stopped = "stopped at the time budget"
+	}
+	res.Schedules = done.Load()
+	res.Elapsed = time.Since(start)
+	sortFailures(res.Failures)
+	return res
+}
+
+// Signature names a failed run's first failure: the first broken invariant,
+// else the first failed expectation.
+func Signature(o *Outcome) string {
+	if len(o.Violations) > 0 {
+		return "invariant " + o.Violations[0].Invariant
+	}
+	for _, v := range o.Verdicts {
+		if v.Failure != nil {
+			return "expectation " + v.Description
+		}
+	}
+	return ""
+}
+
+func sortFailures(fs []*Failure) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && (fs[j].Scenario < fs[j-1].Scenario || fs[j].Scenario == fs[j-1].Scenario && fs[j].Seed < fs[j-1].Seed); j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package harness_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/scenarios"
+)
+
+func builtinTarget(name string) harness.Target {
+	return harness.Target{Name: name, Load: func() (*scenarios.Scenario, error) { return scenarios.Builtin(name) }}
+}
+
+// A campaign over a defect planted in the runtime finds it within a bounded
+// number of seeds and shrinks it to a short schedule that still fails the
+// same way; the same campaign without the defect finds nothing.
+func TestFuzzFindsAndShrinksAPlantedCancelOverwriteDefect(t *testing.T) {
+	targets := []harness.Target{builtinTarget("cancel-vs-complete")}
+	opts := harness.CampaignOptions{Seeds: 200, Start: 1, Jobs: 2, Swarm: true, MaxFailures: 1,
+		Mutations: core.Mutations{CancelOverwritesTerminal: true}}
+	res := harness.Fuzz(context.Background(), targets, opts)
+	if len(res.Failures) == 0 {
+		t.Fatalf("the planted defect was not found in %d schedules", res.Schedules)
+	}
+	f := res.Failures[0]
+	if !strings.Contains(f.Signature, "terminal-states-never-change") && !strings.Contains(f.Signature, "legal-transitions") {
+		t.Errorf("the failure is %q, want a lifecycle invariant", f.Signature)
+	}
+	if f.Schedule == nil || f.Shrunk == nil {
+		t.Fatal("the failure was not shrunk to a schedule")
+	}
+	nonzero := 0
+	for _, c := range f.Schedule.Choices {
+		if c != 0 {
+			nonzero++
+		}
+	}
+	if nonzero > 3 || f.Shrunk.Steps > f.Outcome.Steps {
+		t.Errorf("the shrunk schedule has %d non-default choices and %d steps (the original %d steps): %s",
+			nonzero, f.Shrunk.Steps, f.Outcome.Steps, f.Schedule.Describe())
+	}
+
+	// The artifact replays the failure without the seed.
+	path := filepath.Join(t.TempDir(), "failure.json")
+	if err := f.Schedule.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	again, err := harness.ReadSchedule(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := scenarios.Builtin("cancel-vs-complete")
+	replayed := again.Replay(sc)
+	if replayed.Passed() || harness.Signature(replayed) != f.Signature {
+		t.Errorf("the schedule file replays as %q, want %q", harness.Signature(replayed), f.Signature)
+	}
+	if replayed.Trace.Text() != f.Shrunk.Trace.Text() {
+		t.Error("the replayed schedule's trace differs from the shrunk run's")
+	}
+
+	opts.Mutations = core.Mutations{}
+	opts.MaxFailures = 0
+	clean := harness.Fuzz(context.Background(), targets, opts)
+	if len(clean.Failures) != 0 {
+		t.Errorf("without the defect the campaign failed: %s at seed %d", clean.Failures[0].Signature, clean.Failures[0].Seed)
+	}
+	if clean.Schedules != 200 {
+		t.Errorf("the clean campaign ran %d schedules, want 200", clean.Schedules)
+	}
+}
+
+// A planted leak of child output into a status row is caught by the
+// no-child-content invariant.
+func TestFuzzFindsAPlantedOutputLeakIntoStatus(t *testing.T) {
+	res := harness.Fuzz(context.Background(), []harness.Target{builtinTarget("research-coordinator")},
+		harness.CampaignOptions{Seeds: 50, Start: 1, Jobs: 2, MaxFailures: 1, Mutations: core.Mutations{LeakOutputInStatus: true}})
+	if len(res.Failures) == 0 {
+		t.Fatal("the planted leak was not found")
+	}
+	sig := res.Failures[0].Signature
+	if !strings.Contains(sig, "no-child-content-in-status") && !strings.Contains(sig, "output-only-through-result") {
+		t.Errorf("the failure is %q, want a content-leak invariant", sig)
+	}
+}
+
+// Shards split the seed space into disjoint parts that cover it together.
+func TestShardsAreDisjointAndCoverTheSeedSpace(t *testing.T) {
+	targets := []harness.Target{builtinTarget("cancel-vs-complete")}
+	total := int64(0)
+	for i := range 3 {
+		res := harness.Fuzz(context.Background(), targets, harness.CampaignOptions{Seeds: 30, Start: 100, Jobs: 1, Shard: harness.Shard{Index: i, Count: 3}})
+		total += res.Schedules
+		if res.Schedules != 10 {
+			t.Errorf("shard %d/3 ran %d schedules, want 10", i, res.Schedules)
+		}
+	}
+	if total != 30 {
+		t.Errorf("the shards ran %d schedules together, want 30", total)
+	}
+	if _, err := harness.ParseShard("3/3"); err == nil {
+		t.Error("shard 3/3 was accepted")
+	}
+	if sh, err := harness.ParseShard("2/5"); err != nil || sh != (harness.Shard{Index: 2, Count: 5}) {
+		t.Errorf("ParseShard(2/5) = %v, %v", sh, err)
+	}
+}
