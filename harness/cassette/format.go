@@ -107,13 +107,16 @@ const (
 )
 
 // RecordedError is a provider failure as a cassette keeps it: its kind
-// and its (redacted) message. It is the error a replayed step returns.
+// and its (redacted) message. It is the error a replayed step returns;
+// errors.As tells a replayed failure from a live one.
 type RecordedError struct {
 	Kind    ErrorKind
 	Message string
 }
 
-func (e *RecordedError) Error() string { return "replayed provider error: " + e.Message }
+// Error is the recorded message, verbatim, so that a replayed run fails with
+// the same text and its transcript matches the recording's.
+func (e *RecordedError) Error() string { return e.Message }
 
 // Unwrap makes a recorded cancellation a cancellation again.
 func (e *RecordedError) Unwrap() error {

@@ -3,6 +3,8 @@ package cassette
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/url"
 	"regexp"
 	"strings"
@@ -17,11 +19,13 @@ const Redacted = "[REDACTED]"
 const MinSecretLen = 8
 
 // DefaultSecretPatterns are redacted from every cassette whatever the
-// options say: bearer tokens, Authorization and api-key header lines, and
-// the shapes of common provider keys.
+// options say: bearer tokens, the values of Authorization and api-key
+// header lines and key=value pairs, and the shapes of common provider keys.
+// Where a pattern has a group named "secret", only that group is replaced,
+// so the text keeps saying what was there ("Authorization: [REDACTED]").
 var DefaultSecretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)\bbearer\s+[a-z0-9._~+/=-]{8,}`),
-	regexp.MustCompile(`(?i)\b(?:authorization|proxy-authorization|api[-_]?key|x-api-key)\s*[:=]\s*[^\s",]+(?:\s+[a-z0-9._~+/=-]{8,})?`),
+	regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{8,})`),
+	regexp.MustCompile(`(?i)\b(?:authorization|proxy-authorization|api[-_]?key|x-api-key)\s*[:=]\s*(?P<secret>(?:(?:bearer|basic|token)\s+)?[^\s",&]+)`),
 	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`),
 }
 
@@ -67,25 +71,54 @@ func (r *Redactor) String(s string) string {
 		s = strings.ReplaceAll(s, sec, Redacted)
 	}
 	for _, p := range r.patterns {
-		s = p.ReplaceAllLiteralString(s, Redacted)
+		s = redactPattern(p, s)
 	}
 	return s
 }
 
+// redactPattern replaces the pattern's "secret" group where it has one, and
+// the whole match where it does not.
+func redactPattern(p *regexp.Regexp, s string) string {
+	g := p.SubexpIndex("secret")
+	if g < 0 {
+		return p.ReplaceAllLiteralString(s, Redacted)
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range p.FindAllStringSubmatchIndex(s, -1) {
+		start, end := m[2*g], m[2*g+1]
+		if start < 0 || s[start:end] == Redacted {
+			continue
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(Redacted)
+		last = end
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // JSON redacts every string (keys included) of a JSON document and keeps
-// its key order, so that a schema stays readable and diffs stay small. A
-// document in which nothing needs redacting is returned as it was.
+// its key order, so that a schema stays readable and diffs stay small. The
+// strings are decoded first: a secret hidden behind JSON escapes such as
+// \u0073k-... is found too.
 func (r *Redactor) JSON(raw json.RawMessage) json.RawMessage {
 	if r == nil || len(raw) == 0 {
-		return raw
-	}
-	if r.String(string(raw)) == string(raw) {
 		return raw
 	}
 	var out bytes.Buffer
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if err := r.copyJSON(dec, &out); err != nil {
+	err := r.copyJSON(dec, &out)
+	if err == nil {
+		if _, trailing := dec.Token(); trailing != io.EOF {
+			err = errors.New("text after the JSON value")
+		}
+	}
+	if err != nil {
 		// Not JSON after all: redacting it as text is the safe choice;
 		// the writer then stores it as text.
 		return json.RawMessage(r.String(string(raw)))
@@ -161,13 +194,16 @@ func (r *Redactor) URL(s string) string {
 	}
 	u.User = nil
 	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
+		// Rebuilt by hand rather than with url.Values, which would sort
+		// the parameters and escape the brackets of [REDACTED].
+		parts := strings.Split(u.RawQuery, "&")
+		for i, part := range parts {
+			k, _, _ := strings.Cut(part, "=")
 			if secretQueryKeys.MatchString(k) {
-				q[k] = []string{Redacted}
+				parts[i] = k + "=" + Redacted
 			}
 		}
-		u.RawQuery = q.Encode()
+		u.RawQuery = strings.Join(parts, "&")
 	}
 	return r.String(u.String())
 }
