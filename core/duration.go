@@ -9,14 +9,17 @@ import (
 
 // ParseDuration reads a Crux duration string: one or more segments of a
 // non-negative decimal number and a unit, ms, s, m, h or d, such as "250ms",
-// "5s", "1m", "1.5h" or "1m30s". A sign, a bare number, an unknown unit or
-// an empty string is an error.
+// "5s", "1m", "1.5h" or "1m30s", or "0". A sign, any other bare number, an
+// unknown unit or an empty string is an error.
 func ParseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty duration; use a number and a unit such as \"5s\"")
 	}
 	if s[0] == '-' {
 		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	if s == "0" {
+		return 0, nil // zero needs no unit
 	}
 	var total time.Duration
 	rest := s

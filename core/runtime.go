@@ -153,6 +153,26 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
+// Await waits until signal is closed or ctx is done, through the executor
+// of the runtime running the calling tool or provider step, so that a
+// simulation sees the wait. Tools and providers that block on something
+// outside the runtime should wait with it. Outside a runtime it selects.
+func Await(ctx context.Context, reason string, signal <-chan struct{}) error {
+	rt, _ := ctx.Value(runtimeKey{}).(*Runtime)
+	if rt == nil {
+		select {
+		case <-signal:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if rt.exec.Wait(reason, signal, ctx.Done()) == 1 {
+		return ctx.Err()
+	}
+	return nil
+}
+
 // Clock returns the runtime's clock.
 func (rt *Runtime) Clock() clockwork.Clock { return rt.clock }
 

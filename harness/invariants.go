@@ -47,6 +47,9 @@ type State struct {
 	CallStarted map[string]time.Duration
 	// Sends maps a send identity to the receipt it got.
 	Sends map[string]string
+	// justDetached is the Work the previous entry detached: the detach
+	// call's own receipt follows it.
+	justDetached string
 }
 
 // WorkFacts is what the trace said of one Work item.
@@ -119,6 +122,7 @@ func (c *checker) step(a *Actor) {
 // learn updates the facts after the invariants have looked at an entry, so
 // that each invariant sees the state as it was before the entry.
 func (s *State) learn(e *trace.Entry) {
+	s.justDetached = ""
 	switch e.Kind {
 	case trace.Work:
 		w := s.Works[e.Work]
@@ -132,6 +136,7 @@ func (s *State) learn(e *trace.Entry) {
 		if w := s.Works[e.Work]; w != nil {
 			w.Detached = true
 		}
+		s.justDetached = e.Work
 	case trace.RunEnd:
 		if e.Mode != "background" {
 			return
@@ -269,6 +274,9 @@ func checkNotFound(s *State, e *trace.Entry) string {
 	if e.Kind != trace.ToolResult || e.Action == "" || e.Action == "list" || e.Work == "" {
 		return ""
 	}
+	if e.IsError && strings.Contains(e.Content, `"code":"invalid_arguments"`) {
+		return "" // a malformed call is refused before any lookup
+	}
 	w := s.Works[e.Work]
 	var why string
 	switch {
@@ -276,6 +284,8 @@ func checkNotFound(s *State, e *trace.Entry) string {
 		why = "unknown"
 	case w.Owner != e.Run:
 		why = "owned by " + w.Owner
+	case w.Detached && e.Action == "detach" && s.justDetached == e.Work:
+		return "" // the receipt of the detach that just happened
 	case w.Detached:
 		why = "detached"
 	default:

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -272,6 +273,18 @@ func (s *Sim) Run(until func() bool) error {
 			s.onStep(&Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone})
 		}
 	}
+}
+
+// RunUntilIdle runs until no actor can run and no timer is pending. Unlike
+// Run, actors left waiting are not a deadlock: a test driving the
+// simulation from outside releases them and runs again.
+func (s *Sim) RunUntilIdle() error {
+	err := s.Run(nil)
+	var dl *DeadlockError
+	if errors.As(err, &dl) {
+		return nil
+	}
+	return err
 }
 
 // RunFor runs until every actor finished or d of virtual time has passed,
