@@ -70,10 +70,38 @@ func (r *Redactor) String(s string) string {
 	for _, sec := range r.secrets {
 		s = strings.ReplaceAll(s, sec, Redacted)
 	}
+	lower := ""
 	for _, p := range r.patterns {
+		if hints, ok := defaultHints[p]; ok {
+			// Every string of every request passes here, and the default
+			// patterns are case-insensitive regexps: skip each unless the
+			// text holds one of the words it needs.
+			if lower == "" {
+				lower = strings.ToLower(s)
+			}
+			if !containsAny(lower, hints) {
+				continue
+			}
+		}
 		s = redactPattern(p, s)
 	}
 	return s
+}
+
+// defaultHints are words each default pattern cannot match without.
+var defaultHints = map[*regexp.Regexp][]string{
+	DefaultSecretPatterns[0]: {"bearer"},
+	DefaultSecretPatterns[1]: {"authorization", "key"},
+	DefaultSecretPatterns[2]: {"sk-"},
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactPattern replaces the pattern's "secret" group where it has one, and

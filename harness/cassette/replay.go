@@ -343,7 +343,14 @@ func (n *normalizer) norm(s string) string {
 	if s == "" {
 		return s
 	}
-	s = isoTime.ReplaceAllLiteralString(s, "<time>")
+	// Every request repeats the run's whole history, so this runs often;
+	// the cheap checks skip the regexps for text that cannot match.
+	if strings.Contains(s, ":") {
+		s = isoTime.ReplaceAllLiteralString(s, "<time>")
+	}
+	if n.pat == DefaultIDPattern && !strings.ContainsAny(s, "-_") {
+		return s
+	}
 	return n.pat.ReplaceAllStringFunc(s, func(id string) string {
 		if c, ok := n.toCanon[id]; ok {
 			return c
