@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/harness/htmlreport"
+)
+
+func newReportCmd() *cobra.Command {
+	var seed int64
+	var out, replay string
+	var swarm bool
+	var plant []string
+	cmd := &cobra.Command{
+		Use:   "report [--seed N] [--swarm] [--replay FILE] NAME|FILE -o report.html",
+		Short: "Run a scenario and write an HTML timeline of it",
+		Long: `Run a scenario (a built-in name or a YAML file) under the seed's schedule,
+or replay a fuzz failure's shrunk schedule (--replay), and write one
+self-contained HTML page: a timeline with a lane per agent run and per
+background Work item, Work lifetimes coloured by state, provider requests
+and work calls as marks (click one for the status block it carried or the
+call's arguments and answer), clock jumps, faults and injected actions
+marked, the expectations' PASS/FAIL and invariant violations, and the
+transcript beside it, linked to the timeline. The page needs no network.
+
+It takes the same flags as crux-sim run: turn any reproduce command into a
+report by writing report for run and adding -o.
+
+The exit code is the run's: 0 when every expectation held, 1 when one failed
+(the report is written either way), 2 on bad input.`,
+		Example: `  crux-sim report research-coordinator -o report.html
+  crux-sim report --seed 3 cancel-vs-complete -o race.html
+  crux-sim report --replay crux-sim-failures/cancel-vs-complete-seed7.json -o failure.html
+  crux-sim report my-scenario.yaml -o - > report.html`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("-o is required: the file to write the report to, or - for standard output")
+			}
+			mutations, err := parsePlant(plant)
+			if err != nil {
+				return err
+			}
+			opts := harness.Options{Seed: seed, Swarm: swarm, Mutations: mutations}
+			source, command := "scripted run", ""
+			if replay != "" {
+				sched, err := harness.ReadSchedule(replay)
+				if err != nil {
+					return usagef("%v", err)
+				}
+				if len(args) == 0 {
+					args = []string{sched.Target}
+				}
+				opts = sched.Options()
+				source = "fuzz failure, shrunk schedule (" + sched.Describe() + ")"
+				command = "crux-sim run --replay " + shellQuote(replay)
+			}
+			if len(args) == 0 {
+				return usagef("report needs a scenario: a built-in name (see crux-sim list), a file, or --replay FILE")
+			}
+			// Cassettes: a replayed cassette's trace renders through
+			// writeReport too. Resolve a cassette argument to its replayed
+			// trace here and pass htmlreport.Input{Trace: t, Source:
+			// "cassette replay of " + path, Verdicts: …}; nothing below
+			// depends on where the trace came from.
+			scs, err := loadScenarios(args)
+			if err != nil {
+				return err
+			}
+			o := harness.Run(scs[0], opts)
+			in := htmlreport.FromOutcome(o)
+			in.Source = source
+			if command == "" {
+				command = "crux-sim run --seed " + strconv.FormatInt(seed, 10)
+				if swarm {
+					command += " --swarm"
+				}
+				for _, p := range plant {
+					command += " --plant " + shellQuote(p)
+				}
+				command += " " + shellQuote(args[0])
+			}
+			in.Command = command
+			if err := writeReport(cmd.OutOrStdout(), out, in); err != nil {
+				return err
+			}
+			verdict := "PASS"
+			if !in.Passed() {
+				verdict = "FAIL"
+			}
+			if out != "-" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (seed %d): wrote %s\n", verdict, o.Scenario, o.Seed, out)
+			}
+			if verdict == "FAIL" {
+				return errFailed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&seed, "seed", 1, "the seed that chooses the schedule, faults and latencies")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the HTML file to write, or - for standard output")
+	cmd.Flags().StringVar(&replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
+	cmd.Flags().BoolVar(&swarm, "swarm", false, "give the seed its own fault mix, as crux-sim fuzz --swarm does")
+	cmd.Flags().StringSliceVar(&plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
+	_ = cmd.Flags().MarkHidden("plant")
+	return cmd
+}
+
+// writeReport renders a report to the path (or to stdout for "-"). It takes
+// any htmlreport.Input, so a scripted run, a fuzz failure and a replayed
+// cassette's trace are written the same way.
+func writeReport(stdout io.Writer, path string, in htmlreport.Input) error {
+	if path == "-" {
+		var b bytes.Buffer
+		if err := htmlreport.Write(&b, in); err != nil {
+			return err
+		}
+		_, err := stdout.Write(b.Bytes())
+		return err
+	}
+	if err := htmlreport.WriteFile(path, in); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return usagef("cannot write the report: %v", err)
+		}
+		return err
+	}
+	return nil
+}
