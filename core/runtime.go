@@ -173,6 +173,15 @@ func Await(ctx context.Context, reason string, signal <-chan struct{}) error {
 	return nil
 }
 
+// ClockOf returns the clock of the runtime running the calling tool or
+// provider step (virtual in a simulation), or nil outside a runtime.
+func ClockOf(ctx context.Context) clockwork.Clock {
+	if rt, _ := ctx.Value(runtimeKey{}).(*Runtime); rt != nil {
+		return rt.clock
+	}
+	return nil
+}
+
 // Clock returns the runtime's clock.
 func (rt *Runtime) Clock() clockwork.Clock { return rt.clock }
 

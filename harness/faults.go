@@ -226,7 +226,7 @@ func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Resp
 				}
 			}
 		}
-		return r.prov.Step(ctx, req)
+		return r.model.Step(ctx, req)
 	}
 	for i := range r.faults {
 		f := &r.faults[i]
@@ -258,7 +258,7 @@ func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Resp
 			return resp, err
 		}
 	}
-	return r.prov.Step(ctx, req)
+	return r.model.Step(ctx, req)
 }
 
 // inject applies one provider fault. stop reports that the step ends here.

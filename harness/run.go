@@ -36,6 +36,10 @@ type Options struct {
 	Swarm bool
 	// Mutations plant defects in the runtime (see core.Mutations).
 	Mutations core.Mutations
+	// Provider, when set, plays the model instead of the scenario's
+	// scripts: a real provider being recorded, or a cassette being
+	// replayed. Faults still apply in front of it.
+	Provider core.Provider
 	// Invariants are checked after every step; nil means DefaultInvariants.
 	// Use NoInvariants to skip them.
 	Invariants []Invariant
@@ -86,6 +90,7 @@ type run struct {
 	rec   *trace.Recorder
 	rt    *core.Runtime
 	prov  *scripted.Provider
+	model core.Provider // what answers after the faults: the script, or Options.Provider
 	fault *rand.Rand
 	lat   *rand.Rand
 
@@ -124,6 +129,10 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		OnStep: func(a *Actor) { r.checker.step(a) },
 	})
 	r.prov = sc.Provider(scripted.Options{})
+	r.model = r.prov
+	if opts.Provider != nil {
+		r.model = opts.Provider
+	}
 	r.rt = core.New(core.Options{
 		Provider:       &faultProvider{r: r},
 		Clock:          r.sim.Clock(),
@@ -213,10 +222,12 @@ func (r *run) finish(out *Outcome) {
 		w.Ref.ID, w.Owner = id(w.Ref.ID), id(w.Owner)
 		out.Works = append(out.Works, w)
 	}
-	out.ScriptFailures = r.prov.Failures()
-	unused := r.prov.Unused()
-	for _, agent := range sortedNames(unused) {
-		out.Findings = append(out.Findings, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
+	if r.opts.Provider == nil {
+		out.ScriptFailures = r.prov.Failures()
+		unused := r.prov.Unused()
+		for _, agent := range sortedNames(unused) {
+			out.Findings = append(out.Findings, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
+		}
 	}
 	out.Decisions = r.sim.Decisions()
 	out.Steps = r.sim.Steps()

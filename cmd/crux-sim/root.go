@@ -68,7 +68,7 @@ Exit codes: 0 every expectation held; 1 an expectation or invariant failed;
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newListCmd(), newRunCmd(), newFuzzCmd())
+	root.AddCommand(newListCmd(), newRunCmd(), newFuzzCmd(), newRecordCmd(), newReplayCmd())
 	root.AddCommand(newReportCmd())
 	return root
 }

@@ -25,8 +25,12 @@ type RecordOptions struct {
 	Header Header
 	// Clock is the run's clock (the simulator's virtual clock, or the
 	// runtime's); exchange offsets and durations are measured on it.
-	// Default the real clock.
+	// Default: the clock of the runtime making each request (core.ClockOf),
+	// else the real clock.
 	Clock clockwork.Clock
+	// Start is the instant the run's offsets count from, when Clock is left
+	// to the runtime (a simulation's epoch); default the first request.
+	Start time.Time
 	// RealClock is the wall clock, for real offsets and durations;
 	// default the real clock. Tests pass a fake one for stable bytes.
 	RealClock clockwork.Clock
@@ -51,8 +55,9 @@ type finishReasoner interface {
 type Recorder struct {
 	inner core.Provider
 	enc   *encoder
-	clock clockwork.Clock
+	clock clockwork.Clock // nil: the runtime's, per request
 	real  clockwork.Clock
+	began bool // start is set
 
 	mu       sync.Mutex
 	w        io.Writer
@@ -70,9 +75,6 @@ var _ core.Provider = (*Recorder)(nil)
 // NewRecorder writes the header to w at once and returns a Recorder around
 // inner. Close writes the end line; it does not close w.
 func NewRecorder(w io.Writer, inner core.Provider, opts RecordOptions) (*Recorder, error) {
-	if opts.Clock == nil {
-		opts.Clock = clockwork.NewRealClock()
-	}
 	if opts.RealClock == nil {
 		opts.RealClock = clockwork.NewRealClock()
 	}
@@ -85,7 +87,11 @@ func NewRecorder(w io.Writer, inner core.Provider, opts RecordOptions) (*Recorde
 		ordinals: map[string]int{},
 		runs:     map[string]int{},
 	}
-	r.start = r.now()
+	if opts.Clock != nil {
+		r.start, r.began = r.now(context.Background()), true
+	} else if !opts.Start.IsZero() {
+		r.start, r.began = timePair{opts.Start.UnixNano(), r.real.Now().UnixNano()}, true
+	}
 	h, err := r.enc.header(opts.Header)
 	if err != nil {
 		return nil, fmt.Errorf("cassette: header: %w", err)
@@ -114,8 +120,14 @@ func CreateFile(path string, inner core.Provider, opts RecordOptions) (*Recorder
 
 type timePair struct{ virtual, real int64 }
 
-func (r *Recorder) now() timePair {
-	return timePair{r.clock.Now().UnixNano(), r.real.Now().UnixNano()}
+func (r *Recorder) now(ctx context.Context) timePair {
+	clock := r.clock
+	if clock == nil {
+		if clock = core.ClockOf(ctx); clock == nil {
+			clock = r.real
+		}
+	}
+	return timePair{clock.Now().UnixNano(), r.real.Now().UnixNano()}
 }
 
 // Step passes the request on and records the exchange. A provider error is
@@ -133,9 +145,12 @@ func (r *Recorder) Step(ctx context.Context, req *core.Request) (*core.Response,
 		ordinal = r.runs[req.Agent]
 		r.ordinals[req.Run] = ordinal
 	}
+	if !r.began {
+		r.start, r.began = r.now(ctx), true
+	}
 	r.mu.Unlock()
 
-	began := r.now()
+	began := r.now(ctx)
 	var (
 		resp   *core.Response
 		reason string
@@ -146,7 +161,7 @@ func (r *Recorder) Step(ctx context.Context, req *core.Request) (*core.Response,
 	} else {
 		resp, err = r.inner.Step(ctx, req)
 	}
-	ended := r.now()
+	ended := r.now(ctx)
 
 	x := &Exchange{Agent: req.Agent, Ordinal: ordinal, Run: req.Run, Step: req.Step, Request: req, Response: resp,
 		FinishReason: reason, Timing: Timing{
