@@ -126,6 +126,8 @@ func describe(entry int, e *trace.Entry, problems []string) detail {
 		add(section{Rows: facts("work", e.Work, "label", e.Label, "cursor", e.Cursor)})
 	case trace.Guidance:
 		add(section{Rows: facts("run", e.Run, "into request", itoa(e.Step), "messages", e.Cursor)})
+	case trace.Clock:
+		add(section{Rows: facts("jumped by", jump(e), "to", trace.Offset(e.At))})
 	default:
 		add(section{Rows: facts("run", e.Run, "work", e.Work, "action", e.Action)})
 		if e.Detail != "" {

@@ -160,6 +160,10 @@ func checkStructure(t *testing.T, doc *html.Node, tr *trace.Trace) {
 		if lane := laneOf(b); lane != "work:"+w {
 			t.Errorf("bar of %s is on lane %q", w, lane)
 		}
+		// Hovering a state says when the Work entered it.
+		if tip, from := attr(b, "data-tip"), " from #"+attr(b, "data-entry")+" "; !strings.Contains(tip, from) {
+			t.Errorf("bar %s %s: tooltip %q does not say it began at%s", w, attr(b, "data-state"), tip, from)
+		}
 	}
 	for w, states := range x.states {
 		if !slices.Equal(gotStates[w], states) {

@@ -1,6 +1,7 @@
 package htmlreport
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -81,6 +82,7 @@ type bar struct {
 	First bool
 	Last  bool
 	Entry int
+	Tip   string
 }
 
 // mark is one event on a lane.
@@ -91,6 +93,7 @@ type mark struct {
 	Class string
 	Glyph string
 	Tip   string
+	Aria  string // the tip's first line, for screen readers
 	Y     int
 	Label string
 }
@@ -219,6 +222,7 @@ func (b *builder) harnessLane() *lane {
 
 func (b *builder) place(col, entry int, e *trace.Entry) {
 	m := mark{Col: col, Entry: entry, Kind: e.Kind, Tip: tip(e)}
+	m.Aria, _, _ = strings.Cut(m.Tip, "\n")
 	var on *lane
 	switch e.Kind {
 	case trace.RunStart:
@@ -336,6 +340,7 @@ func (b *builder) transition(l *lane, col, entry int, e *trace.Entry) {
 	}
 	if cur := b.open[e.Work]; cur != nil {
 		cur.Len = float64(col - cur.From)
+		cur.Tip = b.barTip(cur, col)
 		l.Bars = append(l.Bars, *cur)
 	}
 	b.open[e.Work] = &bar{Work: e.Work, State: e.To, From: col, Entry: entry, First: len(l.Bars) == 0 && b.open[e.Work] == nil}
@@ -372,6 +377,7 @@ func (b *builder) finish(n int) {
 		w := strings.TrimPrefix(l.ID, "work:")
 		if cur := b.open[w]; cur != nil {
 			cur.Len, cur.Last = end-float64(cur.From), true
+			cur.Tip = b.barTip(cur, -1)
 			l.Bars = append(l.Bars, *cur)
 		}
 	}
@@ -409,6 +415,17 @@ func (b *builder) finish(n int) {
 		p.Top, p.Height = min(y1, y2), max(y1, y2)-min(y1, y2)
 		b.tl.Links = append(b.tl.Links, p.link)
 	}
+}
+
+// barTip says when a Work was in a state: from which event to which, in
+// virtual time; to is -1 for the state it ended in.
+func (b *builder) barTip(br *bar, to int) string {
+	from := b.tl.Cols[br.From]
+	if to < 0 {
+		return fmt.Sprintf("%s %s from #%d (%s) to the end", br.Work, br.State, from.Entry, from.At)
+	}
+	until := b.tl.Cols[to]
+	return fmt.Sprintf("%s %s from #%d (%s) until #%d (%s)", br.Work, br.State, from.Entry, from.At, until.Entry, until.At)
 }
 
 func actionGlyph(action string) string {
