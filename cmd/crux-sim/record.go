@@ -59,7 +59,7 @@ key nor any Authorization header reaches the cassette.`,
 			}
 			s := seed
 			rec, err := cassette.CreateFile(out, &timedProvider{inner: prov, fixed: virtual}, cassette.RecordOptions{
-				Header:  cassette.Header{Scenario: args[0], Seed: &s, Model: model, BaseURL: baseURL},
+				Header:  cassette.Header{Scenario: args[0], Seed: &s, Model: model, BaseURL: baseURL, Created: time.Now().UTC()},
 				Start:   harness.Epoch,
 				Secrets: secrets,
 			})
