@@ -100,6 +100,7 @@ type Platform struct {
 	reapSlot, pollSlot         *timerSlot
 	tickSlot                   *timerSlot
 	tickAt                     time.Time
+	followUntil, notBefore     time.Time
 	nextRecovery               time.Time
 
 	tools map[string]*core.Tool

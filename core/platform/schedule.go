@@ -247,6 +247,12 @@ func (p *Platform) armTickerLocked() {
 	if next, ok, err := p.store.NextDue(p.ctx()); err == nil && ok && next.Before(at) {
 		at = next
 	}
+	if at.Before(p.followUntil) {
+		at = p.followUntil
+	}
+	if at.Before(p.notBefore) {
+		at = p.notBefore
+	}
 	p.armTickerAtLocked(at)
 }
 
@@ -262,14 +268,16 @@ func (p *Platform) armTickerAtLocked(at time.Time) {
 }
 
 // tick is one pass of the ticker: if this process leads, fire every due
-// row, and run the recovery pass when it is due.
+// row, and run the recovery pass when it is due. A follower checks again
+// when the leader's lease could have lapsed.
 func (p *Platform) tick() {
 	p.mu.Lock()
 	p.tickSlot = nil
 	p.mu.Unlock()
 	now := p.clock.Now()
 	lead, err := p.store.TryLead(p.ctx(), "scheduled-work", p.instance, now, p.opts.LeaderTTL)
-	if err == nil && lead {
+	lead = lead && err == nil
+	if lead {
 		due, _ := p.store.Due(p.ctx(), now)
 		for _, sch := range due {
 			p.fire(sch, now)
@@ -285,11 +293,14 @@ func (p *Platform) tick() {
 		}
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !lead {
-		p.armTickerAtLocked(now.Add(p.opts.LeaderTTL))
+		p.followUntil = now.Add(p.opts.LeaderTTL)
 	}
+	// Whatever is still due now could not be fired in this pass; never
+	// re-arm at this same instant.
+	p.notBefore = now.Add(time.Second)
 	p.armTickerLocked()
-	p.mu.Unlock()
 }
 
 // fire starts one run of a due schedule on a fresh channel="scheduled"

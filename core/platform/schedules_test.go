@@ -1,0 +1,341 @@
+package platform_test
+
+import (
+	"encoding/json"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+)
+
+// runsOf returns the fired events of a schedule on a log.
+func runsOf(log []platform.Event, sched string) []platform.Event {
+	var out []platform.Event
+	for _, ev := range ofType(log, platform.EventScheduleFired) {
+		if ev.Schedule == sched {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// runner answers every request of the scout agent (the agent scheduled
+// runs use here) with f, so that hundreds of runs need no script.
+func (e *env) runner(f func(req *core.Request, n int) *core.Response) {
+	n := 0
+	e.model.Answer("scout", func(req *core.Request) (*core.Response, error) {
+		if req.Step == 1 {
+			n++
+		}
+		return f(req, n), nil
+	})
+}
+
+func toolCall(name string, args map[string]any) *core.Response {
+	raw, _ := json.Marshal(args)
+	return &core.Response{ToolCalls: []core.ToolCall{{ID: name, Name: name, Arguments: string(raw)}}}
+}
+
+var _ = Describe("Scheduled sessions and loops", func() {
+	var (
+		e    *env
+		leak goleak.Option
+		root string
+	)
+	BeforeEach(func() {
+		leak = leakCheck()
+		e = newEnv()
+		root = e.root("scout")
+	})
+	AfterEach(func() {
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+
+	sched := func(id string) store.Schedule {
+		s, err := e.store.GetSchedule(nil, id)
+		Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+	// createVia has the root's model call cron_create and returns the id.
+	createVia := func(args map[string]any) (string, bool) {
+		e.model.Script("scout", calls(use("cron_create", args)), say("scheduled"))
+		e.send(root, "schedule it")
+		e.sim.Settle()
+		out, ok := toolResult(e.info(root), "cron_create")
+		if !ok {
+			return out, false
+		}
+		return jsonOf(out)["id"].(string), true
+	}
+
+	It("cron_create schedules a user-owned prompt on a 5-field cron cadence; the ticker starts a fresh channel=scheduled session per due row", func() {
+		id, ok := createVia(map[string]any{"prompt": "check the build", "cron": "*/30 * * * *"})
+		Expect(ok).To(BeTrue(), id)
+		Expect(sched(id).User).To(Equal("ada"))
+		Expect(sched(id).Kind).To(Equal(store.ScheduleCron))
+		var prompts []string
+		e.runner(func(req *core.Request, _ int) *core.Response {
+			prompts = append(prompts, lastUser(req))
+			return &core.Response{Text: "green"}
+		})
+		e.sim.RunFor(2*time.Hour + time.Minute)
+
+		fired := runsOf(e.p.Events(root), id)
+		Expect(fired).To(HaveLen(4))
+		for i, f := range fired {
+			Expect(f.Time).To(Equal(epoch.Add(time.Duration(i+1) * 30 * time.Minute)))
+			run := e.info(f.Child)
+			Expect(run.Kind).To(Equal(platform.KindScheduled))
+			Expect(run.Channel).To(Equal("scheduled"))
+			Expect(run.Schedule).To(Equal(id))
+		}
+		Expect(prompts).To(Equal([]string{"check the build", "check the build", "check the build", "check the build"}))
+		Expect(sched(id).Runs).To(Equal(4))
+	})
+
+	It("cron_create parses with the cron library: a bad expression is a model-facing error and nothing is scheduled", func() {
+		for _, bad := range []string{"61 * * * *", "* * * *", "every five minutes"} {
+			out, ok := createVia(map[string]any{"prompt": "x", "cron": bad})
+			Expect(ok).To(BeFalse(), bad)
+			Expect(out).To(ContainSubstring("invalid_arguments"))
+		}
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows).To(BeEmpty())
+	})
+
+	It("cron_create with a one-shot time fires once and completes", func() {
+		id, ok := createVia(map[string]any{"prompt": "remind me", "in": "2h"})
+		Expect(ok).To(BeTrue(), id)
+		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "reminder"} })
+		e.sim.RunFor(48 * time.Hour)
+		fired := runsOf(e.p.Events(root), id)
+		Expect(fired).To(HaveLen(1))
+		Expect(fired[0].Time).To(Equal(epoch.Add(2 * time.Hour)))
+		Expect(sched(id).State).To(Equal(store.ScheduleCompleted))
+		Expect(sched(id).Reason).To(Equal("once"))
+	})
+
+	It("cron_list and cron_delete list and remove the user's own schedules only", func() {
+		id, ok := createVia(map[string]any{"prompt": "hourly", "cron": "0 * * * *"})
+		Expect(ok).To(BeTrue())
+		e.model.Script("writer", calls(use("cron_list", map[string]any{}), use("cron_delete", map[string]any{"id": id})), say("tried"))
+		other := e.root("writer", func(o *platform.SessionOptions) { o.User = "bob" })
+		e.send(other, "meddle")
+		e.sim.Settle()
+		list, _ := toolResult(e.info(other), "cron_list")
+		Expect(jsonOf(list)["schedules"]).To(BeEmpty())
+		out, ok := toolResult(e.info(other), "cron_delete")
+		Expect(ok).To(BeFalse(), out)
+
+		e.model.Script("scout", calls(use("cron_list", map[string]any{})), calls(use("cron_delete", map[string]any{"id": id})), say("deleted"))
+		e.send(root, "list then delete")
+		e.sim.Settle()
+		list, _ = toolResult(e.info(root), "cron_list")
+		Expect(list).To(ContainSubstring(id))
+		del, ok := toolResult(e.info(root), "cron_delete")
+		Expect(ok).To(BeTrue(), del)
+		e.sim.RunFor(5 * time.Hour)
+		Expect(runsOf(e.p.Events(root), id)).To(BeEmpty())
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows).To(BeEmpty())
+	})
+
+	It("the scheduled-work ticker is a single leader: two processes on one store fire each due row once", func() {
+		second, err := platform.New(func() platform.Options { o := e.opts; o.Instance = "proc-2"; return o }())
+		Expect(err).NotTo(HaveOccurred())
+		defer second.Close()
+		id, ok := createVia(map[string]any{"prompt": "tick", "cron": "*/10 * * * *"})
+		Expect(ok).To(BeTrue())
+		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "ok"} })
+		e.sim.RunFor(time.Hour + time.Minute)
+		Expect(sched(id).Runs).To(Equal(6))
+		// Leadership is a lease, so it may move between passes; across both
+		// processes every due instant fired exactly once.
+		fired := append(runsOf(e.p.Events(root), id), runsOf(second.Events(root), id)...)
+		var at []time.Duration
+		for _, f := range fired {
+			at = append(at, f.Time.Sub(epoch))
+		}
+		Expect(at).To(ConsistOf(10*time.Minute, 20*time.Minute, 30*time.Minute, 40*time.Minute, 50*time.Minute, time.Hour))
+	})
+
+	It("/loop with an interval fires at that interval and a fixed loop expires after 3 days", func() {
+		e.send(root, "/loop 30m check the queue")
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows).To(HaveLen(1))
+		id := rows[0].ID
+		Expect(rows[0].Kind).To(Equal(store.ScheduleLoop))
+		Expect(rows[0].Prompt).To(Equal("check the queue"))
+		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "queue ok"} })
+		e.sim.RunFor(5 * 24 * time.Hour)
+
+		fired := runsOf(e.p.Events(root), id)
+		Expect(fired).To(HaveLen(3 * 24 * 2))
+		Expect(fired[0].Time).To(Equal(epoch))
+		Expect(fired[len(fired)-1].Time).To(Equal(epoch.Add(72*time.Hour - 30*time.Minute)))
+		Expect(sched(id).State).To(Equal(store.ScheduleCompleted))
+		Expect(sched(id).Reason).To(Equal("expired"))
+	})
+
+	It("loop_complete ends a fixed-interval loop early from inside a run", func() {
+		e.send(root, "/loop 1h watch the deploy")
+		e.runner(func(req *core.Request, n int) *core.Response {
+			if n == 3 && req.Step == 1 {
+				Expect(toolNames(req)).To(ContainElement("loop_complete"))
+				Expect(toolNames(req)).NotTo(ContainElement("loop_wait"))
+				return toolCall("loop_complete", map[string]any{"reason": "deployed"})
+			}
+			return &core.Response{Text: "still deploying"}
+		})
+		e.sim.RunFor(24 * time.Hour)
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows[0].Runs).To(Equal(3))
+		Expect(rows[0].State).To(Equal(store.ScheduleCompleted))
+		Expect(rows[0].Reason).To(Equal("loop_complete"))
+	})
+
+	It("a dynamic loop picks its next delay with loop_wait, clamped to 1 minute–1 hour, and ends with completed: true", func() {
+		e.send(root, "/loop poll the inbox")
+		waits := []string{"10s", "3h", "20m"}
+		var results []string
+		e.runner(func(req *core.Request, n int) *core.Response {
+			if req.Step == 2 {
+				results = append(results, req.Messages[len(req.Messages)-1].Content)
+				return &core.Response{Text: ""}
+			}
+			Expect(toolNames(req)).To(ContainElement("loop_wait"))
+			if n <= len(waits) {
+				return toolCall("loop_wait", map[string]any{"delay": waits[n-1]})
+			}
+			return toolCall("loop_wait", map[string]any{"completed": true})
+		})
+		e.sim.RunFor(24 * time.Hour)
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows[0].Kind).To(Equal(store.ScheduleDynamic))
+		fired := runsOf(e.p.Events(root), rows[0].ID)
+		Expect(fired).To(HaveLen(4))
+		var at []time.Duration
+		for _, f := range fired {
+			at = append(at, f.Time.Sub(epoch))
+		}
+		Expect(at).To(Equal([]time.Duration{0, time.Minute, time.Minute + time.Hour, 81 * time.Minute}))
+		Expect(jsonOf(results[0])).To(HaveKeyWithValue("clamped", true))
+		Expect(jsonOf(results[1])).To(HaveKeyWithValue("delay", "1h0m0s"))
+		Expect(rows[0].State).To(Equal(store.ScheduleCompleted))
+		Expect(rows[0].Reason).To(Equal("completed"))
+	})
+
+	It("a dynamic loop expires after 7 days", func() {
+		e.send(root, "/loop keep watching")
+		e.runner(func(req *core.Request, _ int) *core.Response {
+			if req.Step == 1 {
+				return toolCall("loop_wait", map[string]any{"delay": "1h"})
+			}
+			return &core.Response{Text: ""}
+		})
+		e.sim.RunFor(9 * 24 * time.Hour)
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows[0].State).To(Equal(store.ScheduleCompleted))
+		Expect(rows[0].Reason).To(Equal("expired"))
+		Expect(rows[0].Runs).To(Equal(7 * 24))
+	})
+
+	It("an expired loop that never fired again is swept to completed by the ticker's recovery pass", func() {
+		e.send(root, "/loop drift")
+		e.runner(func(req *core.Request, n int) *core.Response {
+			if req.Step == 2 {
+				return &core.Response{Text: ""}
+			}
+			if n == 1 {
+				return toolCall("loop_wait", map[string]any{"delay": "30m"})
+			}
+			return toolCall("loop_wait", map[string]any{"delay": "1h"})
+		})
+		e.sim.RunFor(10 * 24 * time.Hour)
+		rows, _ := e.p.Schedules("ada")
+		row := rows[0]
+		fired := runsOf(e.p.Events(root), row.ID)
+		last := fired[len(fired)-1].Time
+		Expect(last).To(Equal(epoch.Add(167*time.Hour + 30*time.Minute)))
+		// Its next run (168h30m) lies past its expiry (168h): it would never
+		// fire again; the recovery pass at 168h completes it.
+		Expect(row.State).To(Equal(store.ScheduleCompleted))
+		Expect(row.Reason).To(Equal("expired"))
+		done := ofType(e.p.Events(root), platform.EventScheduleCompleted)
+		Expect(done).To(HaveLen(1))
+		Expect(done[0].Time).To(Equal(epoch.Add(168 * time.Hour)))
+	})
+})
+
+var _ = Describe("Result delivery", func() {
+	var (
+		e    *env
+		leak goleak.Option
+	)
+	BeforeEach(func() {
+		leak = leakCheck()
+		e = newEnv()
+	})
+	AfterEach(func() {
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+
+	texts := func() {
+		e.runner(func(_ *core.Request, n int) *core.Response {
+			if n == 2 {
+				return &core.Response{Text: "  "} // a run with no text
+			}
+			return &core.Response{Text: "report " + string(rune('0'+n))}
+		})
+	}
+
+	It("web/API-origin runs emit loop.result on the parent session, which never re-enters its context nor wakes it; a run with no text delivers nothing", func() {
+		for _, ch := range []string{"web", "api"} {
+			root := e.root("scout", func(o *platform.SessionOptions) { o.Channel = ch })
+			e.model.Script("scout", say("hello"))
+			e.send(root, "hi")
+			e.sim.Settle()
+			before := e.info(root)
+			texts()
+			e.send(root, "/loop 1h report")
+			e.sim.RunFor(3*time.Hour + time.Minute)
+
+			results := ofType(e.p.Events(root), platform.EventLoopResult)
+			Expect(results).To(HaveLen(3), ch)
+			Expect(results[0].Text).To(Equal("report 1"))
+			Expect(results[1].Text).To(Equal("report 3"))
+			after := e.info(root)
+			Expect(after.Turns).To(Equal(before.Turns), "not woken")
+			Expect(after.History).To(Equal(before.History), "never in its context")
+			Expect(e.p.Posts()).To(BeEmpty())
+			rows, _ := e.p.Schedules("ada")
+			for _, r := range rows {
+				_, _ = e.store.Complete(nil, r.ID, "test over")
+			}
+		}
+	})
+
+	It("channel-origin runs post back into the origin channel", func() {
+		root := e.root("scout", func(o *platform.SessionOptions) { o.Channel = "slack" })
+		texts()
+		e.send(root, "/loop 1h report")
+		e.sim.RunFor(3*time.Hour + time.Minute)
+		posts := e.p.Posts()
+		Expect(posts).To(HaveLen(3))
+		for _, p := range posts {
+			Expect(p.Channel).To(Equal("slack"))
+			Expect(p.Session).To(Equal(root))
+		}
+		Expect(posts[1].Text).To(Equal("report 3"))
+		Expect(ofType(e.p.Events(root), platform.EventChannelPost)).To(HaveLen(3))
+		Expect(ofType(e.p.Events(root), platform.EventLoopResult)).To(BeEmpty())
+		Expect(e.info(root).Turns).To(BeZero())
+	})
+})
