@@ -98,14 +98,17 @@ func (o Ordered) Check(r *Result) *Failure {
 			}
 		}
 		if found < 0 {
-			near := last
 			if anywhere := firstMatch(t, &o[i], 0); anywhere >= 0 {
-				return fail(anywhere, "pattern %d of %d, %s, matches only before the previous pattern's entry #%d; the sequence is out of order", i+1, len(o), &o[i], last+1)
+				return fail(anywhere, "pattern %d of %d, %s, matches entry #%d, but only before entry #%d, which matched pattern %d; the sequence is out of order", i+1, len(o), &o[i], anywhere+1, last+1, i)
 			}
-			if near < 0 {
-				near = 0
+			at, near := nearMiss(t, &o[i], pos)
+			if i == 0 {
+				return fail(at, "pattern 1 of %d, %s, matches no entry; %s", len(o), &o[i], near)
 			}
-			return fail(near, "pattern %d of %d, %s, has no match after entry #%d (the match of pattern %d)", i+1, len(o), &o[i], last+1, i)
+			if at < 0 {
+				at = last
+			}
+			return fail(at, "pattern %d of %d, %s, has no match after entry #%d, which matched pattern %d; %s", i+1, len(o), &o[i], last+1, i, near)
 		}
 		last, pos = found, found+1
 	}
@@ -131,7 +134,11 @@ func (u Unordered) Check(r *Result) *Failure {
 			}
 		}
 		if found < 0 {
-			return fail(-1, "pattern %d of %d, %s, matches no entry (not already matched by another pattern)", i+1, len(u), &u[i])
+			if taken := firstMatch(t, &u[i], 0); taken >= 0 {
+				return fail(taken, "pattern %d of %d, %s, matches only entries that other patterns already matched, such as #%d; each pattern needs an entry of its own", i+1, len(u), &u[i], taken+1)
+			}
+			at, near := nearMiss(t, &u[i], 0)
+			return fail(at, "pattern %d of %d, %s, matches no entry; %s", i+1, len(u), &u[i], near)
 		}
 		used[found] = true
 	}
@@ -240,6 +247,40 @@ func (c Count) bounds() string {
 
 // Describe implements Expectation.
 func (c Count) Describe() string { return fmt.Sprintf("%s of %s", c.bounds(), &c.Pattern) }
+
+// nearMiss finds the entry from index from on that comes nearest to
+// matching the pattern (the fewest differing fields, among entries of the
+// pattern's kind when there are any) and says how it differs.
+func nearMiss(t *trace.Trace, p *Pattern, from int) (int, string) {
+	best, bestWhy := -1, []string(nil)
+	sameKind := p.Kind != "" && slices.ContainsFunc(t.Entries[min(from, len(t.Entries)):], func(e trace.Entry) bool { return e.Kind == p.Kind })
+	for j := from; j < len(t.Entries); j++ {
+		e := &t.Entries[j]
+		if sameKind && e.Kind != p.Kind {
+			continue
+		}
+		why := p.Mismatches(t, e)
+		if best < 0 || len(why) < len(bestWhy) {
+			best, bestWhy = j, why
+		}
+	}
+	switch {
+	case best < 0 && from > 0:
+		return -1, "no entry comes after it"
+	case best < 0:
+		return -1, "the trace is empty"
+	case !sameKind && p.Kind != "":
+		return best, fmt.Sprintf("there is no %s entry%s at all", p.Kind, after(from))
+	}
+	return best, fmt.Sprintf("the nearest%s is entry #%d, where %s", after(from), best+1, strings.Join(bestWhy, ", and "))
+}
+
+func after(from int) string {
+	if from == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" after entry #%d", from)
+}
 
 func firstMatch(t *trace.Trace, p *Pattern, from int) int {
 	for j := from; j < len(t.Entries); j++ {

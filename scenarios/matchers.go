@@ -2,9 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"reflect"
 
+	"github.com/onsi/gomega/format"
 	"github.com/onsi/gomega/types"
 
+	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 )
 
@@ -13,38 +16,75 @@ import (
 // *trace.Trace or anything with a SemanticTrace() method.
 //
 //	Expect(run).To(scenarios.Satisfy(scenarios.Ordered{...}))
-func Satisfy(e Expectation) types.GomegaMatcher { return &matcher{exp: e} }
+func Satisfy(e Expectation) types.GomegaMatcher { return named("Satisfy", e) }
+
+func named(name string, e Expectation) types.GomegaMatcher { return &matcher{name: name, exp: e} }
 
 type matcher struct {
+	name    string
 	exp     Expectation
 	failure *Failure
 	result  *Result
 }
 
-func asResult(actual any) (*Result, error) {
-	switch a := actual.(type) {
-	case *Result:
-		if a == nil {
-			return nil, fmt.Errorf("expected a scenario result, got a nil *scenarios.Result")
-		}
-		if a.Trace == nil {
-			a.Trace = &trace.Trace{}
-		}
-		return a, nil
-	case *trace.Trace:
-		if a == nil {
-			return nil, fmt.Errorf("expected a trace, got a nil *trace.Trace")
-		}
-		return &Result{Trace: a}, nil
-	case TraceOf:
-		return &Result{Trace: a.SemanticTrace()}, nil
+// ResultOf is implemented by anything that carries a whole scenario
+// result, such as the harness's Outcome (which embeds *Result). Matchers
+// prefer it to TraceOf, since some expectations read more than the trace.
+type ResultOf interface {
+	ScenarioResult() *Result
+}
+
+// ScenarioResult returns the result itself.
+func (r *Result) ScenarioResult() *Result { return r }
+
+func (m *matcher) asResult(actual any) (*Result, error) {
+	var r *Result
+	if isNil(actual) {
+		return nil, m.wrongType(actual)
 	}
-	return nil, fmt.Errorf("scenario matchers expect a *scenarios.Result, a *trace.Trace or a TraceOf; got %T", actual)
+	switch a := actual.(type) {
+	case ResultOf:
+		r = a.ScenarioResult()
+	case *trace.Trace:
+		if a != nil {
+			r = &Result{Trace: a}
+		}
+	case TraceOf:
+		if t := a.SemanticTrace(); t != nil {
+			r = &Result{Trace: t}
+		}
+	}
+	if r == nil {
+		return nil, m.wrongType(actual)
+	}
+	if r.Trace == nil {
+		c := *r // never change the caller's value
+		c.Trace = &trace.Trace{}
+		r = &c
+	}
+	return r, nil
+}
+
+func (m *matcher) wrongType(actual any) error {
+	return fmt.Errorf("%s matcher expects a *scenarios.Result, a *trace.Trace or a value with a SemanticTrace method.  Got:\n%s",
+		m.name, format.Object(actual, 1))
+}
+
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // Match implements types.GomegaMatcher.
 func (m *matcher) Match(actual any) (bool, error) {
-	r, err := asResult(actual)
+	r, err := m.asResult(actual)
 	if err != nil {
 		return false, err
 	}
@@ -60,80 +100,102 @@ func (m *matcher) subject() string {
 	return "the run"
 }
 
-// FailureMessage implements types.GomegaMatcher.
+// FailureMessage implements types.GomegaMatcher: what was expected, what
+// is wrong, and the transcript around it, the entry at fault marked ">".
 func (m *matcher) FailureMessage(any) string {
-	return fmt.Sprintf("Expected %s to satisfy: %s\n%s", m.subject(), m.exp.Describe(), m.failure.Report(m.result.Trace))
+	return fmt.Sprintf("Expected %s to satisfy\n%s\nbut %s", m.subject(), format.IndentString(m.exp.Describe(), 1),
+		m.failure.Report(m.result.Trace))
 }
 
 // NegatedFailureMessage implements types.GomegaMatcher.
 func (m *matcher) NegatedFailureMessage(any) string {
-	return fmt.Sprintf("Expected %s not to satisfy: %s\nbut it does.", m.subject(), m.exp.Describe())
+	return fmt.Sprintf("Expected %s not to satisfy\n%s\nbut it does", m.subject(), format.IndentString(m.exp.Describe(), 1))
 }
 
 // HaveSequence matches when the patterns match entries in order, others
 // allowed between.
-func HaveSequence(patterns ...Pattern) types.GomegaMatcher { return Satisfy(Ordered(patterns)) }
+func HaveSequence(patterns ...Pattern) types.GomegaMatcher {
+	return named("HaveSequence", Ordered(patterns))
+}
 
 // HaveEntries matches when each pattern matches a distinct entry, in any
 // order.
-func HaveEntries(patterns ...Pattern) types.GomegaMatcher { return Satisfy(Unordered(patterns)) }
+func HaveEntries(patterns ...Pattern) types.GomegaMatcher {
+	return named("HaveEntries", Unordered(patterns))
+}
 
 // HaveEntry matches when some entry matches the pattern.
-func HaveEntry(p Pattern) types.GomegaMatcher { return Satisfy(Unordered{p}) }
+func HaveEntry(p Pattern) types.GomegaMatcher { return named("HaveEntry", Unordered{p}) }
 
 // NeverHave matches when no entry matches any pattern.
-func NeverHave(patterns ...Pattern) types.GomegaMatcher { return Satisfy(Never{Patterns: patterns}) }
+func NeverHave(patterns ...Pattern) types.GomegaMatcher {
+	return named("NeverHave", Never{Patterns: patterns})
+}
 
 // OfferTools matches when a request of the agent offered exactly these
 // tools, in this order.
 func OfferTools(agent string, tools ...string) types.GomegaMatcher {
-	return HaveEntry(Pattern{Kind: trace.Request, Agent: agent, Tools: tools})
+	return named("OfferTools", Unordered{{Kind: trace.Request, Agent: agent, Tools: tools}})
+}
+
+// CallInBackground matches when a response of the agent called the tool
+// with run_in_background: true.
+func CallInBackground(agent, tool string) types.GomegaMatcher {
+	return named("CallInBackground", Unordered{{Kind: trace.Response, Agent: agent, Tool: tool, InBackground: Bool(true)}})
+}
+
+// CallInForeground matches when a response of the agent called the tool
+// without run_in_background, or with it false.
+func CallInForeground(agent, tool string) types.GomegaMatcher {
+	return named("CallInForeground", Unordered{{Kind: trace.Response, Agent: agent, Tool: tool, InBackground: Bool(false)}})
 }
 
 // ReturnWorkRef matches when a call of the tool returned a work.ref.
 func ReturnWorkRef(tool string) types.GomegaMatcher {
-	return HaveEntry(Pattern{Kind: trace.ToolResult, Tool: tool, WorkRef: Bool(true)})
+	return named("ReturnWorkRef", Unordered{{Kind: trace.ToolResult, Tool: tool, WorkRef: Bool(true)}})
 }
 
 // HaveStatusRow matches when a request of the agent carried a matching
 // status row.
 func HaveStatusRow(agent string, row RowPattern) types.GomegaMatcher {
-	return HaveEntry(Pattern{Kind: trace.Request, Agent: agent, Status: &row})
+	return named("HaveStatusRow", Unordered{{Kind: trace.Request, Agent: agent, Status: &row}})
 }
 
 // CallWork matches when the agent called the work tool with the action.
 func CallWork(agent, action string) types.GomegaMatcher {
-	return HaveEntry(Pattern{Kind: trace.ToolResult, Agent: agent, Tool: "work", Action: action})
+	return named("CallWork", Unordered{{Kind: trace.ToolResult, Agent: agent, Tool: core.WorkToolName, Action: action}})
 }
 
 // DeliverOutputOnlyThroughResult matches when every completed Work of the
 // tool reached its parent only through an explicit result call.
 func DeliverOutputOnlyThroughResult(tool string) types.GomegaMatcher {
-	return Satisfy(OutputOnlyViaResult{Tool: tool})
+	return named("DeliverOutputOnlyThroughResult", OutputOnlyViaResult{Tool: tool})
 }
 
 // ReturnChildOutputInline matches when a foreground call of the tool
 // returned the child's exact output in the same tool round.
 func ReturnChildOutputInline(tool string) types.GomegaMatcher {
-	return Satisfy(ForegroundOutput{Tool: tool})
+	return named("ReturnChildOutputInline", ForegroundOutput{Tool: tool})
 }
 
 // EndWorkIn matches when the Work ends in one of the states.
 func EndWorkIn(ref Ref, states ...string) types.GomegaMatcher {
-	return Satisfy(WorkEnds{Work: ref, States: states})
+	return named("EndWorkIn", WorkEnds{Work: ref, States: states})
 }
 
 // HaveTransition matches when the Work moved from one state to another.
 func HaveTransition(ref Ref, from, to string) types.GomegaMatcher {
-	return HaveEntry(Pattern{Kind: trace.Work, Work: ref, From: from, To: to})
+	return named("HaveTransition", Unordered{{Kind: trace.Work, Work: ref, From: from, To: to}})
 }
 
 // FailPreparation matches when preparation failed with an error wrapping
 // target (nil for any) before any provider call.
-func FailPreparation(target error) types.GomegaMatcher { return Satisfy(PrepareFails{Is: target}) }
+func FailPreparation(target error) types.GomegaMatcher {
+	return named("FailPreparation", PrepareFails{Is: target})
+}
 
 // Finish matches when the top-level agent's run succeeded with output
 // containing the text (empty for any output).
 func Finish(agent, contains string) types.GomegaMatcher {
-	return Satisfy(Outcome{Agent: agent, Contains: contains})
+	return named("Finish", Outcome{Agent: agent, Contains: contains})
 }

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +42,10 @@ type Pattern struct {
 	// Responses, tool calls and results.
 	// Tool is the tool called (results) or among those called (responses).
 	Tool string
+	// InBackground: a call (of Tool, when set) asked to run in the
+	// background (true) or in the foreground (false: the flag false or
+	// absent). Responses, tool calls and tool results.
+	InBackground *bool
 	// Action is the work tool's action.
 	Action string
 	// Work is the Work the entry concerns: the id of a work call, of a
@@ -87,86 +93,231 @@ const NotFoundContent = `{"status":"not_found"}`
 // Match reports whether the entry matches, resolving symbolic references
 // against the trace.
 func (p *Pattern) Match(t *trace.Trace, e *trace.Entry) bool {
+	ok, _ := p.diff(t, e, false)
+	return ok
+}
+
+// Mismatches says, field by field, how the entry differs from the pattern:
+// nil when it matches. Failure messages use it to show the nearest miss.
+func (p *Pattern) Mismatches(t *trace.Trace, e *trace.Entry) []string {
+	_, why := p.diff(t, e, true)
+	return why
+}
+
+// diff is Match and Mismatches in one place, so that the two never
+// disagree. Without explain it stops at the first difference and formats
+// nothing.
+func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []string) {
+	var why []string
+	// miss records a difference; it reports whether to go on looking.
+	miss := func(format string, args ...any) bool {
+		if explain {
+			why = append(why, fmt.Sprintf(format, args...))
+		}
+		return explain
+	}
 	if p.Kind != "" && e.Kind != p.Kind {
-		return false
+		if !miss("it is a %s, not a %s", e.Kind, p.Kind) {
+			return false, nil
+		}
 	}
 	if p.Agent != "" && e.Agent != p.Agent {
-		return false
+		if !miss("its agent is %s, not %s", orNone(e.Agent), p.Agent) {
+			return false, nil
+		}
 	}
 	if p.Step != 0 && e.Step != p.Step {
-		return false
+		if !miss("it is step %d, not %d", e.Step, p.Step) {
+			return false, nil
+		}
 	}
 	if p.Tools != nil && !slices.Equal(p.Tools, e.Tools) {
-		return false
+		if !miss("it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ",")) {
+			return false, nil
+		}
 	}
 	for _, name := range p.ToolsInclude {
 		if !slices.Contains(e.Tools, name) {
-			return false
+			if !miss("it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")) {
+				return false, nil
+			}
 		}
 	}
 	for _, name := range p.ToolsExclude {
 		if slices.Contains(e.Tools, name) {
-			return false
+			if !miss("it offered %s", name) {
+				return false, nil
+			}
 		}
 	}
 	if p.NoStatus && len(e.Status) > 0 {
-		return false
+		if !miss("it carried a status block (%s)", strings.Join(e.Status, "; ")) {
+			return false, nil
+		}
 	}
 	if p.Status != nil && !p.Status.matchAny(t, e.Status) {
-		return false
+		rows := "no status block"
+		if len(e.Status) > 0 {
+			rows = "status " + strings.Join(e.Status, "; ")
+		}
+		if !miss("no status row matches %s (it carried %s)", p.Status, rows) {
+			return false, nil
+		}
 	}
 	if p.Message != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) }) {
-		return false
+		if !miss("no new message contains %q", p.Message) {
+			return false, nil
+		}
 	}
 	if p.Guidance != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) }) {
-		return false
+		if !miss("no guidance message contains %q", p.Guidance) {
+			return false, nil
+		}
 	}
 	if p.Tool != "" && !p.matchTool(e) {
-		return false
+		if !miss("it is about %s, not %s", orNone(strings.Join(toolsOf(e), ",")), p.Tool) {
+			return false, nil
+		}
+	}
+	if p.InBackground != nil && !p.matchBackground(e) {
+		if !miss("no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground) {
+			return false, nil
+		}
 	}
 	if p.Action != "" && e.Action != p.Action {
-		return false
+		if !miss("its work action is %s, not %s", orNone(e.Action), p.Action) {
+			return false, nil
+		}
 	}
 	if !p.Work.IsZero() {
 		id, ok := p.Work.Resolve(t)
-		if !ok {
-			return false
-		}
 		switch {
+		case !ok:
+			if !miss("no %s exists in the trace", p.Work) {
+				return false, nil
+			}
 		case e.Work == id:
 		case e.Ref != nil && e.Ref.ID == id:
 		default:
-			return false
+			if !miss("it is about %s, not %s (%s)", orNone(e.Work), id, p.Work) {
+				return false, nil
+			}
 		}
 	}
 	if p.WorkRef != nil && (e.Ref != nil) != *p.WorkRef {
-		return false
+		what := "it returned no work.ref"
+		if e.Ref != nil {
+			what = "it returned work.ref " + e.Ref.ID
+		}
+		if !miss("%s", what) {
+			return false, nil
+		}
 	}
 	if p.IsError != nil && e.IsError != *p.IsError {
-		return false
+		what := "it is not an error"
+		if e.IsError {
+			what = "it is an error"
+		}
+		if !miss("%s", what) {
+			return false, nil
+		}
 	}
 	if p.NotFound != nil && (e.Kind == trace.ToolResult && e.Content == NotFoundContent) != *p.NotFound {
-		return false
+		what := "it is not " + NotFoundContent
+		if !*p.NotFound {
+			what = "it is " + NotFoundContent
+		}
+		if !miss("%s", what) {
+			return false, nil
+		}
 	}
 	if p.Contains != "" && !entryContains(e, p.Contains) {
-		return false
+		if !miss("it does not contain %q", p.Contains) {
+			return false, nil
+		}
 	}
 	if p.Equals != "" && e.Content != p.Equals {
-		return false
+		if !miss("its content is %q, not %q", e.Content, p.Equals) {
+			return false, nil
+		}
 	}
 	if p.From != "" && e.From != p.From {
-		return false
+		if !miss("it moved from %s, not %s", orNone(e.From), p.From) {
+			return false, nil
+		}
 	}
 	if p.To != "" && e.To != p.To {
-		return false
+		if !miss("it moved to %s, not %s", orNone(e.To), p.To) {
+			return false, nil
+		}
 	}
 	if p.Mode != "" && e.Mode != p.Mode {
-		return false
+		if !miss("its mode is %s, not %s", orNone(e.Mode), p.Mode) {
+			return false, nil
+		}
 	}
 	if p.Failed != nil && (e.Error != "") != *p.Failed {
+		what := "it did not fail"
+		if e.Error != "" {
+			what = "it failed: " + e.Error
+		}
+		if !miss("%s", what) {
+			return false, nil
+		}
+	}
+	return len(why) == 0, why
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func ofTool(tool string) string {
+	if tool == "" {
+		return ""
+	}
+	return " of " + tool
+}
+
+func toolsOf(e *trace.Entry) []string {
+	if e.Call != nil {
+		return []string{e.Call.Name}
+	}
+	names := make([]string, len(e.Calls))
+	for i, c := range e.Calls {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// matchBackground reports whether a call of the entry (of Tool, when set)
+// asked to run in the background as InBackground says; a call without the
+// flag runs in the foreground.
+func (p *Pattern) matchBackground(e *trace.Entry) bool {
+	calls := e.Calls
+	if e.Call != nil {
+		calls = []core.ToolCall{*e.Call}
+	}
+	for _, c := range calls {
+		if p.Tool != "" && c.Name != p.Tool {
+			continue
+		}
+		if runsInBackground(c.Arguments) == *p.InBackground {
+			return true
+		}
+	}
+	return false
+}
+
+func runsInBackground(args string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &m) != nil {
 		return false
 	}
-	return true
+	return string(m[core.BackgroundFlag]) == "true"
 }
 
 func (p *Pattern) matchTool(e *trace.Entry) bool {
@@ -262,6 +413,9 @@ func (p *Pattern) String() string {
 	}
 	if p.Tool != "" {
 		add("tool", p.Tool)
+	}
+	if p.InBackground != nil {
+		add("in-background", strconv.FormatBool(*p.InBackground))
 	}
 	if p.Action != "" {
 		add("action", p.Action)

@@ -36,9 +36,34 @@ func (o OutputOnlyViaResult) Check(r *Result) *Failure {
 		}
 	}
 	if started == 0 {
-		return fail(-1, "no background call of %q returned a work.ref", o.Tool)
+		if at := firstResultOf(t, o.Tool); at >= 0 {
+			return fail(at, "no call of %s ran in the background: the %s call in entry #%d returned %s, not a work.ref", o.Tool, o.Tool, at+1, describeResult(&t.Entries[at]))
+		}
+		return fail(-1, "no call of %s returned a work.ref: %s was never called", o.Tool, o.Tool)
 	}
 	return nil
+}
+
+// firstResultOf finds the first tool result of a tool.
+func firstResultOf(t *trace.Trace, tool string) int {
+	for i := range t.Entries {
+		if e := &t.Entries[i]; e.Kind == trace.ToolResult && e.Call != nil && e.Call.Name == tool {
+			return i
+		}
+	}
+	return -1
+}
+
+func describeResult(e *trace.Entry) string {
+	switch {
+	case e.Ref != nil:
+		return "work.ref " + e.Ref.ID
+	case e.IsError:
+		return "an error"
+	case len(e.Content) > 60:
+		return "its output inline"
+	}
+	return fmt.Sprintf("%q", e.Content)
 }
 
 func (o OutputOnlyViaResult) checkWork(t *trace.Trace, owner, id string, refAt int) *Failure {
@@ -139,7 +164,10 @@ func (f ForegroundOutput) Check(r *Result) *Failure {
 		}
 	}
 	if calls == 0 {
-		return fail(-1, "no foreground call of %q ran a child to completion", f.Tool)
+		if at := firstResultOf(t, f.Tool); at >= 0 {
+			return fail(at, "no foreground call of %s ran a child to completion: the %s call in entry #%d returned %s", f.Tool, f.Tool, at+1, describeResult(&t.Entries[at]))
+		}
+		return fail(-1, "no foreground call of %s ran a child to completion: %s was never called", f.Tool, f.Tool)
 	}
 	return nil
 }
@@ -160,7 +188,10 @@ func (w WorkEnds) Check(r *Result) *Failure {
 	t := r.Trace
 	id, ok := w.Work.Resolve(t)
 	if !ok {
-		return fail(-1, "no %s in the trace", w.Work)
+		if at := firstResultOf(t, w.Work.Tool); at >= 0 {
+			return fail(at, "there is no %s: no call of %s returned a work.ref (the first returned %s)", w.Work, w.Work.Tool, describeResult(&t.Entries[at]))
+		}
+		return fail(-1, "there is no %s: %s was never called", w.Work, w.Work.Tool)
 	}
 	state, at := "", -1
 	for i := range t.Entries {
@@ -215,7 +246,7 @@ func (o Outcome) Check(r *Result) *Failure {
 	if r.PrepareErr != nil {
 		return fail(-1, "%s never ran: %v", o.Agent, r.PrepareErr)
 	}
-	return fail(-1, "%s never finished a top-level run", o.Agent)
+	return fail(len(t.Entries)-1, "%s never finished a top-level run; the trace ends here", o.Agent)
 }
 
 // Describe implements Expectation.
