@@ -48,7 +48,8 @@ type decoder struct {
 func (d *decoder) errorf(n *node, format string, args ...any) {
 	line, col := 1, 1
 	if n != nil {
-		line, col = n.line, n.col
+		// A position is never below 1:1, whatever the parser reported.
+		line, col = max(n.line, 1), max(n.col, 1)
 	}
 	d.problems = append(d.problems, Problem{Line: line, Col: col, Message: fmt.Sprintf(format, args...)})
 }
@@ -66,8 +67,12 @@ func (d *decoder) err() error {
 	})
 	ps := d.problems
 	if len(ps) > maxProblems {
-		ps = append(ps[:maxProblems:maxProblems], Problem{Line: ps[maxProblems].Line, Col: ps[maxProblems].Col,
-			Message: fmt.Sprintf("… and %d more problems", len(d.problems)-maxProblems)})
+		more := len(d.problems) - maxProblems
+		msg := fmt.Sprintf("… and %d more problems from here on; fix these and load the file again", more)
+		if more == 1 {
+			msg = "… and 1 more problem from here on; fix these and load the file again"
+		}
+		ps = append(ps[:maxProblems:maxProblems], Problem{Line: ps[maxProblems].Line, Col: ps[maxProblems].Col, Message: msg})
 	}
 	return &LoadError{File: d.file, Problems: ps}
 }
@@ -98,19 +103,23 @@ func (d *decoder) fields(n *node, what string, allowed ...string) map[string]*no
 }
 
 // oneOf reads a single-key mapping whose key is among allowed (a tagged
-// union, such as an expectation or a pattern).
-func (d *decoder) oneOf(n *node, what string, allowed ...string) (string, *node, bool) {
+// union, such as an expectation or a pattern); noun names the key's role in
+// messages ("expectation", "pattern kind").
+func (d *decoder) oneOf(n *node, what, noun string, allowed ...string) (string, *node, bool) {
 	if n.kind != mapNode || len(n.keys) != 1 {
-		if n.kind == mapNode && len(n.keys) > 1 {
-			d.errorf(n.keys[1], "%s must have exactly one key, one of %s; found %q and %q", what, strings.Join(allowed, ", "), scalarString(n.keys[0]), scalarString(n.keys[1]))
-		} else {
-			d.errorf(n, "%s must be a mapping with one key, one of %s; found %s", what, strings.Join(allowed, ", "), n.describe())
+		switch {
+		case n.kind == mapNode && len(n.keys) > 1:
+			d.errorf(n.keys[1], "%s has two keys, %q and %q; it takes exactly one, its %s (one of %s)", what, scalarString(n.keys[0]), scalarString(n.keys[1]), noun, strings.Join(allowed, ", "))
+		case n.kind == mapNode:
+			d.errorf(n, "%s is an empty mapping; it takes one key, its %s (one of %s)", what, noun, strings.Join(allowed, ", "))
+		default:
+			d.errorf(n, "%s must be a mapping with one key, its %s (one of %s); found %s", what, noun, strings.Join(allowed, ", "), n.describe())
 		}
 		return "", nil, false
 	}
 	key := scalarString(n.keys[0])
 	if !slices.Contains(allowed, key) {
-		d.errorf(n.keys[0], "unknown %s %q%s", what, key, suggest(key, allowed))
+		d.errorf(n.keys[0], "%s: unknown %s %q%s", what, noun, key, suggest(key, allowed))
 		return "", nil, false
 	}
 	return key, n.vals[0], true
@@ -142,7 +151,7 @@ func (d *decoder) integer(n *node, what string, minimum int) int {
 		return 0
 	}
 	if v > 1<<30 {
-		d.errorf(n, "%s is too large", what)
+		d.errorf(n, "%s is too large: at most %d, found %d", what, 1<<30, v)
 		return 0
 	}
 	return int(v)
@@ -199,7 +208,7 @@ func (d *decoder) duration(n *node, what string) time.Duration {
 	}
 	dur, err := core.ParseDuration(s)
 	if err != nil {
-		d.errorf(n, "%s: %v", what, err)
+		d.errorf(n, "%s must be a duration such as \"5s\" or \"250ms\": %v", what, err)
 	}
 	return dur
 }
@@ -233,21 +242,40 @@ func (d *decoder) seq(n *node, what string) []*node {
 	return n.items
 }
 
-// suggest offers the closest allowed word to a misspelt one.
+// suggest offers the closest allowed word to a misspelt one, or the list
+// of allowed words when none is close and the list is short.
 func suggest(got string, allowed []string) string {
+	if len(allowed) == 0 {
+		return ""
+	}
+	if best := closest(got, allowed); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	if len(allowed) <= 24 {
+		return " (expected one of " + strings.Join(allowed, ", ") + ")"
+	}
+	return ""
+}
+
+// closest returns the allowed word a misspelt one most likely meant: within
+// two edits, or one that the word starts with ("backgroundable" for
+// "background").
+func closest(got string, allowed []string) string {
 	best, bestD := "", 3
 	for _, a := range allowed {
 		if dd := editDistance(got, a); dd < bestD {
 			best, bestD = a, dd
 		}
 	}
-	if best != "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
+	if best != "" || len(got) < 4 {
+		return best
 	}
-	if len(allowed) <= 12 {
-		return " (expected one of " + strings.Join(allowed, ", ") + ")"
+	for _, a := range allowed {
+		if len(a) >= 4 && (strings.HasPrefix(got, a) || strings.HasPrefix(a, got)) && len(a) > len(best) {
+			best = a
+		}
 	}
-	return ""
+	return best
 }
 
 func editDistance(a, b string) int {

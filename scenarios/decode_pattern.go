@@ -9,16 +9,6 @@ import (
 	"github.com/crux-sim/crux-sim/core/trace"
 )
 
-// patternKinds are the keys a pattern is written under. work-call is a
-// tool-result of the work tool; result is short for tool-result; entry
-// matches any kind.
-var patternKinds = []string{"request", "response", "tool-call", "tool-result", "result", "work-call", "work",
-	"detach", "send", "guidance", "run-start", "run-end", "fault", "action", "clock", "note", "entry"}
-
-var patternFields = []string{"agent", "step", "tools", "tools-include", "tools-exclude", "status", "no-status",
-	"message", "guidance", "tool", "action", "work", "work-ref", "error", "contains", "equals", "not-found",
-	"from", "to", "mode", "failed"}
-
 func (l *loader) patterns(n *node, what string) []Pattern {
 	items := l.seq(n, what)
 	out := make([]Pattern, 0, len(items))
@@ -34,13 +24,16 @@ func (l *loader) patterns(n *node, what string) []Pattern {
 // pattern reads {kind: {fields}}. With want set (script conditions), the
 // kind must be that one, and a bare field mapping is read as that kind.
 func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
+	if n == nil {
+		return Pattern{} // the caller reports the missing key
+	}
 	var kind string
 	var v *node
 	if want != "" && n.kind == mapNode && len(n.keys) > 0 && slices.Contains(patternFields, scalarString(n.keys[0])) {
 		kind, v = string(want), n
 	} else {
 		var ok bool
-		kind, v, ok = l.oneOf(n, what, patternKinds...)
+		kind, v, ok = l.oneOf(n, what, "pattern kind", patternKinds...)
 		if !ok {
 			return Pattern{}
 		}
@@ -56,7 +49,7 @@ func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
 		p.Kind = trace.Kind(kind)
 	}
 	if want != "" && p.Kind != want {
-		l.errorf(n, "%s must be a %s pattern", what, want)
+		l.errorf(n, "%s must be a %s pattern, such as {%s: {status: {state: completed}}} or just its fields; found a %s pattern", what, want, want, kind)
 	}
 	f := l.fields(v, what, patternFields...)
 	p.Agent = l.agentRef(f["agent"], what+" agent")
@@ -78,9 +71,10 @@ func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
 	if tn := f["tool"]; tn != nil {
 		p.Tool = l.str(tn, what+" tool")
 		if !l.anyAgentHasTool(p.Tool) {
-			l.errorf(tn, "%s: no agent has a tool %q", what, p.Tool)
+			l.errorf(tn, "%s: no agent has a tool %q%s", what, p.Tool, suggest(p.Tool, l.allTools()))
 		}
 	}
+	p.InBackground = l.optBool(f["in-background"], what+" in-background")
 	if an := f["action"]; an != nil {
 		p.Action = l.str(an, what+" action")
 		if !slices.Contains(core.WorkActions, p.Action) {
@@ -106,7 +100,7 @@ func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
 }
 
 func (l *loader) rowPattern(n *node, what string) *RowPattern {
-	f := l.fields(n, what, "work", "label", "state", "result-available", "contains")
+	f := l.fields(n, what, statusRowKeys...)
 	return &RowPattern{
 		Work:            l.ref(f["work"], what+" work"),
 		Label:           l.str(f["label"], what+" label"),
@@ -160,4 +154,14 @@ func MatchRequest(p *Pattern, req *core.Request) bool {
 		}
 	}
 	return p.Match(t, &e)
+}
+
+// allTools lists every tool name of every agent, with work for agents that
+// get it.
+func (l *loader) allTools() []string {
+	var all []string
+	for _, id := range l.order {
+		all = append(all, l.agents[id].toolNames()...)
+	}
+	return uniq(all)
 }

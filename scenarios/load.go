@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -25,7 +26,11 @@ var ErrLoad = errors.New("bad scenario file")
 func LoadFile(path string) (*Scenario, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLoad, err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%w %s: %w", ErrLoad, path, err)
 	}
 	return Load(path, src)
 }
@@ -57,6 +62,12 @@ type loader struct {
 	decoder
 	agents map[string]*agentDecl
 	order  []string
+	// runNames maps the run's names for its top-level agents to their ids,
+	// to catch a run name used where an agent id belongs.
+	runNames map[string]string
+	// expectsPrepareFailure: the file has a prepare-fails expectation, so
+	// agents that preparation rejects are what it is about, not mistakes.
+	expectsPrepareFailure bool
 }
 
 // agentDecl is an agent as declared, before and after it is built.
@@ -66,6 +77,8 @@ type agentDecl struct {
 	agent *core.Agent
 	// tools by name: their kind and, for children, the child's id.
 	tools map[string]toolDecl
+	// declaresOutput: the prompt has an output schema.
+	declaresOutput bool
 }
 
 type toolDecl struct {
@@ -106,22 +119,37 @@ func (a *agentDecl) backgroundTools() []string {
 }
 
 func (l *loader) scenario(root *node) *Scenario {
-	f := l.fields(root, "the scenario", "name", "description", "tags", "agents", "run", "options", "script", "faults", "expect")
 	sc := &Scenario{}
+	if root.kind != mapNode {
+		l.errorf(root, "a scenario file is a mapping with the keys name, agents and run (and optionally description, tags, options, script, faults, expect); found %s", root.describe())
+		return sc
+	}
+	f := l.fields(root, "the scenario", scenarioKeys...)
+	if en := f["expect"]; en != nil && en.kind == seqNode {
+		for _, it := range en.items {
+			if k, _ := it.entry("prepare-fails"); k != nil {
+				l.expectsPrepareFailure = true
+			}
+		}
+	}
 	if f["name"] == nil {
-		l.errorf(root, "missing key \"name\"")
+		l.errorf(root, "missing key \"name\": every scenario has a name, such as name: research-coordinator")
 	}
 	sc.Name = l.str(f["name"], "name")
 	sc.Description = l.str(f["description"], "description")
 	sc.Tags = l.strs(f["tags"], "tags")
 	if f["agents"] == nil {
-		l.errorf(root, "missing key \"agents\": a scenario declares its agents")
-	} else {
-		l.declareAgents(f["agents"])
+		l.errorf(root, "missing key \"agents\": a scenario declares its agents, such as agents: {research-agent: {prompt: ...}}")
 	}
 	if f["run"] == nil {
-		l.errorf(root, "missing key \"run\": a scenario says which agents run")
-	} else {
+		l.errorf(root, "missing key \"run\": a scenario says which agents run, such as run: {agents: {coordinator: research-coordinator}}")
+	}
+	if f["agents"] == nil || !l.declareAgents(f["agents"]) {
+		// Every other section names agents; without them, each name
+		// would be one more problem that is really this one.
+		return sc
+	}
+	if f["run"] != nil {
 		sc.Run = l.run(f["run"])
 	}
 	sc.Options = l.options(f["options"])
@@ -133,25 +161,25 @@ func (l *loader) scenario(root *node) *Scenario {
 
 // declareAgents makes every agent first, so that tools can refer to agents
 // declared after them, then fills them in.
-func (l *loader) declareAgents(n *node) {
-	if n.kind != mapNode {
-		l.errorf(n, "agents must be a mapping from agent id to agent, found %s", n.describe())
-		return
+func (l *loader) declareAgents(n *node) bool {
+	if n.kind != mapNode || len(n.keys) == 0 {
+		l.errorf(n, "agents must be a mapping from agent id to agent, such as {research-agent: {prompt: ...}}; found %s", n.describe())
+		return false
 	}
-	for i, k := range n.keys {
+	for _, k := range n.keys {
 		id := scalarString(k)
 		l.agents[id] = &agentDecl{id: id, at: k, agent: &core.Agent{ID: id}, tools: map[string]toolDecl{}}
 		l.order = append(l.order, id)
-		_ = i
 	}
 	for i, k := range n.keys {
 		l.agent(l.agents[scalarString(k)], n.vals[i])
 	}
+	return true
 }
 
 func (l *loader) agent(a *agentDecl, n *node) {
 	what := "agent " + strconv.Quote(a.id)
-	f := l.fields(n, what, "description", "prompt", "tools", "max-steps")
+	f := l.fields(n, what, agentKeys...)
 	a.agent.Description = l.str(f["description"], what+" description")
 	a.agent.MaxSteps = l.integer(f["max-steps"], what+" max-steps", 1)
 	a.agent.Prompt = l.prompt(a, f["prompt"])
@@ -163,29 +191,36 @@ func (l *loader) agent(a *agentDecl, n *node) {
 		a.agent.Tools = core.Tools{}
 		for i, k := range tn.keys {
 			name := scalarString(k)
-			if entry, decl, ok := l.tool(a, name, tn.vals[i]); ok {
+			entry, decl, ok := l.tool(a, name, tn.vals[i])
+			if ok {
 				a.agent.Tools[name] = entry
-				a.tools[name] = decl
 			}
+			// A tool with a problem is still declared, with the kind it
+			// was written as, so that calls and references to it are
+			// not reported again.
+			a.tools[name] = decl
 		}
-		if _, authored := a.tools[core.WorkToolName]; authored && a.hasBackground() {
+		if _, authored := a.tools[core.WorkToolName]; authored && a.hasBackground() && !l.expectsPrepareFailure {
 			k, _ := tn.entry(core.WorkToolName)
-			l.errorf(k, "%s has a backgroundable child, so it gets the automatic work tool; an authored tool cannot be named %q", what, core.WorkToolName)
+			l.errorf(k, "%s has a backgroundable tool (%s), so it gets the automatic work tool; an authored tool cannot be named %q (rename it; or, to check that preparation rejects it, add a prepare-fails expectation)", what, strings.Join(a.backgroundTools(), ", "), core.WorkToolName)
 		}
 	}
 }
 
 func (l *loader) prompt(a *agentDecl, n *node) core.Prompt {
 	what := "the prompt of " + strconv.Quote(a.id)
-	f := l.fields(n, what, "id", "input", "output", "system", "template")
+	f := l.fields(n, what, promptKeys...)
 	p := core.Prompt{ID: l.str(f["id"], what+" id"), System: l.str(f["system"], what+" system")}
 	p.Input = l.schema(f["input"], what+" input schema")
 	p.Output = l.schema(f["output"], what+" output schema")
+	// A declared output, even one with a problem of its own, makes the
+	// agent's structured outputs legitimate.
+	a.declaresOutput = f["output"] != nil
 	if tn := f["template"]; tn != nil {
 		text := l.str(tn, what+" template")
 		tmpl, err := template.New(a.id).Option("missingkey=error").Parse(text)
 		if err != nil {
-			l.errorf(tn, "%s template: %v", what, strings.TrimPrefix(err.Error(), "template: "))
+			l.errorf(tn, "%s template does not parse: %s", what, templateError(a.id, err))
 		} else {
 			p.Render = func(input any) (string, error) {
 				var b bytes.Buffer
@@ -199,33 +234,19 @@ func (l *loader) prompt(a *agentDecl, n *node) core.Prompt {
 	return p
 }
 
-func (l *loader) schema(n *node, what string) *core.Schema {
-	if n == nil {
-		return nil
-	}
-	if n.kind != mapNode {
-		l.errorf(n, "%s must be a JSON Schema mapping, found %s", what, n.describe())
-		return nil
-	}
-	raw, err := json.Marshal(n.toAny())
-	if err != nil {
-		l.errorf(n, "%s: %v", what, err)
-		return nil
-	}
-	s, err := core.ParseSchema(string(raw))
-	if err != nil {
-		l.errorf(n, "%s: %v", what, err)
-		return nil
-	}
-	return s
-}
-
-var toolKinds = []string{"tool", "background-tool", "agent", "background"}
-
 func (l *loader) tool(a *agentDecl, name string, n *node) (core.ToolEntry, toolDecl, bool) {
 	what := fmt.Sprintf("tool %q of %q", name, a.id)
-	kind, v, ok := l.oneOf(n, what, toolKinds...)
+	kind, v, ok := l.oneOf(n, what, "tool kind", toolKinds...)
 	if !ok {
+		// Declare it as the kind its first key names, if any, so that
+		// its uses are not reported too.
+		if n.kind == mapNode && len(n.keys) > 0 {
+			if k := scalarString(n.keys[0]); slices.Contains(toolKinds, k) {
+				return nil, toolDecl{kind: k}, false
+			} else if meant := closest(k, toolKinds); meant != "" {
+				return nil, toolDecl{kind: meant}, false
+			}
+		}
 		return nil, toolDecl{}, false
 	}
 	switch kind {
@@ -233,8 +254,10 @@ func (l *loader) tool(a *agentDecl, name string, n *node) (core.ToolEntry, toolD
 		id := l.str(v, what+" "+kind)
 		child, ok := l.agents[id]
 		if !ok {
-			l.errorf(v, "%s names agent %q, which is not declared%s", what, id, suggest(id, l.order))
-			return nil, toolDecl{}, false
+			if id != "" {
+				l.errorf(v, "%s names agent %q, which is not declared%s", what, id, suggest(id, l.order))
+			}
+			return nil, toolDecl{kind: kind}, false
 		}
 		if kind == "agent" {
 			return child.agent, toolDecl{kind: kind, child: id}, true
@@ -242,9 +265,6 @@ func (l *loader) tool(a *agentDecl, name string, n *node) (core.ToolEntry, toolD
 		return core.Backgroundable(child.agent), toolDecl{kind: kind, child: id}, true
 	default:
 		t := l.funcTool(v, what)
-		if t == nil {
-			return nil, toolDecl{}, false
-		}
 		if kind == "background-tool" {
 			return core.BackgroundTool(name, t), toolDecl{kind: kind}, true
 		}
@@ -255,7 +275,7 @@ func (l *loader) tool(a *agentDecl, name string, n *node) (core.ToolEntry, toolD
 // funcTool builds a tool with scripted behaviour: a fixed result (or the
 // input echoed), or an error, after optional virtual latency.
 func (l *loader) funcTool(n *node, what string) *core.Tool {
-	f := l.fields(n, what, "description", "input", "result", "echo", "error", "latency")
+	f := l.fields(n, what, funcToolKeys...)
 	t := &core.Tool{Description: l.str(f["description"], what+" description"), Input: l.schema(f["input"], what+" input schema")}
 	var result any
 	if rn := f["result"]; rn != nil {
@@ -285,7 +305,7 @@ func (l *loader) funcTool(n *node, what string) *core.Tool {
 }
 
 func (l *loader) run(n *node) Run {
-	f := l.fields(n, "run", "id", "model", "agents", "context")
+	f := l.fields(n, "run", runKeys...)
 	r := Run{ID: l.str(f["id"], "run id"), Model: l.str(f["model"], "run model"), Agents: map[string]*core.Agent{}}
 	an := f["agents"]
 	switch {
@@ -293,6 +313,8 @@ func (l *loader) run(n *node) Run {
 		l.errorf(n, "run is missing key \"agents\": the top-level agents by name, such as {coordinator: research-coordinator}")
 	case an.kind != mapNode:
 		l.errorf(an, "run agents must be a mapping from name to agent id, found %s", an.describe())
+	case len(an.keys) == 0:
+		l.errorf(an, "run agents is empty: name at least one top-level agent, such as {coordinator: research-coordinator}")
 	default:
 		for i, k := range an.keys {
 			id := l.str(an.vals[i], "run agent")
@@ -304,6 +326,10 @@ func (l *loader) run(n *node) Run {
 				continue
 			}
 			r.Agents[scalarString(k)] = a.agent
+			if l.runNames == nil {
+				l.runNames = map[string]string{}
+			}
+			l.runNames[scalarString(k)] = id
 		}
 	}
 	if cn := f["context"]; cn != nil {
@@ -316,7 +342,7 @@ func (l *loader) run(n *node) Run {
 }
 
 func (l *loader) options(n *node) Options {
-	f := l.fields(n, "options", "max-concurrent", "max-outstanding", "max-steps", "settle")
+	f := l.fields(n, "options", optionKeys...)
 	return Options{
 		MaxConcurrent:  l.integer(f["max-concurrent"], "options max-concurrent", 1),
 		MaxOutstanding: l.integer(f["max-outstanding"], "options max-outstanding", 1),
@@ -349,7 +375,11 @@ func (l *loader) scripts(n *node) []Script {
 		}
 		a, ok := l.agents[id]
 		if !ok {
-			l.errorf(k, "script for agent %q, which is not declared%s", id, suggest(id, l.order))
+			if real, isRunName := l.runNames[id]; isRunName {
+				l.errorf(k, "script for %q, which is the run's name for agent %q; scripts are keyed by agent id, so write %q", id, real, real)
+			} else {
+				l.errorf(k, "script for agent %q, which is not declared%s", id, suggest(id, l.order))
+			}
 			continue
 		}
 		items := l.seq(n.vals[i], "the script of "+strconv.Quote(key))
@@ -363,7 +393,7 @@ func (l *loader) scripts(n *node) []Script {
 }
 
 func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
-	f := l.fields(n, what, "call", "args", "id", "calls", "text", "output", "error", "latency", "when", "label", "unchecked")
+	f := l.fields(n, what, turnKeys...)
 	unchecked := l.boolean(f["unchecked"], what+" unchecked")
 	t := scripted.Turn{Label: what, Text: l.str(f["text"], what+" text"), Latency: l.duration(f["latency"], what+" latency")}
 	if t.Label = l.str(f["label"], what+" label"); t.Label == "" {
@@ -394,7 +424,7 @@ func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
 		t.Calls = append(t.Calls, l.call(a, cn, f["args"], f["id"], what, unchecked))
 	}
 	for j, cn := range l.seq(f["calls"], what+" calls") {
-		cf := l.fields(cn, fmt.Sprintf("call %d of %s", j+1, what), "tool", "args", "id")
+		cf := l.fields(cn, fmt.Sprintf("call %d of %s", j+1, what), callKeys...)
 		if cf["tool"] == nil {
 			l.errorf(cn, "call %d of %s is missing key \"tool\"", j+1, what)
 			continue
@@ -402,7 +432,7 @@ func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
 		t.Calls = append(t.Calls, l.call(a, cf["tool"], cf["args"], cf["id"], what, unchecked))
 	}
 	if on := f["output"]; on != nil {
-		if a.agent.Prompt.Output == nil {
+		if !a.declaresOutput {
 			l.errorf(on, "%s gives a structured output, but %q has no output schema (add prompt.output, or use text)", what, a.id)
 		}
 		raw, err := on.toJSON()
@@ -441,10 +471,47 @@ func (l *loader) call(a *agentDecl, toolNode, argsNode, idNode *node, what strin
 			c.Args = l.args(a, argsNode, what, unchecked)
 		}
 	}
+	if name == core.WorkToolName && !unchecked && a.hasBackground() {
+		l.workArgs(argsNode, toolNode, what)
+	}
 	return c
 }
 
+// workArgs checks a call of the automatic work tool: it names an action,
+// and every action but list names the Work. A model may of course get this
+// wrong; mark the turn unchecked to script that.
+func (l *loader) workArgs(args, at *node, what string) {
+	const hint = " (mark the turn unchecked: true to script a model that gets it wrong)"
+	if args == nil || args.kind != mapNode {
+		if args != nil && args.kind == scalarNode {
+			return // verbatim JSON, scripted as written
+		}
+		l.errorf(at, "%s calls work without args; give at least {action: list}, or {action: result, id: {work-of: TOOL}}%s", what, hint)
+		return
+	}
+	kn, an := args.entry("action")
+	if kn == nil {
+		l.errorf(args, "%s calls work without an action; give one of %s%s", what, strings.Join(core.WorkActions, ", "), hint)
+		return
+	}
+	action, ok := an.value.(string)
+	if an.kind != scalarNode || !ok {
+		l.errorf(an, "%s: the work action must be a string, one of %s; found %s", what, strings.Join(core.WorkActions, ", "), an.describe())
+		return
+	}
+	if !slices.Contains(core.WorkActions, action) {
+		l.errorf(an, "%s: %q is not a work action%s%s", what, action, suggest(action, core.WorkActions), hint)
+		return
+	}
+	if k, _ := args.entry("id"); k == nil && action != "list" {
+		l.errorf(args, "%s: work %s needs the Work's id, such as id: {work-of: TOOL}%s", what, action, hint)
+	}
+}
+
 func toolHint(name string, tools []string) string {
+	if name == core.WorkToolName {
+		return " (work is the automatic tool of an agent with a backgroundable child, and it has none)"
+	}
 	if len(tools) == 0 {
 		return " (it has no tools)"
 	}
@@ -464,12 +531,17 @@ func (l *loader) args(a *agentDecl, n *node, what string, unchecked bool) any {
 			tool := spec
 			if i := strings.LastIndexByte(spec, '#'); i >= 0 {
 				if k, err := strconv.Atoi(spec[i+1:]); err != nil || k < 1 {
-					l.errorf(n.vals[0], "%s work-of %q: the number after # must be a positive integer", what, spec)
+					l.errorf(n.vals[0], "%s work-of %q: the number after # must be a positive integer, such as %q", what, spec, spec[:i]+"#1")
+					return scripted.WorkID(spec)
 				}
 				tool = spec[:i]
 			}
 			if tool != "" && !unchecked && !slices.Contains(a.backgroundTools(), tool) {
-				l.errorf(n.vals[0], "%s refers to the work of %q, but %q has no backgroundable tool of that name%s", what, tool, a.id, refHint(tool, a.backgroundTools()))
+				hint := refHint(tool, a.backgroundTools())
+				if d, ok := a.tools[tool]; ok && d.kind != "" {
+					hint = fmt.Sprintf("; %s is a %s, which returns its output, never a work.ref", tool, kindName(d.kind))
+				}
+				l.errorf(n.vals[0], "%s refers to the work of %q, but %q has no backgroundable tool of that name%s", what, tool, a.id, hint)
 			}
 			return scripted.WorkID(spec)
 		}
@@ -498,19 +570,17 @@ func refHint(tool string, tools []string) string {
 	return " (its backgroundable tools: " + strings.Join(tools, ", ") + ")"
 }
 
-var faultKinds = []string{"provider-error", "latency", "cancel", "send", "detach", "status", "result", "crash"}
-
 func (l *loader) faults(n *node) []Fault {
 	var out []Fault
 	for i, it := range l.seq(n, "faults") {
 		what := fmt.Sprintf("fault %d", i+1)
-		kind, v, ok := l.oneOf(it, what, faultKinds...)
+		kind, v, ok := l.oneOf(it, what, "fault", faultKinds...)
 		if !ok {
 			continue
 		}
 		switch kind {
 		case "provider-error", "latency":
-			f := l.fields(v, what+" ("+kind+")", "agent", "step", "run", "message", "latency", "min", "max", "probability")
+			f := l.fields(v, what+" ("+kind+")", union(providerFaultKeys, latencyFaultKeys)...)
 			fault := Fault{Kind: FaultProviderError, Agent: l.agentRef(f["agent"], what+" agent"), Step: l.integer(f["step"], what+" step", 1),
 				Run: l.integer(f["run"], what+" run", 1), Probability: l.probability(f["probability"], what+" probability")}
 			if f["agent"] == nil {
@@ -524,7 +594,7 @@ func (l *loader) faults(n *node) []Fault {
 				}
 				fault.LatencyMax = l.duration(f["max"], what+" max")
 				if f["latency"] == nil && f["min"] == nil {
-					l.errorf(v, "%s needs latency (or min and max)", what)
+					l.errorf(v, "%s needs latency, such as latency: 2s, or min and max to draw it from a range", what)
 				}
 				if f["message"] != nil {
 					l.errorf(f["message"], "%s: a latency fault has no message", what)
@@ -539,7 +609,7 @@ func (l *loader) faults(n *node) []Fault {
 			}
 			out = append(out, fault)
 		case "crash":
-			f := l.fields(v, what+" (crash)", "after", "jitter", "probability")
+			f := l.fields(v, what+" (crash)", crashFaultKeys...)
 			fault := Fault{Kind: FaultCrash, Jitter: l.integer(f["jitter"], what+" jitter", 0), Probability: l.probability(f["probability"], what+" probability")}
 			if f["after"] != nil {
 				p := l.pattern(f["after"], what+" after", "")
@@ -547,7 +617,7 @@ func (l *loader) faults(n *node) []Fault {
 			}
 			out = append(out, fault)
 		default:
-			f := l.fields(v, what+" ("+kind+")", "work", "message", "after", "jitter", "probability")
+			f := l.fields(v, what+" ("+kind+")", actionFaultKeys...)
 			fault := Fault{Kind: FaultAction, Action: kind, Work: l.ref(f["work"], what+" work"), Message: l.str(f["message"], what+" message"),
 				Jitter: l.integer(f["jitter"], what+" jitter", 0), Probability: l.probability(f["probability"], what+" probability")}
 			if f["work"] == nil {
@@ -573,7 +643,11 @@ func (l *loader) agentRef(n *node, what string) string {
 	id := l.str(n, what)
 	if id != "" {
 		if _, ok := l.agents[id]; !ok {
-			l.errorf(n, "%s %q is not a declared agent%s", what, id, suggest(id, l.order))
+			if real, isRunName := l.runNames[id]; isRunName {
+				l.errorf(n, "%s %q is the run's name for agent %q; patterns, faults and outcomes name agents by id, so write %q", what, id, real, real)
+			} else {
+				l.errorf(n, "%s %q is not a declared agent%s", what, id, suggest(id, l.order))
+			}
 		}
 	}
 	return id
@@ -609,18 +683,36 @@ func (l *loader) ref(n *node, what string) Ref {
 		}
 	}
 	if !slices.Contains(candidates, r.Tool) {
-		l.errorf(n, "%s %q never resolves: no agent has a backgroundable tool %q%s", what, s, r.Tool, refHint(r.Tool, uniq(candidates)))
+		owner := "no agent has a"
+		if r.Agent != "" {
+			owner = fmt.Sprintf("agent %q has no", r.Agent)
+		}
+		switch {
+		case len(candidates) == 0 && r.Agent != "":
+			l.errorf(n, "%s %q never resolves: %s backgroundable tool %q; it has no backgroundable tools at all", what, s, owner, r.Tool)
+		case len(candidates) == 0:
+			l.errorf(n, "%s %q never resolves: no agent has a backgroundable tool, so no call returns a work.ref (declare one as TOOL: {background: AGENT})", what, s)
+		default:
+			hint := refHint(r.Tool, uniq(candidates))
+			if kind := l.toolKind(r.Tool); kind != "" {
+				hint = fmt.Sprintf("; %s is a %s, which returns its output, never a work.ref", r.Tool, kindName(kind))
+			}
+			l.errorf(n, "%s %q never resolves: %s backgroundable tool %q%s", what, s, owner, r.Tool, hint)
+		}
 	}
 	return r
+}
+
+// union reads a provider-error or latency fault with both kinds' keys, so
+// that a key of the other kind gets a message that says so.
+func union(a, b []string) []string {
+	return uniq(append(slices.Clone(a), b...))
 }
 
 func uniq(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
 }
-
-var expectationKinds = []string{"ordered", "unordered", "subset", "never", "count", "output-only-via-result",
-	"foreground-output", "work-ends", "outcome", "prepare-fails"}
 
 func (l *loader) expectations(n *node) []Expectation {
 	var out []Expectation
@@ -631,7 +723,7 @@ func (l *loader) expectations(n *node) []Expectation {
 			name = l.str(v, what+" name")
 			it = withoutKey(it, "name")
 		}
-		kind, v, ok := l.oneOf(it, what, expectationKinds...)
+		kind, v, ok := l.oneOf(it, what, "expectation", expectationKinds...)
 		if !ok {
 			continue
 		}
@@ -654,9 +746,14 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 	case "unordered":
 		return Unordered(l.patterns(v, what))
 	case "subset":
-		f := l.fields(v, what, "of", "allowed")
+		f := l.fields(v, what, subsetKeys...)
+		if f["of"] == nil {
+			l.errorf(v, "%s is missing key \"of\": the pattern of the entries it is about, such as of: {work-call: {agent: AGENT}}", what)
+		}
+		if f["allowed"] == nil {
+			l.errorf(v, "%s is missing key \"allowed\": the patterns every entry it is about must match", what)
+		}
 		if f["of"] == nil || f["allowed"] == nil {
-			l.errorf(v, "%s needs of (which entries) and allowed (the patterns they must match)", what)
 			return nil
 		}
 		return Subset{Of: l.pattern(f["of"], what+" of", ""), Allowed: l.patterns(f["allowed"], what+" allowed")}
@@ -664,7 +761,7 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 		if v.kind == seqNode {
 			return Never{Patterns: l.patterns(v, what)}
 		}
-		f := l.fields(v, what, "patterns", "after")
+		f := l.fields(v, what, neverKeys...)
 		nv := Never{Patterns: l.patterns(f["patterns"], what+" patterns")}
 		if f["after"] != nil {
 			p := l.pattern(f["after"], what+" after", "")
@@ -672,25 +769,28 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 		}
 		return nv
 	case "count":
-		f := l.fields(v, what, "match", "min", "max")
+		f := l.fields(v, what, countKeys...)
 		c := Count{Pattern: l.pattern(f["match"], what+" match", ""), Min: l.integer(f["min"], what+" min", 0), Max: -1}
 		if f["match"] == nil {
-			l.errorf(v, "%s is missing key \"match\"", what)
+			l.errorf(v, "%s is missing key \"match\": the pattern to count, such as match: {request: {agent: AGENT}}", what)
 		}
 		if f["max"] != nil {
 			c.Max = l.integer(f["max"], what+" max", 0)
+			if c.Max < c.Min {
+				l.errorf(f["max"], "%s: max %d is below min %d, so no run can satisfy it", what, c.Max, c.Min)
+			}
 		}
 		return c
 	case "output-only-via-result":
 		if v.kind == scalarNode {
 			return OutputOnlyViaResult{Tool: l.bgTool(v, what)}
 		}
-		f := l.fields(v, what, "tool", "allow-unread")
+		f := l.fields(v, what, outputOnlyKeys...)
 		return OutputOnlyViaResult{Tool: l.bgTool(f["tool"], what+" tool"), AllowUnread: l.boolean(f["allow-unread"], what+" allow-unread")}
 	case "foreground-output":
 		return ForegroundOutput{Tool: l.childTool(v, what)}
 	case "work-ends":
-		f := l.fields(v, what, "work", "in")
+		f := l.fields(v, what, workEndsKeys...)
 		w := WorkEnds{Work: l.ref(f["work"], what+" work"), States: l.strs(f["in"], what+" in")}
 		if f["work"] == nil || f["in"] == nil {
 			l.errorf(v, "%s needs work and in, such as {work: research, in: [completed]}", what)
@@ -702,14 +802,14 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 		}
 		return w
 	case "outcome":
-		f := l.fields(v, what, "agent", "contains", "equals", "failed")
+		f := l.fields(v, what, outcomeKeys...)
 		if f["agent"] == nil {
-			l.errorf(v, "%s is missing key \"agent\"", what)
+			l.errorf(v, "%s is missing key \"agent\": the top-level agent whose run it is about", what)
 		}
 		return Outcome{Agent: l.agentRef(f["agent"], what+" agent"), Contains: l.str(f["contains"], what+" contains"),
 			Equals: l.str(f["equals"], what+" equals"), Failed: l.optBool(f["failed"], what+" failed")}
 	case "prepare-fails":
-		f := l.fields(v, what, "contains")
+		f := l.fields(v, what, prepareFailsKeys...)
 		return PrepareFails{Contains: l.str(f["contains"], what+" contains")}
 	}
 	return nil
@@ -743,7 +843,14 @@ func (l *loader) bgTool(n *node, what string) string {
 		all = append(all, l.agents[id].backgroundTools()...)
 	}
 	if name != "" && !slices.Contains(all, name) {
-		l.errorf(n, "%s: no agent has a backgroundable tool %q%s", what, name, refHint(name, uniq(all)))
+		hint := refHint(name, uniq(all))
+		switch kind := l.toolKind(name); {
+		case kind != "":
+			hint = fmt.Sprintf("; %s is a %s, which returns its output, never a work.ref", name, kindName(kind))
+		case len(all) == 0:
+			hint = "; no agent has any backgroundable tool"
+		}
+		l.errorf(n, "%s: no agent has a backgroundable tool %q%s", what, name, hint)
 	}
 	return name
 }
@@ -763,4 +870,38 @@ func (l *loader) childTool(n *node, what string) string {
 		l.errorf(n, "%s: no agent has a child tool %q%s", what, name, suggest(name, uniq(all)))
 	}
 	return name
+}
+
+// templateError drops text/template's "template: NAME:" prefix, which names
+// the template after the agent, and says "line N" instead.
+func templateError(name string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "template: ")
+	if rest, ok := strings.CutPrefix(msg, name+":"); ok {
+		if i := strings.IndexByte(rest, ':'); i > 0 {
+			if _, err := strconv.Atoi(rest[:i]); err == nil {
+				return "line " + rest[:i] + " of the template:" + rest[i+1:]
+			}
+		}
+	}
+	return msg
+}
+
+// toolKind returns the kind of the first declared tool of that name.
+func (l *loader) toolKind(name string) string {
+	for _, id := range l.order {
+		if d, ok := l.agents[id].tools[name]; ok {
+			return d.kind
+		}
+	}
+	return ""
+}
+
+func kindName(kind string) string {
+	switch kind {
+	case "agent":
+		return "foreground child agent"
+	case "tool":
+		return "function tool"
+	}
+	return kind + " tool"
 }

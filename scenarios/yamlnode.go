@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // node is a YAML value with its position, independent of the YAML library:
@@ -38,6 +41,9 @@ const (
 func (n *node) describe() string {
 	switch n.kind {
 	case mapNode:
+		if len(n.keys) == 0 {
+			return "an empty mapping"
+		}
 		return "a mapping"
 	case seqNode:
 		return "a sequence"
@@ -111,43 +117,117 @@ func parseYAML(src []byte) (*node, error) {
 	if err != nil {
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) && se.Token != nil {
-			return nil, &posError{line: se.Token.Position.Line, col: se.Token.Position.Column, msg: "YAML syntax: " + se.Message}
+			line, col := tokPos(se.Token)
+			return nil, &posError{line: line, col: col, msg: "YAML syntax: " + syntaxMessage(se.Message)}
 		}
 		return nil, &posError{line: 1, col: 1, msg: "YAML: " + err.Error()}
 	}
-	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+	var docs []*ast.DocumentNode
+	for _, d := range f.Docs {
+		if d != nil && d.Body != nil {
+			if _, comment := d.Body.(*ast.CommentGroupNode); !comment {
+				docs = append(docs, d)
+			}
+		}
+	}
+	if len(docs) == 0 {
 		return nil, &posError{line: 1, col: 1, msg: "the file is empty; a scenario needs at least a name, agents and a run"}
 	}
-	if len(f.Docs) > 1 {
-		d := f.Docs[1]
+	if len(docs) > 1 {
 		line, col := 1, 1
-		if d.Start != nil {
-			line, col = d.Start.Position.Line, d.Start.Position.Column
+		if d := docs[1]; d.Start != nil {
+			line, col = tokPos(d.Start)
+		} else if tok := d.Body.GetToken(); tok != nil {
+			line, col = tokPos(tok)
 		}
-		return nil, &posError{line: line, col: col, msg: "a scenario file holds one YAML document"}
+		return nil, &posError{line: line, col: col, msg: "a second YAML document starts here, but a scenario file holds exactly one; split it into one file per scenario"}
 	}
 	c := converter{anchors: map[string]*node{}}
-	return c.convert(f.Docs[0].Body)
+	root, err := c.convert(docs[0].Body)
+	if err != nil {
+		return nil, err
+	}
+	if c.firstAlias != nil && expandedSize(root, map[*node]int{}) > maxExpanded {
+		return nil, &posError{line: c.firstAlias.line, col: c.firstAlias.col,
+			msg: fmt.Sprintf("aliases expand this file to more than %d values; a scenario is never that large", maxExpanded)}
+	}
+	return root, nil
+}
+
+// maxExpanded bounds the values a file may expand to through aliases, so
+// that a few lines of anchors cannot make the loader build an exponential
+// tree (a "billion laughs").
+const maxExpanded = 200_000
+
+// expandedSize counts the values of the tree with every alias expanded,
+// stopping early once it passes maxExpanded.
+func expandedSize(n *node, memo map[*node]int) int {
+	if s, ok := memo[n]; ok {
+		return s
+	}
+	s := 1
+	for _, k := range n.keys {
+		s += expandedSize(k, memo)
+	}
+	for _, v := range n.vals {
+		s += expandedSize(v, memo)
+		if s > maxExpanded {
+			break
+		}
+	}
+	for _, it := range n.items {
+		s += expandedSize(it, memo)
+		if s > maxExpanded {
+			break
+		}
+	}
+	s = min(s, maxExpanded+1)
+	memo[n] = s
+	return s
+}
+
+// syntaxMessage rewrites the parser's messages where they can say more.
+func syntaxMessage(msg string) string {
+	if m := duplicateKey.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("key %s appears twice in the same mapping (first at line %s, column %s)", m[1], m[2], m[3])
+	}
+	if strings.Contains(msg, "'\t'") {
+		return strings.ReplaceAll(msg, "'\t'", `'\t' (a tab)`) + "; YAML indents with spaces, never tabs"
+	}
+	switch msg {
+	case "',' or ']' must be specified":
+		return msg + "; a [ list is still open here"
+	case "',' or '}' must be specified":
+		return msg + "; a { mapping is still open here"
+	}
+	return msg
+}
+
+var duplicateKey = regexp.MustCompile(`^mapping key (".*") already defined at \[(\d+):(\d+)\]$`)
+
+func tokPos(tok *token.Token) (int, int) {
+	if tok == nil || tok.Position == nil {
+		return 1, 1
+	}
+	return max(tok.Position.Line, 1), max(tok.Position.Column, 1)
 }
 
 type converter struct {
-	anchors map[string]*node
-	depth   int
+	anchors    map[string]*node
+	depth      int
+	firstAlias *node
 }
 
 func (c *converter) convert(n ast.Node) (*node, error) {
 	c.depth++
 	defer func() { c.depth-- }()
-	if c.depth > 200 {
-		tok := n.GetToken()
-		return nil, &posError{line: tok.Position.Line, col: tok.Position.Column, msg: "YAML nested too deeply"}
-	}
 	tok := n.GetToken()
+	line, col := tokPos(tok)
+	if c.depth > 200 {
+		return nil, &posError{line: line, col: col, msg: "YAML nested more than 200 levels deep; a scenario is never that deep"}
+	}
 	at := func(k nodeKind) *node {
-		if tok == nil {
-			return &node{kind: k, line: 1, col: 1}
-		}
-		return &node{kind: k, line: tok.Position.Line, col: tok.Position.Column}
+		return &node{kind: k, line: line, col: col}
 	}
 	switch t := n.(type) {
 	case *ast.MappingNode:
@@ -206,9 +286,9 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		out.value = t.Value
 		return out, nil
 	case *ast.InfinityNode:
-		return nil, &posError{line: tok.Position.Line, col: tok.Position.Column, msg: "infinity is not a JSON value"}
+		return nil, &posError{line: line, col: col, msg: "infinity (.inf) is not a JSON value, and everything in a scenario file is JSON; use a large number or a string"}
 	case *ast.NanNode:
-		return nil, &posError{line: tok.Position.Line, col: tok.Position.Column, msg: "NaN is not a JSON value"}
+		return nil, &posError{line: line, col: col, msg: "NaN (.nan) is not a JSON value, and everything in a scenario file is JSON; use null or a string"}
 	case *ast.BoolNode:
 		out := at(scalarNode)
 		out.value = t.Value
@@ -220,13 +300,21 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.anchors[t.Name.GetToken().Value] = v
+		if t.Name != nil && t.Name.GetToken() != nil {
+			c.anchors[t.Name.GetToken().Value] = v
+		}
 		return v, nil
 	case *ast.AliasNode:
-		name := t.Value.GetToken().Value
+		name := ""
+		if t.Value != nil && t.Value.GetToken() != nil {
+			name = t.Value.GetToken().Value
+		}
 		v, ok := c.anchors[name]
 		if !ok {
-			return nil, &posError{line: tok.Position.Line, col: tok.Position.Column, msg: fmt.Sprintf("alias *%s has no anchor before it", name)}
+			return nil, &posError{line: line, col: col, msg: fmt.Sprintf("alias *%s has no anchor &%s before it", name, name)}
+		}
+		if c.firstAlias == nil {
+			c.firstAlias = at(scalarNode)
 		}
 		return v, nil
 	case *ast.TagNode:
@@ -241,13 +329,13 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 	case *ast.CommentGroupNode:
 		return at(scalarNode), nil
 	}
-	return nil, &posError{line: tok.Position.Line, col: tok.Position.Column, msg: fmt.Sprintf("unsupported YAML construct %s", n.Type())}
+	return nil, &posError{line: line, col: col, msg: fmt.Sprintf("unsupported YAML construct %s", n.Type())}
 }
 
 func (c *converter) addEntry(out *node, mv *ast.MappingValueNode) error {
 	if _, ok := mv.Key.(*ast.MergeKeyNode); ok {
-		tok := mv.Key.GetToken()
-		return &posError{line: tok.Position.Line, col: tok.Position.Column, msg: "merge keys (<<) are not supported in scenario files"}
+		line, col := tokPos(mv.Key.GetToken())
+		return &posError{line: line, col: col, msg: "merge keys (<<) are not supported in scenario files; write the keys out, or use an alias for a whole value"}
 	}
 	k, err := c.convert(mv.Key)
 	if err != nil {

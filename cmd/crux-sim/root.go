@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 // Exit codes.
@@ -17,6 +19,13 @@ const (
 
 // usageError is bad usage or bad input: exit 2.
 type usageError struct{ err error }
+
+// badInput is every problem with the scenarios named on the command line:
+// exit 2. Problems in files already name the file, line and column, and are
+// printed as they are, one per line, like a compiler's.
+type badInput struct{ problems []error }
+
+func (e *badInput) Error() string { return errors.Join(e.problems...).Error() }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
@@ -38,10 +47,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errFailed):
 		return exitFailed
 	default:
-		var ue *usageError
-		if !errors.As(err, &ue) {
-			// cobra's own errors (unknown command, bad flag) are usage errors too.
-			fmt.Fprintln(stderr, "crux-sim:", err)
+		// Usage errors, bad input and cobra's own errors (unknown
+		// command, bad flag) all exit 2.
+		var bad *badInput
+		if errors.As(err, &bad) {
+			for _, p := range bad.problems {
+				var le *scenarios.LoadError
+				if errors.As(p, &le) {
+					fmt.Fprintln(stderr, le)
+				} else {
+					fmt.Fprintln(stderr, "crux-sim:", p)
+				}
+			}
 			return exitBadUsage
 		}
 		fmt.Fprintln(stderr, "crux-sim:", err)

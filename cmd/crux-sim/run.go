@@ -99,12 +99,12 @@ The same scenario and seed always print the same transcript.`,
 // file (or looks like a path), a scenario file. Every bad file is reported.
 func loadScenarios(args []string) ([]*scenarios.Scenario, error) {
 	var out []*scenarios.Scenario
-	var problems []string
+	var problems []error
 	for _, arg := range args {
 		if isFile(arg) {
 			sc, err := scenarios.LoadFile(arg)
 			if err != nil {
-				problems = append(problems, err.Error())
+				problems = append(problems, err)
 				continue
 			}
 			out = append(out, sc)
@@ -112,13 +112,13 @@ func loadScenarios(args []string) ([]*scenarios.Scenario, error) {
 		}
 		sc, err := scenarios.Builtin(arg)
 		if err != nil {
-			problems = append(problems, err.Error()+"; run crux-sim list for the built-ins, or give a path to a scenario file")
+			problems = append(problems, fmt.Errorf("%w; run crux-sim list for the built-ins, or give a path to a scenario file", err))
 			continue
 		}
 		out = append(out, sc)
 	}
 	if len(problems) > 0 {
-		return nil, &usageError{fmt.Errorf("%s", strings.Join(problems, "\n"))}
+		return nil, &badInput{problems}
 	}
 	return out, nil
 }
