@@ -1,0 +1,265 @@
+package platform_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+var _ = Describe("How results and progress are tracked", func() {
+	var (
+		e    *env
+		leak goleak.Option
+	)
+	BeforeEach(func() {
+		leak = leakCheck()
+		e = newEnv()
+	})
+	AfterEach(func() {
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+
+	It("outcomes flow back as worker.*, delegation.* and task.* events on the parent's log, and to the observer in order", func() {
+		e.model.Script("coordinator",
+			calls(use("spawn_worker", map[string]any{"task": "w", "agent": "writer"}),
+				use("delegate_task", map[string]any{"goal": "d", "agent": "researcher"}),
+				use("spawn_task", map[string]any{"prompt": "t", "agent": "scout"})),
+			say("all started"), say("one"), say("two"))
+		e.model.Script("writer", say("worker out"))
+		e.model.Script("researcher", say("delegate out"))
+		e.model.Script("scout", complete("task out", nil), say("."))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.sim.Settle()
+
+		log := e.p.Events(root)
+		for _, want := range []platform.EventType{platform.EventWorkerSpawned, platform.EventWorkerComplete,
+			platform.EventDelegationStart, platform.EventDelegationComplete, platform.EventTaskCreated,
+			platform.EventTaskStarted} {
+			Expect(ofType(log, want)).NotTo(BeEmpty(), string(want))
+		}
+		var byTask, byWorker int
+		for _, ev := range ofType(log, platform.EventWorkerComplete) {
+			if ev.Task != "" {
+				byTask++
+			} else {
+				byWorker++
+			}
+		}
+		Expect([]int{byWorker, byTask}).To(Equal([]int{1, 1}))
+		// The observer saw every event of every log, in sequence order.
+		all := e.p.AllEvents()
+		Expect(e.seen).To(HaveLen(len(all)))
+		for i := range all {
+			Expect(e.seen[i].Seq).To(Equal(uint64(i + 1)))
+		}
+	})
+
+	It("the live tree returns a session's descendant graph", func() {
+		e.model.Script("coordinator",
+			calls(use("spawn_worker", map[string]any{"task": "w", "agent": "writer"}),
+				use("delegate_task", map[string]any{"goal": "lead", "agent": "researcher", "role": "orchestrator"})),
+			say("ok"), say("ok"))
+		e.model.Script("writer", scripted.Turn{Text: "slow", Latency: time.Hour})
+		e.model.Script("researcher", calls(use("delegate_task", map[string]any{"goals": []string{"x", "y"}, "agent": "scout"})), say("led"))
+		e.model.Script("scout", say("x done"), say("y done"))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.sim.Settle()
+
+		tree, err := e.p.Tree(root)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tree.ID).To(Equal(root))
+		Expect(tree.Children).To(HaveLen(2))
+		w, d := tree.Children[0], tree.Children[1]
+		Expect(w.Kind).To(Equal(platform.KindWorker))
+		Expect(w.State).To(Equal(platform.StateRunning), "the Running panel")
+		Expect(d.Kind).To(Equal(platform.KindDelegate))
+		Expect(d.Children).To(HaveLen(2))
+		Expect(d.Children[0].Depth).To(Equal(2))
+		sub, err := e.p.Tree(d.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sub.Children).To(HaveLen(2))
+		e.sim.RunFor(2 * time.Hour)
+	})
+
+	It("a fan-out shares a coordination board so siblings reuse each other's findings and claims", func() {
+		e.model.Script("coordinator",
+			calls(use("delegate_task", map[string]any{"goals": []string{"first", "second"}, "agent": "researcher"})), say("ok"))
+		e.model.ScriptRun("researcher", 1,
+			calls(use("board_claim", map[string]any{"key": "module-a"}), use("board_note", map[string]any{"text": "module-a uses v2 API"})),
+			say("first"))
+		e.model.ScriptRun("researcher", 2,
+			scripted.Turn{Calls: []scripted.Call{use("board_read", map[string]any{}), use("board_claim", map[string]any{"key": "module-a"})}, Latency: time.Minute},
+			say("second"))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.sim.RunFor(time.Hour)
+
+		d := delegationResults(e.info(root))
+		second := e.info(d.Results[1].SessionID)
+		read, _ := toolResult(second, "board_read")
+		Expect(read).To(ContainSubstring("module-a uses v2 API"))
+		claim, _ := toolResult(second, "board_claim")
+		Expect(jsonOf(claim)).To(HaveKeyWithValue("claimed", false))
+		Expect(jsonOf(claim)).To(HaveKeyWithValue("holder", d.Results[0].SessionID))
+	})
+})
+
+var _ = Describe("Platform maintenance jobs", func() {
+	var (
+		e    *env
+		leak goleak.Option
+	)
+	BeforeEach(func() {
+		leak = leakCheck()
+		e = newEnv(func(o *platform.Options) { o.NoSweepers = false })
+	})
+	AfterEach(func() {
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+
+	It("board maintenance (~5 min) expires lapsed claims and purges old or orphaned notes", func() {
+		e.model.Script("coordinator", calls(use("board_claim", map[string]any{"key": "k", "ttl": "7m"}),
+			use("board_note", map[string]any{"text": "n1"})), say("ok"))
+		live := e.root("coordinator")
+		e.send(live, "go")
+		e.model.Script("writer", calls(use("board_note", map[string]any{"text": "orphan"})), say("ok"))
+		gone := e.root("writer")
+		e.send(gone, "go")
+		e.sim.Settle()
+		Expect(e.p.CloseSession(gone)).To(Succeed())
+
+		e.sim.RunFor(5 * time.Minute)
+		claims, notes := e.p.Board(live)
+		Expect(claims).To(HaveLen(1), "not lapsed at the first pass (5m)")
+		_, orphan := e.p.Board(gone)
+		Expect(orphan).To(BeEmpty(), "the closed tree's note was purged at 5m")
+		e.sim.RunFor(5 * time.Minute)
+		claims, notes = e.p.Board(live)
+		Expect(claims).To(BeEmpty(), "lapsed at 7m, expired by the 10m pass")
+		Expect(notes).To(HaveLen(1))
+		exp := ofType(e.p.Events(live), platform.EventBoardClaimExpired)
+		Expect(exp).To(HaveLen(1))
+		Expect(exp[0].Time).To(Equal(epoch.Add(10 * time.Minute)))
+
+		e.sim.RunFor(platform.DefaultNoteTTL)
+		_, notes = e.p.Board(live)
+		Expect(notes).To(BeEmpty(), "older than the note TTL")
+	})
+
+	It("inbox expiry (~5 min) marks pending items non-actionable once their owning session is terminal", func() {
+		e.model.Script("coordinator", calls(use("ask_user_question", map[string]any{"question": "which region?"})), say("asked"))
+		e.model.Script("writer", calls(use("ask_user_question", map[string]any{"question": "ok to ship?"})), say("asked"))
+		a, b := e.root("coordinator"), e.root("writer")
+		e.send(a, "go")
+		e.send(b, "go")
+		e.sim.Settle()
+		Expect(e.p.CloseSession(b)).To(Succeed())
+		e.sim.RunFor(5*time.Minute + time.Second)
+		items := e.p.Inbox()
+		Expect(items).To(HaveLen(2))
+		Expect(items[0].State).To(Equal(platform.InboxPending))
+		Expect(items[1].State).To(Equal(platform.InboxNonActionable))
+		Expect(ofType(e.p.Events(b), platform.EventInboxExpired)[0].Time).To(Equal(epoch.Add(5 * time.Minute)))
+
+		e.model.Script("coordinator", say("eu-west it is"))
+		Expect(e.p.Answer(items[0].ID, "eu-west")).To(Succeed())
+		Expect(e.p.Answer(items[1].ID, "yes")).NotTo(Succeed())
+		e.sim.Settle()
+		Expect(e.info(a).Output).To(Equal("eu-west it is"))
+	})
+
+	It("platform workspace cleanup (~6 h) deletes orphaned session-workspace prefixes and keeps live or busy ones", func() {
+		live, gone, busy := e.root("writer"), e.root("writer"), e.root("coordinator")
+		for _, s := range []string{live, gone, busy} {
+			Expect(e.p.WriteFile(s, "f.txt", "x")).To(Succeed())
+		}
+		// A blocked task is unfinished: its tree's workspace is busy.
+		e.model.Script("scout", calls(use("worker_block", map[string]any{"reason": "waiting for input"})), say("blocked"))
+		e.model.Script("coordinator", say("noted"))
+		t, err := e.p.SpawnTask(busy, store.Task{Prompt: "long", Agent: "scout"})
+		Expect(err).NotTo(HaveOccurred())
+		e.sim.Settle()
+		Expect(e.p.Task(t.ID)).To(HaveField("State", store.TaskBlocked))
+		Expect(e.p.CloseSession(gone)).To(Succeed())
+		Expect(e.p.CloseSession(busy)).To(Succeed())
+
+		e.sim.RunFor(6 * time.Hour)
+		Expect(e.p.ReadFile(gone, "f.txt")).To(Equal("x"), "within the grace period")
+		e.sim.RunFor(24 * time.Hour)
+		_, err = e.p.ReadFile(gone, "f.txt")
+		Expect(err).To(MatchError(store.ErrNotFound))
+		Expect(e.p.ReadFile(live, "f.txt")).To(Equal("x"))
+		Expect(e.p.ReadFile(busy, "f.txt")).To(Equal("x"), "an unfinished task still uses it")
+		del := ofType(e.p.Events(""), platform.EventWorkspaceDeleted)
+		Expect(del).To(HaveLen(1))
+		Expect(del[0].Path).To(Equal(platform.WorkspacePrefix(gone)))
+		Expect(del[0].Time.Sub(epoch)%(6*time.Hour)).To(BeZero(), "on the 6-hour cadence")
+	})
+
+	It("the training collector exports successful delegation and skill trajectories as JSONL to the tenant bucket", func() {
+		e.close()
+		skill := &core.Tool{Description: "summarise text", Run: func(context.Context, core.ToolCall, any) (any, error) {
+			return "short version", nil
+		}}
+		e = newEnv(func(o *platform.Options) {
+			o.Skills = []string{"summarise"}
+			o.Agents["skilled"] = &core.Agent{ID: "skilled", Tools: core.Tools{"summarise": skill}}
+		})
+		e.model.Script("skilled",
+			calls(use("summarise", map[string]any{"text": "long"}), use("delegate_task", map[string]any{"goals": []string{"ok", "bad"}, "agent": "researcher"})),
+			say("done"))
+		e.model.Script("researcher", say("fine answer"), scripted.Fail(errContext("boom")))
+		root := e.root("skilled")
+		e.send(root, "go")
+		e.sim.Settle()
+
+		key, n, err := e.p.CollectTraining("acme")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n).To(Equal(2), "one successful delegation, one skill call; the failed delegation is not exported")
+		Expect(key).To(HavePrefix("tenants/acme/training/"))
+		data, _, err := e.store.GetFile(nil, key)
+		Expect(err).NotTo(HaveOccurred())
+		var lines []platform.Trajectory
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			var t platform.Trajectory
+			Expect(json.Unmarshal(sc.Bytes(), &t)).To(Succeed())
+			lines = append(lines, t)
+		}
+		Expect(lines).To(HaveLen(2))
+		Expect(lines[0].Type).To(Equal("delegation"))
+		Expect(lines[0].Goal).To(Equal("ok"))
+		Expect(lines[0].Response).To(Equal("fine answer"))
+		Expect(lines[0].Messages).NotTo(BeEmpty())
+		Expect(lines[1].Type).To(Equal("skill"))
+		Expect(lines[1].Skill).To(Equal("summarise"))
+		Expect(lines[1].Result).To(Equal("short version"))
+		Expect(lines[1].Arguments).To(MatchJSON(`{"text":"long"}`))
+		Expect(ofType(e.p.Events(""), platform.EventTrainingExport)).To(HaveLen(1))
+	})
+
+	It("the sweepers are idempotent: a pass with nothing to do changes nothing and logs nothing", func() {
+		root := e.root("coordinator")
+		e.sim.RunFor(7 * 24 * time.Hour)
+		Expect(e.p.SweepBoard(e.sim.Now())).To(Equal(0))
+		Expect(e.p.SweepInbox()).To(BeZero())
+		Expect(e.p.SweepWorkspaces(e.sim.Now())).To(BeEmpty())
+		Expect(e.p.Events("")).To(BeEmpty())
+		Expect(types(e.p.Events(root))).To(Equal([]platform.EventType{platform.EventSessionCreated}))
+	})
+})
