@@ -393,6 +393,9 @@ func (p *Platform) toolWorkerComplete(_ context.Context, s *session, _ core.Tool
 	if err != nil {
 		return nil, err
 	}
+	if string(in.Metadata) == "null" {
+		in.Metadata = nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s.report = &taskReport{completed: true, summary: in.Summary, metadata: in.Metadata}

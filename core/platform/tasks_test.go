@@ -33,7 +33,11 @@ func onNotice(tool string, args map[string]any) scripted.Turn {
 }
 
 func complete(summary string, meta map[string]any) scripted.Turn {
-	return calls(use("worker_complete", map[string]any{"summary": summary, "metadata": meta}))
+	args := map[string]any{"summary": summary}
+	if meta != nil {
+		args["metadata"] = meta
+	}
+	return calls(use("worker_complete", args))
 }
 
 var _ = Describe("Durable tasks (spawn_task)", func() {

@@ -67,7 +67,7 @@ func (p *Platform) platformTools() map[string]*core.Tool {
 			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"],"additionalProperties":false}`,
 			p.toolCancelTask},
 		ToolWorkerComplete: {"Report this task done: summary becomes the task's result; metadata is free-form structured detail (changed_files, tests_run, decisions, ...).",
-			`{"type":"object","properties":{"summary":{"type":"string","minLength":1},"metadata":{"type":"object"}},"required":["summary"],"additionalProperties":false}`,
+			`{"type":"object","properties":{"summary":{"type":"string","minLength":1},"metadata":{"type":["object","null"]}},"required":["summary"],"additionalProperties":false}`,
 			p.toolWorkerComplete},
 		ToolWorkerBlock: {"Pause this task until the session that spawned it unblocks it; say what you need.",
 			`{"type":"object","properties":{"reason":{"type":"string","minLength":1}},"required":["reason"],"additionalProperties":false}`,
