@@ -3,7 +3,6 @@ package trace
 import (
 	"cmp"
 	"encoding/json"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 )
-
-var isoTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
 
 // Normalize returns a copy of the trace with ids renamed in order of
 // appearance (runs as agent#n, Work as w-n, tool calls as call-n, send
@@ -27,6 +24,22 @@ func (t *Trace) Normalize() *Trace {
 // NormalizeIDs is Normalize that also returns the renaming it applied, for
 // callers that hold ids from outside the trace.
 func (t *Trace) NormalizeIDs() (*Trace, func(id string) string) {
+	out := &Trace{Name: t.Name, Seed: t.Seed, Start: t.Start, Entries: make([]Entry, len(t.Entries))}
+	return out, t.normalizeInto(out.Entries)
+}
+
+// NormalizeInPlace is NormalizeIDs that rewrites t's own entries instead of
+// copying them, for a caller that owns them: one that took them from a
+// Recorder it will not use again. The slices an entry holds (messages,
+// calls, status rows) are still copied before they are changed, since they
+// may be shared with the run that produced them.
+func (t *Trace) NormalizeInPlace() func(id string) string {
+	return t.normalizeInto(t.Entries)
+}
+
+// normalizeInto writes the normalized entries of t into dst, which has
+// t's length and may be t.Entries itself.
+func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	names := map[string]string{}
 	perAgent := map[string]int{}
 	var works, calls, sends int
@@ -37,7 +50,8 @@ func (t *Trace) NormalizeIDs() (*Trace, func(id string) string) {
 			}
 		}
 	}
-	for _, e := range t.Entries {
+	for i := range t.Entries {
+		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart {
 			if _, ok := names[e.Run]; !ok {
 				perAgent[e.Agent]++
@@ -82,28 +96,30 @@ func (t *Trace) NormalizeIDs() (*Trace, func(id string) string) {
 		}
 		return strings.Compare(a[0], b[0])
 	})
-	args := make([]string, 0, 2*len(pairs))
-	for _, p := range pairs {
-		args = append(args, p[0], p[1])
+	var rep *strings.Replacer
+	if len(pairs) > 0 {
+		args := make([]string, 0, 2*len(pairs))
+		for _, p := range pairs {
+			args = append(args, p[0], p[1])
+		}
+		rep = strings.NewReplacer(args...)
 	}
-	rep := strings.NewReplacer(args...)
+	// fix returns s itself when nothing in it changes, so that callers can
+	// tell by comparing and copy only what changed.
 	fix := func(s string) string {
 		if s == "" {
 			return s
 		}
-		if len(args) > 0 {
+		if rep != nil {
 			s = rep.Replace(s)
 		}
-		if !mayHoldTimestamp(s) {
-			return s
+		return replaceTimestamps(s, t.Start)
+	}
+	fixRaw := func(b json.RawMessage) json.RawMessage {
+		if len(b) == 0 || (rep == nil && !mayHoldTimestamp(b)) {
+			return b
 		}
-		return isoTime.ReplaceAllStringFunc(s, func(ts string) string {
-			at, err := time.Parse(time.RFC3339Nano, ts)
-			if err != nil {
-				return ts
-			}
-			return Offset(at.Sub(t.Start))
-		})
+		return json.RawMessage(fix(string(b)))
 	}
 	id := func(s string) string {
 		if n, ok := names[s]; ok {
@@ -111,59 +127,169 @@ func (t *Trace) NormalizeIDs() (*Trace, func(id string) string) {
 		}
 		return s
 	}
-	out := &Trace{Name: t.Name, Seed: t.Seed, Start: t.Start, Entries: make([]Entry, len(t.Entries))}
-	for i, e := range t.Entries {
+	for i := range t.Entries {
+		if &dst[i] != &t.Entries[i] {
+			dst[i] = t.Entries[i]
+		}
+		e := &dst[i]
 		e.Run, e.Parent, e.Work = id(e.Run), id(e.Parent), id(e.Work)
 		e.Content, e.Text, e.Error, e.Detail = fix(e.Content), fix(e.Text), fix(e.Error), fix(e.Detail)
-		e.Output = json.RawMessage(fix(string(e.Output)))
-		e.Input = json.RawMessage(fix(string(e.Input)))
-		if len(e.Status) > 0 {
-			st := make([]string, len(e.Status))
-			for j, s := range e.Status {
-				st[j] = fix(s)
-			}
-			e.Status = st
-		}
-		if len(e.Messages) > 0 {
-			ms := slices.Clone(e.Messages)
-			for j := range ms {
-				ms[j].Content = fix(ms[j].Content)
-				ms[j].ToolCallID = id(ms[j].ToolCallID)
-				ms[j].ToolCalls = fixCalls(ms[j].ToolCalls, id, fix)
-			}
-			e.Messages = ms
-		}
+		e.Output, e.Input = fixRaw(e.Output), fixRaw(e.Input)
+		e.Status = fixStrings(e.Status, fix)
+		e.Messages = fixMessages(e.Messages, id, fix)
 		e.Calls = fixCalls(e.Calls, id, fix)
 		if e.Call != nil {
-			c := *e.Call
-			c.ID, c.Arguments = id(c.ID), fix(c.Arguments)
-			e.Call = &c
+			if cid, args := id(e.Call.ID), fix(e.Call.Arguments); cid != e.Call.ID || args != e.Call.Arguments {
+				c := *e.Call
+				c.ID, c.Arguments = cid, args
+				e.Call = &c
+			}
 		}
 		if e.Ref != nil {
-			r := *e.Ref
-			r.ID = id(r.ID)
-			e.Ref = &r
+			if rid := id(e.Ref.ID); rid != e.Ref.ID {
+				r := *e.Ref
+				r.ID = rid
+				e.Ref = &r
+			}
 		}
-		out.Entries[i] = e
 	}
-	return out, id
+	return id
 }
 
-func fixCalls(calls []core.ToolCall, id, fix func(string) string) []core.ToolCall {
-	if len(calls) == 0 {
-		return calls
+// fixStrings applies fix to every string, copying the slice only if one
+// changes.
+func fixStrings(ss []string, fix func(string) string) []string {
+	var out []string
+	for i, s := range ss {
+		f := fix(s)
+		if out == nil && f != s {
+			out = slices.Clone(ss)
+		}
+		if out != nil {
+			out[i] = f
+		}
 	}
-	out := slices.Clone(calls)
-	for i := range out {
-		out[i].ID, out[i].Arguments = id(out[i].ID), fix(out[i].Arguments)
+	if out == nil {
+		return ss
 	}
 	return out
 }
 
-// mayHoldTimestamp is a fast filter before the timestamp regexp: an RFC
-// 3339 time has a 'T' between a digit and a digit with a '-' four places
-// before it.
-func mayHoldTimestamp(s string) bool {
+func fixMessages(ms []core.Message, id, fix func(string) string) []core.Message {
+	var out []core.Message
+	for i := range ms {
+		m := &ms[i]
+		content, callID, calls := fix(m.Content), id(m.ToolCallID), fixCalls(m.ToolCalls, id, fix)
+		if out == nil && (content != m.Content || callID != m.ToolCallID || !sameSlice(calls, m.ToolCalls)) {
+			out = slices.Clone(ms)
+		}
+		if out != nil {
+			out[i].Content, out[i].ToolCallID, out[i].ToolCalls = content, callID, calls
+		}
+	}
+	if out == nil {
+		return ms
+	}
+	return out
+}
+
+func fixCalls(calls []core.ToolCall, id, fix func(string) string) []core.ToolCall {
+	var out []core.ToolCall
+	for i := range calls {
+		c := &calls[i]
+		cid, args := id(c.ID), fix(c.Arguments)
+		if out == nil && (cid != c.ID || args != c.Arguments) {
+			out = slices.Clone(calls)
+		}
+		if out != nil {
+			out[i].ID, out[i].Arguments = cid, args
+		}
+	}
+	if out == nil {
+		return calls
+	}
+	return out
+}
+
+// sameSlice reports whether two slices are the same slice (not merely
+// equal): fixCalls returns its argument when nothing changed.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// replaceTimestamps rewrites every RFC 3339 timestamp in s (see
+// timestampLen) as an offset from start, and returns s itself when there is
+// none. It scans by hand rather than with a regexp: it is on the path of
+// every simulated run, and a timestamp has its 'T' at a fixed place, ten
+// bytes from its start.
+func replaceTimestamps(s string, start time.Time) string {
+	var b strings.Builder
+	last := 0
+	for j := 10; j < len(s); j++ {
+		if s[j] != 'T' || j-10 < last {
+			continue
+		}
+		i := j - 10
+		n := timestampLen(s, i)
+		if n == 0 {
+			continue
+		}
+		ts := s[i : i+n]
+		if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			if b.Len() == 0 {
+				b.Grow(len(s))
+			}
+			b.WriteString(s[last:i])
+			b.WriteString(Offset(at.Sub(start)))
+			last = i + n
+		}
+		// An unparsable match stays as it is, and the scan goes on after
+		// it, as a regexp replacement would.
+		j = i + n - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// timestampLen returns the length of the timestamp at s[i:], or 0: the
+// regexp \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d).
+func timestampLen(s string, i int) int {
+	const layout = "dddd-dd-ddTdd:dd:dd"
+	if len(s)-i < len(layout)+1 {
+		return 0
+	}
+	for k := 0; k < len(layout); k++ {
+		c := s[i+k]
+		if layout[k] == 'd' {
+			if !isDigit(c) {
+				return 0
+			}
+		} else if c != layout[k] {
+			return 0
+		}
+	}
+	p := i + len(layout)
+	if s[p] == '.' && p+1 < len(s) && isDigit(s[p+1]) {
+		p += 2
+		for p < len(s) && isDigit(s[p]) {
+			p++
+		}
+	}
+	switch {
+	case p < len(s) && s[p] == 'Z':
+		return p + 1 - i
+	case p+6 <= len(s) && (s[p] == '+' || s[p] == '-') && isDigit(s[p+1]) && isDigit(s[p+2]) && s[p+3] == ':' && isDigit(s[p+4]) && isDigit(s[p+5]):
+		return p + 6 - i
+	}
+	return 0
+}
+
+// mayHoldTimestamp is a fast filter for raw JSON: an RFC 3339 time has a
+// 'T' between a digit and a digit with a '-' three places before it.
+func mayHoldTimestamp[S ~string | ~[]byte](s S) bool {
 	for i := 10; i+1 < len(s); i++ {
 		if s[i] == 'T' && s[i-3] == '-' && isDigit(s[i-1]) && isDigit(s[i+1]) {
 			return true
@@ -177,7 +303,9 @@ func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 // Offset renders a duration from the start as +5s, +1m30s or +250ms.
 func Offset(d time.Duration) string {
 	if d < 0 {
-		return "-" + Offset(-d)
+		// Not "-" + Offset(-d): -d overflows for the most negative
+		// duration (a timestamp centuries before the start).
+		return d.String()
 	}
 	if d == 0 {
 		return "+0s"

@@ -12,6 +12,7 @@ package trace
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,6 +114,15 @@ func NewRecorder(start time.Time) *Recorder {
 	return &Recorder{start: start}
 }
 
+// Grow makes room for n more entries at once. An Entry is large, so a
+// caller that knows roughly how long a run is (a simulation of a scenario)
+// saves the copies of growing the slice entry by entry.
+func (r *Recorder) Grow(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entries = slices.Grow(r.entries, n)
+}
+
 // Observe records a runtime event.
 func (r *Recorder) Observe(e core.Event) {
 	en := Entry{Run: e.Run, Agent: e.Agent, Step: e.Step, Work: e.Work, Label: e.Label}
@@ -196,4 +206,12 @@ func (r *Recorder) Trace() *Trace {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return &Trace{Start: r.start, Entries: r.entries[:len(r.entries):len(r.entries)]}
+}
+
+// Entries returns the entries so far, shared like Trace's, without
+// allocating: for checks that run after every step of a simulation.
+func (r *Recorder) Entries() []Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.entries[:len(r.entries):len(r.entries)]
 }

@@ -1,0 +1,69 @@
+package trace
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// isoTime is the rule replaceTimestamps implements by hand; the specs below
+// hold the two to the same answers.
+var isoTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
+
+var tsStart = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+func byRegexp(s string) string {
+	return isoTime.ReplaceAllStringFunc(s, func(ts string) string {
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			return ts
+		}
+		return Offset(at.Sub(tsStart))
+	})
+}
+
+var timestampCases = []string{
+	"",
+	"no time here",
+	`{"createdAt":"2026-01-01T00:00:05.000Z","startedAt":"2026-01-01T00:00:05Z"}`,
+	"2026-01-01T00:01:30.250+00:00 and 2026-01-01T01:00:00-01:00",
+	"12026-01-01T00:00:01Z",                          // a match may start inside a longer number
+	"2026-01-01T00:00:01.Z",                          // a dot without digits is no fraction
+	"2026-01-01T00:00:01.5",                          // no zone: no match
+	"2026-13-45T99:99:99Z then 2026-01-01T00:00:02Z", // matched but unparsable, left alone
+	"2026-01-01T00:00:01+0100",
+	"T 2026-01-01T00:00:03ZT2026-01-01T00:00:04Z",
+	"2026-01-01T00:00:01Z2026-01-01T00:00:02Z",
+	"ééé 2026-01-01T00:00:07Z ééé",
+	"0026-01-01T00:01:30.250+00:00", // centuries before the start: the most negative offset
+}
+
+func TestTimestampsInContentsBecomeOffsetsExactlyAsTheRegexpRuleSays(t *testing.T) {
+	for _, c := range timestampCases {
+		if got, want := replaceTimestamps(c, tsStart), byRegexp(c); got != want {
+			t.Errorf("replaceTimestamps(%q) = %q, the rule gives %q", c, got, want)
+		}
+	}
+}
+
+func TestAContentWithoutTimestampsIsReturnedAsIsWithoutCopying(t *testing.T) {
+	s := strings.Repeat("plain words, no times; ", 4)
+	if got := replaceTimestamps(s, tsStart); got != s || (len(got) > 0 && &[]byte(got)[0] == nil) {
+		t.Errorf("replaceTimestamps changed %q to %q", s, got)
+	}
+	if n := testing.AllocsPerRun(100, func() { replaceTimestamps(s, tsStart) }); n != 0 {
+		t.Errorf("replaceTimestamps allocated %v times for a content without timestamps", n)
+	}
+}
+
+func FuzzTimestampReplacementMatchesTheRegexpRule(f *testing.F) {
+	for _, c := range timestampCases {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := replaceTimestamps(s, tsStart), byRegexp(s); got != want {
+			t.Errorf("replaceTimestamps(%q) = %q, the rule gives %q", s, got, want)
+		}
+	})
+}
