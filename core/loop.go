@@ -248,9 +248,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 	}
 	switch pt.kind {
 	case kindWork:
-		var in WorkInput
-		raw, _ := json.Marshal(args)
-		_ = json.Unmarshal(raw, &in)
+		in := workInputOf(args.(map[string]any))
 		ev.Action = in.Action
 		if in.ID != nil {
 			ev.Work = *in.ID
@@ -297,6 +295,21 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 		return out, &ref, err
 	}
 	return "", nil, fmt.Errorf("tool %q has no handler", call.Name)
+}
+
+// workInputOf reads the work tool's arguments, which its schema has already
+// validated (an object of strings), without a JSON round trip: this is on
+// the path of every work call.
+func workInputOf(m map[string]any) WorkInput {
+	str := func(key string) *string {
+		if v, ok := m[key].(string); ok {
+			return &v
+		}
+		return nil
+	}
+	in := WorkInput{ID: str("id"), Timeout: str("timeout"), Message: str("message")}
+	in.Action, _ = m["action"].(string)
+	return in
 }
 
 // runChild runs a foreground child inline, on the tool call's context.
