@@ -53,7 +53,7 @@ func resolve(req *core.Request, v any) (any, error) {
 	case WorkID:
 		ref, ok := FindWorkRef(req, string(t))
 		if !ok {
-			return nil, fmt.Errorf("no earlier %q call returned a work.ref in this run's history", string(t))
+			return nil, errNoWorkRef(string(t))
 		}
 		return ref.ID, nil
 	case map[string]any:
@@ -78,4 +78,8 @@ func resolve(req *core.Request, v any) (any, error) {
 		return out, nil
 	}
 	return v, nil
+}
+
+func errNoWorkRef(tool string) error {
+	return fmt.Errorf("no earlier %q call returned a work.ref in this run's history", tool)
 }

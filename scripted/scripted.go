@@ -275,11 +275,7 @@ func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {
 			args = a
 		case nil:
 		default:
-			resolved, err := resolve(req, a)
-			if err != nil {
-				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
-			}
-			raw, err := json.Marshal(resolved)
+			raw, err := appendJSON(nil, req, a)
 			if err != nil {
 				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
 			}
@@ -325,5 +321,7 @@ func encodeJSON(v any) (json.RawMessage, error) {
 		}
 		return json.Marshal(t)
 	}
-	return json.Marshal(v)
+	// Outputs hold no references: resolving against no request finds none,
+	// and a WorkID in an output is encoded as json.Marshal would (a string).
+	return appendJSON(nil, nil, v)
 }

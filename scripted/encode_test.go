@@ -1,0 +1,103 @@
+package scripted
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/crux-sim/crux-sim/core"
+)
+
+// The scripted provider writes arguments and outputs itself; these specs
+// hold it to encoding/json's bytes, which the golden transcripts record.
+
+var encodeCases = []any{
+	nil, true, false, "", "plain", `quote " and \ backslash`, "<html> & co", "tab\tnew\nline", "é ☃ \u2028",
+	"\xff invalid utf-8", 0.0, math.Copysign(0, -1), 1.0, -3.5, 1e-7, 1e21, 123456789.125, 1e20, int(42), int64(-7),
+	int32(5), uint64(9), []any{}, []any(nil), map[string]any{}, map[string]any(nil),
+	map[string]any{"b": 1.0, "a": []any{"x", map[string]any{"z": nil, "y": true}}, "A": "upper", "é": "key"},
+	[]string{"typed", "slice"}, json.RawMessage(`{"raw":true}`), struct{ X int }{1},
+}
+
+func TestArgumentsAndOutputsEncodeByteForByteAsEncodingJSON(t *testing.T) {
+	for _, v := range encodeCases {
+		want, werr := json.Marshal(v)
+		got, gerr := appendJSON(nil, nil, v)
+		if (werr != nil) != (gerr != nil) || string(got) != string(want) {
+			t.Errorf("appendJSON(%#v) = %s, %v; json.Marshal gives %s, %v", v, got, gerr, want, werr)
+		}
+	}
+}
+
+func TestNonFiniteNumbersFailAsInEncodingJSON(t *testing.T) {
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if _, err := appendJSON(nil, nil, f); err == nil {
+			t.Errorf("appendJSON(%v) succeeded; encoding/json refuses it", f)
+		}
+	}
+}
+
+func TestRandomScriptValuesEncodeAsEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		v := randomValue(r, 3)
+		want, _ := json.Marshal(v)
+		got, err := appendJSON(nil, nil, v)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("appendJSON(%#v) = %s, %v; json.Marshal gives %s", v, got, err, want)
+		}
+	}
+}
+
+func randomValue(r *rand.Rand, depth int) any {
+	return randomOf(r, r.IntN(8), depth)
+}
+
+func randomOf(r *rand.Rand, k, depth int) any {
+	if depth == 0 && k > 4 {
+		k = 2
+	}
+	switch k {
+	case 0:
+		return nil
+	case 1:
+		return r.IntN(2) == 0
+	case 2:
+		runes := []rune("aZ09 _-<>&\"\\\n\té☃\u2028")
+		s := make([]rune, r.IntN(6))
+		for i := range s {
+			s[i] = runes[r.IntN(len(runes))]
+		}
+		return string(s)
+	case 3:
+		return math.Ldexp(r.Float64()-0.5, r.IntN(160)-80)
+	case 4:
+		return int64(r.IntN(2000) - 1000)
+	case 5, 6:
+		m := map[string]any{}
+		for range r.IntN(4) {
+			m[randomOf(r, 2, 0).(string)+"k"] = randomValue(r, depth-1)
+		}
+		return m
+	default:
+		a := make([]any, r.IntN(4))
+		for i := range a {
+			a[i] = randomValue(r, depth-1)
+		}
+		return a
+	}
+}
+
+func TestWorkIDsInArgumentsResolveToTheIDTheHistoryShows(t *testing.T) {
+	req := &core.Request{Messages: []core.Message{
+		{Role: core.RoleTool, ToolName: "research", Content: `{"kind":"work.ref","id":"w-7","targetId":"r","guarantees":{"execution":"process-local","rejoin":"process-local"}}`},
+	}}
+	got, err := appendJSON(nil, req, map[string]any{"action": "result", "id": WorkID("research")})
+	if err != nil || string(got) != `{"action":"result","id":"w-7"}` {
+		t.Errorf("got %s, %v", got, err)
+	}
+	if _, err := appendJSON(nil, req, []any{WorkID("other")}); err == nil {
+		t.Error("a reference to a tool that returned no work.ref encoded without error")
+	}
+}
