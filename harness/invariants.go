@@ -106,9 +106,9 @@ func (c *checker) step(a *Actor) {
 	if len(c.invs) == 0 {
 		return
 	}
-	t := c.r.rec.Trace()
-	for ; c.seen < len(t.Entries); c.seen++ {
-		e := &t.Entries[c.seen]
+	entries := c.r.rec.Entries()
+	for ; c.seen < len(entries); c.seen++ {
+		e := &entries[c.seen]
 		for _, inv := range c.invs {
 			if msg := inv.Check(&c.state, e); msg != "" && len(c.violations) < maxViolations {
 				c.violations = append(c.violations, Violation{Invariant: inv.Name, Seed: c.r.opts.Seed,

@@ -3,8 +3,9 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
-	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -13,9 +14,11 @@ import (
 
 // Sim runs actors one at a time under a seed. It is the core.Executor of a
 // simulated runtime: every actor (an agent run, a background child, a
-// platform session) runs on its own goroutine, but only the actor the
+// platform session) runs as a coroutine (iter.Pull), so only the actor the
 // scheduler resumed runs; it runs until it parks at a semantic point
-// (Yield) or a wait (Wait), then hands control back. The seed chooses which
+// (Yield) or a wait (Wait), then hands control straight back. A hand-off is
+// a coroutine switch, not a trip through the Go scheduler: no other thread
+// is woken, and a run costs microseconds. The seed chooses which
 // runnable actor goes next. When no actor can run, virtual time jumps to the
 // earliest timer; when nothing can run and no timer is pending while actors
 // still wait, that is a deadlock, reported with what each actor waits on.
@@ -26,7 +29,6 @@ type Sim struct {
 
 	actors   []*actor // live actors in creation order
 	nextID   int
-	parked   chan struct{}
 	cur      *actor
 	runnable []*actor
 
@@ -41,8 +43,10 @@ type Sim struct {
 	// Hooks.
 	onStep func(a *Actor)
 	onJump func(from, to time.Time)
-	steps  int
-	limit  int
+	// stepped is what onStep is told, reused from step to step.
+	stepped Actor
+	steps   int
+	limit   int
 }
 
 // Decision is one scheduling choice.
@@ -71,8 +75,15 @@ type actor struct {
 	reason  string
 	point   core.Point
 	woke    int
-	wake    chan struct{}
 	killed  bool
+
+	// The actor's coroutine, made when it first runs: resume switches to
+	// it, park (through yield) switches back, stop unwinds it.
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+	// panicked holds a panic that escaped fn, with its stack.
+	panicked *ActorPanic
 }
 
 // Actor describes an actor to hooks.
@@ -108,7 +119,8 @@ type SimOptions struct {
 	// StepLimit stops a run that takes more scheduling steps than this;
 	// default 1,000,000.
 	StepLimit int
-	// OnStep is called after every step, with the actor that ran.
+	// OnStep is called after every step, with the actor that ran. The
+	// *Actor is valid only during the call.
 	OnStep func(a *Actor)
 	// OnJump is called when virtual time jumps.
 	OnJump func(from, to time.Time)
@@ -119,7 +131,6 @@ func NewSim(opts SimOptions) *Sim {
 	s := &Sim{
 		seed:   opts.Seed,
 		sched:  NewRand(opts.Seed, streamSchedule),
-		parked: make(chan struct{}),
 		replay: opts.Replay,
 		strict: opts.ReplayStrict,
 		onStep: opts.OnStep,
@@ -150,7 +161,7 @@ var _ core.Executor = (*Sim)(nil)
 // Go registers a new actor. It does not run until the scheduler picks it.
 func (s *Sim) Go(name string, fn func()) {
 	s.nextID++
-	s.actors = append(s.actors, &actor{id: s.nextID, name: name, fn: fn, wake: make(chan struct{})})
+	s.actors = append(s.actors, &actor{id: s.nextID, name: name, fn: fn})
 }
 
 // Yield parks the calling actor at a semantic point; it stays runnable.
@@ -176,23 +187,48 @@ func (s *Sim) Wait(reason string, signals ...<-chan struct{}) int {
 	return a.woke
 }
 
+// park switches from the calling actor back to the scheduler. It returns
+// when the scheduler resumes the actor, and unwinds the actor (by a panic
+// its coroutine recovers) when Kill stops it instead.
 func (s *Sim) park(a *actor) {
-	s.parked <- struct{}{}
-	<-a.wake
-	if a.killed {
-		runtime.Goexit()
+	if !a.yield(struct{}{}) {
+		panic(errKilled)
 	}
 }
 
-func (a *actor) main(s *Sim) {
+// errKilled unwinds a killed actor. Code under simulation that recovers it
+// (an agent run turns panics into errors) only finds that every later park
+// panics again, so the actor still ends without running on.
+var errKilled = &killedError{}
+
+type killedError struct{}
+
+func (*killedError) Error() string { return "harness: the actor was killed" }
+
+// ActorPanic is a panic that escaped an actor. The simulator ends every
+// other actor and re-panics it on the goroutine that called Run, with the
+// actor's name and the stack where it happened.
+type ActorPanic struct {
+	Actor string
+	Value any
+	Stack string
+}
+
+func (p *ActorPanic) Error() string {
+	return fmt.Sprintf("harness: actor %q panicked: %v\n%s", p.Actor, p.Value, p.Stack)
+}
+
+// body is the actor's coroutine.
+func (a *actor) body(yield func(struct{}) bool) {
+	a.yield = yield
+	growStack()
 	defer func() {
-		a.state = stateDone
-		s.parked <- struct{}{}
+		if p := recover(); p != nil && !a.killed {
+			a.panicked = &ActorPanic{Actor: a.name, Value: p, Stack: string(debug.Stack())}
+		}
+		// A killed actor's unwinding may panic in other ways (deferred
+		// code meeting a dead runtime); a crash loses all of it.
 	}()
-	<-a.wake
-	if a.killed {
-		return
-	}
 	a.fn()
 }
 
@@ -270,7 +306,8 @@ func (s *Sim) Run(until func() bool) error {
 			s.remove(a)
 		}
 		if s.onStep != nil {
-			s.onStep(&Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone})
+			s.stepped = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone}
+			s.onStep(&s.stepped)
 		}
 	}
 }
@@ -332,15 +369,38 @@ func (s *Sim) choose() int {
 	return i
 }
 
+// actorStack is the stack an actor starts with. The runtime gives a new
+// goroutine a small stack and copies it to a stack twice the size each time
+// it runs out; an agent run (JSON Schema validation, encoding, the observer)
+// reaches a depth that costs several copies per actor, so body grows the
+// stack once, before anything is on it.
+const actorStack = 12 << 10
+
+//go:noinline
+func growStack() {
+	var frame [actorStack]byte
+	touch(frame[:])
+}
+
+// touch keeps growStack's frame from being optimized away.
+//
+//go:noinline
+func touch(b []byte) byte { return b[len(b)-1] }
+
 func (s *Sim) resume(a *actor) {
 	s.cur = a
 	if a.state == stateNew {
 		a.state = stateReady
-		go a.main(s)
+		a.next, a.stop = iter.Pull(a.body)
 	}
-	a.wake <- struct{}{}
-	<-s.parked
+	if _, more := a.next(); !more {
+		a.state = stateDone
+	}
 	s.cur = nil
+	if p := a.panicked; p != nil {
+		s.Kill()
+		panic(p)
+	}
 }
 
 func (s *Sim) remove(a *actor) {
@@ -361,20 +421,23 @@ func (s *Sim) deadlock() error {
 }
 
 // Kill ends every remaining actor without running it further, as a process
-// crash would: each parked actor's goroutine exits where it stands.
+// crash would: each parked actor unwinds where it stands (its deferred
+// calls run, but every park panics again, so it takes no further step), and
+// an actor that never ran never starts. Actors that the unwinding starts
+// are dropped too. No goroutine is left behind.
 func (s *Sim) Kill() {
 	for len(s.actors) > 0 {
 		a := s.actors[0]
+		s.actors = s.actors[1:]
 		a.killed = true
-		if a.state == stateNew {
-			a.state = stateDone
-		} else {
-			s.resume(a)
+		if a.stop != nil {
+			s.cur = a
+			a.stop()
+			s.cur = nil
 		}
-		if a.state == stateDone {
-			s.remove(a)
-		}
+		a.state = stateDone
 	}
+	s.actors = nil
 }
 
 // Live returns the actors that have not finished.
