@@ -81,12 +81,12 @@ type Named struct {
 // Describe implements Expectation.
 func (n Named) Describe() string { return n.Name }
 
-// Ordered claims the patterns match entries in this order; other entries
+// InOrder claims the patterns match entries in this order; other entries
 // may come between them.
-type Ordered []Pattern
+type InOrder []Pattern
 
 // Check implements Expectation.
-func (o Ordered) Check(r *Result) *Failure {
+func (o InOrder) Check(r *Result) *Failure {
 	t := r.Trace
 	pos, last := 0, -1
 	for i := range o {
@@ -116,13 +116,13 @@ func (o Ordered) Check(r *Result) *Failure {
 }
 
 // Describe implements Expectation.
-func (o Ordered) Describe() string { return "in order: " + listPatterns(o) }
+func (o InOrder) Describe() string { return "in order: " + listPatterns(o) }
 
-// Unordered claims each pattern matches a distinct entry, in any order.
-type Unordered []Pattern
+// InAnyOrder claims each pattern matches a distinct entry, in any order.
+type InAnyOrder []Pattern
 
 // Check implements Expectation.
-func (u Unordered) Check(r *Result) *Failure {
+func (u InAnyOrder) Check(r *Result) *Failure {
 	t := r.Trace
 	used := make([]bool, len(t.Entries))
 	for i := range u {
@@ -146,7 +146,7 @@ func (u Unordered) Check(r *Result) *Failure {
 }
 
 // Describe implements Expectation.
-func (u Unordered) Describe() string { return "all of, in any order: " + listPatterns(u) }
+func (u InAnyOrder) Describe() string { return "all of, in any order: " + listPatterns(u) }
 
 // Subset claims that every entry matching Of matches one of Allowed: nothing
 // else of that shape happened.
@@ -252,16 +252,16 @@ func (c Count) Describe() string { return fmt.Sprintf("%s of %s", c.bounds(), &c
 // matching the pattern (the fewest differing fields, among entries of the
 // pattern's kind when there are any) and says how it differs.
 func nearMiss(t *trace.Trace, p *Pattern, from int) (int, string) {
-	best, bestWhy := -1, []string(nil)
+	best, bestWhy, bestD := -1, []string(nil), 0
 	sameKind := p.Kind != "" && slices.ContainsFunc(t.Entries[min(from, len(t.Entries)):], func(e trace.Entry) bool { return e.Kind == p.Kind })
 	for j := from; j < len(t.Entries); j++ {
 		e := &t.Entries[j]
 		if sameKind && e.Kind != p.Kind {
 			continue
 		}
-		why := p.Mismatches(t, e)
-		if best < 0 || len(why) < len(bestWhy) {
-			best, bestWhy = j, why
+		why, d := p.distance(t, e)
+		if best < 0 || d < bestD {
+			best, bestWhy, bestD = j, why, d
 		}
 	}
 	switch {
@@ -270,7 +270,7 @@ func nearMiss(t *trace.Trace, p *Pattern, from int) (int, string) {
 	case best < 0:
 		return -1, "the trace is empty"
 	case !sameKind && p.Kind != "":
-		return best, fmt.Sprintf("there is no %s entry%s at all", p.Kind, after(from))
+		return -1, fmt.Sprintf("there is no %s entry%s at all", p.Kind, after(from))
 	}
 	return best, fmt.Sprintf("the nearest%s is entry #%d, where %s", after(from), best+1, strings.Join(bestWhy, ", and "))
 }

@@ -742,9 +742,9 @@ func (l *loader) expectations(n *node) []Expectation {
 func (l *loader) expectation(kind string, v *node, what string) Expectation {
 	switch kind {
 	case "ordered":
-		return Ordered(l.patterns(v, what))
+		return InOrder(l.patterns(v, what))
 	case "unordered":
-		return Unordered(l.patterns(v, what))
+		return InAnyOrder(l.patterns(v, what))
 	case "subset":
 		f := l.fields(v, what, subsetKeys...)
 		if f["of"] == nil {

@@ -11,12 +11,12 @@ import (
 	"github.com/crux-sim/crux-sim/core/trace"
 )
 
-// Satisfy is the Gomega matcher behind all the others: it succeeds when the
+// Meet is the Gomega matcher behind all the others: it succeeds when the
 // expectation holds for the actual run. The actual value may be a *Result, a
 // *trace.Trace or anything with a SemanticTrace() method.
 //
-//	Expect(run).To(scenarios.Satisfy(scenarios.Ordered{...}))
-func Satisfy(e Expectation) types.GomegaMatcher { return named("Satisfy", e) }
+//	Expect(run).To(scenarios.Meet(scenarios.InOrder{...}))
+func Meet(e Expectation) types.GomegaMatcher { return named("Meet", e) }
 
 func named(name string, e Expectation) types.GomegaMatcher { return &matcher{name: name, exp: e} }
 
@@ -115,17 +115,17 @@ func (m *matcher) NegatedFailureMessage(any) string {
 // HaveSequence matches when the patterns match entries in order, others
 // allowed between.
 func HaveSequence(patterns ...Pattern) types.GomegaMatcher {
-	return named("HaveSequence", Ordered(patterns))
+	return named("HaveSequence", InOrder(patterns))
 }
 
 // HaveEntries matches when each pattern matches a distinct entry, in any
 // order.
 func HaveEntries(patterns ...Pattern) types.GomegaMatcher {
-	return named("HaveEntries", Unordered(patterns))
+	return named("HaveEntries", InAnyOrder(patterns))
 }
 
 // HaveEntry matches when some entry matches the pattern.
-func HaveEntry(p Pattern) types.GomegaMatcher { return named("HaveEntry", Unordered{p}) }
+func HaveEntry(p Pattern) types.GomegaMatcher { return named("HaveEntry", InAnyOrder{p}) }
 
 // NeverHave matches when no entry matches any pattern.
 func NeverHave(patterns ...Pattern) types.GomegaMatcher {
@@ -135,35 +135,35 @@ func NeverHave(patterns ...Pattern) types.GomegaMatcher {
 // OfferTools matches when a request of the agent offered exactly these
 // tools, in this order.
 func OfferTools(agent string, tools ...string) types.GomegaMatcher {
-	return named("OfferTools", Unordered{{Kind: trace.Request, Agent: agent, Tools: tools}})
+	return named("OfferTools", InAnyOrder{{Kind: trace.Request, Agent: agent, Tools: tools}})
 }
 
 // CallInBackground matches when a response of the agent called the tool
 // with run_in_background: true.
 func CallInBackground(agent, tool string) types.GomegaMatcher {
-	return named("CallInBackground", Unordered{{Kind: trace.Response, Agent: agent, Tool: tool, InBackground: Bool(true)}})
+	return named("CallInBackground", InAnyOrder{{Kind: trace.Response, Agent: agent, Tool: tool, InBackground: Bool(true)}})
 }
 
 // CallInForeground matches when a response of the agent called the tool
 // without run_in_background, or with it false.
 func CallInForeground(agent, tool string) types.GomegaMatcher {
-	return named("CallInForeground", Unordered{{Kind: trace.Response, Agent: agent, Tool: tool, InBackground: Bool(false)}})
+	return named("CallInForeground", InAnyOrder{{Kind: trace.Response, Agent: agent, Tool: tool, InBackground: Bool(false)}})
 }
 
 // ReturnWorkRef matches when a call of the tool returned a work.ref.
 func ReturnWorkRef(tool string) types.GomegaMatcher {
-	return named("ReturnWorkRef", Unordered{{Kind: trace.ToolResult, Tool: tool, WorkRef: Bool(true)}})
+	return named("ReturnWorkRef", InAnyOrder{{Kind: trace.ToolResult, Tool: tool, WorkRef: Bool(true)}})
 }
 
 // HaveStatusRow matches when a request of the agent carried a matching
 // status row.
 func HaveStatusRow(agent string, row RowPattern) types.GomegaMatcher {
-	return named("HaveStatusRow", Unordered{{Kind: trace.Request, Agent: agent, Status: &row}})
+	return named("HaveStatusRow", InAnyOrder{{Kind: trace.Request, Agent: agent, Status: &row}})
 }
 
 // CallWork matches when the agent called the work tool with the action.
 func CallWork(agent, action string) types.GomegaMatcher {
-	return named("CallWork", Unordered{{Kind: trace.ToolResult, Agent: agent, Tool: core.WorkToolName, Action: action}})
+	return named("CallWork", InAnyOrder{{Kind: trace.ToolResult, Agent: agent, Tool: core.WorkToolName, Action: action}})
 }
 
 // DeliverOutputOnlyThroughResult matches when every completed Work of the
@@ -185,7 +185,7 @@ func EndWorkIn(ref Ref, states ...string) types.GomegaMatcher {
 
 // HaveTransition matches when the Work moved from one state to another.
 func HaveTransition(ref Ref, from, to string) types.GomegaMatcher {
-	return named("HaveTransition", Unordered{{Kind: trace.Work, Work: ref, From: from, To: to}})
+	return named("HaveTransition", InAnyOrder{{Kind: trace.Work, Work: ref, From: from, To: to}})
 }
 
 // FailPreparation matches when preparation failed with an error wrapping

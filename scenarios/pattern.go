@@ -93,66 +93,77 @@ const NotFoundContent = `{"status":"not_found"}`
 // Match reports whether the entry matches, resolving symbolic references
 // against the trace.
 func (p *Pattern) Match(t *trace.Trace, e *trace.Entry) bool {
-	ok, _ := p.diff(t, e, false)
+	ok, _, _ := p.diff(t, e, false)
 	return ok
 }
 
 // Mismatches says, field by field, how the entry differs from the pattern:
 // nil when it matches. Failure messages use it to show the nearest miss.
 func (p *Pattern) Mismatches(t *trace.Trace, e *trace.Entry) []string {
-	_, why := p.diff(t, e, true)
+	_, why, _ := p.diff(t, e, true)
 	return why
 }
 
-// diff is Match and Mismatches in one place, so that the two never
+// distance weighs how far the entry is from matching: a different kind,
+// agent, tool or Work counts for more than a different step or text, so
+// that the nearest miss shown in a failure is the entry a reader meant.
+func (p *Pattern) distance(t *trace.Trace, e *trace.Entry) ([]string, int) {
+	_, why, d := p.diff(t, e, true)
+	return why, d
+}
+
+// diff is Match, Mismatches and distance in one place, so that they never
 // disagree. Without explain it stops at the first difference and formats
 // nothing.
-func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []string) {
+func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []string, int) {
 	var why []string
-	// miss records a difference; it reports whether to go on looking.
-	miss := func(format string, args ...any) bool {
+	dist := 0
+	// miss records a difference of a weight; it reports whether to go on
+	// looking.
+	miss := func(weight int, format string, args ...any) bool {
 		if explain {
 			why = append(why, fmt.Sprintf(format, args...))
+			dist += weight
 		}
 		return explain
 	}
 	if p.Kind != "" && e.Kind != p.Kind {
-		if !miss("it is a %s, not a %s", e.Kind, p.Kind) {
-			return false, nil
+		if !miss(4, "it is a %s, not a %s", e.Kind, p.Kind) {
+			return false, nil, 0
 		}
 	}
 	if p.Agent != "" && e.Agent != p.Agent {
-		if !miss("its agent is %s, not %s", orNone(e.Agent), p.Agent) {
-			return false, nil
+		if !miss(3, "its agent is %s, not %s", orNone(e.Agent), p.Agent) {
+			return false, nil, 0
 		}
 	}
 	if p.Step != 0 && e.Step != p.Step {
-		if !miss("it is step %d, not %d", e.Step, p.Step) {
-			return false, nil
+		if !miss(1, "it is step %d, not %d", e.Step, p.Step) {
+			return false, nil, 0
 		}
 	}
 	if p.Tools != nil && !slices.Equal(p.Tools, e.Tools) {
-		if !miss("it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ",")) {
-			return false, nil
+		if !miss(1, "it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ",")) {
+			return false, nil, 0
 		}
 	}
 	for _, name := range p.ToolsInclude {
 		if !slices.Contains(e.Tools, name) {
-			if !miss("it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")) {
-				return false, nil
+			if !miss(1, "it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")) {
+				return false, nil, 0
 			}
 		}
 	}
 	for _, name := range p.ToolsExclude {
 		if slices.Contains(e.Tools, name) {
-			if !miss("it offered %s", name) {
-				return false, nil
+			if !miss(1, "it offered %s", name) {
+				return false, nil, 0
 			}
 		}
 	}
 	if p.NoStatus && len(e.Status) > 0 {
-		if !miss("it carried a status block (%s)", strings.Join(e.Status, "; ")) {
-			return false, nil
+		if !miss(1, "it carried a status block (%s)", strings.Join(e.Status, "; ")) {
+			return false, nil, 0
 		}
 	}
 	if p.Status != nil && !p.Status.matchAny(t, e.Status) {
@@ -160,47 +171,47 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if len(e.Status) > 0 {
 			rows = "status " + strings.Join(e.Status, "; ")
 		}
-		if !miss("no status row matches %s (it carried %s)", p.Status, rows) {
-			return false, nil
+		if !miss(statusWeight(e), "no status row matches %s (it carried %s)", p.Status, rows) {
+			return false, nil, 0
 		}
 	}
 	if p.Message != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) }) {
-		if !miss("no new message contains %q", p.Message) {
-			return false, nil
+		if !miss(1, "no new message contains %q", p.Message) {
+			return false, nil, 0
 		}
 	}
 	if p.Guidance != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) }) {
-		if !miss("no guidance message contains %q", p.Guidance) {
-			return false, nil
+		if !miss(1, "no guidance message contains %q", p.Guidance) {
+			return false, nil, 0
 		}
 	}
 	if p.Tool != "" && !p.matchTool(e) {
-		if !miss("it is about %s, not %s", orNone(strings.Join(toolsOf(e), ",")), p.Tool) {
-			return false, nil
+		if !miss(2, "it is about %s, not %s", orNone(strings.Join(toolsOf(e), ",")), p.Tool) {
+			return false, nil, 0
 		}
 	}
 	if p.InBackground != nil && !p.matchBackground(e) {
-		if !miss("no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground) {
-			return false, nil
+		if !miss(1, "no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground) {
+			return false, nil, 0
 		}
 	}
 	if p.Action != "" && e.Action != p.Action {
-		if !miss("its work action is %s, not %s", orNone(e.Action), p.Action) {
-			return false, nil
+		if !miss(1, "its work action is %s, not %s", orNone(e.Action), p.Action) {
+			return false, nil, 0
 		}
 	}
 	if !p.Work.IsZero() {
 		id, ok := p.Work.Resolve(t)
 		switch {
 		case !ok:
-			if !miss("no %s exists in the trace", p.Work) {
-				return false, nil
+			if !miss(2, "no %s exists in the trace", p.Work) {
+				return false, nil, 0
 			}
 		case e.Work == id:
 		case e.Ref != nil && e.Ref.ID == id:
 		default:
-			if !miss("it is about %s, not %s (%s)", orNone(e.Work), id, p.Work) {
-				return false, nil
+			if !miss(2, "it is about %s, not %s (%s)", orNone(e.Work), id, p.Work) {
+				return false, nil, 0
 			}
 		}
 	}
@@ -209,8 +220,8 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if e.Ref != nil {
 			what = "it returned work.ref " + e.Ref.ID
 		}
-		if !miss("%s", what) {
-			return false, nil
+		if !miss(1, "%s", what) {
+			return false, nil, 0
 		}
 	}
 	if p.IsError != nil && e.IsError != *p.IsError {
@@ -218,8 +229,8 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if e.IsError {
 			what = "it is an error"
 		}
-		if !miss("%s", what) {
-			return false, nil
+		if !miss(1, "%s", what) {
+			return false, nil, 0
 		}
 	}
 	if p.NotFound != nil && (e.Kind == trace.ToolResult && e.Content == NotFoundContent) != *p.NotFound {
@@ -227,33 +238,33 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if !*p.NotFound {
 			what = "it is " + NotFoundContent
 		}
-		if !miss("%s", what) {
-			return false, nil
+		if !miss(1, "%s", what) {
+			return false, nil, 0
 		}
 	}
 	if p.Contains != "" && !entryContains(e, p.Contains) {
-		if !miss("it does not contain %q", p.Contains) {
-			return false, nil
+		if !miss(1, "it does not contain %q", p.Contains) {
+			return false, nil, 0
 		}
 	}
 	if p.Equals != "" && e.Content != p.Equals {
-		if !miss("its content is %q, not %q", e.Content, p.Equals) {
-			return false, nil
+		if !miss(1, "its content is %q, not %q", e.Content, p.Equals) {
+			return false, nil, 0
 		}
 	}
 	if p.From != "" && e.From != p.From {
-		if !miss("it moved from %s, not %s", orNone(e.From), p.From) {
-			return false, nil
+		if !miss(1, "it moved from %s, not %s", orNone(e.From), p.From) {
+			return false, nil, 0
 		}
 	}
 	if p.To != "" && e.To != p.To {
-		if !miss("it moved to %s, not %s", orNone(e.To), p.To) {
-			return false, nil
+		if !miss(1, "it moved to %s, not %s", orNone(e.To), p.To) {
+			return false, nil, 0
 		}
 	}
 	if p.Mode != "" && e.Mode != p.Mode {
-		if !miss("its mode is %s, not %s", orNone(e.Mode), p.Mode) {
-			return false, nil
+		if !miss(1, "its mode is %s, not %s", orNone(e.Mode), p.Mode) {
+			return false, nil, 0
 		}
 	}
 	if p.Failed != nil && (e.Error != "") != *p.Failed {
@@ -261,11 +272,20 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if e.Error != "" {
 			what = "it failed: " + e.Error
 		}
-		if !miss("%s", what) {
-			return false, nil
+		if !miss(1, "%s", what) {
+			return false, nil, 0
 		}
 	}
-	return len(why) == 0, why
+	return len(why) == 0, why, dist
+}
+
+// statusWeight makes a request without any status block further from a
+// status pattern than one whose rows differ.
+func statusWeight(e *trace.Entry) int {
+	if len(e.Status) == 0 {
+		return 2
+	}
+	return 1
 }
 
 func orNone(s string) string {

@@ -14,8 +14,12 @@ import (
 // that a background call of Tool started and that completed, the child's
 // exact output first appears in its owner's view as the content of a work
 // result call for that Work, and nowhere before it (no earlier tool result,
-// request message or status row). Unless AllowUnread, each completed Work
-// must also have been read that way.
+// request message or status row).
+//
+// Unless AllowUnread, it also claims that the output does arrive that way:
+// every such Work completes and its owner reads it with work result. Set
+// AllowUnread for races in which the Work may be cancelled, fail or never
+// be read.
 type OutputOnlyViaResult struct {
 	Tool        string
 	AllowUnread bool
@@ -69,7 +73,14 @@ func describeResult(e *trace.Entry) string {
 func (o OutputOnlyViaResult) checkWork(t *trace.Trace, owner, id string, refAt int) *Failure {
 	output, ok := childOutput(t, id)
 	if !ok || output == "" {
-		return nil // never completed: nothing to leak
+		if o.AllowUnread {
+			return nil // never completed: nothing to leak
+		}
+		state, at := lastState(t, id)
+		if at < 0 {
+			at = refAt
+		}
+		return fail(at, "%s ended %s, so its output never reached its owner %s through work result (set allow-unread if the Work may not complete)", id, orNone(state), owner)
 	}
 	for j := refAt; j < len(t.Entries); j++ {
 		e := &t.Entries[j]
@@ -102,6 +113,18 @@ func (o OutputOnlyViaResult) checkWork(t *trace.Trace, owner, id string, refAt i
 		return nil
 	}
 	return fail(refAt, "%s completed, but its owner %s never read its output with a work result call", id, owner)
+}
+
+// lastState returns the state a Work ended in and the entry of its last
+// transition.
+func lastState(t *trace.Trace, id string) (string, int) {
+	state, at := "", -1
+	for i := range t.Entries {
+		if e := &t.Entries[i]; e.Kind == trace.Work && e.Work == id {
+			state, at = e.To, i
+		}
+	}
+	return state, at
 }
 
 // childOutput returns the output a background child ended with.
@@ -193,12 +216,7 @@ func (w WorkEnds) Check(r *Result) *Failure {
 		}
 		return fail(-1, "there is no %s: %s was never called", w.Work, w.Work.Tool)
 	}
-	state, at := "", -1
-	for i := range t.Entries {
-		if e := &t.Entries[i]; e.Kind == trace.Work && e.Work == id {
-			state, at = e.To, i
-		}
-	}
+	state, at := lastState(t, id)
 	if !slices.Contains(w.States, state) {
 		return fail(at, "%s (%s) ended %s; want %s", id, w.Work, state, strings.Join(w.States, " or "))
 	}
