@@ -190,15 +190,10 @@ func (m *Memory) FinishAttempt(_ context.Context, task string, n int, instance s
 // finishLocked ends t's current attempt. The caller checked it is running.
 func (m *Memory) finishLocked(t *Task, f Finish) []string {
 	as := m.attempts[t.ID]
-	a := &as[len(as)-1]
-	a.EndedAt, a.Outcome, a.Summary, a.Metadata = f.At, f.Outcome, f.Summary, slices.Clone(f.Metadata)
-	a.BlockReason, a.Error = f.BlockReason, f.Error
-	t.ClaimedBy, t.LeaseUntil, t.UpdatedAt = "", time.Time{}, f.At
+	endAttempt(&as[len(as)-1], f)
+	finishTask(t, f)
 	var promoted []string
-	switch {
-	case f.Outcome == OutcomeCompleted:
-		t.State, t.Result, t.Metadata, t.Consecutive = TaskDone, f.Summary, slices.Clone(f.Metadata), 0
-		t.BlockReason = ""
+	if t.State == TaskDone {
 		for _, c := range m.children[t.ID] {
 			ct := m.tasks[c]
 			if ct.State == TaskTodo && m.parentsDoneLocked(ct) {
@@ -206,17 +201,6 @@ func (m *Memory) finishLocked(t *Task, f Finish) []string {
 				promoted = append(promoted, c)
 			}
 		}
-	case f.Outcome == OutcomeBlocked:
-		t.State, t.BlockReason, t.Consecutive = TaskBlocked, f.BlockReason, 0
-	case f.Outcome.Retryable():
-		t.Consecutive++
-		if t.Consecutive >= t.MaxAttempts {
-			t.State = TaskFailed
-		} else {
-			t.State = TaskReady
-		}
-	default: // cancelled
-		t.State = TaskCancelled
 	}
 	return promoted
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -311,4 +312,35 @@ type composed struct {
 	Tasks
 	Schedules
 	Files
+}
+
+// endAttempt records an attempt's outcome.
+func endAttempt(a *Attempt, f Finish) {
+	a.EndedAt, a.Outcome, a.Summary, a.Metadata = f.At, f.Outcome, f.Summary, slices.Clone(f.Metadata)
+	a.BlockReason, a.Error = f.BlockReason, f.Error
+}
+
+// finishTask is the task transition of an attempt's end, shared by every
+// Tasks implementation so that the rules live in one place: completed is
+// done; blocked is blocked; a retryable outcome is ready again until
+// MaxAttempts consecutive ones make it failed; cancelled is cancelled.
+// Promoting children is the caller's part.
+func finishTask(t *Task, f Finish) {
+	t.ClaimedBy, t.LeaseUntil, t.UpdatedAt = "", time.Time{}, f.At
+	switch {
+	case f.Outcome == OutcomeCompleted:
+		t.State, t.Result, t.Metadata, t.Consecutive = TaskDone, f.Summary, slices.Clone(f.Metadata), 0
+		t.BlockReason = ""
+	case f.Outcome == OutcomeBlocked:
+		t.State, t.BlockReason, t.Consecutive = TaskBlocked, f.BlockReason, 0
+	case f.Outcome.Retryable():
+		t.Consecutive++
+		if t.Consecutive >= t.MaxAttempts {
+			t.State = TaskFailed
+		} else {
+			t.State = TaskReady
+		}
+	default:
+		t.State = TaskCancelled
+	}
 }
