@@ -1,13 +1,17 @@
 package platform_test
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"go.uber.org/goleak"
+	_ "modernc.org/sqlite"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/platform"
@@ -357,3 +361,38 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 type errContext string
 
 func (e errContext) Error() string { return string(e) }
+
+var _ = Describe("Durable tasks on a shared SQL store", func() {
+	It("survive a crash and are retried with the prior-attempts context when SQLite backs the store", func() {
+		leak := leakCheck()
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(GinkgoT().TempDir(), "p.db")+
+			"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+		Expect(err).NotTo(HaveOccurred())
+		shared, err := store.NewSQL(context.Background(), db, store.SQLOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		e := newEnv(func(o *platform.Options) { o.Store = shared })
+		root := e.root("coordinator")
+		var second *core.Request
+		e.model.ScriptRun("researcher", 1, calls(use("write_file", map[string]any{"path": "half.txt", "content": "half"})),
+			scripted.Turn{Text: "never", Latency: 2 * time.Hour})
+		e.model.ScriptRun("researcher", 2, scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+			second = req
+			return &core.Response{ToolCalls: []core.ToolCall{{ID: "c", Name: "worker_complete", Arguments: `{"summary":"finished"}`}}}, nil
+		}}, say("."))
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "build", Agent: "researcher"})
+		Expect(err).NotTo(HaveOccurred())
+		e.sim.RunFor(time.Minute)
+		e.crash("proc-2")
+		e.sim.RunFor(2 * time.Hour)
+		got, err := e.p.Task(t.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.State).To(Equal(store.TaskDone))
+		Expect(got.Result).To(Equal("finished"))
+		Expect(second).NotTo(BeNil())
+		Expect(second.Messages[0].Content).To(ContainSubstring("### Attempt 1: crashed"))
+		Expect(e.p.ReadFile(root, "half.txt")).To(Equal("half"))
+		e.close()
+		Expect(db.Close()).To(Succeed())
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+})

@@ -827,4 +827,3 @@ func (s *SQL) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 	n, err := res.RowsAffected()
 	return int(n), err
 }
-
