@@ -107,11 +107,12 @@ func buildStatus(rows []StatusRow) *StatusBlock {
 }
 
 // SafeLabel makes a target label fit a status row: one line, control
-// characters folded to spaces, at most MaxLabelLen characters.
+// characters and line breaks folded to spaces, at most MaxLabelLen
+// characters.
 func SafeLabel(s string) string {
 	clean := true
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if breaksLine(r) {
 			clean = false
 			break
 		}
@@ -125,7 +126,7 @@ func SafeLabel(s string) string {
 		if n == MaxLabelLen {
 			break
 		}
-		if unicode.IsControl(r) {
+		if breaksLine(r) {
 			if inControl {
 				continue
 			}
@@ -137,4 +138,11 @@ func SafeLabel(s string) string {
 		n++
 	}
 	return b.String()
+}
+
+// breaksLine reports whether r must not appear in a single-line label: a
+// control character, or one of the Unicode line and paragraph separators,
+// which are not control characters but end a line all the same.
+func breaksLine(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
 }
