@@ -1,0 +1,250 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// researchWithLookup is the research agent with one tool of its own, so
+// that its run has a tool-call boundary after its first provider step.
+func researchWithLookup(calls *atomic.Int32) *core.Agent {
+	a := newResearchAgent()
+	a.Tools = core.Tools{"lookup": &core.Tool{
+		Description: "Look a term up",
+		Run: func(context.Context, core.ToolCall, any) (any, error) {
+			calls.Add(1)
+			return "chlorophyll: a green pigment", nil
+		},
+	}}
+	return a
+}
+
+var _ = Describe("cancel", func() {
+	It("cancels queued Work at once: it becomes cancelled and never runs", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		child := f.model.hold(researchID, 1)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("first"), bg("second")),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("status")),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		refs := refsIn(res.Messages)
+		results := toolResults(res.Messages, "work")
+		receipt := obj(results[0].Content)
+		Expect(receipt["workId"]).To(Equal(refs[1].ID))
+		Expect(receipt["accepted"]).To(Equal(true))
+		Expect(receipt["state"]).To(Equal("cancelled"))
+		status := obj(results[1].Content)
+		Expect(status["state"]).To(Equal("cancelled"))
+		Expect(status).NotTo(HaveKey("startedAt"), "it never started")
+		Expect(status).To(HaveKey("finishedAt"))
+
+		child.Release()
+		Expect(f.awaitTerminal(ctx, refs[0].ID)).To(Equal(lifecycle.Completed))
+		Expect(f.events.transitions(refs[1].ID)).To(Equal([]lifecycle.State{lifecycle.Queued, lifecycle.Cancelled}))
+		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1), "only the first child ever asked the model")
+	}, within)
+
+	It("answers with {workId, accepted, state, acceptedAt}, moves running Work to cancel-requested, and the child stops as cancelled at its next boundary", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		var lookups atomic.Int32
+		child := f.model.deafHold(researchID, 1)
+		asking := f.model.hold(coordinatorID, 2) // cancel only once the child is in its provider step
+		parked := f.model.hold(coordinatorID, 4)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("status")),
+			scripted.Calls(work("status")),
+			scripted.Say("ok"))
+		f.model.Script(researchID,
+			scripted.Calls(scripted.Use("lookup", map[string]any{"term": "chlorophyll"})),
+			scripted.Final(findings("S")))
+
+		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		child.Arrived(ctx)
+		asking.Release()
+		parked.Arrived(ctx)
+		id := f.awaitRef(ctx, 1).ID
+		Expect(f.work(id).State).To(Equal(lifecycle.CancelRequested), "the child is still in its provider step")
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Cancelled))
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		results := toolResults(res.Messages, "work")
+		receipt := obj(results[0].Content)
+		Expect(keysOf(receipt)).To(ConsistOf("workId", "accepted", "state", "acceptedAt"))
+		Expect(receipt["workId"]).To(Equal(id))
+		Expect(receipt["accepted"]).To(Equal(true))
+		Expect(receipt["state"]).To(Equal("cancel-requested"))
+		Expect(rfc3339(receipt["acceptedAt"])).To(BeTemporally("==", epoch))
+		Expect(obj(results[1].Content)["state"]).To(Equal("cancel-requested"))
+		Expect(obj(results[2].Content)["state"]).To(Equal("cancelled"))
+
+		Expect(lookups.Load()).To(BeZero(), "the child stopped before its tool call")
+		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1))
+		Expect(f.events.transitions(id)).To(Equal([]lifecycle.State{
+			lifecycle.Queued, lifecycle.Running, lifecycle.CancelRequested, lifecycle.Cancelled}))
+	}, within)
+
+	It("lets normal completion win the race: a child that produced its final output before its next boundary ends completed with its result available", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.deafHold(researchID, 1)
+		asking := f.model.hold(coordinatorID, 2)
+		exact := findings("Completion won")
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("result")),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(exact))
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		child.Arrived(ctx)
+		asking.Release()
+		id := f.awaitRef(ctx, 1).ID
+		f.awaitState(ctx, id, lifecycle.CancelRequested)
+		child.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)["state"]).To(Equal("cancel-requested"))
+		Expect(results[1].Content).To(Equal(string(exact)), "the result is available and exact")
+		Expect(f.work(id).State).To(Equal(lifecycle.Completed))
+		Expect(f.events.transitions(id)).To(Equal([]lifecycle.State{
+			lifecycle.Queued, lifecycle.Running, lifecycle.CancelRequested, lifecycle.Completed}))
+	}, within)
+
+	It("keeps a failure unrelated to the cancel request failed", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.deafHold(researchID, 1)
+		asking := f.model.hold(coordinatorID, 2)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("result")),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Fail(errors.New("FAILURE-MARKER: upstream 502")))
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		child.Arrived(ctx)
+		asking.Release()
+		id := f.awaitRef(ctx, 1).ID
+		f.awaitState(ctx, id, lifecycle.CancelRequested)
+		child.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		status := obj(toolResults(res.Messages, "work")[1].Content)
+		Expect(status["state"]).To(Equal("failed"))
+		Expect(toolResults(res.Messages, "work")[1].Content).NotTo(ContainSubstring("FAILURE-MARKER"))
+		Expect(f.events.transitions(id)).To(Equal([]lifecycle.State{
+			lifecycle.Queued, lifecycle.Running, lifecycle.CancelRequested, lifecycle.Failed}))
+	}, within)
+
+	Describe("on terminal Work", func() {
+		// expectNotAccepted checks a cancel receipt and a later status
+		// against terminal Work.
+		expectNotAccepted := func(receipt, status core.Message, id string, want lifecycle.State) {
+			got := obj(receipt.Content)
+			Expect(got["workId"]).To(Equal(id))
+			Expect(got["accepted"]).To(Equal(false))
+			Expect(got["state"]).To(Equal(string(want)))
+			Expect(got).To(HaveKey("acceptedAt"))
+			Expect(obj(status.Content)["state"]).To(Equal(string(want)), "the state did not change")
+		}
+
+		DescribeTable("does not accept cancel on a child that has ended and reports its unchanged state",
+			func(ctx SpecContext, child scripted.Turn, want lifecycle.State) {
+				f := newFixture(ctx)
+				parked := f.model.hold(coordinatorID, 2)
+				f.model.Script(coordinatorID,
+					scripted.Calls(bg(autumn)),
+					scripted.Calls(work("cancel")),
+					scripted.Calls(work("status")),
+					scripted.Say("ok"))
+				f.model.Script(researchID, child)
+
+				r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+				parked.Arrived(ctx)
+				id := f.awaitRef(ctx, 1).ID
+				Expect(f.awaitTerminal(ctx, id)).To(Equal(want))
+				parked.Release()
+				res, err := r.wait(ctx)
+				Expect(err).NotTo(HaveOccurred())
+
+				results := toolResults(res.Messages, "work")
+				expectNotAccepted(results[0], results[1], id, want)
+				Expect(f.events.transitions(id)).To(Equal([]lifecycle.State{lifecycle.Queued, lifecycle.Running, want}))
+			},
+			Entry("completed", scripted.Final(findings("done")), lifecycle.Completed, within),
+			Entry("failed", scripted.Fail(errors.New("boom")), lifecycle.Failed, within),
+		)
+
+		It("does not accept a second cancel on Work that is already cancelled", func(ctx SpecContext) {
+			f := newFixture(ctx, withMaxConcurrent(1))
+			f.model.hold(researchID, 1)
+			f.model.Script(coordinatorID,
+				scripted.Calls(bg("blocker"), bg("target")),
+				scripted.Calls(work("cancel")),
+				scripted.Calls(work("cancel")),
+				scripted.Calls(work("status")),
+				scripted.Say("ok"))
+			f.model.Script(researchID, scripted.Final(findings("blocker done")))
+
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			target := refsIn(res.Messages)[1].ID
+			results := toolResults(res.Messages, "work")
+			Expect(obj(results[0].Content)["accepted"]).To(Equal(true))
+			expectNotAccepted(results[1], results[2], target, lifecycle.Cancelled)
+		}, within)
+	})
+
+	It("accepts a repeat cancel of cancel-requested Work again and changes nothing", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		var lookups atomic.Int32
+		child := f.model.deafHold(researchID, 1)
+		asking := f.model.hold(coordinatorID, 2)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("cancel")),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Calls(scripted.Use("lookup", map[string]any{})))
+
+		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		child.Arrived(ctx)
+		asking.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "work")
+		first, second := obj(results[0].Content), obj(results[1].Content)
+		Expect(first["accepted"]).To(Equal(true))
+		Expect(first["state"]).To(Equal("cancel-requested"))
+		Expect(second["accepted"]).To(Equal(true))
+		Expect(second["state"]).To(Equal("cancel-requested"))
+		id := refsIn(res.Messages)[0].ID
+		Expect(f.events.transitions(id)).To(Equal([]lifecycle.State{
+			lifecycle.Queued, lifecycle.Running, lifecycle.CancelRequested}), "the repeat made no transition")
+
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Cancelled))
+		Expect(lookups.Load()).To(BeZero())
+	}, within)
+})

@@ -1,0 +1,267 @@
+package core_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+var _ = Describe("Isolation", func() {
+	It("shows a child only its own prompt, use, tools and declared input: no parent history, sibling tools or request details", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parentRail, childRail := &guardrail{}, &guardrail{}
+		var lookups atomic.Int32
+		research := researchWithLookup(&lookups)
+		research.Use = []core.Middleware{childRail.use}
+		coordinator := newCoordinator(research)
+		coordinator.Tools["calendar"] = okTool("PARENT-SIBLING-TOOL")
+		coordinator.Use = []core.Middleware{parentRail.use}
+		f.model.Script(coordinatorID,
+			scripted.Turn{Text: "PARENT-THOUGHT: outline first", Calls: []scripted.Call{
+				scripted.Use("calendar", map[string]any{}),
+				bg("child question"),
+			}},
+			scripted.Calls(work("result")),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		_, err := f.run(coordinator, ask("PARENT-QUESTION"))
+		Expect(err).NotTo(HaveOccurred())
+		reqs := f.model.RequestsFor(researchID)
+		Expect(reqs).To(HaveLen(1))
+		req := reqs[0]
+		Expect(req.System).To(Equal(researchSystem))
+		Expect(req.Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: "child question"}}))
+		Expect(toolNames(req)).To(Equal([]string{"lookup"}))
+		Expect(req.Status).To(BeNil())
+		Expect(req.Output).To(BeIdenticalTo(findingsSchema))
+		Expect(req.Run).NotTo(Equal(f.model.RequestsFor(coordinatorID)[0].Run))
+		withoutMarkers(snapshot(req), "PARENT-", coordinatorSystem)
+
+		Expect(childRail.requests()).To(Equal(reqs), "the child's own use ran on its requests")
+		for _, r := range parentRail.requests() {
+			Expect(r.Agent).To(Equal(coordinatorID), "the parent's use never runs on the child's requests")
+		}
+	}, within)
+
+	It("gives a child no authority over its parent's Work: its own work tool cannot see the parent's ids", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		// The research child has a backgroundable child of its own, so
+		// it has a work tool; it aims it at the Work it runs as.
+		research := newResearchAgent()
+		research.Tools = core.Tools{"dig": core.Backgroundable(&core.Agent{ID: "digger"})}
+		coordinator := newCoordinator(research)
+		parentWork := func() string {
+			created := f.events.filter(func(e core.Event) bool {
+				return e.Kind == core.EventWorkTransition && e.From == "" && e.Agent == researchID
+			})
+			Expect(created).To(HaveLen(1))
+			return created[0].Work
+		}
+		f.model.Script(researchID,
+			scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+				id := parentWork()
+				var calls []core.ToolCall
+				for _, action := range []string{"status", "cancel", "detach", "send", "result"} {
+					calls = append(calls, core.ToolCall{ID: "grab-" + action, Name: "work",
+						Arguments: `{"action":"` + action + `","id":"` + id + `","message":"stop","timeout":"0s"}`})
+				}
+				calls = append(calls, core.ToolCall{ID: "grab-list", Name: "work", Arguments: `{"action":"list"}`},
+					core.ToolCall{ID: "dig-1", Name: "dig", Arguments: `{"run_in_background":true}`})
+				return &core.Response{ToolCalls: calls}, nil
+			}},
+			scripted.Final(findings("S")))
+		f.model.Script("digger", scripted.Say("dug"))
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("result")),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+
+		res, err := f.run(coordinator, ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		id := refsIn(res.Messages)[0].ID
+		Expect(toolResults(res.Messages, "work")[0].IsError).To(BeFalse())
+		Expect(f.work(id).State).To(Equal(lifecycle.Completed), "the child could not cancel the Work it runs as")
+		Expect(f.work(id).Detached).To(BeFalse())
+		Expect(f.work(id).Sent).To(BeZero())
+
+		childReq := f.model.RequestsFor(researchID)[1]
+		answers := toolResults(childReq.Messages, "work")
+		Expect(answers).To(HaveLen(6))
+		for _, m := range answers[:5] {
+			Expect(m.Content).To(Equal(notFound), m.ToolCallID)
+		}
+		Expect(answers[5].Content).To(Equal("[]"), "the child lists none of its parent's Work")
+
+		By("the parent in turn sees only its own Work, not its grandchild")
+		parentList := objs(toolResults(res.Messages, "work")[1].Content)
+		Expect(parentList).To(HaveLen(1))
+		Expect(parentList[0]["work"].(map[string]any)["id"]).To(Equal(id))
+		for _, w := range f.rt.Works() {
+			f.awaitTerminal(ctx, w.Ref.ID)
+		}
+	}, within)
+})
+
+var _ = Describe("The redacted request log", func() {
+	run := func(ctx SpecContext, opts ...option) *fixture {
+		f := newFixture(ctx, opts...)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("good"), bg("bad")),
+			scripted.Calls(work("result")),
+			scripted.Calls(work("status")),
+			scripted.Say("FINAL-ANSWER"))
+		f.model.Script(researchID,
+			scripted.Turn{When: asked("good"), Output: findings("OUTPUT-MARKER")},
+			scripted.Turn{When: asked("bad"), Err: errors.New("FAILURE-MARKER: disk full")})
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		for _, ref := range refsIn(res.Messages) {
+			f.awaitTerminal(ctx, ref.ID)
+		}
+		return f
+	}
+
+	It("shows tool names, work.refs, work calls and status rows, and never child output or failure text", func(ctx SpecContext) {
+		f := run(ctx)
+		refs := []core.WorkRef{f.awaitRef(ctx, 1), f.awaitRef(ctx, 2)}
+		records := f.logs.records()
+
+		var tools, refIDs, actions, rows []string
+		for _, r := range records {
+			switch r["msg"] {
+			case "provider request":
+				tools = append(tools, r["tools"].(string))
+				if st, ok := r["status"].([]any); ok {
+					for _, row := range st {
+						rows = append(rows, row.(string))
+					}
+				}
+			case "tool result":
+				if ref, ok := r["work_ref"].(string); ok {
+					refIDs = append(refIDs, ref)
+				}
+				if a, ok := r["work_action"].(string); ok {
+					actions = append(actions, a+" "+r["work_id"].(string))
+				}
+			}
+		}
+		Expect(tools).To(ContainElement("research,work"))
+		Expect(refIDs).To(Equal([]string{refs[0].ID, refs[1].ID}))
+		Expect(actions).To(Equal([]string{"result " + refs[1].ID, "status " + refs[1].ID}))
+		Expect(rows).To(ContainElement(HavePrefix("- " + refs[0].ID + " · research · ")))
+		Expect(rows).To(ContainElement(HavePrefix("- " + refs[1].ID + " · research · failed")))
+		withoutMarkers(f.logs.String(), "OUTPUT-MARKER", "FAILURE-MARKER", "disk full")
+	}, within)
+
+	It("shows child output and failure text only when content logging is asked for", func(ctx SpecContext) {
+		f := run(ctx, withLogContent())
+		log := f.logs.String()
+		Expect(log).To(ContainSubstring("OUTPUT-MARKER"))
+		Expect(log).To(ContainSubstring("FAILURE-MARKER"))
+	}, within)
+})
+
+var _ = Describe("The agent loop", func() {
+	It("answers a call of an unknown tool with a model-facing error, and the run goes on", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(scripted.Use("telepathy", map[string]any{})), scripted.Say("ok"))
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Output.Raw).To(Equal("ok"))
+		msg := toolResults(res.Messages, "telepathy")[0]
+		Expect(errorCode(msg)).To(Equal("unknown_tool"))
+		Expect(msg.Content).To(ContainSubstring("research, work"))
+	}, within)
+
+	DescribeTable("answers tool arguments that are not a JSON object with a model-facing error, and the run goes on",
+		func(ctx SpecContext, args string) {
+			f := newFixture(ctx)
+			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("ok"))
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Output.Raw).To(Equal("ok"))
+			Expect(errorCode(toolResults(res.Messages, "research")[0])).To(Equal("invalid_arguments"))
+			Expect(f.rt.Works()).To(BeEmpty())
+		},
+		Entry("truncated JSON", `{"question": "why`, within),
+		Entry("not JSON", `question=why`, within),
+		Entry("a JSON array", `["why"]`, within),
+	)
+
+	It("ends a run that uses its step budget without a final output with ErrStepBudget", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := newCoordinator(newResearchAgent())
+		a.MaxSteps = 3
+		f.model.Answer(coordinatorID, func(*core.Request) (*core.Response, error) {
+			return &core.Response{ToolCalls: []core.ToolCall{{ID: "l", Name: "work", Arguments: `{"action":"list"}`}}}, nil
+		})
+		_, err := f.run(a, ask(autumn))
+		Expect(err).To(MatchError(core.ErrStepBudget))
+		Expect(f.model.RequestsFor(coordinatorID)).To(HaveLen(3))
+	}, within)
+
+	It("fails background Work whose child uses its step budget, without telling the parent why", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		research := newResearchAgent()
+		research.MaxSteps = 2
+		research.Tools = core.Tools{"lookup": okTool("look")}
+		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) {
+			return &core.Response{ToolCalls: []core.ToolCall{{ID: "l", Name: "lookup", Arguments: `{}`}}}, nil
+		})
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")), scripted.Say("ok"))
+		res, err := f.run(newCoordinator(research), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		got := toolResults(res.Messages, "work")[0].Content
+		Expect(obj(got)["state"]).To(Equal("failed"))
+		Expect(strings.Contains(got, "budget")).To(BeFalse())
+	}, within)
+
+	It("runs Parallel's named agents on the shared context and returns each one's result by name", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		critic := &core.Agent{ID: "critic", Prompt: core.Prompt{Input: questionSchema, Render: core.Field("question")}}
+		f.model.Script(coordinatorID, scripted.Say("coordinated"))
+		f.model.Script("critic", scripted.Say("criticised"))
+
+		run, err := f.rt.Parallel(ctx, core.ParallelRun{
+			ID:      "background-research-run",
+			Agents:  map[string]*core.Agent{"coordinator": newCoordinator(newResearchAgent()), "critic": critic},
+			Context: ask(autumn),
+			Model:   "gpt-4o-mini",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(run.ID).To(Equal("background-research-run"))
+		Expect(run.Results).To(HaveLen(2))
+		Expect(run.Results["coordinator"].Output.Raw).To(Equal("coordinated"))
+		Expect(run.Results["coordinator"].Agent).To(Equal(coordinatorID))
+		Expect(run.Results["critic"].Output.Raw).To(Equal("criticised"))
+		for _, req := range f.model.Requests() {
+			Expect(req.Messages[0].Content).To(Equal(autumn), "%s got the shared context", req.Agent)
+			Expect(req.Model).To(Equal("gpt-4o-mini"))
+		}
+	}, within)
+
+	It("returns every Parallel result by name even when one agent fails, and joins the errors", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		critic := &core.Agent{ID: "critic"}
+		f.model.Script(coordinatorID, scripted.Say("coordinated"))
+		f.model.Script("critic", scripted.Fail(errors.New("critic is down")))
+
+		run, err := f.rt.Parallel(ctx, core.ParallelRun{
+			ID:      "p",
+			Agents:  map[string]*core.Agent{"coordinator": newCoordinator(newResearchAgent()), "critic": critic},
+			Context: ask(autumn),
+		})
+		Expect(err).To(MatchError(ContainSubstring("critic is down")))
+		Expect(run.Results["coordinator"].Output.Raw).To(Equal("coordinated"))
+		Expect(run.Results["critic"].Err).To(HaveOccurred())
+	}, within)
+})

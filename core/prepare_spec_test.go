@@ -1,0 +1,386 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// firstRequest runs an agent whose model answers its first step with text
+// and returns that first request.
+func firstRequest(f *fixture, a *core.Agent, input any) *core.Request {
+	f.model.Script(a.ID, scripted.Say("ok"))
+	_, err := f.run(a, input)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	reqs := f.model.RequestsFor(a.ID)
+	ExpectWithOffset(1, reqs).NotTo(BeEmpty())
+	return reqs[0]
+}
+
+// params decodes the parameters of one offered tool.
+func params(req *core.Request, tool string) map[string]any {
+	for _, t := range req.Tools {
+		if t.Name == tool {
+			var m map[string]any
+			ExpectWithOffset(1, json.Unmarshal(t.Parameters, &m)).To(Succeed())
+			return m
+		}
+	}
+	Fail("tool " + tool + " is not offered")
+	return nil
+}
+
+func okTool(desc string) *core.Tool {
+	return &core.Tool{Description: desc, Run: func(context.Context, core.ToolCall, any) (any, error) { return "ok", nil }}
+}
+
+var _ = Describe("Backgroundable and preparation", func() {
+	It("keeps a Backgroundable wrapper inert until it is a child entry in an Agent's tools map", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		research := newResearchAgent()
+		wrapper := core.Backgroundable(research)
+
+		Expect(wrapper.Agent()).To(BeIdenticalTo(research))
+		Expect(f.model.Requests()).To(BeEmpty(), "making the wrapper must not run anything")
+		Expect(f.rt.Works()).To(BeEmpty())
+
+		req := firstRequest(f, newCoordinator(research), ask(autumn))
+		Expect(toolNames(req)).To(Equal([]string{"research", "work"}), "in a tools map it becomes the research tool")
+	}, within)
+
+	It("fails preparation, before any provider call, when a Backgroundable is used outside an Agent's tools map", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := &core.Agent{ID: "misplaced", Prompt: core.Prompt{ID: "p",
+			Tools: core.Tools{"research": core.Backgroundable(newResearchAgent())}}}
+
+		_, err := f.run(a, nil)
+		Expect(err).To(MatchError(core.ErrMisplacedBackgroundable))
+		var pe *core.PrepareError
+		Expect(errors.As(err, &pe)).To(BeTrue())
+		Expect(pe.Agent).To(Equal("misplaced"))
+		Expect(pe.Tool).To(Equal("research"))
+
+		_, err = f.rt.Parallel(ctx, core.ParallelRun{ID: "p", Agents: map[string]*core.Agent{"a": a}})
+		Expect(err).To(MatchError(core.ErrMisplacedBackgroundable))
+		Expect(f.model.Requests()).To(BeEmpty())
+	}, within)
+
+	It("fails preparation, before any provider call, when a backgroundable child's object input schema declares run_in_background", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := newResearchAgent()
+		child.Prompt.Input = core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"},"run_in_background":{"type":"boolean"}}}`)
+
+		_, err := f.run(newCoordinator(child), ask(autumn))
+		Expect(err).To(MatchError(core.ErrReservedField))
+		var pe *core.PrepareError
+		Expect(errors.As(err, &pe)).To(BeTrue())
+		Expect(pe.Tool).To(Equal("research"))
+		Expect(err.Error()).To(ContainSubstring("run_in_background"))
+		Expect(f.model.Requests()).To(BeEmpty())
+	}, within)
+
+	It("fails preparation, before any provider call, when an authored tool on the agent is named work and the agent has a backgroundable child", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := newCoordinator(newResearchAgent())
+		a.Tools["work"] = okTool("an authored work tool")
+
+		Expect(f.rt.Prepare(a)).To(MatchError(core.ErrWorkToolCollision))
+		_, err := f.run(a, ask(autumn))
+		Expect(err).To(MatchError(core.ErrWorkToolCollision))
+		Expect(f.model.Requests()).To(BeEmpty())
+	}, within)
+
+	It("fails preparation, before any provider call, when the agent's resolved prompt has a tool named work and the agent has a backgroundable child", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := newCoordinator(newResearchAgent())
+		a.Prompt.Tools = core.Tools{"work": okTool("a prompt's work tool")}
+
+		_, err := f.run(a, ask(autumn))
+		Expect(err).To(MatchError(core.ErrWorkToolCollision))
+		Expect(f.model.Requests()).To(BeEmpty())
+	}, within)
+
+	It("leaves an authored work tool alone on an agent without backgroundable children", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := &core.Agent{ID: "plain", Tools: core.Tools{"work": okTool("authored")}}
+		req := firstRequest(f, a, nil)
+		Expect(toolNames(req)).To(Equal([]string{"work"}))
+		Expect(req.Tools[0].Description).To(Equal("authored"))
+	}, within)
+
+	It("is exported by core only: the provider package does not re-export Backgroundable", func() {
+		files, err := filepath.Glob(filepath.Join("openai", "*.go"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files).NotTo(BeEmpty())
+		fset := token.NewFileSet()
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+			Expect(err).NotTo(HaveOccurred())
+			for _, d := range file.Decls {
+				for _, n := range declaredNames(d) {
+					Expect(n).NotTo(HavePrefix("Backgroundable"), "%s declares %s", name, n)
+				}
+			}
+		}
+	})
+})
+
+var _ = Describe("The child tool", func() {
+	It("is named by its tools-map key and described by the child's description", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		req := firstRequest(f, newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(req.Tools[0].Name).To(Equal("research"))
+		Expect(req.Tools[0].Description).To(Equal("Research one question and return concise findings"))
+	}, within)
+
+	It("gains an optional boolean run_in_background when the child's input is an object", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		p := params(firstRequest(f, newCoordinator(newResearchAgent()), ask(autumn)), "research")
+
+		Expect(p["type"]).To(Equal("object"))
+		props := p["properties"].(map[string]any)
+		Expect(keysOf(props)).To(ConsistOf("question", "run_in_background"))
+		Expect(props["question"]).To(Equal(map[string]any{"type": "string"}))
+		Expect(props["run_in_background"].(map[string]any)["type"]).To(Equal("boolean"))
+		Expect(p["required"]).To(Equal([]any{"question"}), "run_in_background stays optional")
+	}, within)
+
+	It("wraps a non-object input as {input, run_in_background?} and hands the child the bare input", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		summarizer := &core.Agent{ID: "summarizer", Description: "Summarize a text",
+			Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string","minLength":1}`)}}
+		parent := &core.Agent{ID: "editor", Tools: core.Tools{"summarize": core.Backgroundable(summarizer)}}
+		f.model.Script("editor",
+			scripted.Calls(scripted.Use("summarize", map[string]any{"input": "a long text"})),
+			scripted.Calls(scripted.Use("summarize", map[string]any{"input": "another text", "run_in_background": true})),
+			scripted.Say("done"))
+		f.model.Script("summarizer", scripted.Say("short"), scripted.Say("shorter"))
+
+		res, err := f.run(parent, nil)
+		Expect(err).NotTo(HaveOccurred())
+		req := f.model.RequestsFor("editor")[0]
+		p := params(req, "summarize")
+		Expect(p["type"]).To(Equal("object"))
+		props := p["properties"].(map[string]any)
+		Expect(keysOf(props)).To(ConsistOf("input", "run_in_background"))
+		Expect(props["input"]).To(Equal(map[string]any{"type": "string", "minLength": float64(1)}))
+		Expect(props["run_in_background"].(map[string]any)["type"]).To(Equal("boolean"))
+		Expect(p["required"]).To(Equal([]any{"input"}))
+		Expect(p["additionalProperties"]).To(Equal(false))
+
+		ref := refsOf(res.Messages, "summarize")
+		f.awaitTerminal(ctx, ref.ID)
+		starts := f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == "summarizer" })
+		Expect(starts).To(HaveLen(2))
+		Expect(starts[0].Input).To(Equal("a long text"))
+		Expect(starts[1].Input).To(Equal("another text"))
+		for _, r := range f.model.RequestsFor("summarizer") {
+			Expect(r.Messages[0].Content).NotTo(ContainSubstring("run_in_background"))
+		}
+	}, within)
+
+	It("takes {run_in_background?} and nothing else when the child declares no input, and gives the child no input", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		pinger := &core.Agent{ID: "pinger", Description: "Ping the service"}
+		parent := &core.Agent{ID: "ops", Tools: core.Tools{"ping": core.Backgroundable(pinger)}}
+		f.model.Script("ops",
+			scripted.Calls(scripted.Use("ping", map[string]any{"target": "db"})),
+			scripted.Calls(scripted.Use("ping", map[string]any{"run_in_background": true})),
+			scripted.Say("done"))
+		f.model.Script("pinger", scripted.Say("pong"))
+
+		res, err := f.run(parent, nil)
+		Expect(err).NotTo(HaveOccurred())
+		p := params(f.model.RequestsFor("ops")[0], "ping")
+		Expect(p["type"]).To(Equal("object"))
+		Expect(keysOf(p["properties"].(map[string]any))).To(ConsistOf("run_in_background"))
+		Expect(p).NotTo(HaveKey("required"))
+
+		results := toolResults(res.Messages, "ping")
+		Expect(errorCode(results[0])).To(Equal("invalid_arguments"), "no other property is accepted")
+		ref := refsOf(res.Messages, "ping")
+		f.awaitTerminal(ctx, ref.ID)
+		start := f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == "pinger" })
+		Expect(start).To(HaveLen(1))
+		Expect(start[0].Input).To(BeNil())
+		Expect(f.model.RequestsFor("pinger")[0].Messages).To(BeEmpty(), "the child sees no input at all")
+	}, within)
+
+	DescribeTable("removes run_in_background before the child sees its input",
+		func(ctx SpecContext, flag any) {
+			f := newFixture(ctx)
+			child := &core.Agent{ID: "echo", Prompt: core.Prompt{Input: questionSchema}} // renders its input as JSON
+			parent := &core.Agent{ID: "caller", Tools: core.Tools{"echo": core.Backgroundable(child)}}
+			args := map[string]any{"question": "Q"}
+			if flag != nil {
+				args["run_in_background"] = flag
+			}
+			f.model.Script("caller", scripted.Calls(scripted.Use("echo", args)), scripted.Say("done"))
+			f.model.Script("echo", scripted.Say("heard"))
+
+			_, err := f.run(parent, nil)
+			Expect(err).NotTo(HaveOccurred())
+			for _, w := range f.rt.Works() {
+				f.awaitTerminal(ctx, w.Ref.ID)
+			}
+			start := f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == "echo" })
+			Expect(start).To(HaveLen(1))
+			Expect(start[0].Input).To(Equal(map[string]any{"question": "Q"}))
+			Expect(f.model.RequestsFor("echo")[0].Messages[0].Content).To(Equal(`{"question":"Q"}`))
+		},
+		Entry("in the foreground, flag absent", nil, within),
+		Entry("in the foreground, flag false", false, within),
+		Entry("in the background, flag true", true, within),
+	)
+})
+
+var _ = Describe("The automatic work tool", func() {
+	It("is added exactly once, after the authored tools, when the agent has a backgroundable child", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := &core.Agent{ID: "lead",
+			Prompt: core.Prompt{Tools: core.Tools{"memo": okTool("memo")}},
+			Tools: core.Tools{
+				"zeta":     okTool("z"),
+				"alpha":    okTool("a"),
+				"research": core.Backgroundable(newResearchAgent()),
+				"notes":    core.Backgroundable(&core.Agent{ID: "note-taker"}),
+				"critic":   &core.Agent{ID: "critic"},
+			}}
+		req := firstRequest(f, a, nil)
+		Expect(toolNames(req)).To(Equal([]string{"alpha", "critic", "memo", "notes", "research", "zeta", "work"}))
+	}, within)
+
+	It("is not added to an agent with only ordinary tools and foreground child agents", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := &core.Agent{ID: "lead", Tools: core.Tools{"alpha": okTool("a"), "research": newResearchAgent()}}
+		req := firstRequest(f, a, nil)
+		Expect(toolNames(req)).To(Equal([]string{"alpha", "research"}))
+		Expect(params(req, "research")["properties"]).NotTo(HaveKey("run_in_background"),
+			"a foreground child has no background flag")
+	}, within)
+
+	It("takes exactly {action: list|status|result|cancel|detach|send, id?, timeout?, message?}", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		p := params(firstRequest(f, newCoordinator(newResearchAgent()), ask(autumn)), "work")
+
+		Expect(p["type"]).To(Equal("object"))
+		props := p["properties"].(map[string]any)
+		Expect(keysOf(props)).To(ConsistOf("action", "id", "timeout", "message"))
+		action := props["action"].(map[string]any)
+		Expect(action["type"]).To(Equal("string"))
+		Expect(action["enum"]).To(Equal([]any{"list", "status", "result", "cancel", "detach", "send"}))
+		for _, k := range []string{"id", "timeout", "message"} {
+			Expect(props[k].(map[string]any)["type"]).To(Equal("string"), k)
+		}
+		Expect(p["required"]).To(Equal([]any{"action"}))
+		Expect(p["additionalProperties"]).To(Equal(false))
+	}, within)
+
+	It("keeps its schema the same for every request of a backgroundable run while the status changes", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("result")),
+			scripted.Say("done"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		_, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		reqs := f.model.RequestsFor(coordinatorID)
+		Expect(reqs).To(HaveLen(3))
+		Expect(reqs[0].Status).To(BeNil())
+		Expect(reqs[2].Status).NotTo(BeNil())
+		for _, r := range reqs[1:] {
+			Expect(r.Tools).To(Equal(reqs[0].Tools))
+		}
+	}, within)
+
+	DescribeTable("answers an id action without an id with a model-facing error, and the run goes on",
+		func(ctx SpecContext, action string) {
+			f := newFixture(ctx)
+			f.model.Script(coordinatorID,
+				scripted.Calls(scripted.Use("work", map[string]any{"action": action, "message": "m"})),
+				scripted.Say("done"))
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Output.Raw).To(Equal("done"))
+			msg := toolResults(res.Messages, "work")[0]
+			Expect(errorCode(msg)).To(Equal("invalid_arguments"))
+			Expect(msg.Content).To(ContainSubstring("requires an id"))
+		},
+		Entry("status", "status", within),
+		Entry("result", "result", within),
+		Entry("cancel", "cancel", within),
+		Entry("detach", "detach", within),
+		Entry("send", "send", within),
+	)
+
+	DescribeTable("answers malformed work input with a model-facing error, and the run goes on",
+		func(ctx SpecContext, args map[string]any) {
+			f := newFixture(ctx)
+			f.model.Script(coordinatorID,
+				scripted.Calls(bg(autumn)),
+				scripted.Calls(scripted.Use("work", args)),
+				scripted.Say("done"))
+			f.model.Script(researchID, scripted.Final(findings("S")))
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Output.Raw).To(Equal("done"))
+			Expect(errorCode(toolResults(res.Messages, "work")[0])).To(Equal("invalid_arguments"))
+		},
+		Entry("an unknown action", map[string]any{"action": "pause", "id": scripted.WorkID("research")}, within),
+		Entry("an extra property", map[string]any{"action": "status", "id": scripted.WorkID("research"), "force": true}, within),
+		Entry("send without a message", map[string]any{"action": "send", "id": scripted.WorkID("research")}, within),
+		Entry("send with an empty message", map[string]any{"action": "send", "id": scripted.WorkID("research"), "message": ""}, within),
+	)
+})
+
+// refsOf returns the single work.ref that calls of a tool returned.
+func refsOf(msgs []core.Message, tool string) core.WorkRef {
+	var found []core.WorkRef
+	for _, m := range toolResults(msgs, tool) {
+		var ref core.WorkRef
+		if !m.IsError && json.Unmarshal([]byte(m.Content), &ref) == nil && ref.Kind == core.WorkRefKind {
+			found = append(found, ref)
+		}
+	}
+	ExpectWithOffset(1, found).To(HaveLen(1), "work.refs returned by %s", tool)
+	return found[0]
+}
+
+// declaredNames lists the top-level names a declaration introduces.
+func declaredNames(d ast.Decl) []string {
+	var out []string
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if d.Recv == nil {
+			out = append(out, d.Name.Name)
+		}
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				out = append(out, s.Name.Name)
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					out = append(out, n.Name)
+				}
+			}
+		}
+	}
+	return out
+}

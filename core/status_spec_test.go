@@ -1,0 +1,230 @@
+package core_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// rowPattern is everything a status row may say: id, label, state, elapsed
+// whole seconds, result availability.
+var rowPattern = regexp.MustCompile(`^- \S+ · [^\n]+ · (queued|running|completed|failed|cancel-requested|cancelled) \d+s( · Result available)?$`)
+
+// rowLines returns the lines of a status block that are rows.
+func rowLines(b *core.StatusBlock) []string {
+	var out []string
+	for _, l := range strings.Split(b.Text, "\n") {
+		if strings.HasPrefix(l, "- ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Status context", func() {
+	It("adds no status block to a request while the owner has no Work", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", ask(autumn))), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+		_, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		for _, req := range f.model.Requests() {
+			Expect(req.Status).To(BeNil(), "%s step %d", req.Agent, req.Step)
+		}
+	}, within)
+
+	It("samples a trailing, non-cacheable \"Background work:\" block before every request: `- w-1 · research · running 4s`, later `completed 9s · Result available`", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		second := f.model.hold(coordinatorID, 2)
+		third := f.model.hold(coordinatorID, 3)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("status")),
+			scripted.Calls(work("status")),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		req2 := second.Arrived(ctx)
+		id := f.awaitRef(ctx, 1).ID
+		f.clock.Advance(4700 * time.Millisecond)
+		second.Release()
+		req3 := third.Arrived(ctx)
+		f.clock.Advance(4300 * time.Millisecond)
+		child.Release()
+		f.awaitTerminal(ctx, id)
+		third.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		req4 := f.model.RequestsFor(coordinatorID)[3]
+
+		Expect(f.model.RequestsFor(coordinatorID)[0].Status).To(BeNil())
+		Expect(req2.Status.Text).To(Equal("Background work:\n- " + id + " · research · running 0s"))
+		Expect(req3.Status.Text).To(Equal("Background work:\n- " + id + " · research · running 4s"))
+		Expect(req4.Status.Text).To(Equal("Background work:\n- " + id + " · research · completed 9s · Result available"))
+		for _, req := range []*core.Request{req2, req3, req4} {
+			Expect(req.Status.Cacheable).To(BeFalse())
+			Expect(req.Status.Rows).To(HaveLen(1))
+		}
+
+		By("never storing it in history")
+		for _, req := range f.model.Requests() {
+			for _, m := range req.Messages {
+				Expect(m.Content).NotTo(ContainSubstring(core.StatusHeader))
+			}
+		}
+		for _, m := range res.Messages {
+			Expect(m.Content).NotTo(ContainSubstring(core.StatusHeader))
+		}
+	}, within)
+
+	It("orders rows unfinished first, oldest first, then finished, most recently finished first", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		gates := map[string]*hold{}
+		for _, q := range []string{"q1", "q2", "q3", "q4"} {
+			gates[q] = f.model.holdWhen(asked(q), false)
+		}
+		parked := f.model.hold(coordinatorID, 2)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("q1"), bg("q2"), bg("q3"), bg("q4")),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) { return &core.Response{Output: findings("S")}, nil })
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		parked.Arrived(ctx)
+		refs := map[string]string{}
+		for i, q := range []string{"q1", "q2", "q3", "q4"} {
+			refs[q] = f.awaitRef(ctx, i+1).ID
+		}
+		gates["q3"].Release()
+		f.awaitTerminal(ctx, refs["q3"])
+		f.clock.Advance(time.Second)
+		gates["q1"].Release()
+		f.awaitTerminal(ctx, refs["q1"])
+		parked.Release()
+		_, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		block := f.model.RequestsFor(coordinatorID)[2].Status
+		var order []string
+		for _, row := range block.Rows {
+			order = append(order, row.ID)
+		}
+		Expect(order).To(Equal([]string{refs["q2"], refs["q4"], refs["q1"], refs["q3"]}))
+		Expect(rowLines(block)).To(Equal([]string{
+			"- " + refs["q2"] + " · research · running 1s",
+			"- " + refs["q4"] + " · research · running 1s",
+			"- " + refs["q1"] + " · research · completed 1s · Result available",
+			"- " + refs["q3"] + " · research · completed 0s · Result available",
+		}))
+	}, within)
+
+	It("caps the block at 12 rows", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.hold(researchID, 1)
+		calls := make([]scripted.Call, 14)
+		for i := range calls {
+			calls[i] = bg(fmt.Sprintf("q%02d", i+1))
+		}
+		f.model.Script(coordinatorID, scripted.Calls(calls...), scripted.Say("ok"))
+		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) { return &core.Response{Output: findings("S")}, nil })
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		refs := refsIn(res.Messages)
+		Expect(refs).To(HaveLen(14))
+		block := f.model.RequestsFor(coordinatorID)[1].Status
+		Expect(block.Rows).To(HaveLen(core.MaxStatusRows))
+		Expect(rowLines(block)).To(HaveLen(12))
+		for i, row := range block.Rows {
+			Expect(row.ID).To(Equal(refs[i].ID), "the oldest unfinished Work comes first")
+		}
+		Expect(block.Omitted).To(Equal(2))
+	}, within)
+
+	DescribeTable("writes labels on one line, folds control characters and cuts them at 96 characters",
+		func(ctx SpecContext, key, want string) {
+			f := newFixture(ctx)
+			f.model.hold(researchID, 1)
+			a := &core.Agent{ID: coordinatorID, Tools: core.Tools{key: core.Backgroundable(newResearchAgent())}}
+			f.model.Script(coordinatorID,
+				scripted.Calls(scripted.Use(key, map[string]any{"question": autumn, "run_in_background": true})),
+				scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+				scripted.Say("ok"))
+			f.model.Script(researchID, scripted.Final(findings("S")))
+
+			res, err := f.run(a, nil)
+			Expect(err).NotTo(HaveOccurred())
+			block := f.model.RequestsFor(coordinatorID)[1].Status
+			label := block.Rows[0].Label
+			Expect(label).To(Equal(want))
+			Expect(utf8.RuneCountInString(label)).To(BeNumerically("<=", core.MaxLabelLen))
+			Expect(strings.IndexFunc(label, unicode.IsControl)).To(Equal(-1))
+			Expect(strings.Split(block.Text, "\n")).To(HaveLen(2), "one line per row")
+			Expect(block.Text).NotTo(ContainSubstring("\u2028"))
+			Expect(block.Text).NotTo(ContainSubstring("\u2029"))
+			Expect(objs(toolResults(res.Messages, "work")[0].Content)[0]["targetLabel"]).To(Equal(key),
+				"the projection keeps the authored key")
+		},
+		Entry("control characters and a long key", "deep\tresearch\nnow "+strings.Repeat("x", 120),
+			"deep research now "+strings.Repeat("x", 78), within),
+		Entry("a clean but long key", strings.Repeat("r", 120), strings.Repeat("r", 96), within),
+		Entry("Unicode line and paragraph separators", "deep\u2028research\u2029now", "deep research now", within),
+		Entry("a short clean key, unchanged", "research", "research", within),
+	)
+
+	It("carries only id, label, state, elapsed time and result availability, never child output or failure text", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parked := f.model.hold(coordinatorID, 2)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("good"), bg("bad"), bg("slow")),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		slow := f.model.holdWhen(asked("slow"), false)
+		f.model.Script(researchID,
+			scripted.Turn{When: asked("good"), Output: findings("OUTPUT-MARKER")},
+			scripted.Turn{When: asked("bad"), Err: errors.New("FAILURE-MARKER: disk full")},
+			scripted.Turn{When: asked("slow"), Output: findings("SLOW")})
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		parked.Arrived(ctx)
+		f.awaitTerminal(ctx, f.awaitRef(ctx, 1).ID)
+		f.awaitTerminal(ctx, f.awaitRef(ctx, 2).ID)
+		parked.Release()
+		_, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		slow.Release()
+
+		block := f.model.RequestsFor(coordinatorID)[2].Status
+		lines := strings.Split(block.Text, "\n")
+		Expect(lines[0]).To(Equal(core.StatusHeader))
+		Expect(lines[1:]).To(HaveLen(3))
+		for _, l := range lines[1:] {
+			Expect(l).To(MatchRegexp(rowPattern.String()))
+		}
+		raw, err := json.Marshal(block)
+		Expect(err).NotTo(HaveOccurred())
+		withoutMarkers(string(raw), "OUTPUT-MARKER", "FAILURE-MARKER", "disk full")
+		states := map[lifecycle.State]bool{}
+		for _, row := range block.Rows {
+			states[row.State] = true
+		}
+		Expect(states).To(HaveKey(lifecycle.Failed))
+		Expect(states).To(HaveKey(lifecycle.Completed))
+		Expect(states).To(HaveKey(lifecycle.Running))
+	}, within)
+})

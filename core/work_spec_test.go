@@ -1,0 +1,551 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+var _ = Describe("Foreground and background child calls", func() {
+	DescribeTable("returns the exact child output in the same tool round when run_in_background is absent or false",
+		func(ctx SpecContext, args map[string]any) {
+			f := newFixture(ctx)
+			exact := findings("Chlorophyll fades")
+			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("done"))
+			f.model.Script(researchID, scripted.Final(exact))
+
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			second := f.model.RequestsFor(coordinatorID)[1]
+			last := second.Messages[len(second.Messages)-1]
+			Expect(last.Role).To(Equal(core.RoleTool))
+			Expect(last.ToolName).To(Equal("research"))
+			Expect(last.Content).To(Equal(string(exact)))
+			Expect(f.rt.Works()).To(BeEmpty(), "a foreground call creates no Work")
+			Expect(second.Status).To(BeNil())
+			Expect(res.Output.Raw).To(Equal("done"))
+		},
+		Entry("flag absent", map[string]any{"question": autumn}, within),
+		Entry("flag false", map[string]any{"question": autumn, "run_in_background": false}, within),
+	)
+
+	It("returns a work.ref at once when run_in_background is true, without awaiting the child", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("started"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred(), "the parent finished while its child is parked")
+		msg := toolResults(res.Messages, "research")[0]
+		ref := obj(msg.Content)
+		Expect(keysOf(ref)).To(ConsistOf("kind", "id", "targetId", "guarantees"))
+		Expect(ref["kind"]).To(Equal("work.ref"))
+		Expect(ref["id"]).To(And(BeAssignableToTypeOf(""), Not(BeEmpty())))
+		Expect(ref["targetId"]).To(Equal(researchID))
+		Expect(ref["guarantees"]).To(Equal(map[string]any{"execution": "process-local", "rejoin": "process-local"}))
+
+		id := ref["id"].(string)
+		Expect(f.work(id).State).To(Equal(lifecycle.Running))
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+	}, within)
+
+	It("hands out an immutable work.ref: changing a copy changes neither the registry nor what the model saw", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("started"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		seen := toolResults(res.Messages, "research")[0].Content
+
+		ref := f.awaitRef(ctx, 1)
+		original := ref
+		ref.ID, ref.Kind, ref.TargetID = "w-forged", "other", "other-agent"
+		ref.Guarantees.Execution, ref.Guarantees.Rejoin = "durable", "durable"
+
+		Expect(f.work(original.ID).Ref).To(Equal(original))
+		Expect(f.awaitRef(ctx, 1)).To(Equal(original))
+		Expect(toolResults(res.Messages, "research")[0].Content).To(Equal(seen))
+		f.awaitTerminal(ctx, original.ID)
+	}, within)
+
+	DescribeTable("answers a child call whose input fails validation with an ordinary tool error and creates no Work",
+		func(ctx SpecContext, args map[string]any) {
+			f := newFixture(ctx)
+			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("gave up"))
+
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(errorCode(toolResults(res.Messages, "research")[0])).To(Equal("invalid_arguments"))
+			Expect(f.rt.Works()).To(BeEmpty())
+			Expect(f.model.RequestsFor(researchID)).To(BeEmpty(), "the child never ran")
+			Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventWorkTransition })).To(BeEmpty())
+		},
+		Entry("background, required question missing", map[string]any{"run_in_background": true}, within),
+		Entry("background, question of the wrong type", map[string]any{"question": 7, "run_in_background": true}, within),
+		Entry("background, an undeclared property", map[string]any{"question": "q", "topic": "x", "run_in_background": true}, within),
+		Entry("run_in_background not a boolean", map[string]any{"question": "q", "run_in_background": "yes"}, within),
+		Entry("foreground, required question missing", map[string]any{}, within),
+	)
+})
+
+var _ = Describe("Occurrence identity of background calls", func() {
+	It("returns the existing work.ref for a repeated call identity with the same input and never starts the child twice", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(bgID("call-r", autumn), bgID("call-r", autumn)), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "research")
+		Expect(results).To(HaveLen(2))
+		Expect(results[0].IsError).To(BeFalse())
+		Expect(results[1].Content).To(Equal(results[0].Content))
+		Expect(f.rt.Works()).To(HaveLen(1))
+		id := refsIn(res.Messages)[0].ID
+		f.awaitTerminal(ctx, id)
+		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == researchID })).To(HaveLen(1))
+	}, within)
+
+	It("answers a repeated call identity with different input with a conflict error", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(bgID("call-r", autumn), bgID("call-r", "Why is the sky blue?")), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "research")
+		Expect(errorCode(results[1])).To(Equal("conflict"))
+		Expect(f.rt.Works()).To(HaveLen(1))
+		f.awaitTerminal(ctx, refsIn(res.Messages)[0].ID)
+		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1))
+		Expect(f.model.RequestsFor(researchID)[0].Messages[0].Content).To(Equal(autumn))
+	}, within)
+
+	It("starts separate Work for separate call identities with the same input", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(bgID("call-a", autumn), bgID("call-b", autumn)), scripted.Say("ok"))
+		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) {
+			return &core.Response{Output: findings("S")}, nil
+		})
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		refs := refsIn(res.Messages)
+		Expect(refs).To(HaveLen(2))
+		Expect(refs[0].ID).NotTo(Equal(refs[1].ID))
+	}, within)
+})
+
+var _ = Describe("list and status", func() {
+	It("lists at most 50 owner-visible entries, oldest first", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxOutstanding(64))
+		calls := make([]scripted.Call, 52)
+		for i := range calls {
+			calls[i] = bg(fmt.Sprintf("question %02d", i+1))
+		}
+		f.model.Script(coordinatorID,
+			scripted.Calls(calls...),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) {
+			return &core.Response{Output: findings("S")}, nil
+		})
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		refs := refsIn(res.Messages)
+		Expect(refs).To(HaveLen(52))
+		list := objs(toolResults(res.Messages, "work")[0].Content)
+		Expect(list).To(HaveLen(50))
+		for i, entry := range list {
+			Expect(entry["work"].(map[string]any)["id"]).To(Equal(refs[i].ID), "entry %d", i)
+		}
+	}, within)
+
+	It("projects each entry result-free: work ref, targetLabel, state, attachment attached, attempt 1, timestamps only when they apply, resultAvailable", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		child := f.model.hold(researchID, 1)
+		parked := f.model.hold(coordinatorID, 3)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("first"), bg("second")),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		f.model.Script(researchID,
+			scripted.Turn{When: asked("first"), Output: findings("OUT-first")},
+			scripted.Turn{When: asked("second"), Output: findings("OUT-second")})
+		t0 := f.clock.Now()
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		child.Arrived(ctx)
+		parked.Arrived(ctx)
+		f.clock.Advance(5 * time.Second)
+		child.Release()
+		refs := []core.WorkRef{f.awaitRef(ctx, 1), f.awaitRef(ctx, 2)}
+		f.awaitTerminal(ctx, refs[0].ID)
+		f.awaitTerminal(ctx, refs[1].ID)
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		lists := toolResults(res.Messages, "work")
+		before, after := objs(lists[0].Content), objs(lists[1].Content)
+
+		By("a running entry has createdAt and startedAt; a queued one only createdAt")
+		Expect(keysOf(before[0])).To(ConsistOf("work", "targetLabel", "state", "attachment", "attempt", "createdAt", "startedAt", "resultAvailable"))
+		Expect(keysOf(before[1])).To(ConsistOf("work", "targetLabel", "state", "attachment", "attempt", "createdAt", "resultAvailable"))
+		Expect(before[0]["state"]).To(Equal("running"))
+		Expect(before[1]["state"]).To(Equal("queued"))
+		for i, e := range before {
+			Expect(e["work"]).To(Equal(map[string]any{"kind": "work.ref", "id": refs[i].ID, "targetId": researchID,
+				"guarantees": map[string]any{"execution": "process-local", "rejoin": "process-local"}}))
+			Expect(e["targetLabel"]).To(Equal("research"))
+			Expect(e["attachment"]).To(Equal("attached"))
+			Expect(e["attempt"]).To(Equal(float64(1)))
+			Expect(e["resultAvailable"]).To(Equal(false))
+			Expect(rfc3339(e["createdAt"])).To(BeTemporally("==", t0))
+		}
+		Expect(rfc3339(before[0]["startedAt"])).To(BeTemporally("==", t0))
+
+		By("a completed entry adds finishedAt and resultAvailable")
+		for _, e := range after {
+			Expect(keysOf(e)).To(ConsistOf("work", "targetLabel", "state", "attachment", "attempt", "createdAt", "startedAt", "finishedAt", "resultAvailable"))
+			Expect(e["state"]).To(Equal("completed"))
+			Expect(e["resultAvailable"]).To(Equal(true))
+			Expect(rfc3339(e["finishedAt"])).To(BeTemporally("==", t0.Add(5*time.Second)))
+		}
+		Expect(rfc3339(after[1]["startedAt"])).To(BeTemporally("==", t0.Add(5*time.Second)), "the queued one started when the slot freed")
+
+		for _, l := range lists {
+			Expect(l.Content).NotTo(ContainSubstring("OUT-"), "no result in a projection")
+		}
+	}, within)
+
+	It("answers status for one Work with the same projection and never its output or failure text", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parked := f.model.hold(coordinatorID, 2)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("good"), bg("bad")),
+			scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+				refs := refsIn(req.Messages)
+				return &core.Response{ToolCalls: []core.ToolCall{
+					{ID: "s1", Name: "work", Arguments: `{"action":"status","id":"` + refs[0].ID + `"}`},
+					{ID: "s2", Name: "work", Arguments: `{"action":"status","id":"` + refs[1].ID + `"}`},
+				}}, nil
+			}},
+			scripted.Say("ok"))
+		f.model.Script(researchID,
+			scripted.Turn{When: asked("good"), Output: findings("OUTPUT-MARKER")},
+			scripted.Turn{When: asked("bad"), Err: errors.New("FAILURE-MARKER: quota exhausted")})
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		parked.Arrived(ctx)
+		good, bad := f.awaitRef(ctx, 1), f.awaitRef(ctx, 2)
+		Expect(f.awaitTerminal(ctx, good.ID)).To(Equal(lifecycle.Completed))
+		Expect(f.awaitTerminal(ctx, bad.ID)).To(Equal(lifecycle.Failed))
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		statuses := toolResults(res.Messages, "work")
+		ok, failed := obj(statuses[0].Content), obj(statuses[1].Content)
+		Expect(ok["state"]).To(Equal("completed"))
+		Expect(ok["resultAvailable"]).To(Equal(true))
+		Expect(failed["state"]).To(Equal("failed"))
+		Expect(failed["resultAvailable"]).To(Equal(false))
+		Expect(keysOf(failed)).To(ConsistOf("work", "targetLabel", "state", "attachment", "attempt", "createdAt", "startedAt", "finishedAt", "resultAvailable"))
+		for _, s := range statuses {
+			Expect(s.Content).NotTo(ContainSubstring("OUTPUT-MARKER"))
+			Expect(s.Content).NotTo(ContainSubstring("FAILURE-MARKER"))
+		}
+	}, within)
+
+	DescribeTable("answers exactly {\"status\":\"not_found\"} for an unknown id",
+		func(ctx SpecContext, action string) {
+			f := newFixture(ctx)
+			f.model.Script(coordinatorID,
+				scripted.Calls(bg(autumn)),
+				scripted.Calls(workOn(action, "w_unknown", "message", "hello", "timeout", "1s")),
+				scripted.Say("ok"))
+			f.model.Script(researchID, scripted.Final(findings("S")))
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(notFound))
+		},
+		Entry("status", "status", within),
+		Entry("result", "result", within),
+		Entry("cancel", "cancel", within),
+		Entry("detach", "detach", within),
+		Entry("send", "send", within),
+	)
+
+	It("answers not_found for every id action on Work owned by another agent instance, and leaves that Work alone", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.ScriptRun(coordinatorID, 1, scripted.Calls(bg(autumn)), scripted.Say("started"))
+		var foreign string
+		f.model.ScriptRun(coordinatorID, 2,
+			scripted.Turn{Respond: func(*core.Request) (*core.Response, error) {
+				var calls []core.ToolCall
+				for i, action := range []string{"status", "result", "cancel", "send", "detach"} {
+					calls = append(calls, core.ToolCall{ID: fmt.Sprint("c", i), Name: "work",
+						Arguments: `{"action":"` + action + `","id":"` + foreign + `","timeout":"0s","message":"stop"}`})
+				}
+				calls = append(calls, core.ToolCall{ID: "c-list", Name: "work", Arguments: `{"action":"list"}`})
+				return &core.Response{ToolCalls: calls}, nil
+			}},
+			scripted.Say("ok"))
+		coordinator := newCoordinator(newResearchAgent())
+
+		first, err := f.run(coordinator, ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		foreign = refsIn(first.Messages)[0].ID
+		second, err := f.run(coordinator, ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(second.Run).NotTo(Equal(first.Run))
+
+		results := toolResults(second.Messages, "work")
+		for _, m := range results[:5] {
+			Expect(m.Content).To(Equal(notFound))
+		}
+		Expect(results[5].Content).To(Equal("[]"), "another instance's Work is not listed")
+		w := f.work(foreign)
+		Expect(w.State).To(Equal(lifecycle.Running), "not cancelled by a foreign owner")
+		Expect(w.Detached).To(BeFalse())
+		Expect(w.Sent).To(BeZero())
+		child.Release()
+		Expect(f.awaitTerminal(ctx, foreign)).To(Equal(lifecycle.Completed))
+	}, within)
+
+	It("answers not_found for an id from another Runtime: the registry is process-local", func(ctx SpecContext) {
+		other := newFixture(ctx)
+		other.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("started"))
+		other.model.Script(researchID, scripted.Final(findings("S")))
+		res, err := other.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		id := refsIn(res.Messages)[0].ID
+		other.awaitTerminal(ctx, id)
+
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(workOn("result", id)), scripted.Say("ok"))
+		res, err = f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(notFound))
+	}, within)
+})
+
+var _ = Describe("detach", func() {
+	It("answers {id, detached: true} and then not_found for every id action while the child keeps running", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("detach")),
+			scripted.Calls(work("status"), work("result", "timeout", "0s"), work("cancel"), work("send", "message", "hurry"),
+				work("detach"), scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		id := refsIn(res.Messages)[0].ID
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)).To(Equal(map[string]any{"id": id, "detached": true}))
+		for _, m := range results[1:6] {
+			Expect(m.Content).To(Equal(notFound))
+		}
+		Expect(results[6].Content).To(Equal("[]"))
+		reqs := f.model.RequestsFor(coordinatorID)
+		Expect(reqs[2].Status).To(BeNil(), "detached Work leaves the status context")
+
+		w := f.work(id)
+		Expect(w.Detached).To(BeTrue())
+		Expect(w.State).To(Equal(lifecycle.Running), "detach does not cancel")
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed), "the child runs to its end")
+	}, within)
+
+	It("answers result after detach with not_found, even once the detached child has completed", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parked := f.model.hold(coordinatorID, 2)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(work("detach")),
+			scripted.Calls(work("result")),
+			scripted.Say("ok"))
+		exact := findings("DETACHED-OUTPUT")
+		f.model.Script(researchID, scripted.Final(exact))
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		parked.Arrived(ctx)
+		id := f.awaitRef(ctx, 1).ID
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toolResults(res.Messages, "work")[1].Content).To(Equal(notFound))
+		for _, req := range f.model.RequestsFor(coordinatorID) {
+			Expect(snapshot(req)).NotTo(ContainSubstring("DETACHED-OUTPUT"))
+		}
+	}, within)
+})
+
+var _ = Describe("result", func() {
+	It("returns the exact child output once the Work has completed", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parked := f.model.hold(coordinatorID, 2)
+		exact := findings("Anthocyanins")
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(exact))
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		parked.Arrived(ctx)
+		f.awaitTerminal(ctx, f.awaitRef(ctx, 1).ID)
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(string(exact)))
+		Expect(f.timersPending(1)).To(BeFalse(), "a completed result does not wait")
+	}, within)
+
+	It("waits within the timeout for unfinished Work and returns its exact output when it completes", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		exact := findings("Anthocyanins")
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result", "timeout", "20s")), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(exact))
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		child.Arrived(ctx)
+		f.waitForTimers(ctx, 1)
+		f.clock.Advance(19 * time.Second)
+		child.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(string(exact)))
+		Expect(f.timersPending(1)).To(BeFalse(), "the wait's timer is stopped")
+	}, within)
+
+	DescribeTable("returns the status projection when nothing arrives within the wait, which is capped at 30 seconds and is 30 seconds when omitted",
+		func(ctx SpecContext, timeout any, wait time.Duration) {
+			f := newFixture(ctx)
+			child := f.model.hold(researchID, 1)
+			call := work("result")
+			if timeout != nil {
+				call = work("result", "timeout", timeout)
+			}
+			f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(call), scripted.Say("ok"))
+			f.model.Script(researchID, scripted.Final(findings("NOT-YET")))
+
+			r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+			child.Arrived(ctx)
+			f.waitForTimers(ctx, 1)
+			f.clock.Advance(wait - time.Millisecond)
+			Expect(f.timersPending(1)).To(BeTrue(), "still waiting 1ms before %s", wait)
+			f.clock.Advance(time.Millisecond)
+			res, err := r.wait(ctx)
+			Expect(err).NotTo(HaveOccurred())
+
+			got := obj(toolResults(res.Messages, "work")[0].Content)
+			Expect(got["state"]).To(Equal("running"))
+			Expect(got["resultAvailable"]).To(Equal(false))
+			Expect(got["work"].(map[string]any)["id"]).To(Equal(f.awaitRef(ctx, 1).ID))
+			Expect(toolResults(res.Messages, "work")[0].Content).NotTo(ContainSubstring("NOT-YET"))
+			child.Release()
+		},
+		Entry("250ms", "250ms", 250*time.Millisecond, within),
+		Entry("5s", "5s", 5*time.Second, within),
+		Entry("1m30s is capped", "1m30s", 30*time.Second, within),
+		Entry("1m is capped", "1m", 30*time.Second, within),
+		Entry("2h is capped", "2h", 30*time.Second, within),
+		Entry("omitted", nil, 30*time.Second, within),
+	)
+
+	It("returns the status projection at once for a zero timeout", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result", "timeout", "0s")), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj(toolResults(res.Messages, "work")[0].Content)["state"]).To(Equal("running"))
+		child.Release()
+	}, within)
+
+	DescribeTable("answers a negative or unparsable timeout with a model-facing error, and the run goes on",
+		func(ctx SpecContext, timeout string) {
+			f := newFixture(ctx)
+			f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result", "timeout", timeout)), scripted.Say("ok"))
+			f.model.Script(researchID, scripted.Final(findings("S")))
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Output.Raw).To(Equal("ok"))
+			msg := toolResults(res.Messages, "work")[0]
+			Expect(errorCode(msg)).To(Equal("invalid_arguments"))
+			Expect(msg.Content).To(ContainSubstring("timeout"))
+			Expect(f.timersPending(1)).To(BeFalse())
+		},
+		Entry("negative", "-5s", within),
+		Entry("no unit", "5", within),
+		Entry("unknown unit", "5 seconds", within),
+		Entry("a word", "soon", within),
+		Entry("empty", "", within),
+	)
+
+	It("answers a failed child with its status, state failed, and never its error text", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Fail(errors.New("FAILURE-MARKER: the index is corrupt")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		msg := toolResults(res.Messages, "work")[0]
+		Expect(msg.IsError).To(BeFalse())
+		got := obj(msg.Content)
+		Expect(got["state"]).To(Equal("failed"))
+		Expect(got["resultAvailable"]).To(Equal(false))
+		Expect(keysOf(got)).NotTo(ContainElement("error"))
+		for _, req := range f.model.RequestsFor(coordinatorID) {
+			Expect(snapshot(req)).NotTo(ContainSubstring("FAILURE-MARKER"))
+		}
+	}, within)
+
+	It("stops waiting when the tool call is aborted, and leaves the Work running", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		runCtx, abort := context.WithCancel(ctx)
+		defer abort()
+		r := f.start(runCtx, newCoordinator(newResearchAgent()), ask(autumn))
+		child.Arrived(ctx)
+		f.waitForTimers(ctx, 1)
+		abort()
+		_, err := r.wait(ctx)
+		Expect(err).To(MatchError(context.Canceled))
+		Expect(f.timersPending(1)).To(BeFalse(), "the wait ended and its timer was stopped")
+		id := f.awaitRef(ctx, 1).ID
+		Expect(f.work(id).State).To(Equal(lifecycle.Running))
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+	}, within)
+})
+
+// withoutMarkers fails if any of the texts appear in s.
+func withoutMarkers(s string, markers ...string) {
+	for _, m := range markers {
+		ExpectWithOffset(1, strings.Contains(s, m)).To(BeFalse(), "%q leaked into %s", m, s)
+	}
+}
