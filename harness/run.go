@@ -43,6 +43,11 @@ type Options struct {
 	// Invariants are checked after every step; nil means DefaultInvariants.
 	// Use NoInvariants to skip them.
 	Invariants []Invariant
+
+	// plant, set only by the package's own tests, sees every entry the
+	// runtime's events record and returns entries to record right after
+	// it: a planted violation, to prove an invariant catches it.
+	plant func(e trace.Entry) []trace.Entry
 }
 
 // Outcome is a simulated run: the scenario's result plus the schedule that
@@ -99,6 +104,7 @@ type run struct {
 	triggers []*trigger
 	mainDone chan struct{}
 	crashed  bool
+	lost     []core.WorkInfo // the Work at the moment of a crash
 	checker  *checker
 
 	// faults are the scenario's faults plus swarm faults; enabled says which
@@ -164,6 +170,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		err := r.sim.Run(func() bool { return r.crashed })
 		switch {
 		case r.crashed:
+			r.recordLoss()
 			r.sim.Kill()
 			out.Crashed = true
 		case err != nil:
@@ -196,13 +203,59 @@ func (r *run) start(out *Outcome) {
 
 // observe records an event and fires the triggers it makes due.
 func (r *run) observe(e core.Event) {
+	if r.crashed {
+		// The process is gone: what its actors do while they unwind is
+		// not part of the run.
+		return
+	}
 	if e.Kind == core.EventRunStart {
 		r.perAgent[e.Agent]++
 		r.ordinals[e.Run] = r.perAgent[e.Agent]
 	}
-	r.rec.Observe(e)
+	if r.opts.plant == nil {
+		r.rec.Observe(e)
+	} else {
+		r.plantAfter(e)
+	}
 	if len(r.triggers) > 0 {
 		r.checkTriggers()
+	}
+}
+
+// plantAfter records e and then the entries a test plants after it.
+func (r *run) plantAfter(e core.Event) {
+	n := r.rec.Len()
+	r.rec.Observe(e)
+	if r.rec.Len() == n {
+		return
+	}
+	entries := r.rec.Entries()
+	for _, extra := range r.opts.plant(entries[len(entries)-1]) {
+		r.rec.Add(e.Time, extra)
+	}
+}
+
+// recordLoss writes down, before a crash kills them, what the process
+// loses: every actor that was running or waiting and every Work item that
+// had not finished. The Work items as they were are the run's Works.
+func (r *run) recordLoss() {
+	now := r.sim.Clock().Now()
+	for _, a := range r.sim.Live() {
+		where := "before it started"
+		switch {
+		case a.Reason != "":
+			where = "waiting on " + a.Reason
+		case a.Point.Kind != 0:
+			where = "at a " + a.Point.Kind.String() + " point"
+		}
+		r.rec.Add(now, trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("crash ends actor %q %s", a.Name, where)})
+	}
+	r.lost = r.rt.Works()
+	for _, w := range r.lost {
+		if !w.State.Terminal() {
+			r.rec.Add(now, trace.Entry{Kind: trace.Note, Run: w.Owner, Work: w.Ref.ID, Label: w.Label,
+				Detail: fmt.Sprintf("crash loses %s %s (%s, owner %s) and its result and control", w.Ref.ID, w.Label, w.State, w.Owner)})
+		}
 	}
 }
 
@@ -215,7 +268,11 @@ func (r *run) finish(out *Outcome) {
 	norm.Name, norm.Seed = r.sc.Name, &seed
 	id := norm.NormalizeInPlace()
 	out.Trace = norm
-	for _, w := range r.rt.Works() {
+	works := r.rt.Works()
+	if r.crashed {
+		works = r.lost // not what the actors did to them while they unwound
+	}
+	for _, w := range works {
 		switch {
 		case w.State == "completed" && !w.Rejoined:
 			out.Findings = append(out.Findings, fmt.Sprintf("%s (%s) completed but its result was never read", id(w.Ref.ID), w.Label))
