@@ -1,0 +1,143 @@
+package harness_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/harness"
+)
+
+// fired records which timer fired at which offset.
+type fired struct {
+	Name string
+	At   time.Duration
+}
+
+var _ = Describe("the virtual clock", func() {
+	var (
+		sim   *harness.Sim
+		clock *harness.Clock
+		log   []fired
+	)
+	record := func(name string) func() {
+		return func() { log = append(log, fired{name, clock.Elapsed()}) }
+	}
+	// keepAlive is an actor that sleeps past every timer of a spec: timers
+	// fire while some actor is alive.
+	keepAlive := func(d time.Duration) { sim.Go("keep-alive", func() { clock.Sleep(d) }) }
+
+	BeforeEach(func() {
+		sim = harness.NewSim(harness.SimOptions{Seed: 1})
+		clock = sim.Clock()
+		log = nil
+	})
+
+	It("jumps straight to the earliest pending deadline when nothing can run", func() {
+		clock.AfterFunc(5*time.Second, record("5s"))
+		clock.AfterFunc(3*time.Second, record("3s"))
+		clock.AfterFunc(9*time.Second, record("9s"))
+		keepAlive(time.Minute)
+		Expect(sim.Run(nil)).To(Succeed())
+		Expect(log).To(Equal([]fired{{"3s", 3 * time.Second}, {"5s", 5 * time.Second}, {"9s", 9 * time.Second}}))
+		Expect(clock.Elapsed()).To(Equal(time.Minute))
+	})
+
+	It("fires timers due at the same instant in the order they were registered, then any they schedule for that instant", func() {
+		clock.AfterFunc(2*time.Second, record("first"))
+		clock.AfterFunc(2*time.Second, func() {
+			record("second")()
+			clock.AfterFunc(0, record("scheduled by second"))
+		})
+		clock.AfterFunc(time.Second, func() { clock.AfterFunc(time.Second, record("registered later, same instant")) })
+		clock.AfterFunc(2*time.Second, record("third"))
+		keepAlive(time.Minute)
+		Expect(sim.Run(nil)).To(Succeed())
+		Expect(log).To(Equal([]fired{
+			{"first", 2 * time.Second}, {"second", 2 * time.Second}, {"third", 2 * time.Second},
+			{"registered later, same instant", 2 * time.Second}, {"scheduled by second", 2 * time.Second},
+		}))
+	})
+
+	It("Stop unschedules a pending timer and reports whether it was pending", func() {
+		t := clock.AfterFunc(time.Second, record("stopped"))
+		clock.AfterFunc(2*time.Second, record("kept"))
+		Expect(clock.Pending()).To(Equal(2))
+		Expect(t.Stop()).To(BeTrue())
+		Expect(t.Stop()).To(BeFalse())
+		Expect(clock.Pending()).To(Equal(1))
+		keepAlive(time.Minute)
+		Expect(sim.Run(nil)).To(Succeed())
+		Expect(log).To(Equal([]fired{{"kept", 2 * time.Second}}))
+	})
+
+	It("Reset reschedules a timer from now, as if registered then, and reports whether it was pending", func() {
+		t := clock.AfterFunc(time.Second, record("reset"))
+		clock.AfterFunc(10*time.Second, record("other"))
+		var pending []bool
+		sim.Go("resetter", func() {
+			clock.Sleep(4 * time.Second)
+			pending = append(pending, t.Reset(6*time.Second)) // it fired at +1s; now due at +10s
+			clock.Sleep(time.Second)
+			pending = append(pending, t.Reset(5*time.Second)) // pending; due at +10s again, registered after "other"
+		})
+		keepAlive(time.Minute)
+		Expect(sim.Run(nil)).To(Succeed())
+		Expect(pending).To(Equal([]bool{false, true}))
+		Expect(log).To(Equal([]fired{{"reset", time.Second}, {"other", 10 * time.Second}, {"reset", 10 * time.Second}}))
+	})
+
+	It("a timer's channel receives the virtual time it fired at; After is the same", func() {
+		timer := clock.NewTimer(3 * time.Second)
+		after := clock.After(4 * time.Second)
+		var got []time.Time
+		sim.Go("reader", func() {
+			clock.Sleep(5 * time.Second)
+			got = append(got, <-timer.Chan(), <-after)
+		})
+		Expect(sim.Run(nil)).To(Succeed())
+		Expect(got).To(Equal([]time.Time{harness.Epoch.Add(3 * time.Second), harness.Epoch.Add(4 * time.Second)}))
+	})
+
+	It("a ticker ticks every period, keeps at most one tick waiting like time.Ticker, and Reset and Stop change it", func() {
+		ticker := clock.NewTicker(10 * time.Second)
+		var got []time.Duration
+		take := func() {
+			select {
+			case at := <-ticker.Chan():
+				got = append(got, at.Sub(harness.Epoch))
+			default:
+				got = append(got, -1)
+			}
+		}
+		sim.Go("reader", func() {
+			clock.Sleep(35 * time.Second) // ticks at 10, 20, 30: only the first waits
+			take()
+			take()
+			ticker.Reset(time.Second) // next ticks at 36, 37, ...
+			clock.Sleep(1500 * time.Millisecond)
+			take()
+			ticker.Stop()
+			clock.Sleep(time.Minute)
+			take()
+		})
+		Expect(sim.Run(nil)).To(Succeed())
+		Expect(got).To(Equal([]time.Duration{10 * time.Second, -1, 36 * time.Second, -1}))
+		Expect(clock.Pending()).To(BeZero())
+	})
+
+	It("Sleep parks only the calling actor; Since and Until measure virtual time", func() {
+		start := clock.Now()
+		var order []string
+		sim.Go("sleeper", func() {
+			clock.Sleep(time.Hour)
+			order = append(order, "sleeper")
+		})
+		sim.Go("worker", func() { order = append(order, "worker") })
+		Expect(sim.Run(nil)).To(Succeed())
+		Expect(order).To(Equal([]string{"worker", "sleeper"}))
+		Expect(clock.Since(start)).To(Equal(time.Hour))
+		Expect(clock.Until(start.Add(90 * time.Minute))).To(Equal(30 * time.Minute))
+	})
+})
