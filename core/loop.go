@@ -332,6 +332,10 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 	key := occurrenceKey{owner: inst.id, turn: inst.step, callID: call.ID, tool: pt.name}
 	if pt.kind == kindBgTool {
 		return rt.reg.accept(key, sha256.Sum256(canon), pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
+			// The tool runs as Work, outside any agent run: give it the
+			// runtime, so that Sleep and Await wait on the runtime's clock
+			// and executor (virtual in a simulation), not the wall clock.
+			ctx = context.WithValue(ctx, runtimeKey{}, rt)
 			v, err := pt.tool.Run(ctx, call, input)
 			if err != nil {
 				return nil, err
