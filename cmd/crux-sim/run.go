@@ -15,16 +15,18 @@ import (
 func newRunCmd() *cobra.Command {
 	var seed int64
 	var format, replay string
-	var swarm bool
+	var swarm, checkDeterminism bool
 	var plant []string
 	cmd := &cobra.Command{
-		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] NAME|FILE...",
+		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] [--check-determinism] NAME|FILE...",
 		Short: "Run scenarios and print each transcript and a pass/fail line per expectation",
 		Long: `Run each scenario (a built-in name or a YAML file) under the seed's schedule
 on virtual time, print its semantic transcript and one PASS or FAIL line per
 expectation, and exit 0 when all held, 1 when one failed, 2 on bad input.
 
-The same scenario and seed always print the same transcript.`,
+The same scenario and seed always print the same transcript;
+--check-determinism runs each scenario twice to prove it, and fails (exit 1)
+naming the first line that differs if they are not byte for byte the same.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usagef("--format must be text or json, not %q", format)
@@ -58,6 +60,12 @@ The same scenario and seed always print the same transcript.`,
 				if !o.Passed() {
 					failed = true
 				}
+				if checkDeterminism {
+					if err := harness.SameRun(o, harness.Run(sc, opts)); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "crux-sim:", err)
+						failed = true
+					}
+				}
 				if format == "json" {
 					doc, err := harness.ReportJSON(o)
 					if err != nil {
@@ -90,6 +98,7 @@ The same scenario and seed always print the same transcript.`,
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&swarm, "swarm", false, "apply the seed's swarm fault mix, as crux-sim fuzz does")
 	cmd.Flags().StringVar(&replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
+	cmd.Flags().BoolVar(&checkDeterminism, "check-determinism", false, "run each scenario twice and fail unless both runs are byte for byte the same")
 	cmd.Flags().StringSliceVar(&plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
 	_ = cmd.Flags().MarkHidden("plant")
 	return cmd
