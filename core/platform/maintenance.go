@@ -20,10 +20,15 @@ const IDExport core.IDKind = "export"
 // timer, so a five-minute cadence costs one wake-up however many jobs run
 // on it.
 func (p *Platform) startSweepers() {
-	groups := map[time.Duration][]func(time.Time){}
-	groups[p.opts.BoardSweepInterval] = append(groups[p.opts.BoardSweepInterval], func(now time.Time) { p.SweepBoard(now) })
-	groups[p.opts.InboxSweepInterval] = append(groups[p.opts.InboxSweepInterval], func(time.Time) { p.SweepInbox() })
-	groups[p.opts.WorkspaceSweepInterval] = append(groups[p.opts.WorkspaceSweepInterval], func(now time.Time) { p.SweepWorkspaces(now) })
+	groups := map[time.Duration][]sweeper{}
+	add := func(d time.Duration, j sweeper) { groups[d] = append(groups[d], j) }
+	add(p.opts.BoardSweepInterval, sweeper{
+		run:  func(now time.Time) { p.SweepBoard(now) },
+		idle: func() bool { return len(p.board) == 0 }})
+	add(p.opts.InboxSweepInterval, sweeper{
+		run:  func(time.Time) { p.SweepInbox() },
+		idle: func() bool { return p.pendingInbox == 0 }})
+	add(p.opts.WorkspaceSweepInterval, sweeper{run: func(now time.Time) { p.SweepWorkspaces(now) }})
 	every := make([]time.Duration, 0, len(groups))
 	for d := range groups {
 		every = append(every, d)
@@ -36,15 +41,50 @@ func (p *Platform) startSweepers() {
 	}
 }
 
-func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []func(time.Time)) {
-	p.afterLocked(d, name, func() {
+// sweeper is a periodic job. idle, when set, is a cheap check (under
+// Platform.mu) that the job has nothing to do.
+type sweeper struct {
+	run  func(now time.Time)
+	idle func() bool
+}
+
+// armEveryLocked runs jobs every d on one persistent timer, re-armed with
+// Reset. A tick on which every job is idle only re-arms, inside the clock
+// callback, without starting an actor: most five-minute ticks find nothing
+// to sweep, and a virtual week of them must stay cheap. Any work runs in an
+// actor, which re-arms when it is done.
+func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) {
+	if p.closing {
+		return
+	}
+	p.actorSeq++
+	slot := &timerSlot{seq: p.actorSeq}
+	run := func() {
+		p.exec.Yield(core.Point{Kind: PointTimer, Event: name})
 		now := p.clock.Now()
-		for _, job := range jobs {
-			job(now)
+		for _, j := range jobs {
+			j.run(now)
 		}
 		p.mu.Lock()
-		p.armEveryLocked(d, name, jobs)
+		if _, live := p.timers[slot]; live {
+			slot.t.Reset(d)
+		}
 		p.mu.Unlock()
+	}
+	p.timers[slot] = struct{}{}
+	slot.t = p.clock.AfterFunc(d, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if _, live := p.timers[slot]; !live {
+			return
+		}
+		for _, j := range jobs {
+			if j.idle == nil || !j.idle() {
+				p.goLocked(name, run)
+				return
+			}
+		}
+		slot.t.Reset(d)
 	})
 }
 
@@ -75,7 +115,7 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 			kept = append(kept, n)
 		}
 		b.notes = kept
-		if orphaned && len(b.claims) == 0 {
+		if len(b.claims) == 0 && len(b.notes) == 0 {
 			delete(p.board, root)
 		}
 	}
@@ -105,6 +145,7 @@ func (p *Platform) SweepInbox() int {
 			continue
 		}
 		it.State = InboxNonActionable
+		p.pendingInbox--
 		n++
 		p.emitLocked(Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/platform/store"
 	"github.com/jonboulle/clockwork"
+	"github.com/robfig/cron/v3"
 )
 
 // ID kinds the platform draws from core.IDSource.
@@ -88,18 +89,21 @@ type Platform struct {
 	actorSeq uint64
 	timers   map[*timerSlot]struct{}
 
-	delegations map[string]*delegation // by child session id
-	findings    []Finding
-	posts       []Post
-	board       map[string]*board // by root
-	inbox       []*InboxItem
-	artifacts   map[string][]Artifact // by session
+	delegations  map[string]*delegation // by child session id
+	findings     []Finding
+	posts        []Post
+	board        map[string]*board // by root
+	inbox        []*InboxItem
+	pendingInbox int
+	artifacts    map[string][]Artifact // by session
 
 	dispatching, dispatchAgain bool
 	runningTasks               map[string]*session // task id → attempt session
 	reapSlot, pollSlot         *timerSlot
 	tickSlot                   *timerSlot
 	tickAt                     time.Time
+	tickArmed                  bool
+	crons                      map[string]cron.Schedule
 	followUntil, notBefore     time.Time
 	nextRecovery               time.Time
 
@@ -140,6 +144,7 @@ func New(opts Options) (*Platform, error) {
 		board:        map[string]*board{},
 		artifacts:    map[string][]Artifact{},
 		runningTasks: map[string]*session{},
+		crons:        map[string]cron.Schedule{},
 	}
 	if p.instance == "" {
 		p.instance = p.ids.NewID(IDInstance)

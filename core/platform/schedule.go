@@ -40,6 +40,25 @@ func ParseCron(spec string) (cron.Schedule, error) {
 	return cron.ParseStandard(spec)
 }
 
+// parseCron parses through a per-platform cache: the ticker computes the
+// next run of the same few expressions over and over.
+func (p *Platform) parseCron(spec string) (cron.Schedule, error) {
+	p.mu.Lock()
+	c, ok := p.crons[spec]
+	p.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := ParseCron(spec)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.crons[spec] = c
+	p.mu.Unlock()
+	return c, nil
+}
+
 // Schedules lists a user's schedules from the store.
 func (p *Platform) Schedules(user string) ([]store.Schedule, error) {
 	return p.store.ListSchedules(p.ctx(), user)
@@ -72,6 +91,23 @@ func (p *Platform) Loop(sessionID, command string) (store.Schedule, error) {
 		}
 	}
 	return p.createSchedule(s, sch)
+}
+
+// Cron schedules prompt for a session's user on a 5-field cron cadence, as
+// cron_create does.
+func (p *Platform) Cron(sessionID, spec, prompt string) (store.Schedule, error) {
+	p.mu.Lock()
+	s := p.sessions[sessionID]
+	p.mu.Unlock()
+	if s == nil {
+		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
+	}
+	sched, err := ParseCron(spec)
+	if err != nil {
+		return store.Schedule{}, fmt.Errorf("cron %q: %w", spec, err)
+	}
+	return p.createSchedule(s, store.Schedule{Kind: store.ScheduleCron, Cron: spec, Prompt: prompt,
+		NextRun: sched.Next(p.clock.Now())})
 }
 
 func (p *Platform) createSchedule(s *session, sch store.Schedule) (store.Schedule, error) {
@@ -237,6 +273,23 @@ func (p *Platform) startScheduler() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.nextRecovery = p.clock.Now().Add(p.opts.ScheduleRecoveryInterval)
+	p.actorSeq++
+	slot := &timerSlot{seq: p.actorSeq}
+	p.tickSlot = slot
+	p.timers[slot] = struct{}{}
+	slot.t = p.clock.AfterFunc(p.opts.ScheduleRecoveryInterval, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if _, live := p.timers[slot]; !live {
+			return
+		}
+		p.tickArmed = false
+		p.goLocked("scheduled-work ticker", func() {
+			p.exec.Yield(core.Point{Kind: PointTimer, Event: "scheduled-work ticker"})
+			p.tick()
+		})
+	})
+	p.tickAt, p.tickArmed = p.nextRecovery, true
 	p.armTickerLocked()
 }
 
@@ -256,24 +309,19 @@ func (p *Platform) armTickerLocked() {
 	p.armTickerAtLocked(at)
 }
 
+// armTickerAtLocked (re)arms the ticker's one persistent timer.
 func (p *Platform) armTickerAtLocked(at time.Time) {
-	if p.tickSlot != nil {
-		if !p.tickAt.After(at) {
-			return
-		}
-		p.cancelSlotLocked(p.tickSlot)
+	if p.closing || p.tickArmed && !p.tickAt.After(at) {
+		return
 	}
-	p.tickAt = at
-	p.tickSlot = p.afterLocked(at.Sub(p.clock.Now()), "scheduled-work ticker", p.tick)
+	p.tickAt, p.tickArmed = at, true
+	p.tickSlot.t.Reset(at.Sub(p.clock.Now()))
 }
 
 // tick is one pass of the ticker: if this process leads, fire every due
 // row, and run the recovery pass when it is due. A follower checks again
 // when the leader's lease could have lapsed.
 func (p *Platform) tick() {
-	p.mu.Lock()
-	p.tickSlot = nil
-	p.mu.Unlock()
 	now := p.clock.Now()
 	lead, err := p.store.TryLead(p.ctx(), "scheduled-work", p.instance, now, p.opts.LeaderTTL)
 	lead = lead && err == nil
@@ -313,7 +361,7 @@ func (p *Platform) fire(sch store.Schedule, now time.Time) {
 	var next time.Time
 	switch sch.Kind {
 	case store.ScheduleCron:
-		spec, err := ParseCron(sch.Cron)
+		spec, err := p.parseCron(sch.Cron)
 		if err != nil {
 			_ = p.completeSchedule(sch.ID, "invalid", err.Error())
 			return

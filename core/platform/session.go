@@ -77,6 +77,7 @@ type session struct {
 	children []string
 	lastSeen time.Time // last provider step, for stale detection
 	output   string    // the last turn's final output
+	variant  *core.Agent
 
 	// task attempts
 	task     string
@@ -265,12 +266,16 @@ func (p *Platform) wakeLocked(s *session) {
 	s.active = p.goLocked("session "+s.id, func() { p.runSession(s) })
 }
 
+// setStateLocked changes a session's state. Running and idle are implied
+// by turn.start and turn.end, so only the other states are logged.
 func (p *Platform) setStateLocked(s *session, st State) {
 	if s.state == st {
 		return
 	}
 	s.state = st
-	p.emitLocked(Event{Session: s.id, Type: EventSessionState, Status: string(st)})
+	if st != StateRunning && st != StateIdle {
+		p.emitLocked(Event{Session: s.id, Type: EventSessionState, Status: string(st)})
+	}
 }
 
 // turnEnd is how one turn ended.
@@ -527,6 +532,9 @@ type variantKey struct {
 // middleware that records provider-step activity. Variants are cached per
 // template and toolset, because the runtime prepares each *Agent once.
 func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
+	if s.variant != nil {
+		return s.variant, nil
+	}
 	plat := platformToolsFor(s, p.opts.MaxDelegationDepth)
 	var authored []string
 	for _, name := range sortedKeys(s.tmpl.Tools) {
@@ -540,6 +548,7 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	}
 	key := variantKey{tmpl: s.tmpl, tools: strings.Join(authored, ",") + "|" + strings.Join(plat, ",")}
 	if a := p.variants[key]; a != nil {
+		s.variant = a
 		return a, nil
 	}
 	a := *s.tmpl
@@ -554,6 +563,7 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	}
 	a.Use = append([]core.Middleware{p.activity}, s.tmpl.Use...)
 	p.variants[key] = &a
+	s.variant = &a
 	return &a, nil
 }
 

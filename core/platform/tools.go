@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/crux-sim/crux-sim/core"
 )
@@ -33,6 +34,13 @@ const (
 	ToolBoardNote         = "board_note"
 	ToolBoardClaim        = "board_claim"
 	ToolBoardRead         = "board_read"
+)
+
+// The tools' input schemas are compiled once per process: compiling them
+// is most of what making a Platform costs.
+var (
+	schemaOnce sync.Once
+	schemas    = map[string]*core.Schema{}
 )
 
 type toolDef struct {
@@ -111,12 +119,17 @@ func (p *Platform) platformTools() map[string]*core.Tool {
 			p.toolBoardClaim},
 		ToolBoardRead: {"Read the board: live claims and notes.", `{"type":"object","properties":{},"additionalProperties":false}`, p.toolBoardRead},
 	}
+	schemaOnce.Do(func() {
+		for _, name := range sortedKeys(defs) {
+			schemas[name] = core.MustSchema(defs[name].schema)
+		}
+	})
 	out := make(map[string]*core.Tool, len(defs))
 	for _, name := range sortedKeys(defs) {
 		d := defs[name]
 		out[name] = &core.Tool{
 			Description: d.desc,
-			Input:       core.MustSchema(d.schema),
+			Input:       schemas[name],
 			Run: func(ctx context.Context, call core.ToolCall, input any) (any, error) {
 				s := sessionOf(ctx)
 				if s == nil {

@@ -326,6 +326,7 @@ func (p *Platform) Answer(item, text string) error {
 			return errors.New("inbox item " + item + ": its session is gone")
 		}
 		it.State = InboxAnswered
+		p.pendingInbox--
 		p.emitLocked(Event{Session: s.id, Type: EventInboxAnswered, Item: item})
 		p.enqueueLocked(s, text)
 		return nil
@@ -342,6 +343,7 @@ func (p *Platform) toolAskUserQuestion(_ context.Context, s *session, _ core.Too
 	defer p.unlock()
 	it := &InboxItem{ID: p.ids.NewID(IDInbox), Session: s.id, Question: in.Question, State: InboxPending, At: p.clock.Now()}
 	p.inbox = append(p.inbox, it)
+	p.pendingInbox++
 	p.emitLocked(Event{Session: s.id, Type: EventInboxQuestion, Item: it.ID, Text: in.Question})
 	return map[string]any{"inbox_id": it.ID, "status": "pending"}, nil
 }

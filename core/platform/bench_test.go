@@ -1,0 +1,100 @@
+package platform_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/core/platform/internal/vsim"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// week runs 8 virtual days with the sweepers on (board and inbox every
+// 5 minutes, workspace every 6 hours) beside the loops that setup creates,
+// and returns how many scheduled runs fired.
+func week(b *testing.B, setup func(p *platform.Platform, root string)) int {
+	sim := vsim.New(epoch)
+	model := scripted.New()
+	model.Answer("scout", func(req *core.Request) (*core.Response, error) {
+		if req.Step == 1 && len(req.Tools) > 0 && req.Tools[len(req.Tools)-1].Name == platform.ToolLoopWait {
+			return &core.Response{ToolCalls: []core.ToolCall{{ID: "w", Name: platform.ToolLoopWait, Arguments: `{"delay":"1h"}`}}}, nil
+		}
+		return &core.Response{Text: "all quiet"}, nil
+	})
+	p, err := platform.New(platform.Options{
+		Core:     core.Options{Provider: model, Clock: sim, IDs: &core.SequentialIDs{}, Executor: sim},
+		Agents:   map[string]*core.Agent{"scout": {ID: "scout"}},
+		Store:    store.NewMemory(),
+		Instance: "bench",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, err := p.NewSession(platform.SessionOptions{Agent: "scout", User: "ada"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	setup(p, root)
+	sim.RunFor(8 * 24 * time.Hour)
+	runs := len(ofType(p.Events(root), platform.EventScheduleFired))
+	_ = p.Close()
+	sim.Settle()
+	return runs
+}
+
+// BenchmarkSweeperBesideHourlyLoop is the comparison point: eight virtual
+// days of a 5-minute sweeper beside an hourly loop (cron "0 * * * *", so
+// that it runs all eight days: 192 runs).
+func BenchmarkSweeperBesideHourlyLoop(b *testing.B) {
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		runs := week(b, func(p *platform.Platform, root string) {
+			if _, err := p.Cron(root, "0 * * * *", "check the build"); err != nil {
+				b.Fatal(err)
+			}
+		})
+		if runs != 192 {
+			b.Fatalf("fired %d runs, want 192", runs)
+		}
+	}
+}
+
+// BenchmarkLoopWeek is the loop-week scenario: a fixed hourly loop (it
+// expires after 3 days) and a dynamic loop that always waits an hour (it
+// expires after 7 days), over 8 virtual days with the sweepers running.
+func BenchmarkLoopWeek(b *testing.B) {
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		runs := week(b, func(p *platform.Platform, root string) {
+			if err := p.Send(root, "/loop 1h check the build"); err != nil {
+				b.Fatal(err)
+			}
+			if err := p.Send(root, "/loop watch the queue"); err != nil {
+				b.Fatal(err)
+			}
+		})
+		if runs != 72+168 {
+			b.Fatalf("fired %d runs, want %d", runs, 72+168)
+		}
+	}
+}
+
+// reportCPU adds cpu-ns/op: the process's user+system CPU time per
+// iteration. On a shared, loaded machine wall time (ns/op) mostly measures
+// the other tenants; CPU time measures this code.
+func reportCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() {
+		b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+	}
+}
