@@ -17,6 +17,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/harness/htmlreport"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -231,20 +232,30 @@ func reportFailure(out io.Writer, f *harness.Failure, dir string, swarm bool, pl
 		if err := writeFailureArtifacts(base, f); err != nil {
 			return ff, err
 		}
+		fmt.Fprintf(out, "  report:    %s\n", shellQuote(base+".html"))
 	}
 	fmt.Fprintln(out)
 	return ff, nil
 }
 
-// writeFailureArtifacts writes the shrunk run's transcript next to its
-// schedule.
+// writeFailureArtifacts writes the shrunk run's transcript and its HTML
+// timeline next to its schedule.
 func writeFailureArtifacts(base string, f *harness.Failure) error {
 	file, err := os.Create(base + ".txt")
 	if err != nil {
 		return err
 	}
-	defer file.Close()
-	return harness.WriteReport(file, f.Shrunk)
+	if err := harness.WriteReport(file, f.Shrunk); err != nil {
+		file.Close()
+		return err
+	}
+	if err := file.Close(); err != nil {
+		return err
+	}
+	in := htmlreport.FromOutcome(f.Shrunk)
+	in.Source = "fuzz failure, shrunk schedule (" + f.Schedule.Describe() + ")"
+	in.Command = "crux-sim run --replay " + shellQuote(base+".json")
+	return htmlreport.WriteFile(base+".html", in)
 }
 
 func firstMessage(o *harness.Outcome) string {

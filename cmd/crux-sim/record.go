@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -161,38 +163,20 @@ for) or mismatch (the request differs), with both sides and the cassette
 line. Exit 1 on a divergence or a failed expectation.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cassette.ReadFile(args[0])
-			if err != nil {
-				return usagef("%v", err)
-			}
-			target := c.Header.Scenario
-			if scenarioFlag != "" {
-				target = scenarioFlag
-			}
-			if target == "" {
-				return usagef("%s names no scenario; pass --scenario NAME|FILE", args[0])
-			}
-			scs, err := loadScenarios([]string{target})
+			r, err := replayCassette(args[0], scenarioFlag, ignoreStatus)
 			if err != nil {
 				return err
 			}
-			seed := int64(1)
-			if c.Header.Seed != nil {
-				seed = *c.Header.Seed
-			}
-			rep := cassette.NewReplayer(c, cassette.ReplayOptions{IgnoreStatus: ignoreStatus, Sleep: core.Sleep})
-			o := harness.Run(scs[0], harness.Options{Seed: seed, Provider: rep})
 			out := cmd.OutOrStdout()
-			if err := harness.WriteReport(out, o); err != nil {
+			if err := harness.WriteReport(out, r.outcome); err != nil {
 				return err
 			}
-			divs := append(rep.Divergences(), rep.Extra()...)
-			if len(divs) > 0 {
-				fmt.Fprintf(out, "DIVERGED from %s: %d divergence(s); the first:\n%s\n", args[0], len(divs), divs[0].Error())
+			if len(r.divergences) > 0 {
+				fmt.Fprintf(out, "DIVERGED from %s: %d divergence(s); the first:\n%s\n", args[0], len(r.divergences), r.divergences[0].Error())
 				return errFailed
 			}
-			fmt.Fprintf(out, "replayed %d exchanges from %s with no divergence\n", len(c.Exchanges), args[0])
-			if !o.Passed() {
+			fmt.Fprintf(out, "replayed %d exchanges from %s with no divergence\n", len(r.cassette.Exchanges), args[0])
+			if !r.outcome.Passed() {
 				return errFailed
 			}
 			return nil
@@ -201,4 +185,50 @@ line. Exit 1 on a divergence or a failed expectation.`,
 	cmd.Flags().StringVar(&scenarioFlag, "scenario", "", "the scenario to run (default: the one the cassette names)")
 	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "do not compare status blocks (for cassettes recorded outside the simulator)")
 	return cmd
+}
+
+// replayed is a cassette played back through its scenario.
+type replayed struct {
+	cassette    *cassette.Cassette
+	outcome     *harness.Outcome
+	divergences []*cassette.Divergence // in the run's order, then the extra exchanges
+}
+
+// replayCassette runs the scenario a cassette names (or scenarioFlag)
+// against the cassette, offline, under the recorded seed.
+func replayCassette(path, scenarioFlag string, ignoreStatus bool) (*replayed, error) {
+	c, err := cassette.ReadFile(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	target := c.Header.Scenario
+	if scenarioFlag != "" {
+		target = scenarioFlag
+	}
+	if target == "" {
+		return nil, usagef("%s names no scenario; pass --scenario NAME|FILE", path)
+	}
+	scs, err := loadScenarios([]string{target})
+	if err != nil {
+		return nil, err
+	}
+	seed := int64(1)
+	if c.Header.Seed != nil {
+		seed = *c.Header.Seed
+	}
+	rep := cassette.NewReplayer(c, cassette.ReplayOptions{IgnoreStatus: ignoreStatus, Sleep: core.Sleep})
+	o := harness.Run(scs[0], harness.Options{Seed: seed, Provider: rep})
+	return &replayed{cassette: c, outcome: o, divergences: append(rep.Divergences(), rep.Extra()...)}, nil
+}
+
+// isCassette reports whether a file starts like a cassette.
+func isCassette(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	return strings.Contains(string(head[:n]), `"format":"crux-sim-cassette"`)
 }

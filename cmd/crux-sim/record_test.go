@@ -172,3 +172,26 @@ func TestRecordThenReplayOfflineAndDivergeOnAnEditedResponse(t *testing.T) {
 		}
 	}
 }
+
+// A recorded cassette renders as an HTML report of its replay, and a
+// cassette that diverges renders with the divergence as a failure.
+func TestReportRendersACassetteReplay(t *testing.T) {
+	srv := httptest.NewServer(&researchModel{})
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "leaves.cassette")
+	if code, out := runCLI(t, "record", "--base-url", srv.URL+"/v1", "--model", "m", "--virtual-latency", "2s", "research-coordinator", "-o", path); code != 0 {
+		t.Fatalf("record exited %d:\n%s", code, out)
+	}
+	html := filepath.Join(dir, "leaves.html")
+	if code, out := runCLI(t, "report", path, "-o", html); code != 0 {
+		t.Fatalf("report of a cassette exited %d:\n%s", code, out)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("cassette replay of")) || !bytes.Contains(page, []byte("crux-sim replay")) {
+		t.Error("the report does not say it shows a cassette replay")
+	}
+}

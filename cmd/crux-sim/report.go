@@ -12,6 +12,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/htmlreport"
+	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 func newReportCmd() *cobra.Command {
@@ -20,10 +21,11 @@ func newReportCmd() *cobra.Command {
 	var swarm bool
 	var plant []string
 	cmd := &cobra.Command{
-		Use:   "report [--seed N] [--swarm] [--replay FILE] NAME|FILE -o report.html",
+		Use:   "report [--seed N] [--swarm] [--replay FILE] NAME|FILE|CASSETTE -o report.html",
 		Short: "Run a scenario and write an HTML timeline of it",
 		Long: `Run a scenario (a built-in name or a YAML file) under the seed's schedule,
-or replay a fuzz failure's shrunk schedule (--replay), and write one
+replay a fuzz failure's shrunk schedule (--replay) or a recorded cassette
+(a CASSETTE written by crux-sim record; divergences show as failures), and write one
 self-contained HTML page: a timeline with a lane per agent run and per
 background Work item, Work lifetimes coloured by state, provider requests
 and work calls as marks (click one for the status block it carried or the
@@ -66,16 +68,26 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			if len(args) == 0 {
 				return usagef("report needs a scenario: a built-in name (see crux-sim list), a file, or --replay FILE")
 			}
-			// Cassettes: a replayed cassette's trace renders through
-			// writeReport too. Resolve a cassette argument to its replayed
-			// trace here and pass htmlreport.Input{Trace: t, Source:
-			// "cassette replay of " + path, Verdicts: …}; nothing below
-			// depends on where the trace came from.
-			scs, err := loadScenarios(args)
-			if err != nil {
-				return err
+			var o *harness.Outcome
+			if isCassette(args[0]) {
+				r, err := replayCassette(args[0], "", false)
+				if err != nil {
+					return err
+				}
+				o = r.outcome
+				source = "cassette replay of " + args[0]
+				command = "crux-sim replay " + shellQuote(args[0])
+				for _, d := range r.divergences {
+					o.Verdicts = append(o.Verdicts, harness.Verdict{Description: "the run follows the cassette",
+						Failure: &scenarios.Failure{Message: d.Error(), At: -1}})
+				}
+			} else {
+				scs, err := loadScenarios(args)
+				if err != nil {
+					return err
+				}
+				o = harness.Run(scs[0], opts)
 			}
-			o := harness.Run(scs[0], opts)
 			in := htmlreport.FromOutcome(o)
 			in.Source = source
 			if command == "" {

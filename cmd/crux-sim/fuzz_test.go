@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var summaryLine = regexp.MustCompile(`(?m)^(\d+) schedules, (\d+) failures, \d+ schedules/s$`)
+
+// crux-sim fuzz reports each failure with its seed, its shrunk schedule and
+// the commands that reproduce it, writes the schedule, transcript and HTML
+// report, ends with the summary line and exits 1; a clean campaign exits 0.
+func TestFuzzCommandReportsAShrunkReproducibleFailure(t *testing.T) {
+	dir := t.TempDir()
+	code, out := runCLI(t, "fuzz", "--seeds", "60", "--jobs", "2", "--out", dir, "--plant", "cancel-overwrites-terminal", "cancel-vs-complete")
+	if code != 1 {
+		t.Fatalf("fuzz with a planted defect exited %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{"FAIL cancel-vs-complete seed ", "reproduce: crux-sim run --seed ", "--plant cancel-overwrites-terminal",
+		"shrunk:", "replay:    crux-sim run --replay ", "report:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the fuzz output lacks %q:\n%s", want, out)
+		}
+	}
+	if m := summaryLine.FindStringSubmatch(out); m == nil || m[2] == "0" {
+		t.Errorf("the last line is not the summary with a failure:\n%s", out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "cancel-vs-complete-seed*"))
+	exts := map[string]bool{}
+	for _, f := range files {
+		exts[filepath.Ext(f)] = true
+	}
+	for _, ext := range []string{".json", ".txt", ".html"} {
+		if !exts[ext] {
+			t.Errorf("fuzz wrote no %s artifact: %v", ext, files)
+		}
+	}
+	schedule := ""
+	for _, f := range files {
+		if filepath.Ext(f) == ".json" {
+			schedule = f
+		}
+	}
+	if code, replayed := runCLI(t, "run", "--replay", schedule); code != 1 || !strings.Contains(replayed, "legal-transitions") {
+		t.Errorf("replaying the schedule exited %d and did not show the broken invariant:\n%s", code, replayed)
+	}
+
+	code, out = runCLI(t, "fuzz", "--seeds", "60", "--jobs", "2", "--out", t.TempDir(), "cancel-vs-complete", "queued-cancel")
+	if code != 0 {
+		t.Fatalf("a clean campaign exited %d:\n%s", code, out)
+	}
+	if m := summaryLine.FindStringSubmatch(out); m == nil || m[1] != "120" || m[2] != "0" {
+		t.Errorf("want 120 schedules and no failures:\n%s", out)
+	}
+}
+
+// Shards write summaries that --merge adds up, listing every failure.
+func TestFuzzShardsMerge(t *testing.T) {
+	dir := t.TempDir()
+	var summaries []string
+	for _, shard := range []string{"0/2", "1/2"} {
+		path := filepath.Join(dir, "shard-"+shard[:1]+".json")
+		code, out := runCLI(t, "fuzz", "--seeds", "40", "--shard", shard, "--json", path, "--out", dir,
+			"--plant", "cancel-overwrites-terminal", "cancel-vs-complete")
+		if code != 1 {
+			t.Fatalf("shard %s exited %d:\n%s", shard, code, out)
+		}
+		summaries = append(summaries, path)
+	}
+	code, out := runCLI(t, append([]string{"fuzz", "--merge"}, summaries...)...)
+	if code != 1 {
+		t.Fatalf("merging failing shards exited %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "2 shards: 40 schedules, 2 failures") || strings.Count(out, "reproduce: ") != 2 {
+		t.Errorf("the merge does not add the shards up:\n%s", out)
+	}
+	if code, out := runCLI(t, "fuzz", "--merge", summaries[0], summaries[0]); code != 2 || !strings.Contains(out, "appears twice") {
+		t.Errorf("merging a shard twice exited %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(summaries[1]); err != nil {
+		t.Fatal(err)
+	}
+}
