@@ -1,0 +1,77 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// BenchmarkResearchCoordinator runs the seed-02 research coordinator end to
+// end through Parallel on the scripted provider with the production seams
+// (real clock, random ids, goroutines): one op is one whole run on a fresh
+// Runtime, closed at the end of the op.
+//
+//	go test -run '^$' -bench ResearchCoordinator -benchmem ./core/
+//
+// background: research with run_in_background, a work.ref, a status block,
+// work result (waiting for the child when it has not finished), final answer.
+// foreground: research inline, final answer; for comparison.
+func BenchmarkResearchCoordinator(b *testing.B) {
+	research := newResearchAgent()
+	coordinator := newCoordinator(research)
+	exact := findings("Chlorophyll breaks down in the cold")
+	run := core.ParallelRun{
+		ID:      "background-research-run",
+		Agents:  map[string]*core.Agent{"coordinator": coordinator},
+		Context: ask(autumn),
+		Model:   "gpt-4o-mini",
+	}
+	paths := []struct {
+		name  string
+		turns func() []scripted.Turn
+		works int
+	}{
+		{"background", func() []scripted.Turn {
+			return []scripted.Turn{
+				scripted.Calls(scripted.Use("research", map[string]any{"question": autumn, "run_in_background": true})),
+				scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})),
+				scripted.Say(finalAnswer),
+			}
+		}, 1},
+		{"foreground", func() []scripted.Turn {
+			return []scripted.Turn{
+				scripted.Calls(scripted.Use("research", map[string]any{"question": autumn})),
+				scripted.Say(finalAnswer),
+			}
+		}, 0},
+	}
+	for _, path := range paths {
+		b.Run(path.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				p := scripted.New().
+					Script(coordinatorID, path.turns()...).
+					Script(researchID, scripted.Final(exact))
+				rt := core.New(core.Options{Provider: p})
+				res, err := rt.Parallel(ctx, run)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := res.Results["coordinator"].Output.Raw; got != finalAnswer {
+					b.Fatalf("final answer %q", got)
+				}
+				msgs := res.Results["coordinator"].Messages
+				if got := msgs[len(msgs)-1].Content; got != string(exact) {
+					b.Fatalf("the last tool round carried %q, want the exact child output", got)
+				}
+				if works := rt.Works(); len(works) != path.works {
+					b.Fatalf("%d Work items, want %d", len(works), path.works)
+				}
+				_ = rt.Close()
+			}
+		})
+	}
+}
