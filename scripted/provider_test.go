@@ -1,0 +1,151 @@
+package scripted_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// req is a request of an agent's run at a step.
+func req(agent, run string, step int, msgs ...core.Message) *core.Request {
+	return &core.Request{Agent: agent, Run: run, Step: step, Messages: msgs}
+}
+
+// refMessage is the tool message a background call of tool returned.
+func refMessage(tool, id string) core.Message {
+	return core.Message{Role: core.RoleTool, ToolName: tool, ToolCallID: "c-" + id,
+		Content: `{"kind":"work.ref","id":"` + id + `","targetId":"research-agent"}`}
+}
+
+func step(t *testing.T, p *scripted.Provider, r *core.Request) *core.Response {
+	t.Helper()
+	resp, err := p.Step(context.Background(), r)
+	if err != nil {
+		t.Fatalf("step %d of %s: %v", r.Step, r.Agent, err)
+	}
+	return resp
+}
+
+func TestAScriptThatRunsDryFailsLoudlyNamingTheAgentAndStepAndNeverCycles(t *testing.T) {
+	p := scripted.New().Script("coordinator", scripted.Say("one"))
+	if got := step(t, p, req("coordinator", "r1", 1)).Text; got != "one" {
+		t.Fatalf("first step answered %q", got)
+	}
+	_, err := p.Step(context.Background(), req("coordinator", "r1", 2))
+	if !errors.Is(err, scripted.ErrScript) {
+		t.Fatalf("a dry script answered %v; want ErrScript", err)
+	}
+	want := `script: agent "coordinator" ran dry at step 2 of run 1 (r1); the script had 1 turn(s)`
+	if err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+	if _, err := p.Step(context.Background(), req("coordinator", "r1", 3)); err == nil {
+		t.Error("the script cycled back to its first turn")
+	}
+	if n := len(p.Failures()); n != 2 {
+		t.Errorf("%d failures kept; want both", n)
+	}
+}
+
+func TestAnAgentWithoutAScriptFailsSayingSo(t *testing.T) {
+	p := scripted.New()
+	_, err := p.Step(context.Background(), req("research-agent", "r9", 1))
+	if err == nil || !strings.Contains(err.Error(), `agent "research-agent" has no script at step 1`) {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestTurnsAreTakenInOrderSkippingThoseWhoseWhenDoesNotMatch(t *testing.T) {
+	late := scripted.Say("late")
+	late.When = func(r *core.Request) bool { return r.Step >= 3 }
+	p := scripted.New().Script("coordinator", late, scripted.Say("first"), scripted.Say("second"))
+	var got []string
+	for s := 1; s <= 3; s++ {
+		got = append(got, step(t, p, req("coordinator", "r1", s)).Text)
+	}
+	if strings.Join(got, ",") != "first,second,late" {
+		t.Errorf("answers %v; want first,second,late", got)
+	}
+}
+
+func TestWhenNoUnusedTurnMatchesTheErrorSaysHowManyAreLeft(t *testing.T) {
+	never := scripted.Say("never")
+	never.When = func(*core.Request) bool { return false }
+	p := scripted.New().Script("coordinator", never)
+	_, err := p.Step(context.Background(), req("coordinator", "r1", 1))
+	if err == nil || !strings.Contains(err.Error(), `agent "coordinator" has 1 unused turn(s) but none matches the request at step 1`) {
+		t.Errorf("got %v", err)
+	}
+	if p.Unused()["coordinator"] != 1 {
+		t.Errorf("unused turns %v; want coordinator: 1", p.Unused())
+	}
+}
+
+func TestScriptRunGivesTheNthRunOfAnAgentItsOwnScriptBeforeTheSharedOne(t *testing.T) {
+	p := scripted.New().
+		Script("research-agent", scripted.Say("shared")).
+		ScriptRun("research-agent", 2, scripted.Say("second run"))
+	if got := step(t, p, req("research-agent", "a", 1)).Text; got != "shared" {
+		t.Errorf("the first run got %q", got)
+	}
+	if got := step(t, p, req("research-agent", "b", 1)).Text; got != "second run" {
+		t.Errorf("the second run got %q", got)
+	}
+}
+
+func TestWorkIDResolvesToTheMostRecentWorkRefOfTheToolOrTheNth(t *testing.T) {
+	p := scripted.New().Script("coordinator",
+		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})),
+		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research#1")})),
+		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("summarize")})),
+	)
+	history := []core.Message{refMessage("research", "w-1"), refMessage("research", "w-2")}
+	if got := step(t, p, req("coordinator", "r1", 2, history...)).ToolCalls[0].Arguments; got != `{"action":"result","id":"w-2"}` {
+		t.Errorf("research resolved in %s; want the most recent, w-2", got)
+	}
+	if got := step(t, p, req("coordinator", "r1", 3, history...)).ToolCalls[0].Arguments; got != `{"action":"result","id":"w-1"}` {
+		t.Errorf("research#1 resolved in %s; want w-1", got)
+	}
+	_, err := p.Step(context.Background(), req("coordinator", "r1", 4, history...))
+	if err == nil || !strings.Contains(err.Error(), `no earlier "summarize" call returned a work.ref`) {
+		t.Errorf("an unresolvable reference gave %v", err)
+	}
+}
+
+func TestATurnsLatencyIsWaitedBeforeItAnswersAndItsErrorFailsTheStep(t *testing.T) {
+	var waited []time.Duration
+	p := scripted.New(scripted.Options{Sleep: func(_ context.Context, d time.Duration) error {
+		waited = append(waited, d)
+		return nil
+	}})
+	slow := scripted.Say("slow")
+	slow.Latency = 3 * time.Second
+	boom := errors.New("overloaded")
+	p.Script("coordinator", slow, scripted.Fail(boom))
+	step(t, p, req("coordinator", "r1", 1))
+	if len(waited) != 1 || waited[0] != 3*time.Second {
+		t.Errorf("waited %v; want [3s]", waited)
+	}
+	if _, err := p.Step(context.Background(), req("coordinator", "r1", 2)); !errors.Is(err, boom) {
+		t.Errorf("a failing turn answered %v", err)
+	}
+}
+
+func TestAnswerAnswersWhatTheScriptDoesNotAndEveryRequestIsKept(t *testing.T) {
+	p := scripted.New().
+		Script("coordinator", scripted.Say("scripted")).
+		Answer("coordinator", func(r *core.Request) (*core.Response, error) { return &core.Response{Text: "computed"}, nil })
+	a := step(t, p, req("coordinator", "r1", 1)).Text
+	b := step(t, p, req("coordinator", "r1", 2)).Text
+	if a != "scripted" || b != "computed" {
+		t.Errorf("answers %q, %q", a, b)
+	}
+	if n := len(p.RequestsFor("coordinator")); n != 2 {
+		t.Errorf("%d requests kept", n)
+	}
+}
