@@ -172,6 +172,11 @@ func (s *Sim) step(limit time.Time, bounded bool) bool {
 	return true
 }
 
+// Step runs one actor step, or fires the earliest timer however far ahead
+// it is. It reports whether there was anything to do. A crash campaign
+// stops a run after a chosen number of steps.
+func (s *Sim) Step() bool { return s.step(time.Time{}, false) }
+
 // Settle runs actors until none is runnable, without moving the clock
 // (timers that are already due fire).
 func (s *Sim) Settle() { s.RunFor(0) }
