@@ -12,8 +12,9 @@ import (
 )
 
 // FuzzLoad holds the loader to its promise on any input: it never panics,
-// and it either returns a scenario or a *LoadError whose every problem names
-// the file and a line and column inside it (from 1:1). The seeds are the
+// it gives the same answer every time, and it either returns a scenario or
+// a *LoadError whose every problem names the file and a line and column
+// inside it (from 1:1). The seeds are the
 // built-in scenarios and the bad-input corpus of testdata/bad; what the
 // fuzzer finds is kept in testdata/fuzz/FuzzLoad.
 //
@@ -36,6 +37,10 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		sc, err := scenarios.Load("fuzz.yaml", src)
+		// The same file always gets the same answer.
+		if _, again := scenarios.Load("fuzz.yaml", src); (err == nil) != (again == nil) || (err != nil && err.Error() != again.Error()) {
+			t.Fatalf("two loads of the same file disagree:\n%v\n----\n%v", err, again)
+		}
 		if err == nil {
 			if sc == nil {
 				t.Fatal("Load returned neither a scenario nor an error")

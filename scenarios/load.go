@@ -168,6 +168,9 @@ func (l *loader) declareAgents(n *node) bool {
 	}
 	for _, k := range n.keys {
 		id := scalarString(k)
+		if id == "" || k.value == nil {
+			l.errorf(k, "an agent id must be a non-empty name, such as research-agent; found %s", k.describe())
+		}
 		l.agents[id] = &agentDecl{id: id, at: k, agent: &core.Agent{ID: id}, tools: map[string]toolDecl{}}
 		l.order = append(l.order, id)
 	}

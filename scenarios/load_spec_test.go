@@ -216,6 +216,16 @@ script:
 		Expect(err).To(MatchError(ErrLoad))
 	})
 
+	It("reads a file that starts with a byte order mark or a %YAML directive", func() {
+		for _, src := range []string{
+			"\ufeffname: bom\nagents: {a: {}}\nrun: {agents: {m: a}}\n",
+			"%YAML 1.2\n---\nname: directive\nagents: {a: {}}\nrun: {agents: {m: a}}\n",
+		} {
+			_, err := Load("spec.yaml", []byte(src))
+			Expect(err).NotTo(HaveOccurred(), "%q", src)
+		}
+	})
+
 	It("names a file it cannot read", func() {
 		_, err := LoadFile(filepath.Join(GinkgoT().TempDir(), "missing.yaml"))
 		Expect(err).To(MatchError(ErrLoad))

@@ -113,6 +113,8 @@ type posError struct {
 // parseYAML parses one YAML document into nodes. A syntax error carries the
 // line and column the parser stopped at.
 func parseYAML(src []byte) (*node, error) {
+	// A byte order mark, as some editors write, is not part of the first key.
+	src = bytes.TrimPrefix(src, []byte("\ufeff"))
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		var se *yaml.SyntaxError
@@ -124,10 +126,14 @@ func parseYAML(src []byte) (*node, error) {
 	}
 	var docs []*ast.DocumentNode
 	for _, d := range f.Docs {
-		if d != nil && d.Body != nil {
-			if _, comment := d.Body.(*ast.CommentGroupNode); !comment {
-				docs = append(docs, d)
-			}
+		if d == nil || d.Body == nil {
+			continue
+		}
+		switch d.Body.(type) {
+		case *ast.CommentGroupNode, *ast.DirectiveNode:
+			// Comments alone, or a %YAML directive before its document.
+		default:
+			docs = append(docs, d)
 		}
 	}
 	if len(docs) == 0 {
@@ -282,6 +288,9 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		}
 		return out, nil
 	case *ast.FloatNode:
+		if math.IsInf(t.Value, 0) || math.IsNaN(t.Value) {
+			return nil, &posError{line: line, col: col, msg: fmt.Sprintf("the number %s is too large for JSON, and everything in a scenario file is JSON; use a smaller number or a string", tok.Value)}
+		}
 		out := at(scalarNode)
 		out.value = t.Value
 		return out, nil
