@@ -14,6 +14,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -261,5 +262,32 @@ var _ = Describe("Platform maintenance jobs", func() {
 		Expect(e.p.SweepWorkspaces(e.sim.Now())).To(BeEmpty())
 		Expect(e.p.Events("")).To(BeEmpty())
 		Expect(types(e.p.Events(root))).To(Equal([]platform.EventType{platform.EventSessionCreated}))
+	})
+})
+
+var _ = Describe("The platform's events in the semantic trace", func() {
+	It("interleave with the runtime's requests and tool calls in one recorder, one line per event", func() {
+		leak := leakCheck()
+		var rec *trace.Recorder
+		e := newEnv(func(o *platform.Options) {
+			rec = trace.NewRecorder(epoch)
+			o.Core.Observer = rec
+			o.Observer = platform.TraceObserver(rec)
+		})
+		e.model.Script("coordinator", calls(use("spawn_worker", map[string]any{"task": "look", "agent": "writer"})), say("spawned"), say("thanks"))
+		e.model.Script("writer", say("found it"))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.sim.Settle()
+		text := rec.Trace().Text()
+		Expect(text).To(ContainSubstring("platform " + root + " worker.complete agent=writer child=session-2"))
+		Expect(text).To(ContainSubstring(`status=completed text="found it"`))
+		var kinds []trace.Kind
+		for _, en := range rec.Trace().Entries {
+			kinds = append(kinds, en.Kind)
+		}
+		Expect(kinds).To(ContainElements(trace.Request, trace.ToolResult, platform.TraceKind))
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
 	})
 })
