@@ -1,0 +1,92 @@
+// Package platform is crux-sim's model of a platform's background jobs
+// (seed 03): sessions with event logs and a live tree, workers, delegation,
+// durable tasks, schedules and loops, and the sweepers that keep them tidy.
+// It runs on core: every session turn is a core.Runtime.RunWith with the
+// session's history, through the same provider, clock, id source and
+// executor seams, so an agent under test behaves here as it does anywhere.
+//
+// # Sessions
+//
+// A [Platform] holds sessions. [Platform.NewSession] starts a root session
+// for a user on a channel (web, api, slack, ...); [Platform.Send] queues a
+// user message and wakes it. A session runs one turn per batch of queued
+// messages: its agent (from [Options.Agents]) with its own iteration budget,
+// its own history and its own event log ([Platform.Events]). Children are
+// sessions too, so [Platform.Tree] answers a session's descendant graph.
+//
+// The agent a session runs is its template with the platform's tools added
+// by a toolset policy that lives in one function: workers and task attempts
+// lose the coordinator family (spawn_worker, send_worker_message,
+// stop_worker); delegated children inherit excluded tools and always lose
+// ask_user_question and the coordinator family; only an orchestrator child
+// above the depth cap keeps delegate_task; task attempts get worker_complete,
+// worker_block and worker_context; loop runs get loop_complete (fixed) or
+// loop_wait (dynamic).
+//
+// # The three primitives
+//
+//   - spawn_worker starts a worker session and returns its id at once. When
+//     a worker's run finishes, worker.complete lands in the parent's log and
+//     the parent is re-enqueued with a JSON notice, so it wakes.
+//     send_worker_message wakes a worker even after it completed;
+//     stop_worker interrupts it. One attempt: a failed worker stays failed.
+//   - delegate_task blocks its caller while one child per goal runs in
+//     parallel, up to a 60-minute ceiling; it emits delegation.start,
+//     delegation.complete or delegation.failed, and a one-shot
+//     delegation.stale for a child idle past the threshold. Depth is capped
+//     at 2. Artifacts of delegated children propagate to the parent.
+//   - spawn_task writes a durable row to the [store.Store]. A dispatcher
+//     claims ready rows (a task waits in todo until every parent is done;
+//     failed or cancelled parents never promote it), runs each attempt as a
+//     task session, retries crashed, timed-out and errored attempts up to
+//     max_attempts consecutive ones, and opens every retry with a
+//     "## Prior attempts on this task" section ([AttemptPrompt]).
+//     worker_block pauses a task; only its spawner may unblock_task or
+//     cancel_task it.
+//
+// Every session of a tree reads and writes its root's workspace
+// ([WorkspacePrefix]); a session overwriting another's file is a [Finding].
+//
+// # Time
+//
+// Schedules ([Platform.Cron], cron_create, [Platform.Loop] for "/loop") are
+// rows in the store. One persistent timer, the scheduled-work ticker, wakes
+// at the earliest due row; the process that holds the leader lease fires it
+// on a fresh channel="scheduled" session and delivers the run's text back:
+// a channel.post for slack, telegram and teams origins, a loop.result event
+// otherwise (never into the origin's context, never waking it). A recovery
+// pass completes loops that expired without firing again. The sweepers
+// (board, inbox, workspace) run on their cadences; an idle tick costs one
+// timer re-arm. [Platform.CollectTraining] exports successful delegation
+// and skill trajectories as JSONL.
+//
+// # Crashes
+//
+// [Platform.Crash] simulates a process crash: sessions, logs, the board,
+// the inbox and running turns are dropped and no durable write happens
+// after it. A new Platform on the same store reaps the crashed attempts once
+// their lease (the task timeout) lapses, and retries them. Sessions are
+// process-local; [Platform.RestoreSession] reopens a root under its old id so
+// that ownership checks and parked events find it.
+//
+// # Determinism
+//
+// Every goroutine starts through core.Executor.Go; every wait is an
+// Executor.Wait on channels that are only closed; a session turn
+// ([PointSessionTurn]), a task claim ([PointTaskClaim]) and every
+// timer-started actor ([PointTimer]) yield to the executor first. All time
+// comes from the clock, and timers are clock.AfterFunc callbacks that never
+// block: they close a channel, re-arm, or start an actor. Maps are walked in
+// sorted order wherever order shows. No lock is held across a wait, a
+// yield, a provider call or an observer callback. So under a simulator's
+// executor and virtual clock the same scenario gives the same events, and a
+// week passes in milliseconds.
+//
+// # Events
+//
+// Each event ([Event]) is on one session's log (or the platform log) and is
+// handed to [Options.Observer] in sequence order. The dotted types are the
+// seed's (worker.complete, delegation.stale, task.blocked, loop.result);
+// the others make a run fully traceable. [TraceObserver] records them into a
+// core/trace Recorder beside the runtime's own events.
+package platform
