@@ -101,3 +101,25 @@ func TestWorkIDsInArgumentsResolveToTheIDTheHistoryShows(t *testing.T) {
 		t.Error("a reference to a tool that returned no work.ref encoded without error")
 	}
 }
+
+func TestAWorkRefIsReadAsTheJSONDecoderReadsIt(t *testing.T) {
+	ref := func(id, target string) string {
+		b, _ := json.Marshal(core.WorkRef{Kind: core.WorkRefKind, ID: id, TargetID: target,
+			Guarantees: core.Guarantees{Execution: core.ProcessLocal, Rejoin: core.ProcessLocal}})
+		return string(b)
+	}
+	contents := []string{
+		ref("w-1", "research-agent"), ref("w_k3j5x2mq7t9a4bcd", "t"), ref(`odd"id`, "t"), ref("é", "t"), ref("", ""),
+		ref("a\\b", "<t>"), ` ` + ref("w-2", "x"), `{"id":"w-3","kind":"work.ref","targetId":"x"}`,
+		`{"kind":"work.ref","id":"w-4","targetId":"x","guarantees":{"execution":"process-local","rejoin":"process-local"}} `,
+		`{"kind":"work.other","id":"w-5"}`, `not json`, `"a string"`, ``, `{"kind":"work.ref","id":"w-6"`,
+	}
+	for _, c := range contents {
+		var want core.WorkRef
+		wantOK := json.Unmarshal([]byte(c), &want) == nil && want.Kind == core.WorkRefKind
+		got, ok := parseWorkRef(c)
+		if ok != wantOK || (ok && got != want) {
+			t.Errorf("parseWorkRef(%s) = %+v, %v; the decoder reads %+v, %v", c, got, ok, want, wantOK)
+		}
+	}
+}

@@ -26,25 +26,67 @@ func FindWorkRef(req *core.Request, tool string) (core.WorkRef, bool) {
 			tool, nth = tool[:i], n
 		}
 	}
-	var refs []core.WorkRef
-	for _, m := range req.Messages {
+	isRef := func(m *core.Message) (core.WorkRef, bool) {
 		if m.Role != core.RoleTool || m.ToolName != tool || m.IsError {
-			continue
+			return core.WorkRef{}, false
 		}
-		var ref core.WorkRef
-		if json.Unmarshal([]byte(m.Content), &ref) == nil && ref.Kind == core.WorkRefKind {
-			refs = append(refs, ref)
-		}
+		return parseWorkRef(m.Content)
 	}
-	switch {
-	case len(refs) == 0:
+	if nth == 0 {
+		// The most recent: read the history from its end.
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if ref, ok := isRef(&req.Messages[i]); ok {
+				return ref, true
+			}
+		}
 		return core.WorkRef{}, false
-	case nth == 0:
-		return refs[len(refs)-1], true
-	case nth <= len(refs):
-		return refs[nth-1], true
+	}
+	for i := range req.Messages {
+		if ref, ok := isRef(&req.Messages[i]); ok {
+			if nth--; nth == 0 {
+				return ref, true
+			}
+		}
 	}
 	return core.WorkRef{}, false
+}
+
+// parseWorkRef reads a tool message that may be a work.ref. The runtime
+// writes a ref in one fixed form, which is read without a JSON decoder;
+// any other form (a recorded session, another runtime) is decoded.
+func parseWorkRef(content string) (core.WorkRef, bool) {
+	const (
+		head   = `{"kind":"work.ref","id":"`
+		target = `","targetId":"`
+		tail   = `","guarantees":{"execution":"process-local","rejoin":"process-local"}}`
+	)
+	if rest, ok := strings.CutPrefix(content, head); ok {
+		id, rest, ok1 := strings.Cut(rest, target)
+		targetID, ok2 := strings.CutSuffix(rest, tail)
+		if ok1 && ok2 && plainJSONString(id) && plainJSONString(targetID) {
+			return core.WorkRef{Kind: core.WorkRefKind, ID: id, TargetID: targetID,
+				Guarantees: core.Guarantees{Execution: core.ProcessLocal, Rejoin: core.ProcessLocal}}, true
+		}
+	}
+	if !strings.HasPrefix(strings.TrimSpace(content), "{") {
+		return core.WorkRef{}, false
+	}
+	var ref core.WorkRef
+	if json.Unmarshal([]byte(content), &ref) != nil || ref.Kind != core.WorkRefKind {
+		return core.WorkRef{}, false
+	}
+	return ref, true
+}
+
+// plainJSONString reports whether s is the content of a JSON string that
+// decodes to itself: printable ASCII without a quote or a backslash.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // resolve replaces symbolic references in v.
