@@ -291,7 +291,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 		if err != nil {
 			return "", nil, err
 		}
-		out, err := marshal(ref)
+		out, err := marshalRef(ref)
 		return out, &ref, err
 	}
 	return "", nil, fmt.Errorf("tool %q has no handler", call.Name)
@@ -378,8 +378,8 @@ func decodeArgs(s string) (any, error) {
 	if strings.TrimSpace(s) == "" {
 		return map[string]any{}, nil
 	}
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
+	v, err := decodeJSON(s)
+	if err != nil {
 		return nil, err
 	}
 	if _, ok := v.(map[string]any); !ok {

@@ -1,0 +1,228 @@
+package core
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// decodeJSON decodes a JSON document into the value json.Unmarshal would
+// give an `any` (map[string]any, []any, string, float64, bool, nil). Tool
+// arguments are decoded on every tool call, and encoding/json reads each
+// document twice (a validity scan, then reflection); this reads the plain
+// documents models and scripts send in one pass. Anything it does not read
+// exactly as encoding/json does (an escape in a string, a byte outside
+// printable ASCII, deep nesting, any syntax error) is handed to
+// json.Unmarshal, so the result and every error are encoding/json's.
+func decodeJSON(s string) (any, error) {
+	d := jsonDecoder{s: s}
+	d.space()
+	v, ok := d.value(0)
+	if d.space(); ok && d.i == len(s) {
+		return v, nil
+	}
+	var slow any
+	if err := json.Unmarshal([]byte(s), &slow); err != nil {
+		return nil, err
+	}
+	return slow, nil
+}
+
+type jsonDecoder struct {
+	s string
+	i int
+}
+
+// maxFastDepth bounds the recursion of the fast path; deeper documents go
+// to encoding/json, which has its own limit.
+const maxFastDepth = 64
+
+func (d *jsonDecoder) space() {
+	for d.i < len(d.s) {
+		switch d.s[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonDecoder) value(depth int) (any, bool) {
+	if d.i >= len(d.s) || depth > maxFastDepth {
+		return nil, false
+	}
+	switch c := d.s[d.i]; {
+	case c == '{':
+		d.i++
+		m := map[string]any{}
+		d.space()
+		if d.i < len(d.s) && d.s[d.i] == '}' {
+			d.i++
+			return m, true
+		}
+		for {
+			d.space()
+			k, ok := d.str()
+			if !ok {
+				return nil, false
+			}
+			d.space()
+			if d.i >= len(d.s) || d.s[d.i] != ':' {
+				return nil, false
+			}
+			d.i++
+			d.space()
+			v, ok := d.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			m[k] = v // a repeated key keeps its last value, as in encoding/json
+			d.space()
+			if d.i >= len(d.s) {
+				return nil, false
+			}
+			switch d.s[d.i] {
+			case ',':
+				d.i++
+			case '}':
+				d.i++
+				return m, true
+			default:
+				return nil, false
+			}
+		}
+	case c == '[':
+		d.i++
+		a := []any{}
+		d.space()
+		if d.i < len(d.s) && d.s[d.i] == ']' {
+			d.i++
+			return a, true
+		}
+		for {
+			d.space()
+			v, ok := d.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			a = append(a, v)
+			d.space()
+			if d.i >= len(d.s) {
+				return nil, false
+			}
+			switch d.s[d.i] {
+			case ',':
+				d.i++
+			case ']':
+				d.i++
+				return a, true
+			default:
+				return nil, false
+			}
+		}
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return true, d.word("true")
+	case c == 'f':
+		return false, d.word("false")
+	case c == 'n':
+		return nil, d.word("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number()
+	}
+	return nil, false
+}
+
+func (d *jsonDecoder) word(w string) bool {
+	if len(d.s)-d.i >= len(w) && d.s[d.i:d.i+len(w)] == w {
+		d.i += len(w)
+		return true
+	}
+	return false
+}
+
+// str reads a string without escapes, of printable ASCII.
+func (d *jsonDecoder) str() (string, bool) {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
+		return "", false
+	}
+	start := d.i + 1
+	for j := start; j < len(d.s); j++ {
+		switch c := d.s[j]; {
+		case c == '"':
+			d.i = j + 1
+			return d.s[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x7f:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// number reads a number of JSON's grammar and converts it as encoding/json
+// does.
+func (d *jsonDecoder) number() (any, bool) {
+	start := d.i
+	j := d.i
+	if d.s[j] == '-' {
+		j++
+	}
+	digits := func() int {
+		n := 0
+		for j < len(d.s) && d.s[j] >= '0' && d.s[j] <= '9' {
+			j++
+			n++
+		}
+		return n
+	}
+	if j < len(d.s) && d.s[j] == '0' {
+		j++
+	} else if digits() == 0 {
+		return nil, false
+	}
+	if j < len(d.s) && d.s[j] == '.' {
+		j++
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	if j < len(d.s) && (d.s[j] == 'e' || d.s[j] == 'E') {
+		j++
+		if j < len(d.s) && (d.s[j] == '+' || d.s[j] == '-') {
+			j++
+		}
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	f, err := strconv.ParseFloat(d.s[start:j], 64)
+	if err != nil {
+		return nil, false // out of range: encoding/json's error
+	}
+	d.i = j
+	return f, true
+}
+
+// marshalRef encodes a work.ref as json.Marshal does, without reflection:
+// it is the answer to every background call.
+func marshalRef(r WorkRef) (string, error) {
+	if !plainString(r.Kind) || !plainString(r.ID) || !plainString(r.TargetID) ||
+		!plainString(r.Guarantees.Execution) || !plainString(r.Guarantees.Rejoin) {
+		return marshal(r)
+	}
+	return `{"kind":"` + r.Kind + `","id":"` + r.ID + `","targetId":"` + r.TargetID +
+		`","guarantees":{"execution":"` + r.Guarantees.Execution + `","rejoin":"` + r.Guarantees.Rejoin + `"}}`, nil
+}
+
+// plainString reports whether encoding/json writes s between quotes as it
+// is: printable ASCII with nothing it escapes.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}

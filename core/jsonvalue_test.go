@@ -1,0 +1,62 @@
+package core
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// decodeJSON is a fast path for tool arguments; these specs hold it to
+// json.Unmarshal's value and error for every document.
+
+var jsonCases = []string{
+	`{}`, `[]`, `{"action":"result","id":"w-1","timeout":"5s"}`, ` {"a" : [1, 2.5, -3e2, 0, -0, 1E+2, 1e-7], "b": {"c": null, "d": true, "e": false}} `,
+	`{"question":"Why do leaves change color in autumn?","run_in_background":true}`, `{"a":1,"a":2}`, `"text"`, `12`, `null`,
+	`{"esc":"tab\tquote\" \u00e9"}`, `{"utf8":"é☃"}`, "{\"bad\":\"\xff\"}", `{"a":}`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{`, `{"a":1}x`,
+	`01`, `-`, `1.`, `.5`, `1e`, `1e400`, `{"deep":` + deep(80) + `}`, `tru`, `nul`, `{"k":"unterminated}`, ``, `  `, `{"a":[{"b":[{"c":{}}]}]}`,
+}
+
+func deep(n int) string {
+	s := "1"
+	for range n {
+		s = "[" + s + "]"
+	}
+	return s
+}
+
+func sameAsEncodingJSON(t *testing.T, s string) {
+	t.Helper()
+	var want any
+	wantErr := json.Unmarshal([]byte(s), &want)
+	got, err := decodeJSON(s)
+	if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+		t.Fatalf("decodeJSON(%q) error %v; encoding/json says %v", s, err, wantErr)
+	}
+	if err == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeJSON(%q) = %#v; encoding/json gives %#v", s, got, want)
+	}
+}
+
+func TestToolArgumentsDecodeExactlyAsEncodingJSONDecodesThem(t *testing.T) {
+	for _, s := range jsonCases {
+		sameAsEncodingJSON(t, s)
+	}
+}
+
+func FuzzToolArgumentDecodingMatchesEncodingJSON(f *testing.F) {
+	for _, s := range jsonCases {
+		f.Add(s)
+	}
+	f.Fuzz(sameAsEncodingJSON)
+}
+
+func TestAWorkRefEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
+	for _, id := range []string{"w-1", "w_k3j5x2mq7t9a4bcd", `quote"`, `back\slash`, "<html>&", "é", "\x01", ""} {
+		r := newRef(id, "research-agent")
+		want, _ := json.Marshal(r)
+		got, err := marshalRef(r)
+		if err != nil || got != string(want) {
+			t.Errorf("marshalRef(%q) = %s, %v; encoding/json writes %s", id, got, err, want)
+		}
+	}
+}
