@@ -132,16 +132,22 @@ func schemaProblem(root *node, err error) (*node, string) {
 	var sve *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-		leaf := ve
-		for len(leaf.Causes) > 0 {
-			leaf = leaf.Causes[0]
+		// The library's causes come in map order; report the one that
+		// comes first in the file, so the same file always gets the same
+		// message.
+		var best *node
+		var bestMsg string
+		for _, leaf := range leaves(ve, nil) {
+			at := root.at(leaf.InstanceLocation)
+			msg := leaf.ErrorKind.LocalizedString(schemaPrinter)
+			if len(leaf.InstanceLocation) > 0 {
+				msg = fmt.Sprintf("at %s: %s", strings.Join(leaf.InstanceLocation, "."), msg)
+			}
+			if best == nil || earlier(at, msg, best, bestMsg) {
+				best, bestMsg = at, msg
+			}
 		}
-		at := root.at(leaf.InstanceLocation)
-		msg := leaf.ErrorKind.LocalizedString(schemaPrinter)
-		if len(leaf.InstanceLocation) > 0 {
-			msg = fmt.Sprintf("at %s: %s", strings.Join(leaf.InstanceLocation, "."), msg)
-		}
-		return at, msg
+		return best, bestMsg
 	}
 	// Other compile errors (an unresolvable $ref, a bad regular
 	// expression) carry the library's URLs; keep the part after them.
@@ -151,6 +157,31 @@ func schemaProblem(root *node, err error) (*node, string) {
 	}
 	msg = strings.ReplaceAll(msg, "\n", "; ")
 	return root, msg
+}
+
+// earlier orders schema problems by position; at the same position the
+// more detailed message (which lists what is allowed) goes first.
+func earlier(a *node, am string, b *node, bm string) bool {
+	switch {
+	case a.line != b.line:
+		return a.line < b.line
+	case a.col != b.col:
+		return a.col < b.col
+	case len(am) != len(bm):
+		return len(am) > len(bm)
+	}
+	return am < bm
+}
+
+// leaves collects the errors without causes under e.
+func leaves(e *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return append(out, e)
+	}
+	for _, c := range e.Causes {
+		out = leaves(c, out)
+	}
+	return out
 }
 
 // at returns the node a JSON pointer's tokens lead to, or the deepest node
