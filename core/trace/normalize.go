@@ -40,34 +40,38 @@ func (t *Trace) NormalizeInPlace() func(id string) string {
 // normalizeInto writes the normalized entries of t into dst, which has
 // t's length and may be t.Entries itself.
 func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
-	names := map[string]string{}
+	// named holds every id given a name; rename only those whose name is
+	// not already their id (a simulation's sequential ids are their own
+	// normal form, so there is usually nothing to rename).
+	named := map[string]struct{}{}
+	rename := map[string]string{}
 	perAgent := map[string]int{}
 	var works, calls, sends int
-	name := func(raw, normal string) {
-		if raw != "" {
-			if _, ok := names[raw]; !ok {
-				names[raw] = normal
-			}
+	name := func(raw, prefix, sep string, n int) {
+		named[raw] = struct{}{}
+		if num := strconv.Itoa(n); len(raw) != len(prefix)+len(sep)+len(num) || !strings.HasPrefix(raw, prefix) ||
+			raw[len(prefix):len(prefix)+len(sep)] != sep || raw[len(prefix)+len(sep):] != num {
+			rename[raw] = prefix + sep + num
 		}
 	}
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart {
-			if _, ok := names[e.Run]; !ok {
+			if _, ok := named[e.Run]; !ok {
 				perAgent[e.Agent]++
-				name(e.Run, e.Agent+"#"+strconv.Itoa(perAgent[e.Agent]))
+				name(e.Run, e.Agent, "#", perAgent[e.Agent])
 			}
 		}
 		if e.Work != "" && e.Kind == Work && e.From == "" {
-			if _, ok := names[e.Work]; !ok {
+			if _, ok := named[e.Work]; !ok {
 				works++
-				name(e.Work, "w-"+strconv.Itoa(works))
+				name(e.Work, "w", "-", works)
 			}
 		}
 		for _, c := range e.Calls {
-			if _, ok := names[c.ID]; !ok && c.ID != "" {
+			if _, ok := named[c.ID]; !ok && c.ID != "" {
 				calls++
-				name(c.ID, "call-"+strconv.Itoa(calls))
+				name(c.ID, "call", "-", calls)
 			}
 		}
 		if e.Kind == ToolResult && e.Action == "send" && !e.IsError {
@@ -75,19 +79,17 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 				ID string `json:"id"`
 			}
 			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" {
-				if _, ok := names[rec.ID]; !ok {
+				if _, ok := named[rec.ID]; !ok {
 					sends++
-					name(rec.ID, "send-"+strconv.Itoa(sends))
+					name(rec.ID, "send", "-", sends)
 				}
 			}
 		}
 	}
 	// Runs the trace never saw start (a harness may log them) keep their id.
-	pairs := make([][2]string, 0, len(names))
-	for raw, n := range names {
-		if raw != n {
-			pairs = append(pairs, [2]string{raw, n})
-		}
+	pairs := make([][2]string, 0, len(rename))
+	for raw, n := range rename {
+		pairs = append(pairs, [2]string{raw, n})
 	}
 	// Longest first, so that run-10 is not read as run-1 followed by 0.
 	slices.SortFunc(pairs, func(a, b [2]string) int {
@@ -122,7 +124,10 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		return json.RawMessage(fix(string(b)))
 	}
 	id := func(s string) string {
-		if n, ok := names[s]; ok {
+		if len(rename) == 0 || s == "" {
+			return s
+		}
+		if n, ok := rename[s]; ok {
 			return n
 		}
 		return s
@@ -235,7 +240,7 @@ func replaceTimestamps(s string, start time.Time) string {
 			continue
 		}
 		ts := s[i : i+n]
-		if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+		if at, err := parseTimestamp(ts); err == nil {
 			if b.Len() == 0 {
 				b.Grow(len(s))
 			}
@@ -252,6 +257,29 @@ func replaceTimestamps(s string, start time.Time) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// parseTimestamp is time.Parse(time.RFC3339Nano, ts) for a string
+// timestampLen accepted. The runtime writes UTC with milliseconds
+// (2026-01-01T00:00:05.000Z), and that form is read directly; time.Date
+// normalizes impossible dates, so a date it changes goes to time.Parse for
+// its error.
+func parseTimestamp(ts string) (time.Time, error) {
+	if len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' {
+		num := func(i, n int) int {
+			v := 0
+			for _, c := range []byte(ts[i : i+n]) {
+				v = v*10 + int(c-'0')
+			}
+			return v
+		}
+		y, mo, d, h, mi, sec, ms := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 3)
+		t := time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC)
+		if t.Year() == y && int(t.Month()) == mo && t.Day() == d && t.Hour() == h && t.Minute() == mi && t.Second() == sec && h < 24 {
+			return t, nil
+		}
+	}
+	return time.Parse(time.RFC3339Nano, ts)
 }
 
 // timestampLen returns the length of the timestamp at s[i:], or 0: the

@@ -1,0 +1,71 @@
+package trace
+
+import (
+	"testing"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+)
+
+func TestNormalizationRenamesIDsInOrderOfAppearanceEverywhereTheyOccur(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	call := &core.ToolCall{ID: "tc_9", Name: "work", Arguments: `{"action":"result","id":"w_x7"}`}
+	raw := &Trace{Start: start, Entries: []Entry{
+		{Kind: RunStart, Run: "run_zz", Agent: "coord"},
+		{Kind: Response, Run: "run_zz", Agent: "coord", Calls: []core.ToolCall{{ID: "tc_5", Name: "research"}, *call}},
+		{Kind: Work, Run: "run_zz", Work: "w_x7", To: "queued"},
+		// Already in normal form, but second: it becomes w-2, and the
+		// first Work's w-1 must not be read as this one.
+		{Kind: Work, Run: "run_zz", Work: "w-1", To: "queued"},
+		{Kind: ToolResult, Run: "run_zz", Agent: "coord", Call: call, Action: "result", Work: "w_x7",
+			Content: `{"workId":"w_x7","other":"w-1","acceptedAt":"2026-01-01T00:00:05.000Z"}`},
+		{Kind: Request, Run: "run_zz", Agent: "coord", Status: []string{"- w_x7 · research · running 5s"},
+			Messages: []core.Message{{Role: core.RoleTool, ToolCallID: "tc_9", Content: "w-1 and w_x7"}}},
+		{Kind: RunStart, Run: "research#1", Agent: "research", Parent: "run_zz", Work: "w_x7"},
+	}}
+	before := raw.Entries[5].Messages[0].Content
+	n, id := raw.NormalizeIDs()
+	checks := []struct{ got, want string }{
+		{n.Entries[0].Run, "coord#1"},
+		{n.Entries[1].Calls[0].ID, "call-1"},
+		{n.Entries[1].Calls[1].ID, "call-2"},
+		{n.Entries[1].Calls[1].Arguments, `{"action":"result","id":"w-1"}`},
+		{n.Entries[2].Work, "w-1"},
+		{n.Entries[3].Work, "w-2"},
+		{n.Entries[4].Call.ID, "call-2"},
+		{n.Entries[4].Content, `{"workId":"w-1","other":"w-2","acceptedAt":"+5s"}`},
+		{n.Entries[5].Status[0], "- w-1 · research · running 5s"},
+		{n.Entries[5].Messages[0].Content, "w-2 and w-1"},
+		{n.Entries[5].Messages[0].ToolCallID, "call-2"},
+		{n.Entries[6].Run, "research#1"},
+		{n.Entries[6].Parent, "coord#1"},
+		{id("w_x7"), "w-1"},
+		{id("unknown"), "unknown"},
+	}
+	for i, c := range checks {
+		if c.got != c.want {
+			t.Errorf("check %d: got %q, want %q", i, c.got, c.want)
+		}
+	}
+	if raw.Entries[5].Messages[0].Content != before || raw.Entries[4].Call.ID != "tc_9" {
+		t.Error("NormalizeIDs changed the trace it copied")
+	}
+}
+
+func TestATraceWhoseIDsAreAlreadyNormalKeepsItsStringsAndSlices(t *testing.T) {
+	msgs := []core.Message{{Role: core.RoleUser, Content: "hello"}}
+	calls := []core.ToolCall{{ID: "call-1", Name: "research", Arguments: `{"q":"x"}`}}
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: "coord#1", Agent: "coord"},
+		{Kind: Request, Run: "coord#1", Agent: "coord", Messages: msgs},
+		{Kind: Response, Run: "coord#1", Agent: "coord", Calls: calls},
+		{Kind: Work, Run: "coord#1", Work: "w-1", To: "queued"},
+	}}
+	tr.NormalizeInPlace()
+	if &tr.Entries[1].Messages[0] != &msgs[0] || &tr.Entries[2].Calls[0] != &calls[0] {
+		t.Error("normalization copied slices in which nothing changed")
+	}
+	if tr.Entries[3].Work != "w-1" || tr.Entries[0].Run != "coord#1" {
+		t.Errorf("normal ids changed: %+v", tr.Entries)
+	}
+}
