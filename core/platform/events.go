@@ -137,8 +137,9 @@ type Event struct {
 }
 
 // Observer receives every platform event, after it is on its log, outside
-// the platform's locks. It may be called from several actors and must not
-// block.
+// the platform's locks, in sequence (Seq) order: one actor at a time
+// delivers, so calls never overlap. It must not block; it may read the
+// Platform.
 type Observer interface {
 	Observe(Event)
 }

@@ -80,6 +80,7 @@ type Platform struct {
 	closing  bool
 	seq      uint64
 	outbox   []Event
+	flushing bool
 	sessions map[string]*session
 	order    []*session
 	platLog  []Event
@@ -336,18 +337,26 @@ func (p *Platform) emitLocked(e Event) {
 }
 
 // unlock releases p.mu and then hands queued events to the observer, so
-// that no lock is held across an observer callback.
+// that no lock is held across an observer callback. One actor at a time
+// flushes, draining the queue until it is empty, so the observer sees
+// events in sequence order even when actors run in parallel.
 func (p *Platform) unlock() {
-	if p.opts.Observer == nil || len(p.outbox) == 0 {
+	if p.opts.Observer == nil || len(p.outbox) == 0 || p.flushing {
 		p.mu.Unlock()
 		return
 	}
-	out := p.outbox
-	p.outbox = nil
-	p.mu.Unlock()
-	for _, e := range out {
-		p.opts.Observer.Observe(e)
+	p.flushing = true
+	for len(p.outbox) > 0 {
+		out := p.outbox
+		p.outbox = nil
+		p.mu.Unlock()
+		for _, e := range out {
+			p.opts.Observer.Observe(e)
+		}
+		p.mu.Lock()
 	}
+	p.flushing = false
+	p.mu.Unlock()
 }
 
 // Events returns a session's event log; the empty id is the platform log.

@@ -45,6 +45,8 @@ var _ = Describe("The production executor", func() {
 		})
 		var mu sync.Mutex
 		completes, firstTurnEnded := 0, false
+		var lastSeq uint64
+		inOrder := true
 		done := make(chan struct{})
 		p, err := platform.New(platform.Options{
 			Core:   core.Options{Provider: model, Clock: clockwork.NewFakeClockAt(epoch), IDs: &core.SequentialIDs{}},
@@ -52,6 +54,10 @@ var _ = Describe("The production executor", func() {
 			Observer: platform.ObserverFunc(func(e platform.Event) {
 				mu.Lock()
 				defer mu.Unlock()
+				if e.Seq != lastSeq+1 {
+					inOrder = false
+				}
+				lastSeq = e.Seq
 				was := completes == 3 && firstTurnEnded
 				switch {
 				case e.Type == platform.EventWorkerComplete:
@@ -75,6 +81,9 @@ var _ = Describe("The production executor", func() {
 			Fail("the workers never completed")
 		}
 		Expect(p.Close()).To(Succeed())
+		mu.Lock()
+		Expect(inOrder).To(BeTrue(), "the observer saw every event once, in sequence order")
+		mu.Unlock()
 
 		out, ok := toolResult(mustInfo(p, root), "delegate_task")
 		Expect(ok).To(BeTrue(), out)
