@@ -388,7 +388,10 @@ func (p *Platform) AllEvents() []Event {
 	return out
 }
 
-func (p *Platform) ctx() context.Context { return p.base }
+// ctx is the context of store calls. It is not the platform's base
+// context: a read through the public API must work after Close, and a crash
+// is fenced by Platform.durable, not by cancelling writes half-way.
+func (p *Platform) ctx() context.Context { return context.Background() }
 
 func sortedKeysU[V any](m map[uint64]V) []uint64 {
 	keys := make([]uint64, 0, len(m))

@@ -284,7 +284,6 @@ type turnEnd struct {
 	output string
 	err    error
 	cause  error // the cancellation cause, when the turn was interrupted
-	added  []core.Message
 }
 
 func (t turnEnd) status() string {
@@ -319,7 +318,6 @@ func (p *Platform) runSession(s *session) {
 		p.unlock()
 
 		p.exec.Yield(core.Point{Kind: PointSessionTurn, Run: s.id, Agent: s.agentName, Step: turn, Event: "turn"})
-		before := len(history)
 		for _, m := range msgs {
 			history = append(history, core.Message{Role: core.RoleUser, Content: m})
 		}
@@ -345,7 +343,6 @@ func (p *Platform) runSession(s *session) {
 			}
 		}
 		cancel(nil)
-		end.added = msgsAfter[before:]
 
 		p.mu.Lock()
 		s.cancel = nil

@@ -238,7 +238,7 @@ func (s *SQL) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
 			args = append(args, string(st))
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.sql(q+" ORDER BY seq"), args...)
+	rows, err := s.db.QueryContext(ctx, s.sql(q+" ORDER BY seq, id"), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +324,7 @@ func (s *SQL) Claim(ctx context.Context, instance string, now time.Time, lease t
 		var got, lost bool
 		err := s.tx(ctx, func(tx *sql.Tx) error {
 			var id string
-			err := tx.QueryRowContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? ORDER BY seq LIMIT 1{fu}"), string(TaskReady)).Scan(&id)
+			err := tx.QueryRowContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? ORDER BY seq, id LIMIT 1{fu}"), string(TaskReady)).Scan(&id)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
@@ -504,7 +504,7 @@ func (s *SQL) Cancel(ctx context.Context, task, by string, now time.Time) (Task,
 func (s *SQL) Reap(ctx context.Context, now time.Time) ([]Task, error) {
 	var out []Task
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? AND lease_until <= ? ORDER BY seq{fu}"),
+		rows, err := tx.QueryContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? AND lease_until <= ? ORDER BY seq, id{fu}"),
 			string(TaskRunning), now.UnixNano())
 		if err != nil {
 			return err
@@ -623,9 +623,9 @@ func (s *SQL) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 // ListSchedules implements Schedules.
 func (s *SQL) ListSchedules(ctx context.Context, user string) ([]Schedule, error) {
 	if user == "" {
-		return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state <> ? ORDER BY seq"), string(ScheduleDeleted)))
+		return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state <> ? ORDER BY seq, id"), string(ScheduleDeleted)))
 	}
-	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state <> ? AND usr = ? ORDER BY seq"),
+	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state <> ? AND usr = ? ORDER BY seq, id"),
 		string(ScheduleDeleted), user))
 }
 
@@ -646,7 +646,7 @@ func (s *SQL) DeleteSchedule(ctx context.Context, id, user string) error {
 
 // Due implements Schedules.
 func (s *SQL) Due(ctx context.Context, now time.Time) ([]Schedule, error) {
-	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND next_run <> 0 AND next_run <= ? ORDER BY next_run, seq"),
+	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND next_run <> 0 AND next_run <= ? ORDER BY next_run, seq, id"),
 		string(ScheduleActive), now.UnixNano()))
 }
 
@@ -718,7 +718,7 @@ func (s *SQL) NextDue(ctx context.Context) (time.Time, bool, error) {
 
 // Expired implements Schedules.
 func (s *SQL) Expired(ctx context.Context, now time.Time) ([]Schedule, error) {
-	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND expires_at <> 0 AND expires_at <= ? ORDER BY seq"),
+	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND expires_at <> 0 AND expires_at <= ? ORDER BY seq, id"),
 		string(ScheduleActive), now.UnixNano()))
 }
 
