@@ -73,8 +73,10 @@
 //
 // Every goroutine starts through core.Executor.Go; every wait is an
 // Executor.Wait on channels that are only closed; a session turn
-// ([PointSessionTurn]), a task claim ([PointTaskClaim]) and every
-// timer-started actor ([PointTimer]) yield to the executor first. All time
+// ([PointSessionTurn]) and a task claim ([PointTaskClaim]) yield to the
+// executor first. Timer-started actors are named after their job in
+// Executor.Go (a sweeper cadence, the scheduled-work ticker, a stale check,
+// a task timeout), so a simulator sees and orders them like any actor. All time
 // comes from the clock, and timers are clock.AfterFunc callbacks that never
 // block: they close a channel, re-arm, or start an actor. Maps are walked in
 // sorted order wherever order shows. No lock is held across a wait, a

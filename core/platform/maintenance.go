@@ -60,7 +60,6 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 	p.actorSeq++
 	slot := &timerSlot{seq: p.actorSeq}
 	run := func() {
-		p.exec.Yield(core.Point{Kind: PointTimer, Event: name})
 		now := p.clock.Now()
 		for _, j := range jobs {
 			j.run(now)

@@ -34,9 +34,6 @@ const (
 	PointSessionTurn core.PointKind = 64 + iota
 	// PointTaskClaim: the dispatcher is about to claim a ready task.
 	PointTaskClaim
-	// PointTimer: a timer-started actor (sweeper, ticker, stale check) is
-	// about to do its work (Event names it).
-	PointTimer
 )
 
 // Errors callers branch on.
@@ -291,7 +288,6 @@ func (p *Platform) afterLocked(d time.Duration, name string, fn func()) *timerSl
 		}
 		delete(p.timers, slot)
 		p.goLocked(name, func() {
-			p.exec.Yield(core.Point{Kind: PointTimer, Event: name})
 			fn()
 		})
 	})

@@ -285,7 +285,6 @@ func (p *Platform) startScheduler() {
 		}
 		p.tickArmed = false
 		p.goLocked("scheduled-work ticker", func() {
-			p.exec.Yield(core.Point{Kind: PointTimer, Event: "scheduled-work ticker"})
 			p.tick()
 		})
 	})
