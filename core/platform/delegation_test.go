@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"time"
@@ -217,6 +218,34 @@ var _ = Describe("Delegation (delegate_task)", func() {
 			"send_worker_message", "spawn_worker", "stop_worker"))
 		child := toolNames(e.model.RequestsFor("researcher")[0])
 		Expect(child).To(ConsistOf("create_artifact", "read_file"))
+	})
+
+	It("a delegated child inherits the parent's excluded authored tools too", func() {
+		noop := &core.Tool{Description: "noop", Run: func(context.Context, core.ToolCall, any) (any, error) { return "ok", nil }}
+		e.close()
+		e = newEnv(func(o *platform.Options) {
+			o.Agents["coordinator"] = &core.Agent{ID: "coordinator", Tools: core.Tools{"search": noop, "fetch": noop}}
+			o.Agents["researcher"] = &core.Agent{ID: "researcher", Tools: core.Tools{"search": noop, "fetch": noop}}
+		})
+		e.model.Script("coordinator", calls(use("delegate_task", map[string]any{"goal": "g", "agent": "researcher"})), say("ok"))
+		e.model.Script("researcher", say("done"))
+		root := e.root("coordinator", func(o *platform.SessionOptions) { o.ExcludedTools = []string{"search"} })
+		e.send(root, "go")
+		e.sim.Settle()
+		Expect(toolNames(e.model.RequestsFor("coordinator")[0])).To(ContainElement("fetch"))
+		Expect(toolNames(e.model.RequestsFor("coordinator")[0])).NotTo(ContainElement("search"))
+		Expect(toolNames(e.model.RequestsFor("researcher")[0])).To(ContainElement("fetch"))
+		Expect(toolNames(e.model.RequestsFor("researcher")[0])).NotTo(ContainElement("search"))
+	})
+
+	It("an authored tool with a platform tool's name is refused when the session is made", func() {
+		noop := &core.Tool{Run: func(context.Context, core.ToolCall, any) (any, error) { return "ok", nil }}
+		e.close()
+		e = newEnv(func(o *platform.Options) {
+			o.Agents["clash"] = &core.Agent{ID: "clash", Tools: core.Tools{"spawn_worker": noop}}
+		})
+		_, err := e.p.NewSession(platform.SessionOptions{Agent: "clash"})
+		Expect(err).To(MatchError(platform.ErrToolCollision))
 	})
 
 	It("artifacts a child creates are propagated up to the parent's thread", func() {
