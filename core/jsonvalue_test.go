@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -58,5 +59,31 @@ func TestAWorkRefEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
 		if err != nil || got != string(want) {
 			t.Errorf("marshalRef(%q) = %s, %v; encoding/json writes %s", id, got, err, want)
 		}
+	}
+}
+
+func TestASchemaRemembersOnlyDocumentsThatValidated(t *testing.T) {
+	s := MustSchema(`{"type":"object","properties":{"n":{"type":"number"}},"additionalProperties":false}`)
+	for range 2 {
+		if err := s.validateJSON(`{"n":1}`, map[string]any{"n": 1.0}); err != nil {
+			t.Fatalf("a valid document failed: %v", err)
+		}
+		if err := s.validateJSON(`{"n":"x"}`, map[string]any{"n": "x"}); err == nil {
+			t.Fatal("an invalid document passed")
+		}
+	}
+	if _, ok := s.valid.Load(`{"n":"x"}`); ok {
+		t.Error("an invalid document was remembered")
+	}
+	if _, ok := s.valid.Load(`{"n":1}`); !ok {
+		t.Error("a valid document was not remembered")
+	}
+	for i := range maxValidMemo + 10 {
+		_ = s.validateJSON(fmt.Sprintf(`{"n":%d}`, i), map[string]any{"n": float64(i)})
+	}
+	n := 0
+	s.valid.Range(func(any, any) bool { n++; return true })
+	if n > maxValidMemo {
+		t.Errorf("the memo holds %d documents, more than %d", n, maxValidMemo)
 	}
 }

@@ -179,14 +179,15 @@ func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	if len(raw) == 0 {
 		raw = bytes.TrimSpace([]byte(resp.Text))
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	doc := string(raw)
+	v, err := decodeJSON(doc)
+	if err != nil {
 		return nil, "Your final answer must be a JSON document matching the output schema; it is not valid JSON: " + err.Error()
 	}
-	if err := schema.Validate(v); err != nil {
+	if err := schema.validateJSON(doc, v); err != nil {
 		return nil, "Your final answer does not match the output schema: " + strings.Join(err.(*ValidationError).Problems, "; ")
 	}
-	return &Output{Raw: string(raw), Value: v}, ""
+	return &Output{Raw: doc, Value: v}, ""
 }
 
 func renderPrompt(p Prompt, input any) (string, error) {
@@ -243,7 +244,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 	if err != nil {
 		return "", nil, &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("arguments of %s are not a JSON object: %v", call.Name, err)}
 	}
-	if err := pt.params.Validate(args); err != nil {
+	if err := pt.params.validateJSON(call.Arguments, args); err != nil {
 		return "", nil, &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("arguments of %s: %s", call.Name, strings.Join(err.(*ValidationError).Problems, "; "))}
 	}
 	switch pt.kind {

@@ -20,7 +20,22 @@ type Schema struct {
 	raw      json.RawMessage
 	doc      any
 	compiled *jsonschema.Schema
+
+	// valid remembers JSON documents (tool arguments, structured outputs)
+	// that validated, so that the same document is not validated again:
+	// validation is a pure function of the document, and a simulation
+	// campaign sends the same arguments run after run. Bounded by
+	// maxValidMemo entries.
+	valid  sync.Map // string → struct{}
+	validN atomic.Int32
 }
+
+// maxValidMemo bounds how many valid documents a Schema remembers, and
+// maxValidMemoDoc how long a document it remembers may be.
+const (
+	maxValidMemo    = 1024
+	maxValidMemoDoc = 4 << 10
+)
 
 var schemaSeq atomic.Uint64
 
@@ -118,6 +133,24 @@ func (s *Schema) Validate(v any) error {
 		return &ValidationError{Problems: leafProblems(ve)}
 	}
 	return &ValidationError{Problems: []string{err.Error()}}
+}
+
+// validateJSON validates v, the decoding of the JSON document doc, and
+// remembers doc when it is valid.
+func (s *Schema) validateJSON(doc string, v any) error {
+	if s == nil {
+		return nil
+	}
+	if _, ok := s.valid.Load(doc); ok {
+		return nil
+	}
+	if err := s.Validate(v); err != nil {
+		return err
+	}
+	if len(doc) <= maxValidMemoDoc && s.validN.Add(1) <= maxValidMemo {
+		s.valid.Store(doc, struct{}{})
+	}
+	return nil
 }
 
 // ValidationError lists why a value does not match a schema.
