@@ -83,7 +83,8 @@ type Platform struct {
 	platLog  []Event
 	parked   map[string][]Event // events for sessions not live here
 	variants map[variantKey]*core.Agent
-	actors   map[uint64]chan struct{}
+	actors   map[uint64]struct{}
+	drained  chan struct{} // closed when closing and the last actor ended
 	actorSeq uint64
 	timers   map[*timerSlot]struct{}
 
@@ -136,7 +137,8 @@ func New(opts Options) (*Platform, error) {
 		sessions:     map[string]*session{},
 		parked:       map[string][]Event{},
 		variants:     map[variantKey]*core.Agent{},
-		actors:       map[uint64]chan struct{}{},
+		actors:       map[uint64]struct{}{},
+		drained:      make(chan struct{}),
 		timers:       map[*timerSlot]struct{}{},
 		delegations:  map[string]*delegation{},
 		board:        map[string]*board{},
@@ -175,51 +177,56 @@ func (p *Platform) Instance() string { return p.instance }
 // has ended, then closes the runtime. Unlike Crash it is orderly, but it
 // writes nothing either: a task attempt interrupted by Close is left to be
 // reaped like a crashed one, because the process is going away.
+//
+// Close waits through the executor. Under a simulator whose Wait works only
+// inside actors, call it from an actor, or use CloseAsync from the driver.
 func (p *Platform) Close() error {
-	p.shutdown(errClosing)
-	return nil
+	p.exec.Wait("platform close", p.CloseAsync())
+	return p.rt.Close()
 }
+
+// CloseAsync begins Close without waiting: it returns a channel that is
+// closed once the last actor has ended. It does not close the runtime.
+func (p *Platform) CloseAsync() <-chan struct{} { return p.begin(errClosing) }
 
 // Crash simulates a process crash: every process-local thing (sessions,
 // event logs, the board, the inbox, running turns, timers) is dropped and no
 // further durable write is made; the store keeps what it had. Make a new
 // Platform on the same store to restart. Crash waits for the dropped
-// actors' goroutines to end, so that nothing leaks from a test.
+// actors to end, so that nothing leaks from a test; see Close on waiting.
 func (p *Platform) Crash() {
+	p.exec.Wait("platform crash", p.CrashAsync())
+	_ = p.rt.Close()
+}
+
+// CrashAsync begins Crash without waiting: from its return on, no durable
+// write happens. The channel is closed once the last actor has ended.
+func (p *Platform) CrashAsync() <-chan struct{} {
 	p.fence.Lock()
 	p.crashed = true
 	p.fence.Unlock()
-	p.shutdown(errCrashed)
+	return p.begin(errCrashed)
 }
 
-func (p *Platform) shutdown(cause error) {
+// begin stops the timers and cancels every turn with cause, and returns
+// the drained channel.
+func (p *Platform) begin(cause error) <-chan struct{} {
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
-		return
+		return p.drained
 	}
 	p.closing = true
 	for _, t := range sortedSlots(p.timers) {
 		t.stop()
 	}
 	clear(p.timers)
+	if len(p.actors) == 0 {
+		close(p.drained)
+	}
 	p.mu.Unlock()
 	p.stopBase(cause)
-	for {
-		p.mu.Lock()
-		var pending []chan struct{}
-		for _, k := range sortedKeysU(p.actors) {
-			pending = append(pending, p.actors[k])
-		}
-		p.mu.Unlock()
-		if len(pending) == 0 {
-			break
-		}
-		for _, done := range pending {
-			p.exec.Wait("platform shutdown", done)
-		}
-	}
-	_ = p.rt.Close()
+	return p.drained
 }
 
 // durable runs a store write unless the process has crashed.
@@ -239,14 +246,15 @@ func (p *Platform) goLocked(name string, fn func()) bool {
 	}
 	p.actorSeq++
 	id := p.actorSeq
-	done := make(chan struct{})
-	p.actors[id] = done
+	p.actors[id] = struct{}{}
 	p.exec.Go(name, func() {
 		defer func() {
 			p.mu.Lock()
 			delete(p.actors, id)
+			if p.closing && len(p.actors) == 0 {
+				close(p.drained)
+			}
 			p.mu.Unlock()
-			close(done)
 		}()
 		fn()
 	})
@@ -388,15 +396,6 @@ func (p *Platform) AllEvents() []Event {
 // context: a read through the public API must work after Close, and a crash
 // is fenced by Platform.durable, not by cancelling writes half-way.
 func (p *Platform) ctx() context.Context { return context.Background() }
-
-func sortedKeysU[V any](m map[uint64]V) []uint64 {
-	keys := make([]uint64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

@@ -115,6 +115,24 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		Expect(done[0].Task).To(Equal(id))
 	})
 
+	It("a simulator driver can crash the process without waiting inside an actor (CrashAsync), and nothing durable is written after it", func() {
+		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "never", Latency: time.Hour})
+		id := spawn("long")
+		e.sim.RunFor(time.Minute)
+		drained := e.p.CrashAsync()
+		Expect(e.sim.RunUntil(func() bool {
+			select {
+			case <-drained:
+				return true
+			default:
+				return false
+			}
+		})).To(BeTrue(), "every actor ended")
+		Expect(task(id).State).To(Equal(store.TaskRunning), "the interrupted attempt wrote nothing")
+		as, _ := e.p.Attempts(id)
+		Expect(as[0].Outcome).To(Equal(store.OutcomeRunning))
+	})
+
 	It("fan-in: a task stays todo until every parent is done, then is promoted to ready and claimed", func() {
 		e.model.ScriptRun("researcher", 1, scripted.Turn{Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "a"})}, Latency: 10 * time.Minute}, say("."))
 		e.model.ScriptRun("researcher", 2, scripted.Turn{Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "b"})}, Latency: 20 * time.Minute}, say("."))
