@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -127,7 +128,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		mainDone: make(chan struct{}),
 	}
 	r.rec = trace.NewRecorder(Epoch)
-	r.rec.Grow(traceHint)
+	r.rec.Grow(traceSizes.hint(sc))
 	r.faults, r.enabled = r.faultMix()
 	r.sim = NewSim(SimOptions{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
 		OnJump: func(from, to time.Time) {
@@ -264,6 +265,7 @@ func (r *run) finish(out *Outcome) {
 	// The recorder is done: normalize its entries where they are rather
 	// than copy them.
 	norm := r.rec.Trace()
+	traceSizes.remember(r.sc, len(norm.Entries))
 	seed := r.opts.Seed
 	norm.Name, norm.Seed = r.sc.Name, &seed
 	id := norm.NormalizeInPlace()
@@ -324,6 +326,39 @@ func (r *run) closedByRuntime(t *trace.Trace, work string) bool {
 // record 13 to 33 entries, and an entry is large enough that growing the
 // slice one doubling at a time is a good part of a run's allocation.
 const traceHint = 32
+
+// traceSizes remembers the longest trace each scenario's runs recorded, so
+// that its next run (another seed of a campaign) makes room for its trace
+// once and no more. It forgets everything past maxSized scenarios.
+var traceSizes = sizeMemo{sizes: map[*scenarios.Scenario]int{}}
+
+const maxSized = 256
+
+type sizeMemo struct {
+	mu    sync.Mutex
+	sizes map[*scenarios.Scenario]int
+}
+
+func (m *sizeMemo) hint(sc *scenarios.Scenario) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.sizes[sc]; ok {
+		return n
+	}
+	return traceHint
+}
+
+func (m *sizeMemo) remember(sc *scenarios.Scenario, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.sizes[sc]
+	if !ok && len(m.sizes) >= maxSized {
+		clear(m.sizes)
+	}
+	if n > old {
+		m.sizes[sc] = n
+	}
+}
 
 func sortedNames[V any](m map[string]V) []string {
 	names := make([]string, 0, len(m))

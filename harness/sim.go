@@ -129,13 +129,15 @@ type SimOptions struct {
 // NewSim returns a simulator at Epoch.
 func NewSim(opts SimOptions) *Sim {
 	s := &Sim{
-		seed:   opts.Seed,
-		sched:  NewRand(opts.Seed, streamSchedule),
-		replay: opts.Replay,
-		strict: opts.ReplayStrict,
-		onStep: opts.OnStep,
-		onJump: opts.OnJump,
-		limit:  opts.StepLimit,
+		seed:  opts.Seed,
+		sched: NewRand(opts.Seed, streamSchedule),
+		// Most runs take a few dozen steps: start with room for them.
+		decisions: make([]Decision, 0, 32),
+		replay:    opts.Replay,
+		strict:    opts.ReplayStrict,
+		onStep:    opts.OnStep,
+		onJump:    opts.OnJump,
+		limit:     opts.StepLimit,
 	}
 	if s.limit <= 0 {
 		s.limit = 1_000_000
