@@ -94,7 +94,9 @@ type Event struct {
 	Transition string          // the lifecycle event name
 	Cursor     string          // EventSendAccepted, EventGuidanceDelivered
 
-	Input  any     // EventRunStart
+	Input any // EventRunStart
+	// Labels are the run's RunOptions.Labels (EventRunStart).
+	Labels map[string]string
 	Output *Output // EventRunEnd
 	Err    error   // EventResponse, EventRunEnd
 }

@@ -16,11 +16,14 @@ type instance struct {
 	rt       *Runtime
 	p        *prepared
 	id       string
+	seq      uint64 // the run's sequence number in the runtime
 	model    string
 	w        *work // the Work this instance runs as, for background children
 	step     int
 	history  []Message
 	maxSteps int // overrides the agent's budget when > 0
+	inbox    func() []Message
+	labels   map[string]string
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
@@ -30,7 +33,7 @@ func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 	} else {
 		id = rt.ids.NewID(IDRun)
 	}
-	return &instance{rt: rt, p: p, id: id, model: model, w: w}
+	return &instance{rt: rt, p: p, id: id, seq: rt.runSeq.Add(1), model: model, w: w}
 }
 
 // run executes the agent loop: provider step, tool round, next step, until a
@@ -40,7 +43,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	rt := inst.rt
 	a := inst.p.agent
 	ctx = context.WithValue(ctx, runtimeKey{}, rt)
-	start := Event{Kind: EventRunStart, Run: inst.id, Agent: a.ID, Parent: parent, Mode: mode, Input: input}
+	start := Event{Kind: EventRunStart, Run: inst.id, Agent: a.ID, Parent: parent, Mode: mode, Input: input, Labels: inst.labels}
 	if inst.w != nil {
 		start.Work = inst.w.ref.ID
 	}
@@ -79,6 +82,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		rt.exec.Yield(Point{Kind: PointProviderStep, Run: inst.id, Work: inst.workID(), Agent: a.ID, Step: inst.step})
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if inst.inbox != nil {
+			inst.history = append(inst.history, inst.inbox()...)
 		}
 		if inst.w != nil {
 			if msgs := rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
@@ -217,6 +223,7 @@ func firstNonEmpty(s ...string) string {
 // error ends the run; everything else is a model-facing error.
 func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, error) {
 	rt := inst.rt
+	ctx = context.WithValue(ctx, callKey{}, CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name})
 	rt.emit(Event{Kind: EventToolCall, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: &call})
 	msg := Message{Role: RoleTool, ToolCallID: call.ID, ToolName: call.Name}
 	ev := Event{Kind: EventToolResult, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: &call}
@@ -254,7 +261,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 		if in.ID != nil {
 			ev.Work = *in.ID
 		}
-		out, err := inst.rt.workCall(ctx, inst.id, inst.step, call, in)
+		out, err := inst.rt.workCall(ctx, inst.id, inst.seq, inst.step, call, in)
 		return out, nil, err
 	case kindFunction:
 		v, err := pt.tool.Run(ctx, call, args)
@@ -330,7 +337,7 @@ func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any)
 func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
 	rt := inst.rt
 	canon, _ := json.Marshal(input)
-	key := occurrenceKey{owner: inst.id, turn: inst.step, callID: call.ID, tool: pt.name}
+	key := occurrenceKey{owner: inst.id, run: inst.seq, turn: inst.step, callID: call.ID, tool: pt.name}
 	if pt.kind == kindBgTool {
 		return rt.reg.accept(key, sha256.Sum256(canon), pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the

@@ -38,8 +38,12 @@ type work struct {
 	delivered int
 }
 
+// A turn is one provider step of one run: the run's sequence number
+// (unique in the runtime, so that an owner kept across runs, as a platform
+// session is, never collides with itself) and the step.
 type occurrenceKey struct {
 	owner  string
+	run    uint64
 	turn   int
 	callID string
 	tool   string
@@ -52,6 +56,7 @@ type occurrence struct {
 
 type sendKey struct {
 	owner  string
+	run    uint64
 	turn   int
 	callID string
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -84,6 +85,7 @@ type Runtime struct {
 	prepared map[*Agent]*prepared
 
 	closeOnce sync.Once
+	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
 }
 
 // New makes a Runtime.
@@ -237,6 +239,40 @@ type RunOptions struct {
 	Model string
 	// MaxSteps overrides the agent's step budget.
 	MaxSteps int
+	// Owner, when set, is the run's id and so the owner of the Work it
+	// starts: runs given the same Owner see each other's Work, as the turns
+	// of one platform session do. Never run two runs with one Owner at once.
+	Owner string
+	// Inbox, when set, is polled before every provider step; the messages
+	// it returns join the history and the request being sealed, as
+	// guidance does for a background child.
+	Inbox func() []Message
+	// Labels are carried on the run's EventRunStart, for grouping runs in
+	// traces (a platform session id, say).
+	Labels map[string]string
+}
+
+// CallInfo identifies the tool call a tool is running for.
+type CallInfo struct {
+	// Run and Agent are the calling run and its agent's ID.
+	Run   string
+	Agent string
+	// Turn is the run's sequence number in the runtime and Step its
+	// provider step: with CallID they identify one occurrence of a call,
+	// so a tool can recognise a replayed provider response.
+	Turn   uint64
+	Step   int
+	CallID string
+	Tool   string
+}
+
+type callKey struct{}
+
+// CallOf returns the tool call the calling tool runs for; ok is false
+// outside a tool call.
+func CallOf(ctx context.Context) (CallInfo, bool) {
+	c, ok := ctx.Value(callKey{}).(CallInfo)
+	return c, ok
 }
 
 // Run runs an agent to its final output on the calling goroutine. Its
@@ -264,6 +300,10 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 
 func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
 	inst := rt.newInstance(p, opts.Model, nil)
+	if opts.Owner != "" {
+		inst.id = opts.Owner
+	}
+	inst.inbox, inst.labels = opts.Inbox, opts.Labels
 	inst.history = append(inst.history, opts.History...)
 	inst.maxSteps = opts.MaxSteps
 	out, err := inst.run(ctx, input, ModeTop, "")

@@ -44,12 +44,12 @@ type WorkInput struct {
 // It returns the tool content the model would have seen, or its
 // model-facing error.
 func (rt *Runtime) WorkAction(ctx context.Context, owner string, turn int, callID string, in WorkInput) (string, error) {
-	return rt.workCall(ctx, owner, turn, ToolCall{ID: callID, Name: WorkToolName}, in)
+	return rt.workCall(ctx, owner, 0, turn, ToolCall{ID: callID, Name: WorkToolName}, in)
 }
 
 // workCall runs one work tool call of an owner. It returns the tool message
 // content, or a model-facing error.
-func (rt *Runtime) workCall(ctx context.Context, owner string, turn int, call ToolCall, in WorkInput) (string, error) {
+func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn int, call ToolCall, in WorkInput) (string, error) {
 	reg := rt.reg
 	id := ""
 	if in.ID != nil {
@@ -93,7 +93,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, turn int, call To
 		if in.Message == nil || *in.Message == "" {
 			return "", &ModelError{Code: "invalid_arguments", Message: "send requires a non-empty message"}
 		}
-		rec, found, err := reg.send(sendKey{owner: owner, turn: turn, callID: call.ID}, id, *in.Message)
+		rec, found, err := reg.send(sendKey{owner: owner, run: run, turn: turn, callID: call.ID}, id, *in.Message)
 		if err != nil {
 			return "", err
 		}
