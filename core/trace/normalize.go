@@ -229,9 +229,14 @@ func sameSlice[T any](a, b []T) bool {
 // bytes from its start.
 func replaceTimestamps(s string, start time.Time) string {
 	var b strings.Builder
-	last := 0
+	last := 0     // end of the last timestamp replaced
+	consumed := 0 // end of the last match, replaced or not
 	for j := 10; j < len(s); j++ {
-		if s[j] != 'T' || j-10 < last {
+		k := strings.IndexByte(s[j:], 'T')
+		if k < 0 {
+			break
+		}
+		if j += k; j-10 < consumed {
 			continue
 		}
 		i := j - 10
@@ -239,8 +244,10 @@ func replaceTimestamps(s string, start time.Time) string {
 		if n == 0 {
 			continue
 		}
-		ts := s[i : i+n]
-		if at, err := parseTimestamp(ts); err == nil {
+		// An unparsable match stays as it is, and the scan goes on after
+		// it, as a regexp replacement would.
+		consumed, j = i+n, i+n-1
+		if at, err := parseTimestamp(s[i : i+n]); err == nil {
 			if b.Len() == 0 {
 				b.Grow(len(s))
 			}
@@ -248,9 +255,6 @@ func replaceTimestamps(s string, start time.Time) string {
 			b.WriteString(Offset(at.Sub(start)))
 			last = i + n
 		}
-		// An unparsable match stays as it is, and the scan goes on after
-		// it, as a regexp replacement would.
-		j = i + n - 1
 	}
 	if last == 0 {
 		return s
