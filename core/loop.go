@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/crux-sim/crux-sim/core/internal/jsonenc"
 )
 
 // instance is one running agent: the owner of the Work it starts.
@@ -336,7 +338,11 @@ func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any)
 // startWork admits a background call as Work.
 func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
 	rt := inst.rt
-	canon, _ := json.Marshal(input)
+	var scratch [512]byte // the canonical input is only hashed
+	canon, ok := jsonenc.Append(scratch[:0], input)
+	if !ok {
+		canon, _ = json.Marshal(input)
+	}
 	key := occurrenceKey{owner: inst.id, run: inst.seq, turn: inst.step, callID: call.ID, tool: pt.name}
 	if pt.kind == kindBgTool {
 		return rt.reg.accept(key, sha256.Sum256(canon), pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/internal/jsonenc"
 )
 
 // Kind names an entry.
@@ -130,7 +131,12 @@ func (r *Recorder) Observe(e core.Event) {
 	case core.EventRunStart:
 		en.Kind, en.Parent, en.Mode = RunStart, e.Parent, string(e.Mode)
 		if e.Input != nil {
-			en.Input, _ = json.Marshal(e.Input)
+			var scratch [512]byte
+			if in, ok := jsonenc.Append(scratch[:0], e.Input); ok {
+				en.Input = slices.Clone(in)
+			} else {
+				en.Input, _ = json.Marshal(e.Input)
+			}
 		}
 	case core.EventRequest:
 		en.Kind = Request

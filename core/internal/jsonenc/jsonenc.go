@@ -1,0 +1,91 @@
+// Package jsonenc encodes plain JSON values (what encoding/json decodes
+// into an any, and what scenario files hold) exactly as json.Marshal would,
+// without reflection. It is for hot paths of the runtime and the trace
+// recorder; anything it cannot encode the way encoding/json does it
+// declines, and the caller uses encoding/json.
+package jsonenc
+
+import (
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Append appends the encoding of v to b and reports whether it could (when
+// it could not, b holds a partial encoding and is to be dropped): v
+// holds only nil, bools, strings, float64, int and int64 numbers,
+// map[string]any and []any, its strings need no escaping, and its numbers
+// are finite and within encoding/json's plain ('f') format.
+func Append(b []byte, v any) ([]byte, bool) {
+	switch t := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, t), true
+	case string:
+		return AppendString(b, t)
+	case int:
+		return strconv.AppendInt(b, int64(t), 10), true
+	case int64:
+		return strconv.AppendInt(b, t, 10), true
+	case float64:
+		if a := math.Abs(t); t == 0 || (a >= 1e-6 && a < 1e21) {
+			return strconv.AppendFloat(b, t, 'f', -1, 64), true
+		}
+	case map[string]any:
+		if t == nil {
+			return append(b, "null"...), true
+		}
+		var small [8]string
+		keys := small[:0]
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = AppendString(b, k); !ok {
+				return b, false
+			}
+			b = append(b, ':')
+			if b, ok = Append(b, t[k]); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	case []any:
+		if t == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, x := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = Append(b, x); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	return b, false
+}
+
+// AppendString appends s as a JSON string when encoding/json would write
+// it as it is: printable ASCII without a quote, a backslash or the
+// characters it escapes for HTML.
+func AppendString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
+}

@@ -1,0 +1,88 @@
+package jsonenc
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// Whatever Append encodes is byte for byte what json.Marshal writes.
+
+func check(t *testing.T, v any) {
+	t.Helper()
+	got, ok := Append(nil, v)
+	if !ok {
+		return
+	}
+	want, err := json.Marshal(v)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("Append(%#v) = %s; json.Marshal gives %s, %v", v, got, want, err)
+	}
+}
+
+func TestPlainValuesEncodeAsEncodingJSONEncodesThem(t *testing.T) {
+	for _, v := range []any{
+		nil, true, false, "", "plain words", 0.0, math.Copysign(0, -1), 1.0, -3.5, 1e-6, 1e20, 123456.789, int(7), int64(-9),
+		[]any{}, []any(nil), map[string]any{}, map[string]any(nil),
+		map[string]any{"question": "Why?", "run_in_background": true, "n": 2.0, "list": []any{"a", 1.0, nil}, "z": map[string]any{"y": false}},
+		map[string]any{"k1": 1.0, "k2": 2.0, "k3": 3.0, "k4": 4.0, "k5": 5.0, "k6": 6.0, "k7": 7.0, "k8": 8.0, "k9": 9.0, "k10": 10.0},
+	} {
+		if _, ok := Append(nil, v); !ok {
+			t.Errorf("Append declined the plain value %#v", v)
+		}
+		check(t, v)
+	}
+}
+
+func TestValuesThatNeedCareAreDeclined(t *testing.T) {
+	for _, v := range []any{"quote\"", `back\slash`, "<b>", "a&b", "tab\t", "é", "\xff", 1e21, 1e-7, math.NaN(), math.Inf(1),
+		[]string{"typed"}, struct{}{}, int32(1), map[string]any{"é": 1.0}, []any{"ok", "<no>"}} {
+		if out, ok := Append(nil, v); ok {
+			t.Errorf("Append(%#v) = %s; it should have declined", v, out)
+		}
+	}
+}
+
+func TestRandomPlainValuesEncodeAsEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		k := r.IntN(7)
+		if depth == 0 {
+			k = r.IntN(5)
+		}
+		switch k {
+		case 0:
+			return nil
+		case 1:
+			return r.IntN(2) == 0
+		case 2:
+			runes := []rune("aZ09 _-:/.<&\"é")
+			s := make([]rune, r.IntN(5))
+			for i := range s {
+				s[i] = runes[r.IntN(len(runes))]
+			}
+			return string(s)
+		case 3:
+			return math.Ldexp(r.Float64()-0.5, r.IntN(120)-60)
+		case 4:
+			return int64(r.IntN(1000) - 500)
+		case 5:
+			m := map[string]any{}
+			for range r.IntN(12) {
+				m[string(rune('a'+r.IntN(26)))+"k"] = gen(depth - 1)
+			}
+			return m
+		default:
+			a := make([]any, r.IntN(4))
+			for i := range a {
+				a[i] = gen(depth - 1)
+			}
+			return a
+		}
+	}
+	for range 3000 {
+		check(t, gen(3))
+	}
+}
