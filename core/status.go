@@ -50,6 +50,7 @@ type StatusRow struct {
 // String renders the row, e.g. "- w-1 · research · completed 9s · Result available".
 func (r StatusRow) String() string {
 	var b strings.Builder
+	b.Grow(len(r.ID) + len(r.Label) + len(r.State) + 48) // one allocation for the whole row
 	b.WriteString("- ")
 	b.WriteString(r.ID)
 	b.WriteString(" · ")
@@ -90,6 +91,7 @@ func buildStatus(rows []StatusRow) *StatusBlock {
 		rows = rows[:MaxStatusRows]
 	}
 	var b strings.Builder
+	b.Grow(len(StatusHeader) + 64*len(rows))
 	b.WriteString(StatusHeader)
 	for i := range rows {
 		rows[i].Label = SafeLabel(rows[i].Label)
