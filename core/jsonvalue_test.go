@@ -71,19 +71,27 @@ func TestASchemaRemembersOnlyDocumentsThatValidated(t *testing.T) {
 		if err := s.validateJSON(`{"n":"x"}`, map[string]any{"n": "x"}); err == nil {
 			t.Fatal("an invalid document passed")
 		}
+		if err := s.validateValue(map[string]any{"n": 2.0}); err != nil {
+			t.Fatalf("a valid value failed: %v", err)
+		}
+		if err := s.validateValue(map[string]any{"n": "2"}); err == nil {
+			t.Fatal("an invalid value passed")
+		}
 	}
-	if _, ok := s.valid.Load(`{"n":"x"}`); ok {
+	if s.knownValid(`{"n":"x"}`) || s.knownValid(`{"n":"2"}`) {
 		t.Error("an invalid document was remembered")
 	}
-	if _, ok := s.valid.Load(`{"n":1}`); !ok {
+	if !s.knownValid(`{"n":1}`) || !s.knownValid(`{"n":2}`) {
 		t.Error("a valid document was not remembered")
 	}
 	for i := range maxValidMemo + 10 {
 		_ = s.validateJSON(fmt.Sprintf(`{"n":%d}`, i), map[string]any{"n": float64(i)})
 	}
-	n := 0
-	s.valid.Range(func(any, any) bool { n++; return true })
-	if n > maxValidMemo {
-		t.Errorf("the memo holds %d documents, more than %d", n, maxValidMemo)
+	if len(s.valid) > maxValidMemo {
+		t.Errorf("the memo holds %d documents, more than %d", len(s.valid), maxValidMemo)
+	}
+	// Past the bound, documents are still validated, and errors still found.
+	if err := s.validateJSON(`{"n":"late"}`, map[string]any{"n": "late"}); err == nil {
+		t.Error("an invalid document passed once the memo was full")
 	}
 }

@@ -61,7 +61,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		rt.emit(end)
 	}()
 
-	if err := a.Prompt.Input.Validate(input); err != nil {
+	if err := a.Prompt.Input.validateValue(input); err != nil {
 		return nil, fmt.Errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
 	}
 	first, err := renderPrompt(a.Prompt, input)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/crux-sim/crux-sim/core/internal/jsonenc"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -21,13 +23,13 @@ type Schema struct {
 	doc      any
 	compiled *jsonschema.Schema
 
-	// valid remembers JSON documents (tool arguments, structured outputs)
-	// that validated, so that the same document is not validated again:
-	// validation is a pure function of the document, and a simulation
-	// campaign sends the same arguments run after run. Bounded by
-	// maxValidMemo entries.
-	valid  sync.Map // string → struct{}
-	validN atomic.Int32
+	// valid remembers JSON documents (tool arguments, structured outputs,
+	// inputs in canonical form) that validated, so that the same document
+	// is not validated again: validation is a pure function of the
+	// document, and a simulation campaign sends the same ones run after
+	// run. Bounded by maxValidMemo entries.
+	validMu sync.RWMutex
+	valid   map[string]struct{}
 }
 
 // maxValidMemo bounds how many valid documents a Schema remembers, and
@@ -141,16 +143,57 @@ func (s *Schema) validateJSON(doc string, v any) error {
 	if s == nil {
 		return nil
 	}
-	if _, ok := s.valid.Load(doc); ok {
+	if s.knownValid(doc) {
 		return nil
 	}
 	if err := s.Validate(v); err != nil {
 		return err
 	}
-	if len(doc) <= maxValidMemoDoc && s.validN.Add(1) <= maxValidMemo {
-		s.valid.Store(doc, struct{}{})
-	}
+	s.rememberValid(doc)
 	return nil
+}
+
+// validateValue is Validate for a value held in Go, remembered by its
+// canonical JSON encoding when it has one (a plain value).
+func (s *Schema) validateValue(v any) error {
+	if s == nil {
+		return nil
+	}
+	var scratch [512]byte
+	doc, ok := jsonenc.Append(scratch[:0], v)
+	if !ok || len(doc) > maxValidMemoDoc {
+		return s.Validate(v)
+	}
+	if s.knownValid(string(doc)) { // no allocation: the conversion is only a map key
+		return nil
+	}
+	if err := s.Validate(v); err != nil {
+		return err
+	}
+	s.rememberValid(string(doc))
+	return nil
+}
+
+func (s *Schema) knownValid(doc string) bool {
+	s.validMu.RLock()
+	defer s.validMu.RUnlock()
+	_, ok := s.valid[doc]
+	return ok
+}
+
+func (s *Schema) rememberValid(doc string) {
+	if len(doc) > maxValidMemoDoc {
+		return
+	}
+	s.validMu.Lock()
+	defer s.validMu.Unlock()
+	if len(s.valid) >= maxValidMemo {
+		return
+	}
+	if s.valid == nil {
+		s.valid = map[string]struct{}{}
+	}
+	s.valid[doc] = struct{}{}
 }
 
 // ValidationError lists why a value does not match a schema.
