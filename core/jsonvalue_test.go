@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // decodeJSON is a fast path for tool arguments; these specs hold it to
@@ -93,5 +94,21 @@ func TestASchemaRemembersOnlyDocumentsThatValidated(t *testing.T) {
 	// Past the bound, documents are still validated, and errors still found.
 	if err := s.validateJSON(`{"n":"late"}`, map[string]any{"n": "late"}); err == nil {
 		t.Error("an invalid document passed once the memo was full")
+	}
+}
+
+func TestTimestampsAreWrittenAsTheLayoutSays(t *testing.T) {
+	zone := time.FixedZone("east", 5*3600+1800)
+	for _, at := range []time.Time{
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2024, 2, 29, 7, 8, 9, 1_500_000, zone), time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-5, 3, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		if got, want := timestamp(at), at.UTC().Format(timestampLayout); got != want {
+			t.Errorf("timestamp(%v) = %s, the layout gives %s", at, got, want)
+		}
+	}
+	if timestamp(time.Time{}) != "" {
+		t.Error("the zero time has a timestamp")
 	}
 }

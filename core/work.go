@@ -87,8 +87,39 @@ func timestamp(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.Format(timestampLayout)
+	}
+	// Written by hand: projections and receipts carry several timestamps
+	// each, and Format is a general interpreter of layouts.
+	h, mi, sec := t.Clock()
+	var b [24]byte
+	digits := func(at, n, v int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	digits(0, 4, y)
+	b[4] = '-'
+	digits(5, 2, int(mo))
+	b[7] = '-'
+	digits(8, 2, d)
+	b[10] = 'T'
+	digits(11, 2, h)
+	b[13] = ':'
+	digits(14, 2, mi)
+	b[16] = ':'
+	digits(17, 2, sec)
+	b[19] = '.'
+	digits(20, 3, t.Nanosecond()/int(time.Millisecond))
+	b[23] = 'Z'
+	return string(b[:])
 }
+
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // WorkInfo is the runtime's full view of a Work item, for harnesses and
 // invariant checks. Unlike WorkStatus it says who owns the Work, whether it
