@@ -23,6 +23,9 @@ const (
 	EventTurnEnd EventType = "turn.end"
 	// EventSessionState: the session changed state (Status).
 	EventSessionState EventType = "session.state"
+	// EventSessionRestored: RestoreSession reopened a root session of a
+	// crashed process under its old id (Agent, Channel).
+	EventSessionRestored EventType = "session.restored"
 )
 
 // Worker events (on the parent's log, except worker.message).

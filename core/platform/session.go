@@ -78,6 +78,13 @@ type session struct {
 	lastSeen time.Time // last provider step, for stale detection
 	output   string    // the last turn's final output
 	variant  *core.Agent
+	// labels tag every turn's run-start event; inbox delivers messages
+	// queued while a turn runs into that turn's next provider step.
+	labels map[string]string
+	inbox  func() []core.Message
+	// calls remembers the platform tool calls the session made, by call
+	// identity, so that a replayed provider response does not act twice.
+	calls map[callIdentity]callRecord
 
 	// task attempts
 	task     string
@@ -177,6 +184,7 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	p.addLocked(s)
 	s.log = append(s.log, p.parked[id]...)
 	delete(p.parked, id)
+	p.emitLocked(Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
 	return nil
 }
 
@@ -313,6 +321,10 @@ func (p *Platform) runSession(s *session) {
 		s.cancel = cancel
 		agent, verr := p.variantLocked(s)
 		history := slices.Clip(s.history)
+		if s.inbox == nil {
+			s.labels = map[string]string{"session": s.id, "kind": string(s.kind)}
+			s.inbox = func() []core.Message { return p.takeInbox(s) }
+		}
 		p.setStateLocked(s, StateRunning)
 		p.emitLocked(Event{Session: s.id, Type: EventTurnStart, Turn: turn})
 		p.unlock()
@@ -324,7 +336,11 @@ func (p *Platform) runSession(s *session) {
 		end := turnEnd{turn: turn, err: verr}
 		var msgsAfter []core.Message
 		if verr == nil {
-			res, err := p.rt.RunWith(withSession(ctx, s), agent, nil, core.RunOptions{History: history, MaxSteps: s.budget})
+			// The session is the Work owner of all its turns, so a turn sees
+			// the Work an earlier turn started; messages queued while the
+			// turn runs reach its next provider step.
+			res, err := p.rt.RunWith(withSession(ctx, s), agent, nil, core.RunOptions{History: history, MaxSteps: s.budget,
+				Owner: s.id, Inbox: s.inbox, Labels: s.labels})
 			end.err = err
 			if res != nil {
 				msgsAfter = res.Messages
@@ -364,6 +380,23 @@ func (p *Platform) runSession(s *session) {
 			after()
 		}
 	}
+}
+
+// takeInbox hands a running turn the messages queued for its session since
+// the turn began (a worker.complete notice, a steering message), as user
+// messages of its next provider request.
+func (p *Platform) takeInbox(s *session) []core.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(s.pending) == 0 || s.state.Terminal() {
+		return nil
+	}
+	msgs := make([]core.Message, len(s.pending))
+	for i, m := range s.pending {
+		msgs[i] = core.Message{Role: core.RoleUser, Content: m}
+	}
+	s.pending = nil
+	return msgs
 }
 
 // afterTurnLocked applies what a turn's end means for the session's kind.

@@ -1,7 +1,9 @@
 package platform
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -139,11 +141,68 @@ func (p *Platform) platformTools() map[string]*core.Tool {
 				if err != nil {
 					return nil, err
 				}
-				return d.run(ctx, s, call, raw)
+				if !actsOnce[name] {
+					return d.run(ctx, s, call, raw)
+				}
+				return p.once(ctx, s, name, raw, func() (any, error) { return d.run(ctx, s, call, raw) })
 			},
 		}
 	}
 	return out
+}
+
+// actsOnce are the tools whose calls change something (start a session,
+// write a row, queue a message). A replayed provider response that repeats
+// one of their calls gets the first call's answer and changes nothing.
+var actsOnce = map[string]bool{
+	ToolSpawnWorker: true, ToolSendWorkerMessage: true, ToolDelegateTask: true, ToolSpawnTask: true,
+	ToolUnblockTask: true, ToolCancelTask: true, ToolCronCreate: true, ToolCreateArtifact: true,
+	ToolAskUserQuestion: true, ToolBoardNote: true,
+}
+
+// callIdentity is one occurrence of a tool call: the run (a turn) and its
+// provider step, the call id and the tool, as core.CallOf reports them.
+type callIdentity struct {
+	run    uint64
+	step   int
+	callID string
+	tool   string
+}
+
+type callRecord struct {
+	digest [sha256.Size]byte
+	out    any
+	err    error
+}
+
+// once runs a side-effecting tool call at most once per call identity: the
+// same identity with the same arguments gets the recorded answer; with
+// different arguments, a conflict error (as core does for background
+// calls).
+func (p *Platform) once(ctx context.Context, s *session, tool string, raw []byte, run func() (any, error)) (any, error) {
+	ci, ok := core.CallOf(ctx)
+	if !ok {
+		return run()
+	}
+	key := callIdentity{run: ci.Turn, step: ci.Step, callID: ci.CallID, tool: tool}
+	digest := sha256.Sum256(raw)
+	p.mu.Lock()
+	rec, seen := s.calls[key]
+	p.mu.Unlock()
+	if seen {
+		if !bytes.Equal(rec.digest[:], digest[:]) {
+			return nil, modelErr("conflict", "call %s of %s was already made with different arguments", ci.CallID, tool)
+		}
+		return rec.out, rec.err
+	}
+	out, err := run()
+	p.mu.Lock()
+	if s.calls == nil {
+		s.calls = map[callIdentity]callRecord{}
+	}
+	s.calls[key] = callRecord{digest: digest, out: out, err: err}
+	p.mu.Unlock()
+	return out, err
 }
 
 func decode[T any](raw []byte) (T, error) {

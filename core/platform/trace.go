@@ -3,6 +3,7 @@ package platform
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/crux-sim/crux-sim/core/trace"
 )
@@ -11,8 +12,10 @@ import (
 const TraceKind trace.Kind = "platform"
 
 // TraceObserver returns an Observer that records every platform event into
-// rec as a "platform" entry whose Run is the session, Label the event type
-// and Detail the event's one-line rendering (Event.String). Give the same
+// rec as a "platform" entry whose Run is the session, Agent the session's
+// agent (learnt from its session.created or session.restored event), Label
+// the event type and Detail the event's one-line rendering (Event.String).
+// Give the same
 // recorder to Options.Core.Observer and the runtime's requests, responses
 // and tool calls interleave with the platform's events in one trace:
 //
@@ -23,8 +26,16 @@ const TraceKind trace.Kind = "platform"
 //		...
 //	})
 func TraceObserver(rec *trace.Recorder) Observer {
+	var mu sync.Mutex
+	agents := map[string]string{}
 	return ObserverFunc(func(e Event) {
-		rec.Add(e.Time, trace.Entry{Kind: TraceKind, Run: e.Session, Label: string(e.Type), Detail: e.String()})
+		mu.Lock()
+		if e.Type == EventSessionCreated || e.Type == EventSessionRestored {
+			agents[e.Session] = e.Agent
+		}
+		agent := agents[e.Session]
+		mu.Unlock()
+		rec.Add(e.Time, trace.Entry{Kind: TraceKind, Run: e.Session, Agent: agent, Label: string(e.Type), Detail: e.String()})
 	})
 }
 

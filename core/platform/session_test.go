@@ -1,0 +1,96 @@
+package platform_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// These specs are about a session's turns as core runs: one Work owner for
+// all of them, messages delivered into a running turn, and call identity.
+var _ = Describe("A session's turns", func() {
+	var (
+		e    *env
+		leak goleak.Option
+	)
+	BeforeEach(func() { leak = leakCheck() })
+	AfterEach(func() {
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+
+	It("share one Work owner: a later turn reads the result of Work an earlier turn started", func() {
+		e = newEnv(func(o *platform.Options) {
+			o.Agents["analyst"] = &core.Agent{ID: "analyst", Tools: core.Tools{"research": core.Backgroundable(agent("researcher"))}}
+		})
+		e.model.Script("analyst",
+			calls(use("research", map[string]any{"run_in_background": true})),
+			say("started"),
+			calls(use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})),
+			say("rejoined"))
+		e.model.Script("researcher", scripted.Turn{Text: "the findings", Latency: time.Minute})
+		root := e.root("analyst")
+		e.send(root, "start research")
+		e.sim.RunFor(time.Hour)
+		e.send(root, "what did it find?")
+		e.sim.RunFor(time.Hour)
+
+		out, ok := toolResult(e.info(root), "work")
+		Expect(ok).To(BeTrue(), out)
+		Expect(out).To(Equal("the findings"))
+		Expect(e.info(root).Turns).To(Equal(2))
+	})
+
+	It("deliver a worker.complete notice into the turn that is still running, at its next provider step", func() {
+		e = newEnv()
+		e.model.Script("coordinator",
+			calls(use("spawn_worker", map[string]any{"task": "quick look", "agent": "researcher"})),
+			// The coordinator thinks for ten minutes; the worker finishes
+			// meanwhile.
+			scripted.Turn{Latency: 10 * time.Minute, Calls: []scripted.Call{use("list_files", map[string]any{})}},
+			say("the worker saw two files"))
+		e.model.Script("researcher", say("two files"))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.sim.RunFor(time.Hour)
+
+		reqs := e.model.RequestsFor("coordinator")
+		Expect(reqs).To(HaveLen(3))
+		notice := jsonOf(lastUser(reqs[2]))
+		Expect(notice).To(HaveKeyWithValue("event", "worker.complete"))
+		Expect(notice).To(HaveKeyWithValue("result", "two files"))
+		// One turn: the notice did not wait for the turn to end.
+		Expect(e.info(root).Turns).To(Equal(1))
+		Expect(ofType(e.p.Events(root), platform.EventTurnEnd)[0].Time).To(Equal(epoch.Add(10 * time.Minute)))
+	})
+
+	It("act once per call identity: a replayed spawn_worker call returns the first receipt and starts no second worker", func() {
+		e = newEnv()
+		spawn := scripted.Call{ID: "call-spawn", Name: "spawn_worker", Args: map[string]any{"task": "survey", "agent": "researcher"}}
+		clash := scripted.Call{ID: "call-spawn", Name: "spawn_worker", Args: map[string]any{"task": "something else", "agent": "researcher"}}
+		e.model.Script("coordinator", scripted.Calls(spawn, spawn, clash), say("spawned"), say("done"))
+		e.model.Script("researcher", say("surveyed"))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.sim.RunFor(time.Hour)
+
+		Expect(e.info(root).Children).To(HaveLen(1))
+		Expect(ofType(e.p.Events(root), platform.EventWorkerSpawned)).To(HaveLen(1))
+		var results []core.Message
+		for _, m := range e.info(root).History {
+			if m.Role == core.RoleTool && m.ToolName == "spawn_worker" {
+				results = append(results, m)
+			}
+		}
+		Expect(results).To(HaveLen(3))
+		Expect(results[1].Content).To(Equal(results[0].Content))
+		Expect(results[2].IsError).To(BeTrue())
+		Expect(results[2].Content).To(ContainSubstring("conflict"))
+	})
+})
