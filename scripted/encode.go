@@ -33,6 +33,15 @@ func appendJSON(b []byte, req *core.Request, v any) ([]byte, error) {
 			return nil, errNoWorkRef(string(t))
 		}
 		return appendString(b, ref.ID), nil
+	case ResultField:
+		if req == nil {
+			return appendString(b, t.Tool+"."+t.Field), nil
+		}
+		raw, err := t.find(req)
+		if err != nil {
+			return nil, err
+		}
+		return append(b, raw...), nil
 	case int:
 		return strconv.AppendInt(b, int64(t), 10), nil
 	case int64:

@@ -149,3 +149,45 @@ func TestAnswerAnswersWhatTheScriptDoesNotAndEveryRequestIsKept(t *testing.T) {
 		t.Errorf("%d requests kept", n)
 	}
 }
+
+func TestARepeatingTurnAnswersEveryRequestItMatchesAfterTheOnceTurns(t *testing.T) {
+	again := scripted.Say("again")
+	again.Repeat = true
+	again.When = func(r *core.Request) bool { return r.Step == 1 }
+	p := scripted.New().Script("scout", scripted.Say("first"), again)
+	var got []string
+	for _, run := range []string{"r1", "r2", "r3"} {
+		got = append(got, step(t, p, req("scout", run, 1)).Text)
+	}
+	if strings.Join(got, ",") != "first,again,again" {
+		t.Errorf("answers %v; want first,again,again", got)
+	}
+	if _, err := p.Step(context.Background(), req("scout", "r3", 2)); err == nil {
+		t.Error("a repeating turn answered a request its when does not match")
+	}
+	if n := p.Unused()["scout"]; n != 0 {
+		t.Errorf("%d unused turns reported; want 0", n)
+	}
+}
+
+func TestResultFieldResolvesToAFieldOfTheMostRecentResultOfTheToolOrTheNth(t *testing.T) {
+	spawned := func(id string) core.Message {
+		return core.Message{Role: core.RoleTool, ToolName: "spawn_task", Content: `{"task_id":"` + id + `","state":"ready"}`}
+	}
+	p := scripted.New().Script("coordinator",
+		scripted.Calls(scripted.Use("cancel_task", map[string]any{"task_id": scripted.ResultField{Tool: "spawn_task", Field: "task_id"}})),
+		scripted.Calls(scripted.Use("cancel_task", map[string]any{"task_id": scripted.ResultField{Tool: "spawn_task#1", Field: "task_id"}})),
+		scripted.Calls(scripted.Use("cancel_task", map[string]any{"task_id": scripted.ResultField{Tool: "spawn_worker", Field: "worker_id"}})),
+	)
+	history := []core.Message{spawned("task-1"), spawned("task-2")}
+	if got := step(t, p, req("coordinator", "r1", 2, history...)).ToolCalls[0].Arguments; got != `{"task_id":"task-2"}` {
+		t.Errorf("spawn_task resolved in %s; want the most recent, task-2", got)
+	}
+	if got := step(t, p, req("coordinator", "r1", 3, history...)).ToolCalls[0].Arguments; got != `{"task_id":"task-1"}` {
+		t.Errorf("spawn_task#1 resolved in %s; want task-1", got)
+	}
+	_, err := p.Step(context.Background(), req("coordinator", "r1", 4, history...))
+	if err == nil || !strings.Contains(err.Error(), `no earlier "spawn_worker" call returned an object with "worker_id"`) {
+		t.Errorf("an unresolvable reference gave %v", err)
+	}
+}

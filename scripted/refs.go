@@ -98,6 +98,12 @@ func resolve(req *core.Request, v any) (any, error) {
 			return nil, errNoWorkRef(string(t))
 		}
 		return ref.ID, nil
+	case ResultField:
+		raw, err := t.find(req)
+		if err != nil {
+			return nil, err
+		}
+		return raw, nil
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
@@ -124,4 +130,55 @@ func resolve(req *core.Request, v any) (any, error) {
 
 func errNoWorkRef(tool string) error {
 	return fmt.Errorf("no earlier %q call returned a work.ref in this run's history", tool)
+}
+
+// ResultField is a symbolic reference, usable anywhere in a call's Args, to
+// a field of the JSON object that the most recent successful result of a
+// tool returned, as the request's history shows it. It names what a tool
+// other than a backgroundable child hands back, such as the worker_id of
+// spawn_worker or the task_id of spawn_task; Tool "spawn_task#2" reads the
+// second result of spawn_task in the history.
+//
+//	scripted.Use("send_worker_message", map[string]any{
+//		"worker_id": scripted.ResultField{Tool: "spawn_worker", Field: "worker_id"}, "message": "add citations"})
+type ResultField struct {
+	Tool  string
+	Field string
+}
+
+// find returns the field's JSON value.
+func (f ResultField) find(req *core.Request) (json.RawMessage, error) {
+	tool, nth := f.Tool, 0
+	if i := strings.LastIndexByte(tool, '#'); i >= 0 {
+		if n, err := strconv.Atoi(tool[i+1:]); err == nil && n > 0 {
+			tool, nth = tool[:i], n
+		}
+	}
+	field := func(m *core.Message) (json.RawMessage, bool) {
+		if m.Role != core.RoleTool || m.ToolName != tool || m.IsError {
+			return nil, false
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(m.Content), &obj) != nil {
+			return nil, false
+		}
+		v, ok := obj[f.Field]
+		return v, ok
+	}
+	if nth == 0 {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if v, ok := field(&req.Messages[i]); ok {
+				return v, nil
+			}
+		}
+	} else {
+		for i := range req.Messages {
+			if v, ok := field(&req.Messages[i]); ok {
+				if nth--; nth == 0 {
+					return v, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("no earlier %q call returned an object with %q in this run's history", f.Tool, f.Field)
 }

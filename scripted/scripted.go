@@ -35,6 +35,12 @@ type Turn struct {
 	Respond func(*core.Request) (*core.Response, error)
 	// Label names the turn in error messages.
 	Label string
+	// Repeat makes the turn answer every request it matches, any number
+	// of times, instead of once: for an agent that runs again and again
+	// (the runs of a loop, the attempts of a retried task). A script with
+	// a repeating turn still never cycles; order the turns meant for one
+	// use before it.
+	Repeat bool
 }
 
 // Call is one scripted tool call.
@@ -221,7 +227,7 @@ func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
 			continue
 		}
 		for i, t := range s.turns {
-			if s.used[i] || (t.When != nil && !t.When(req)) {
+			if (s.used[i] && !t.Repeat) || (t.When != nil && !t.When(req)) {
 				continue
 			}
 			s.used[i] = true
