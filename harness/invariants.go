@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,16 +74,18 @@ const (
 var NoInvariants = []Invariant{}
 
 // DefaultInvariants are the seed's rules, checked after every step.
-func DefaultInvariants() []Invariant {
-	return []Invariant{
-		{Name: "legal-transitions", Check: checkLegal},
-		{Name: "terminal-states-never-change", Check: checkTerminal},
-		{Name: "no-child-content-in-status", Check: checkSecrets},
-		{Name: "output-only-through-result", Check: checkOutputOnlyThroughResult},
-		{Name: "not-found-for-detached-and-foreign", Check: checkNotFound},
-		{Name: "send-idempotent", Check: checkSendIdempotent},
-		{Name: "caps", Check: checkCaps},
-	}
+func DefaultInvariants() []Invariant { return slices.Clone(defaultInvariants) }
+
+// defaultInvariants is what DefaultInvariants returns copies of; Run uses
+// it as it is.
+var defaultInvariants = []Invariant{
+	{Name: "legal-transitions", Check: checkLegal},
+	{Name: "terminal-states-never-change", Check: checkTerminal},
+	{Name: "no-child-content-in-status", Check: checkSecrets},
+	{Name: "output-only-through-result", Check: checkOutputOnlyThroughResult},
+	{Name: "not-found-for-detached-and-foreign", Check: checkNotFound},
+	{Name: "send-idempotent", Check: checkSendIdempotent},
+	{Name: "caps", Check: checkCaps},
 }
 
 type checker struct {

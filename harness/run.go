@@ -99,6 +99,8 @@ type run struct {
 	model core.Provider // what answers after the faults: the script, or Options.Provider
 	fault *rand.Rand
 	lat   *rand.Rand
+	// The streams' states, allocated with the run.
+	faultSrc, latSrc rand.PCG
 
 	ordinals map[string]int // run id → ordinal among its agent's runs
 	perAgent map[string]int
@@ -121,12 +123,12 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r := &run{
 		sc:       sc,
 		opts:     opts,
-		fault:    NewRand(opts.Seed, streamFaults),
-		lat:      NewRand(opts.Seed, streamLatency),
 		ordinals: map[string]int{},
 		perAgent: map[string]int{},
 		mainDone: make(chan struct{}),
 	}
+	r.fault = newRandIn(&r.faultSrc, opts.Seed, streamFaults)
+	r.lat = newRandIn(&r.latSrc, opts.Seed, streamLatency)
 	r.rec = trace.NewRecorder(Epoch)
 	r.rec.Grow(traceSizes.hint(sc))
 	r.faults, r.enabled = r.faultMix()
@@ -155,7 +157,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	})
 	invs := opts.Invariants
 	if invs == nil {
-		invs = DefaultInvariants()
+		invs = defaultInvariants
 	}
 	r.checker = newChecker(r, invs)
 

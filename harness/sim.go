@@ -23,9 +23,10 @@ import (
 // earliest timer; when nothing can run and no timer is pending while actors
 // still wait, that is a deadlock, reported with what each actor waits on.
 type Sim struct {
-	seed  int64
-	sched *rand.Rand
-	clock *Clock
+	seed     int64
+	sched    *rand.Rand
+	schedSrc rand.PCG
+	clock    *Clock
 
 	actors   []*actor // live actors in creation order
 	nextID   int
@@ -108,6 +109,13 @@ func NewRand(seed int64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), stream))
 }
 
+// newRandIn is NewRand with the generator's state in src, which the caller
+// embeds in a struct it allocates anyway.
+func newRandIn(src *rand.PCG, seed int64, stream uint64) *rand.Rand {
+	src.Seed(uint64(seed), stream)
+	return rand.New(src)
+}
+
 // SimOptions configure a Sim.
 type SimOptions struct {
 	Seed int64
@@ -129,16 +137,16 @@ type SimOptions struct {
 // NewSim returns a simulator at Epoch.
 func NewSim(opts SimOptions) *Sim {
 	s := &Sim{
-		seed:  opts.Seed,
-		sched: NewRand(opts.Seed, streamSchedule),
-		// Most runs take a few dozen steps: start with room for them.
-		decisions: make([]Decision, 0, 32),
+		seed: opts.Seed,
+		// Most runs take a few dozen steps: start with room for some.
+		decisions: make([]Decision, 0, 16),
 		replay:    opts.Replay,
 		strict:    opts.ReplayStrict,
 		onStep:    opts.OnStep,
 		onJump:    opts.OnJump,
 		limit:     opts.StepLimit,
 	}
+	s.sched = newRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
 		s.limit = 1_000_000
 	}
