@@ -252,7 +252,12 @@ func replaceTimestamps(s string, start time.Time) string {
 				b.Grow(len(s))
 			}
 			b.WriteString(s[last:i])
-			b.WriteString(Offset(at.Sub(start)))
+			if d := at.Sub(start); d > 0 {
+				b.WriteByte('+') // Offset without its concatenation
+				b.WriteString(d.String())
+			} else {
+				b.WriteString(Offset(d))
+			}
 			last = i + n
 		}
 	}
