@@ -106,6 +106,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		}
 		rep = strings.NewReplacer(args...)
 	}
+	stamps := &offsets{start: t.Start}
 	// fix returns s itself when nothing in it changes, so that callers can
 	// tell by comparing and copy only what changed.
 	fix := func(s string) string {
@@ -115,7 +116,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		if rep != nil {
 			s = rep.Replace(s)
 		}
-		return replaceTimestamps(s, t.Start)
+		return stamps.replace(s)
 	}
 	fixRaw := func(b json.RawMessage) json.RawMessage {
 		if len(b) == 0 || (rep == nil && !mayHoldTimestamp(b)) {
@@ -228,6 +229,30 @@ func sameSlice[T any](a, b []T) bool {
 // every simulated run, and a timestamp has its 'T' at a fixed place, ten
 // bytes from its start.
 func replaceTimestamps(s string, start time.Time) string {
+	return (&offsets{start: start}).replace(s)
+}
+
+// offsets rewrites timestamps as offsets from start, remembering the last
+// one it rewrote: the timestamps of a run's projections and receipts are
+// mostly the same few instants.
+type offsets struct {
+	start    time.Time
+	ts, last string
+}
+
+func (o *offsets) offset(ts string) (string, bool) {
+	if ts == o.ts && ts != "" {
+		return o.last, true
+	}
+	at, err := parseTimestamp(ts)
+	if err != nil {
+		return "", false
+	}
+	o.ts, o.last = ts, Offset(at.Sub(o.start))
+	return o.last, true
+}
+
+func (o *offsets) replace(s string) string {
 	var b strings.Builder
 	last := 0     // end of the last timestamp replaced
 	consumed := 0 // end of the last match, replaced or not
@@ -247,17 +272,12 @@ func replaceTimestamps(s string, start time.Time) string {
 		// An unparsable match stays as it is, and the scan goes on after
 		// it, as a regexp replacement would.
 		consumed, j = i+n, i+n-1
-		if at, err := parseTimestamp(s[i : i+n]); err == nil {
+		if off, ok := o.offset(s[i : i+n]); ok {
 			if b.Len() == 0 {
 				b.Grow(len(s))
 			}
 			b.WriteString(s[last:i])
-			if d := at.Sub(start); d > 0 {
-				b.WriteByte('+') // Offset without its concatenation
-				b.WriteString(d.String())
-			} else {
-				b.WriteString(Offset(d))
-			}
+			b.WriteString(off)
 			last = i + n
 		}
 	}
