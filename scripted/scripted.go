@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -281,7 +282,8 @@ func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {
 			args = a
 		case nil:
 		default:
-			raw, err := appendJSON(nil, req, a)
+			var scratch [512]byte // args is a copy of what is written here
+			raw, err := appendJSON(scratch[:0], req, a)
 			if err != nil {
 				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
 			}
@@ -329,5 +331,10 @@ func encodeJSON(v any) (json.RawMessage, error) {
 	}
 	// Outputs hold no references: resolving against no request finds none,
 	// and a WorkID in an output is encoded as json.Marshal would (a string).
-	return appendJSON(nil, nil, v)
+	var scratch [1024]byte
+	raw, err := appendJSON(scratch[:0], nil, v)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(raw), nil
 }
