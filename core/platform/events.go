@@ -137,6 +137,8 @@ type Event struct {
 	Error    string `json:"error,omitempty"`
 	// Metadata is structured data: worker_complete's metadata.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// Parents are a created task's parent tasks (task.created).
+	Parents []string `json:"parents,omitempty"`
 }
 
 // Observer receives every platform event, after it is on its log, outside

@@ -140,7 +140,7 @@ func (p *Platform) SweepInbox() int {
 		if it.State != InboxPending {
 			continue
 		}
-		if s := p.sessions[it.Session]; s != nil && !s.state.Terminal() {
+		if s := p.sessions[it.Session]; s != nil && !s.over() {
 			continue
 		}
 		it.State = InboxNonActionable

@@ -77,12 +77,14 @@ type Platform struct {
 	closing  bool
 	seq      uint64
 	outbox   []Event
+	spare    []Event // the outbox's other buffer (see unlock)
 	flushing bool
 	sessions map[string]*session
 	order    []*session
 	platLog  []Event
 	parked   map[string][]Event // events for sessions not live here
 	variants map[variantKey]*core.Agent
+	quick    map[quickKey]*core.Agent
 	actors   map[uint64]struct{}
 	drained  chan struct{} // closed when closing and the last actor ended
 	actorSeq uint64
@@ -137,6 +139,7 @@ func New(opts Options) (*Platform, error) {
 		sessions:     map[string]*session{},
 		parked:       map[string][]Event{},
 		variants:     map[variantKey]*core.Agent{},
+		quick:        map[quickKey]*core.Agent{},
 		actors:       map[uint64]struct{}{},
 		drained:      make(chan struct{}),
 		timers:       map[*timerSlot]struct{}{},
@@ -351,13 +354,17 @@ func (p *Platform) unlock() {
 	}
 	p.flushing = true
 	for len(p.outbox) > 0 {
+		// Swap the queue with the spare one, so that flushing allocates
+		// nothing once both have grown to what a turn emits.
 		out := p.outbox
-		p.outbox = nil
+		p.outbox, p.spare = p.spare[:0], nil
 		p.mu.Unlock()
 		for _, e := range out {
 			p.opts.Observer.Observe(e)
 		}
 		p.mu.Lock()
+		clear(out)
+		p.spare = out[:0]
 	}
 	p.flushing = false
 	p.mu.Unlock()

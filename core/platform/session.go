@@ -43,6 +43,14 @@ func (s State) Terminal() bool {
 	return s == StateFailed || s == StateStopped || s == StateClosed
 }
 
+// over reports whether the session will never run again: it is in a
+// terminal state, or it completed and is of a kind that nothing wakes again
+// (a delegated child, a task attempt, a scheduled run; a completed worker
+// can still be messaged and a root still takes user messages).
+func (s *session) over() bool {
+	return s.state.Terminal() || s.state == StateCompleted && s.kind != KindWorker && s.kind != KindRoot
+}
+
 // Role is a delegated child's role.
 type Role string
 
@@ -188,7 +196,14 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	return nil
 }
 
+// sessionLog is the room a new session's log starts with: a turn of a
+// child session logs about this many events.
+const sessionLog = 6
+
 func (p *Platform) addLocked(s *session) {
+	if s.log == nil {
+		s.log = make([]Event, 0, sessionLog)
+	}
 	s.state = StateIdle
 	s.created = p.clock.Now()
 	s.lastSeen = s.created
@@ -503,6 +518,14 @@ var (
 		ToolWriteFile}
 )
 
+// ToolNames lists every platform tool a session may be offered, sorted:
+// the general tools, the task worker's and the loop tools.
+func ToolNames() []string {
+	out := slices.Concat(generalTools, taskWorkerFamily, []string{ToolLoopComplete, ToolLoopWait})
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // platformToolsFor is the toolset policy: which platform tools a session
 // is offered. It is pure, so the rules live in one place.
 func platformToolsFor(s *session, maxDepth int) []string {
@@ -565,6 +588,18 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	if s.variant != nil {
 		return s.variant, nil
 	}
+	// Most sessions have no allowlist and no exclusions: their toolset
+	// depends only on what kind of session they are, so the variant is
+	// found without computing the toolset (a loop makes a session an
+	// hour).
+	var quick quickKey
+	if s.allowed == nil && len(s.excluded) == 0 {
+		quick = quickKey{tmpl: s.tmpl, kind: s.kind, schedule: s.scheduleKind, delegates: canDelegate(s, p.opts.MaxDelegationDepth)}
+		if a := p.quick[quick]; a != nil {
+			s.variant = a
+			return a, nil
+		}
+	}
 	plat := platformToolsFor(s, p.opts.MaxDelegationDepth)
 	var authored []string
 	for _, name := range sortedKeys(s.tmpl.Tools) {
@@ -579,6 +614,9 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	key := variantKey{tmpl: s.tmpl, tools: strings.Join(authored, ",") + "|" + strings.Join(plat, ",")}
 	if a := p.variants[key]; a != nil {
 		s.variant = a
+		if quick.tmpl != nil {
+			p.quick[quick] = a
+		}
 		return a, nil
 	}
 	a := *s.tmpl
@@ -593,8 +631,20 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	}
 	a.Use = append([]core.Middleware{p.activity}, s.tmpl.Use...)
 	p.variants[key] = &a
+	if quick.tmpl != nil {
+		p.quick[quick] = &a
+	}
 	s.variant = &a
 	return &a, nil
+}
+
+// quickKey is what decides the toolset of a session without an allowlist
+// or exclusions (see platformToolsFor).
+type quickKey struct {
+	tmpl      *core.Agent
+	kind      Kind
+	schedule  store.ScheduleKind
+	delegates bool
 }
 
 // activity records a session's provider steps, for the stale check.

@@ -67,7 +67,8 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 		return store.Task{}, err
 	}
 	p.mu.Lock()
-	p.emitLocked(Event{Session: s.id, Type: EventTaskCreated, Task: row.ID, Status: string(row.State), Text: row.Title})
+	p.emitLocked(Event{Session: s.id, Type: EventTaskCreated, Task: row.ID, Parents: row.Parents, Status: string(row.State),
+		Text: row.Title})
 	if row.State == store.TaskReady {
 		p.kickDispatchLocked()
 	}

@@ -65,6 +65,7 @@ func (e Event) String() string {
 	field("child", e.Child)
 	field("other", e.Other)
 	field("task", e.Task)
+	field("parents", strings.Join(e.Parents, ","))
 	if e.Attempt > 0 {
 		field("attempt", strconv.Itoa(e.Attempt))
 	}

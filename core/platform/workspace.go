@@ -322,7 +322,7 @@ func (p *Platform) Answer(item, text string) error {
 			return errors.New("inbox item " + item + " is " + string(it.State))
 		}
 		s := p.sessions[it.Session]
-		if s == nil || s.state.Terminal() {
+		if s == nil || s.over() {
 			return errors.New("inbox item " + item + ": its session is gone")
 		}
 		it.State = InboxAnswered
