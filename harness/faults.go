@@ -35,6 +35,9 @@ type PlannedFault struct {
 	// They are planned when armed, so a plan may hold one that never
 	// became due.
 	Yields int `json:"yields,omitempty"`
+	// Delay is the virtual time a crash waits once due, before its
+	// yields.
+	Delay time.Duration `json:"delay,omitempty"`
 }
 
 func (f PlannedFault) String() string {
@@ -44,6 +47,9 @@ func (f PlannedFault) String() string {
 	case scenarios.FaultProviderError:
 		return fmt.Sprintf("provider error on %s run %d step %d", f.Agent, f.Run, f.Step)
 	case scenarios.FaultCrash:
+		if f.Delay > 0 {
+			return fmt.Sprintf("crash (fault %d) after %s and %d yields", f.Source+1, f.Delay, f.Yields)
+		}
 		return fmt.Sprintf("crash (fault %d) after %d yields", f.Source+1, f.Yields)
 	}
 	return fmt.Sprintf("%s (fault %d) after %d yields", f.Kind, f.Source+1, f.Yields)
@@ -92,7 +98,7 @@ func (r *run) armAll() {
 		for _, pf := range p.Faults {
 			if pf.Kind == scenarios.FaultAction || pf.Kind == scenarios.FaultCrash {
 				if pf.Source >= 0 && pf.Source < len(r.faults) {
-					r.arm(pf.Source, pf.Yields)
+					r.arm(pf.Source, pf.Yields, pf.Delay)
 				}
 			}
 		}
@@ -110,11 +116,19 @@ func (r *run) armAll() {
 		if f.Jitter > 0 {
 			yields = r.fault.IntN(f.Jitter + 1)
 		}
-		r.arm(i, yields)
+		delay := f.Delay
+		switch span := f.DelayMax - f.Delay; {
+		case span >= time.Second:
+			// Whole seconds read better in a transcript.
+			delay += time.Duration(r.fault.Int64N(int64(span/time.Second)+1)) * time.Second
+		case span > 0:
+			delay += time.Duration(r.fault.Int64N(int64(span) + 1))
+		}
+		r.arm(i, yields, delay)
 	}
 }
 
-func (r *run) arm(source, yields int) {
+func (r *run) arm(source, yields int, delay time.Duration) {
 	f := &r.faults[source]
 	tr := &trigger{fault: f, source: source, due: make(chan struct{})}
 	if f.After == nil && f.Work.IsZero() {
@@ -124,7 +138,7 @@ func (r *run) arm(source, yields int) {
 	r.triggers = append(r.triggers, tr)
 	// Recorded when armed, in arming order, so that a replayed plan makes
 	// the same actors in the same order and the choices keep their meaning.
-	r.fired = append(r.fired, PlannedFault{Source: source, Kind: f.Kind, Yields: yields})
+	r.fired = append(r.fired, PlannedFault{Source: source, Kind: f.Kind, Yields: yields, Delay: delay})
 	name := "fault " + string(f.Kind)
 	if f.Action != "" {
 		name += " " + f.Action
@@ -133,12 +147,25 @@ func (r *run) arm(source, yields int) {
 		if r.sim.Wait("fault due", tr.due, r.mainDone) == 1 {
 			return
 		}
+		if delay > 0 {
+			wake := make(chan struct{})
+			t := r.sim.Clock().AfterFunc(delay, func() { close(wake) })
+			woke := r.sim.Wait("fault delay", wake, r.mainDone)
+			t.Stop()
+			if woke == 1 {
+				return
+			}
+		}
 		for range yields {
 			r.sim.Yield(core.Point{Kind: core.PointWorkTransition, Event: "fault jitter"})
 		}
 		now := r.sim.Clock().Now()
+		if f.Kind == scenarios.FaultCrash && r.plat != nil {
+			r.crashPlatform()
+			return
+		}
 		if f.Kind == scenarios.FaultCrash {
-			r.rec.Add(now, trace.Entry{Kind: trace.Fault, Detail: r.crashDetail()})
+			r.add(now, trace.Entry{Kind: trace.Fault, Detail: r.crashDetail()})
 			r.crashed = true
 			return
 		}
@@ -185,7 +212,7 @@ func (r *run) act(f *scenarios.Fault, now time.Time) {
 	t := r.rec.Trace()
 	id, ok := f.Work.Resolve(t)
 	if !ok {
-		r.rec.Add(now, trace.Entry{Kind: trace.Action, Detail: fmt.Sprintf("%s skipped: no %s", f.Action, f.Work)})
+		r.add(now, trace.Entry{Kind: trace.Action, Detail: fmt.Sprintf("%s skipped: no %s", f.Action, f.Work)})
 		return
 	}
 	owner := ""
@@ -198,14 +225,14 @@ func (r *run) act(f *scenarios.Fault, now time.Time) {
 	if f.Message != "" {
 		in.Message = &f.Message
 	}
-	r.rec.Add(now, trace.Entry{Kind: trace.Action, Run: owner, Work: id, Action: f.Action,
+	r.add(now, trace.Entry{Kind: trace.Action, Run: owner, Work: id, Action: f.Action,
 		Detail: fmt.Sprintf("%s %s on behalf of %s", f.Action, id, owner)})
 	content, err := r.rt.WorkAction(context.Background(), owner, 0, "fault-"+f.Action+"-"+id, in)
 	detail := "→ " + content
 	if err != nil {
 		detail = "→ error " + err.Error()
 	}
-	r.rec.Add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Action, Run: owner, Work: id, Action: f.Action, Content: content,
+	r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Action, Run: owner, Work: id, Action: f.Action, Content: content,
 		Detail: fmt.Sprintf("%s %s %s", f.Action, id, detail)})
 }
 
@@ -266,14 +293,14 @@ func (r *run) inject(ctx context.Context, req *core.Request, pf PlannedFault) (*
 	now := r.sim.Clock().Now()
 	switch pf.Kind {
 	case scenarios.FaultLatency:
-		r.rec.Add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
+		r.add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
 			Detail: fmt.Sprintf("latency %s on %s step %d", pf.Latency, req.Agent, req.Step)})
 		if err := core.Sleep(ctx, pf.Latency); err != nil {
 			return nil, err, true
 		}
 		return nil, nil, false
 	default:
-		r.rec.Add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
+		r.add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
 			Detail: fmt.Sprintf("provider error on %s step %d: %s", req.Agent, req.Step, pf.Message)})
 		return nil, &InjectedError{Message: pf.Message}, true
 	}

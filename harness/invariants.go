@@ -9,6 +9,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
 )
 
@@ -18,6 +19,9 @@ import (
 type Invariant struct {
 	Name  string
 	Check func(s *State, e *trace.Entry) string
+	// Platform, when set, checks each event of a platform run (recorded
+	// as a platform entry) before Check sees the entry.
+	Platform func(s *State, e *platform.Event) string
 }
 
 // Violation is a broken invariant, with where it broke.
@@ -51,6 +55,8 @@ type State struct {
 	// justDetached is the Work the previous entry detached: the detach
 	// call's own receipt follows it.
 	justDetached string
+	// Tasks is what a platform run's events said of its durable tasks.
+	Tasks map[string]*TaskFacts
 }
 
 // WorkFacts is what the trace said of one Work item.
@@ -112,7 +118,13 @@ func (c *checker) step(a *Actor) {
 	entries := c.r.rec.Entries()
 	for ; c.seen < len(entries); c.seen++ {
 		e := &entries[c.seen]
+		if e.Kind == platform.TraceKind {
+			c.platform(c.seen)
+		}
 		for _, inv := range c.invs {
+			if inv.Check == nil {
+				continue
+			}
 			if msg := inv.Check(&c.state, e); msg != "" && len(c.violations) < maxViolations {
 				c.violations = append(c.violations, Violation{Invariant: inv.Name, Seed: c.r.opts.Seed,
 					Step: c.r.sim.Steps(), Entry: c.seen + 1, Message: msg})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -49,6 +50,8 @@ type Options struct {
 	// runtime's events record and returns entries to record right after
 	// it: a planted violation, to prove an invariant catches it.
 	plant func(e trace.Entry) []trace.Entry
+	// plantPlatform does the same for a platform run's events.
+	plantPlatform func(e platform.Event) []platform.Event
 }
 
 // Outcome is a simulated run: the scenario's result plus the schedule that
@@ -115,6 +118,15 @@ type run struct {
 	faults  []scenarios.Fault
 	enabled []bool
 	fired   []PlannedFault
+
+	// plat is set for a platform scenario; platEvents are its events in
+	// the order the trace recorded them.
+	plat        *platformRun
+	platEvents  []platEvent
+	platChecked int // platEvents the invariants have seen
+	// A platform run records a clock jump only before the next entry.
+	jumpPending bool
+	jumpFrom    time.Time
 }
 
 // Run simulates a scenario under a seed and checks its expectations and the
@@ -142,6 +154,9 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r.model = r.prov
 	if opts.Provider != nil {
 		r.model = opts.Provider
+	}
+	if sc.Platform != nil {
+		return r.runPlatform()
 	}
 	r.rt = core.New(core.Options{
 		Provider:       &faultProvider{r: r},
@@ -211,9 +226,14 @@ func (r *run) observe(e core.Event) {
 		// not part of the run.
 		return
 	}
+	r.flushJump()
 	if e.Kind == core.EventRunStart {
-		r.perAgent[e.Agent]++
-		r.ordinals[e.Run] = r.perAgent[e.Agent]
+		// A platform session's turns are runs with one id: its ordinal is
+		// the session's.
+		if _, seen := r.ordinals[e.Run]; !seen {
+			r.perAgent[e.Agent]++
+			r.ordinals[e.Run] = r.perAgent[e.Agent]
+		}
 	}
 	if r.opts.plant == nil {
 		r.rec.Observe(e)
@@ -272,9 +292,16 @@ func (r *run) finish(out *Outcome) {
 	norm.Name, norm.Seed = r.sc.Name, &seed
 	id := norm.NormalizeInPlace()
 	out.Trace = norm
-	works := r.rt.Works()
+	var works []core.WorkInfo
+	if r.rt != nil {
+		works = r.rt.Works()
+	}
 	if r.crashed {
 		works = r.lost // not what the actors did to them while they unwound
+	}
+	if r.plat != nil {
+		out.Platform = r.plat.result(id)
+		out.Findings = append(out.Findings, findingLines(out.Platform.Findings)...)
 	}
 	for _, w := range works {
 		switch {

@@ -130,11 +130,19 @@ func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts Campaig
 				improved = true
 			}
 		}
-		// Shorten latencies and jitter.
+		// Shorten latencies, delays and jitter.
 		for i := range best.Plan.Faults {
 			for best.Plan.Faults[i].Latency > 0 {
 				c := best.clone()
 				c.Plan.Faults[i].Latency /= 2
+				if !try(c) {
+					break
+				}
+				improved = true
+			}
+			for best.Plan.Faults[i].Delay > 0 {
+				c := best.clone()
+				c.Plan.Faults[i].Delay /= 2
 				if !try(c) {
 					break
 				}

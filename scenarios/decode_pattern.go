@@ -3,9 +3,11 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
 )
 
@@ -96,7 +98,25 @@ func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
 		}
 	}
 	p.Failed = l.optBool(f["failed"], what+" failed")
+	if en := f["event"]; en != nil {
+		p.Event = l.str(en, what+" event")
+		if p.Kind != "" && p.Kind != platform.TraceKind {
+			l.errorf(en, "%s: event is a field of platform patterns, such as {platform: {event: worker.complete}}", what)
+		}
+	}
+	p.At = l.offset(f["at"], what+" at")
+	p.NotBefore = l.offset(f["not-before"], what+" not-before")
+	p.NotAfter = l.offset(f["not-after"], what+" not-after")
 	return p
+}
+
+// offset reads a virtual time since the start of the run, such as 72h.
+func (l *loader) offset(n *node, what string) *time.Duration {
+	if n == nil {
+		return nil
+	}
+	d := l.duration(n, what)
+	return &d
 }
 
 func (l *loader) rowPattern(n *node, what string) *RowPattern {
@@ -119,6 +139,9 @@ func (l *loader) state(n *node, what string) string {
 }
 
 func (l *loader) anyAgentHasTool(name string) bool {
+	if l.platform && slices.Contains(platform.ToolNames(), name) {
+		return true
+	}
 	for _, id := range l.order {
 		a := l.agents[id]
 		if _, ok := a.tools[name]; ok || (name == core.WorkToolName && a.hasBackground()) {
@@ -133,9 +156,25 @@ func (l *loader) anyAgentHasTool(name string) bool {
 // and references resolve against the work.refs the history holds.
 func MatchRequest(p *Pattern, req *core.Request) bool {
 	e := trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Messages: req.Messages}
-	e.Tools = make([]string, len(req.Tools))
-	for i, t := range req.Tools {
-		e.Tools[i] = t.Name
+	// A script asks this of every request of its agent: build only what
+	// the pattern reads.
+	if p.Agent != "" && p.Agent != req.Agent || p.Step != 0 && p.Step != req.Step {
+		return false
+	}
+	if p.Tools != nil || len(p.ToolsInclude) > 0 || len(p.ToolsExclude) > 0 {
+		e.Tools = make([]string, len(req.Tools))
+		for i, t := range req.Tools {
+			e.Tools[i] = t.Name
+		}
+	}
+	if p.Work.IsZero() && (p.Status == nil || p.Status.Work.IsZero()) {
+		if req.Status != nil && (p.Status != nil || p.NoStatus) {
+			e.Status = make([]string, len(req.Status.Rows))
+			for i, r := range req.Status.Rows {
+				e.Status[i] = r.String()
+			}
+		}
+		return p.Match(&trace.Trace{}, &e)
 	}
 	if req.Status != nil {
 		e.Status = make([]string, len(req.Status.Rows))
@@ -161,7 +200,7 @@ func MatchRequest(p *Pattern, req *core.Request) bool {
 func (l *loader) allTools() []string {
 	var all []string
 	for _, id := range l.order {
-		all = append(all, l.agents[id].toolNames()...)
+		all = append(all, l.callable(l.agents[id])...)
 	}
 	return uniq(all)
 }

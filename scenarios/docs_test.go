@@ -85,28 +85,48 @@ func TestTheFileFormatReferenceDocumentsEveryKeyTheLoaderAccepts(t *testing.T) {
 }
 
 // TestEveryYAMLExampleInTheReferenceLoads loads every ```yaml block of
-// docs/scenarios.md: the complete scenario as it is and passing, and each
-// other block merged into it (mappings merged key by key, lists appended),
-// so that every example is a valid piece of a scenario.
+// docs/scenarios.md: the complete scenario and the complete platform
+// scenario as they are and passing, and each other block merged into one of
+// them (into the platform scenario when it has a platform key; mappings
+// merged key by key, lists appended), so that every example is a valid
+// piece of a scenario.
 func TestEveryYAMLExampleInTheReferenceLoads(t *testing.T) {
 	doc, _ := readDoc(t)
 	blocks := fence.FindAllStringSubmatch(doc, -1)
 	if len(blocks) < 20 {
 		t.Fatalf("docs/scenarios.md has %d YAML examples; expected one per section", len(blocks))
 	}
-	base := blocks[0][1]
-	sc, err := scenarios.Load("docs/scenarios.md (complete scenario)", []byte(base))
-	if err != nil {
-		t.Fatalf("the complete scenario does not load:\n%v", err)
+	base, platformBase := blocks[0][1], ""
+	for _, m := range blocks {
+		if isComplete(m[1]) && hasTopKey(m[1], "platform") {
+			platformBase = m[1]
+			break
+		}
 	}
-	o := harness.Run(sc, harness.Options{Seed: 1})
-	if !o.Passed() {
-		var b bytes.Buffer
-		_ = harness.WriteReport(&b, o)
-		t.Errorf("the complete scenario does not pass:\n%s", b.String())
+	if platformBase == "" {
+		t.Fatal("docs/scenarios.md has no complete platform scenario")
+	}
+	for what, src := range map[string]string{"complete scenario": base, "complete platform scenario": platformBase} {
+		sc, err := scenarios.Load("docs/scenarios.md ("+what+")", []byte(src))
+		if err != nil {
+			t.Fatalf("the %s does not load:\n%v", what, err)
+		}
+		o := harness.Run(sc, harness.Options{Seed: 1})
+		if !o.Passed() {
+			var b bytes.Buffer
+			_ = harness.WriteReport(&b, o)
+			t.Errorf("the %s does not pass:\n%s", what, b.String())
+		}
 	}
 	for i, m := range blocks[1:] {
-		merged, err := mergeYAML(base, m[1])
+		if m[1] == platformBase {
+			continue
+		}
+		into := base
+		if hasTopKey(m[1], "platform") {
+			into = platformBase
+		}
+		merged, err := mergeYAML(into, m[1])
 		if err != nil {
 			t.Errorf("example %d does not parse: %v\n%s", i+2, err, m[1])
 			continue
@@ -116,6 +136,18 @@ func TestEveryYAMLExampleInTheReferenceLoads(t *testing.T) {
 		}
 	}
 }
+
+// hasTopKey reports whether a YAML document is a mapping with the key.
+func hasTopKey(src, key string) bool {
+	var m yaml.MapSlice
+	if yaml.UnmarshalWithOptions([]byte(src), &m, yaml.UseOrderedMap()) != nil {
+		return false
+	}
+	return slices.ContainsFunc(m, func(it yaml.MapItem) bool { return it.Key == key })
+}
+
+// isComplete reports whether a YAML block is a whole scenario, not a piece.
+func isComplete(src string) bool { return hasTopKey(src, "name") && hasTopKey(src, "agents") }
 
 // mergeYAML merges a fragment into a base document.
 func mergeYAML(base, fragment string) ([]byte, error) {

@@ -81,6 +81,26 @@ type Named struct {
 // Describe implements Expectation.
 func (n Named) Describe() string { return n.Name }
 
+// If checks an expectation only in runs where some entry matches When,
+// such as a retry's context only in runs where a crash made a task retry;
+// in other runs it holds. It keeps a fuzzed scenario's expectations true of
+// every fault mix.
+type If struct {
+	When Pattern
+	Then Expectation
+}
+
+// Check implements Expectation.
+func (x If) Check(r *Result) *Failure {
+	if firstMatch(r.Trace, &x.When, 0) < 0 {
+		return nil
+	}
+	return x.Then.Check(r)
+}
+
+// Describe implements Expectation.
+func (x If) Describe() string { return "if " + x.When.String() + ": " + x.Then.Describe() }
+
 // InOrder claims the patterns match entries in this order; other entries
 // may come between them.
 type InOrder []Pattern

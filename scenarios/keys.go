@@ -7,7 +7,7 @@ import "slices"
 // file format: docs/scenarios.md documents each key, and a test holds the
 // two in step.
 var (
-	scenarioKeys = []string{"name", "description", "tags", "agents", "run", "options", "script", "faults", "expect"}
+	scenarioKeys = []string{"name", "description", "tags", "agents", "run", "platform", "options", "script", "faults", "expect"}
 	agentKeys    = []string{"description", "prompt", "tools", "max-steps"}
 	promptKeys   = []string{"id", "input", "output", "system", "template"}
 	// toolKinds are the single keys of a tool entry.
@@ -16,18 +16,27 @@ var (
 	funcToolKeys = []string{"description", "input", "result", "echo", "error", "latency"}
 	runKeys      = []string{"id", "model", "agents", "context"}
 	optionKeys   = []string{"max-concurrent", "max-outstanding", "max-steps", "settle"}
-	turnKeys     = []string{"call", "args", "id", "calls", "text", "output", "error", "latency", "when", "label", "unchecked"}
+	// platformKeys are the platform section's: what starts, for how long,
+	// and the platform's limits and cadences.
+	platformKeys = []string{"sessions", "tasks", "crons", "horizon", "sweepers", "max-iterations", "max-delegation-depth",
+		"delegation-ceiling", "stale-threshold", "task-max-attempts", "task-timeout", "max-running-tasks", "skills"}
+	sessionKeys = []string{"name", "agent", "user", "channel", "excluded-tools", "allowed-tools", "max-iterations", "send"}
+	taskKeys    = []string{"name", "session", "prompt", "title", "agent", "parents", "max-attempts"}
+	cronKeys    = []string{"session", "cron", "prompt"}
+	// channelNames are the channels a session may come from.
+	channelNames = []string{"web", "api", "slack", "telegram", "teams"}
+	turnKeys     = []string{"call", "args", "id", "calls", "text", "output", "error", "latency", "when", "label", "unchecked", "repeat"}
 	callKeys     = []string{"tool", "args", "id"}
 	// argRefKeys are the symbolic references allowed inside call args.
-	argRefKeys = []string{"work-of"}
+	argRefKeys = []string{"work-of", "worker-of", "task-of"}
 
 	faultKinds        = []string{"provider-error", "latency", "cancel", "send", "detach", "status", "result", "crash"}
 	providerFaultKeys = []string{"agent", "step", "run", "message", "probability"}
 	latencyFaultKeys  = []string{"agent", "step", "run", "latency", "min", "max", "probability"}
-	crashFaultKeys    = []string{"after", "jitter", "probability"}
+	crashFaultKeys    = []string{"after", "delay", "max-delay", "jitter", "probability"}
 	actionFaultKeys   = []string{"work", "message", "after", "jitter", "probability"}
-	expectationKinds  = []string{"ordered", "unordered", "subset", "never", "count", "output-only-via-result", "foreground-output", "work-ends", "outcome", "prepare-fails"}
-	expectationKeys   = []string{"name"}
+	expectationKinds  = []string{"ordered", "unordered", "subset", "never", "count", "output-only-via-result", "foreground-output", "work-ends", "outcome", "prepare-fails", "tasks-end", "parents-first", "finding"}
+	expectationKeys   = []string{"name", "if"}
 	subsetKeys        = []string{"of", "allowed"}
 	neverKeys         = []string{"patterns", "after"}
 	countKeys         = []string{"match", "min", "max"}
@@ -35,6 +44,8 @@ var (
 	workEndsKeys      = []string{"work", "in"}
 	outcomeKeys       = []string{"agent", "contains", "equals", "failed"}
 	prepareFailsKeys  = []string{"contains"}
+	tasksEndKeys      = []string{"task", "in"}
+	findingKeys       = []string{"contains"}
 	statusRowKeys     = []string{"work", "label", "state", "result-available", "contains"}
 	modeNames         = []string{"top", "foreground", "background"}
 )
@@ -43,12 +54,12 @@ var (
 // tool-result of the work tool; result is short for tool-result; entry
 // matches any kind.
 var patternKinds = []string{"request", "response", "tool-call", "tool-result", "result", "work-call", "work",
-	"detach", "send", "guidance", "run-start", "run-end", "fault", "action", "clock", "note", "entry"}
+	"detach", "send", "guidance", "run-start", "run-end", "fault", "action", "clock", "note", "platform", "entry"}
 
 // patternFields are the fields of a pattern, whatever its kind.
 var patternFields = []string{"agent", "step", "tools", "tools-include", "tools-exclude", "status", "no-status",
 	"message", "guidance", "tool", "in-background", "action", "work", "work-ref", "error", "contains", "equals",
-	"not-found", "from", "to", "mode", "failed"}
+	"not-found", "from", "to", "mode", "failed", "event", "at", "not-before", "not-after"}
 
 // KeySet is the keys allowed in one section of a scenario file.
 type KeySet struct {
@@ -69,6 +80,10 @@ func FileKeys() []KeySet {
 		{"tool", funcToolKeys},
 		{"run", runKeys},
 		{"options", optionKeys},
+		{"platform", platformKeys},
+		{"sessions", sessionKeys},
+		{"tasks", taskKeys},
+		{"crons", cronKeys},
 		{"script", turnKeys},
 		{"calls", callKeys},
 		{"args", argRefKeys},
@@ -85,6 +100,8 @@ func FileKeys() []KeySet {
 		{"work-ends", workEndsKeys},
 		{"outcome", outcomeKeys},
 		{"prepare-fails", prepareFailsKeys},
+		{"tasks-end", tasksEndKeys},
+		{"finding", findingKeys},
 		{"pattern kinds", patternKinds},
 		{"pattern fields", patternFields},
 		{"status", statusRowKeys},

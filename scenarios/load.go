@@ -15,6 +15,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/scripted"
 )
@@ -68,6 +69,9 @@ type loader struct {
 	// expectsPrepareFailure: the file has a prepare-fails expectation, so
 	// agents that preparation rejects are what it is about, not mistakes.
 	expectsPrepareFailure bool
+	// platform: the file describes a platform run, so its agents may call
+	// the platform's tools.
+	platform bool
 }
 
 // agentDecl is an agent as declared, before and after it is built.
@@ -98,6 +102,16 @@ func (a *agentDecl) toolNames() []string {
 	return names
 }
 
+// callable lists the tools a script of the agent may call: its own, and in
+// a platform scenario the platform's tools, which sessions are offered as
+// their kind allows.
+func (l *loader) callable(a *agentDecl) []string {
+	if !l.platform {
+		return a.toolNames()
+	}
+	return uniq(append(a.toolNames(), platform.ToolNames()...))
+}
+
 func (a *agentDecl) hasBackground() bool {
 	for _, t := range a.tools {
 		if t.kind == "background" || t.kind == "background-tool" {
@@ -125,6 +139,7 @@ func (l *loader) scenario(root *node) *Scenario {
 		return sc
 	}
 	f := l.fields(root, "the scenario", scenarioKeys...)
+	l.platform = f["platform"] != nil
 	if en := f["expect"]; en != nil && en.kind == seqNode {
 		for _, it := range en.items {
 			if k, _ := it.entry("prepare-fails"); k != nil {
@@ -141,8 +156,12 @@ func (l *loader) scenario(root *node) *Scenario {
 	if f["agents"] == nil {
 		l.errorf(root, "missing key \"agents\": a scenario declares its agents, such as agents: {research-agent: {prompt: ...}}")
 	}
-	if f["run"] == nil {
-		l.errorf(root, "missing key \"run\": a scenario says which agents run, such as run: {agents: {coordinator: research-coordinator}}")
+	switch {
+	case f["run"] == nil && f["platform"] == nil:
+		l.errorf(root, "missing key \"run\": a scenario says which agents run, such as run: {agents: {coordinator: research-coordinator}} (or, for the platform of seed 03, which sessions start: platform: {sessions: [{agent: coordinator, send: [go]}]})")
+	case f["run"] != nil && f["platform"] != nil:
+		k, _ := root.entry("platform")
+		l.errorf(k, "a scenario has run (top-level agents) or platform (sessions on the platform), not both")
 	}
 	if f["agents"] == nil || !l.declareAgents(f["agents"]) {
 		// Every other section names agents; without them, each name
@@ -151,6 +170,10 @@ func (l *loader) scenario(root *node) *Scenario {
 	}
 	if f["run"] != nil {
 		sc.Run = l.run(f["run"])
+	}
+	if f["platform"] != nil {
+		sc.Platform = l.platformSection(f["platform"])
+		sc.Run.ID = "platform"
 	}
 	sc.Options = l.options(f["options"])
 	sc.Scripts = l.scripts(f["script"])
@@ -398,7 +421,8 @@ func (l *loader) scripts(n *node) []Script {
 func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
 	f := l.fields(n, what, turnKeys...)
 	unchecked := l.boolean(f["unchecked"], what+" unchecked")
-	t := scripted.Turn{Label: what, Text: l.str(f["text"], what+" text"), Latency: l.duration(f["latency"], what+" latency")}
+	t := scripted.Turn{Label: what, Text: l.str(f["text"], what+" text"), Latency: l.duration(f["latency"], what+" latency"),
+		Repeat: l.boolean(f["repeat"], what+" repeat")}
 	if t.Label = l.str(f["label"], what+" label"); t.Label == "" {
 		t.Label = what
 	}
@@ -463,8 +487,8 @@ func (e *ScriptedError) Error() string { return "scripted provider error: " + e.
 // calls a tool that does not exist), the tool must be one the agent has.
 func (l *loader) call(a *agentDecl, toolNode, argsNode, idNode *node, what string, unchecked bool) scripted.Call {
 	name := l.str(toolNode, what+" call")
-	if name != "" && !unchecked && !slices.Contains(a.toolNames(), name) {
-		l.errorf(toolNode, "%s calls %q, but %q has no such tool%s (mark the turn unchecked: true to script a call to a missing tool)", what, name, a.id, toolHint(name, a.toolNames()))
+	if name != "" && !unchecked && !slices.Contains(l.callable(a), name) {
+		l.errorf(toolNode, "%s calls %q, but %q has no such tool%s (mark the turn unchecked: true to script a call to a missing tool)", what, name, a.id, toolHint(name, l.callable(a)))
 	}
 	c := scripted.Call{Name: name, ID: l.str(idNode, what+" call id")}
 	if argsNode != nil {
@@ -529,6 +553,9 @@ func toolHint(name string, tools []string) string {
 func (l *loader) args(a *agentDecl, n *node, what string, unchecked bool) any {
 	switch n.kind {
 	case mapNode:
+		if len(n.keys) == 1 && (scalarString(n.keys[0]) == "worker-of" || scalarString(n.keys[0]) == "task-of") {
+			return l.resultField(scalarString(n.keys[0]), n.vals[0], what)
+		}
 		if len(n.keys) == 1 && scalarString(n.keys[0]) == "work-of" {
 			spec := l.str(n.vals[0], what+" work-of")
 			tool := spec
@@ -613,7 +640,11 @@ func (l *loader) faults(n *node) []Fault {
 			out = append(out, fault)
 		case "crash":
 			f := l.fields(v, what+" (crash)", crashFaultKeys...)
-			fault := Fault{Kind: FaultCrash, Jitter: l.integer(f["jitter"], what+" jitter", 0), Probability: l.probability(f["probability"], what+" probability")}
+			fault := Fault{Kind: FaultCrash, Jitter: l.integer(f["jitter"], what+" jitter", 0), Probability: l.probability(f["probability"], what+" probability"),
+				Delay: l.duration(f["delay"], what+" delay"), DelayMax: l.duration(f["max-delay"], what+" max-delay")}
+			if f["max-delay"] != nil && fault.DelayMax < fault.Delay {
+				l.errorf(f["max-delay"], "%s: max-delay %s is below delay %s", what, fault.DelayMax, fault.Delay)
+			}
 			if f["after"] != nil {
 				p := l.pattern(f["after"], what+" after", "")
 				fault.After = &p
@@ -726,6 +757,12 @@ func (l *loader) expectations(n *node) []Expectation {
 			name = l.str(v, what+" name")
 			it = withoutKey(it, "name")
 		}
+		var cond *Pattern
+		if k, v := it.entry("if"); k != nil && it.kind == mapNode {
+			p := l.pattern(v, what+" if", "")
+			cond = &p
+			it = withoutKey(it, "if")
+		}
 		kind, v, ok := l.oneOf(it, what, "expectation", expectationKinds...)
 		if !ok {
 			continue
@@ -733,6 +770,9 @@ func (l *loader) expectations(n *node) []Expectation {
 		e := l.expectation(kind, v, what+" ("+kind+")")
 		if e == nil {
 			continue
+		}
+		if cond != nil {
+			e = If{When: *cond, Then: e}
 		}
 		if name != "" {
 			e = Named{Name: name, Expectation: e}
@@ -814,6 +854,11 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 	case "prepare-fails":
 		f := l.fields(v, what, prepareFailsKeys...)
 		return PrepareFails{Contains: l.str(f["contains"], what+" contains")}
+	case "tasks-end", "parents-first", "finding":
+		if !l.platform {
+			l.errorf(v, "%s is about durable tasks and findings of the platform; it belongs in a scenario with a platform section", what)
+		}
+		return l.platformExpectation(kind, v, what)
 	}
 	return nil
 }

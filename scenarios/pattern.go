@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
 )
 
@@ -72,6 +74,15 @@ type Pattern struct {
 	Mode string
 	// Failed: the run ended (or the step failed) with an error.
 	Failed *bool
+
+	// Platform events.
+	// Event is the platform event's type, such as worker.complete; a
+	// trailing * matches a prefix (task.*).
+	Event string
+
+	// Virtual time, as an offset from the start of the run (any kind).
+	// At: exactly then; NotBefore and NotAfter: no earlier, no later.
+	At, NotBefore, NotAfter *time.Duration
 }
 
 // RowPattern matches one status row.
@@ -128,41 +139,41 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		return explain
 	}
 	if p.Kind != "" && e.Kind != p.Kind {
-		if !miss(4, "it is a %s, not a %s", e.Kind, p.Kind) {
+		if !explain || !miss(4, "it is a %s, not a %s", e.Kind, p.Kind) {
 			return false, nil, 0
 		}
 	}
 	if p.Agent != "" && e.Agent != p.Agent {
-		if !miss(3, "its agent is %s, not %s", orNone(e.Agent), p.Agent) {
+		if !explain || !miss(3, "its agent is %s, not %s", orNone(e.Agent), p.Agent) {
 			return false, nil, 0
 		}
 	}
 	if p.Step != 0 && e.Step != p.Step {
-		if !miss(1, "it is step %d, not %d", e.Step, p.Step) {
+		if !explain || !miss(1, "it is step %d, not %d", e.Step, p.Step) {
 			return false, nil, 0
 		}
 	}
 	if p.Tools != nil && !slices.Equal(p.Tools, e.Tools) {
-		if !miss(1, "it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ",")) {
+		if !explain || !miss(1, "it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ",")) {
 			return false, nil, 0
 		}
 	}
 	for _, name := range p.ToolsInclude {
 		if !slices.Contains(e.Tools, name) {
-			if !miss(1, "it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")) {
+			if !explain || !miss(1, "it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")) {
 				return false, nil, 0
 			}
 		}
 	}
 	for _, name := range p.ToolsExclude {
 		if slices.Contains(e.Tools, name) {
-			if !miss(1, "it offered %s", name) {
+			if !explain || !miss(1, "it offered %s", name) {
 				return false, nil, 0
 			}
 		}
 	}
 	if p.NoStatus && len(e.Status) > 0 {
-		if !miss(1, "it carried a status block (%s)", strings.Join(e.Status, "; ")) {
+		if !explain || !miss(1, "it carried a status block (%s)", strings.Join(e.Status, "; ")) {
 			return false, nil, 0
 		}
 	}
@@ -171,32 +182,32 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if len(e.Status) > 0 {
 			rows = "status " + strings.Join(e.Status, "; ")
 		}
-		if !miss(statusWeight(e), "no status row matches %s (it carried %s)", p.Status, rows) {
+		if !explain || !miss(statusWeight(e), "no status row matches %s (it carried %s)", p.Status, rows) {
 			return false, nil, 0
 		}
 	}
 	if p.Message != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) }) {
-		if !miss(1, "no new message contains %q", p.Message) {
+		if !explain || !miss(1, "no new message contains %q", p.Message) {
 			return false, nil, 0
 		}
 	}
 	if p.Guidance != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) }) {
-		if !miss(1, "no guidance message contains %q", p.Guidance) {
+		if !explain || !miss(1, "no guidance message contains %q", p.Guidance) {
 			return false, nil, 0
 		}
 	}
 	if p.Tool != "" && !p.matchTool(e) {
-		if !miss(2, "it is about %s, not %s", orNone(strings.Join(toolsOf(e), ",")), p.Tool) {
+		if !explain || !miss(2, "it is about %s, not %s", orNone(strings.Join(toolsOf(e), ",")), p.Tool) {
 			return false, nil, 0
 		}
 	}
 	if p.InBackground != nil && !p.matchBackground(e) {
-		if !miss(1, "no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground) {
+		if !explain || !miss(1, "no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground) {
 			return false, nil, 0
 		}
 	}
 	if p.Action != "" && e.Action != p.Action {
-		if !miss(1, "its work action is %s, not %s", orNone(e.Action), p.Action) {
+		if !explain || !miss(1, "its work action is %s, not %s", orNone(e.Action), p.Action) {
 			return false, nil, 0
 		}
 	}
@@ -204,13 +215,13 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		id, ok := p.Work.Resolve(t)
 		switch {
 		case !ok:
-			if !miss(2, "no %s exists in the trace", p.Work) {
+			if !explain || !miss(2, "no %s exists in the trace", p.Work) {
 				return false, nil, 0
 			}
 		case e.Work == id:
 		case e.Ref != nil && e.Ref.ID == id:
 		default:
-			if !miss(2, "it is about %s, not %s (%s)", orNone(e.Work), id, p.Work) {
+			if !explain || !miss(2, "it is about %s, not %s (%s)", orNone(e.Work), id, p.Work) {
 				return false, nil, 0
 			}
 		}
@@ -220,7 +231,7 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if e.Ref != nil {
 			what = "it returned work.ref " + e.Ref.ID
 		}
-		if !miss(1, "%s", what) {
+		if !explain || !miss(1, "%s", what) {
 			return false, nil, 0
 		}
 	}
@@ -229,7 +240,7 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if e.IsError {
 			what = "it is an error"
 		}
-		if !miss(1, "%s", what) {
+		if !explain || !miss(1, "%s", what) {
 			return false, nil, 0
 		}
 	}
@@ -238,32 +249,32 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if !*p.NotFound {
 			what = "it is " + NotFoundContent
 		}
-		if !miss(1, "%s", what) {
+		if !explain || !miss(1, "%s", what) {
 			return false, nil, 0
 		}
 	}
 	if p.Contains != "" && !entryContains(e, p.Contains) {
-		if !miss(1, "it does not contain %q", p.Contains) {
+		if !explain || !miss(1, "it does not contain %q", p.Contains) {
 			return false, nil, 0
 		}
 	}
 	if p.Equals != "" && e.Content != p.Equals {
-		if !miss(1, "its content is %q, not %q", e.Content, p.Equals) {
+		if !explain || !miss(1, "its content is %q, not %q", e.Content, p.Equals) {
 			return false, nil, 0
 		}
 	}
 	if p.From != "" && e.From != p.From {
-		if !miss(1, "it moved from %s, not %s", orNone(e.From), p.From) {
+		if !explain || !miss(1, "it moved from %s, not %s", orNone(e.From), p.From) {
 			return false, nil, 0
 		}
 	}
 	if p.To != "" && e.To != p.To {
-		if !miss(1, "it moved to %s, not %s", orNone(e.To), p.To) {
+		if !explain || !miss(1, "it moved to %s, not %s", orNone(e.To), p.To) {
 			return false, nil, 0
 		}
 	}
 	if p.Mode != "" && e.Mode != p.Mode {
-		if !miss(1, "its mode is %s, not %s", orNone(e.Mode), p.Mode) {
+		if !explain || !miss(1, "its mode is %s, not %s", orNone(e.Mode), p.Mode) {
 			return false, nil, 0
 		}
 	}
@@ -272,11 +283,45 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		if e.Error != "" {
 			what = "it failed: " + e.Error
 		}
-		if !miss(1, "%s", what) {
+		if !explain || !miss(1, "%s", what) {
+			return false, nil, 0
+		}
+	}
+	if p.Event != "" && !p.matchEvent(e) {
+		what := "it is not a platform event"
+		if e.Kind == platform.TraceKind {
+			what = "its event is " + e.Label + ", not " + p.Event
+		}
+		if !explain || !miss(2, "%s", what) {
+			return false, nil, 0
+		}
+	}
+	if p.At != nil && e.At != *p.At {
+		if !explain || !miss(1, "it is at %s, not %s", trace.Offset(e.At), trace.Offset(*p.At)) {
+			return false, nil, 0
+		}
+	}
+	if p.NotBefore != nil && e.At < *p.NotBefore {
+		if !explain || !miss(1, "it is at %s, before %s", trace.Offset(e.At), trace.Offset(*p.NotBefore)) {
+			return false, nil, 0
+		}
+	}
+	if p.NotAfter != nil && e.At > *p.NotAfter {
+		if !explain || !miss(1, "it is at %s, after %s", trace.Offset(e.At), trace.Offset(*p.NotAfter)) {
 			return false, nil, 0
 		}
 	}
 	return len(why) == 0, why, dist
+}
+
+func (p *Pattern) matchEvent(e *trace.Entry) bool {
+	if e.Kind != platform.TraceKind {
+		return false
+	}
+	if prefix, ok := strings.CutSuffix(p.Event, "*"); ok {
+		return strings.HasPrefix(e.Label, prefix)
+	}
+	return e.Label == p.Event
 }
 
 // statusWeight makes a request without any status block further from a
@@ -469,6 +514,18 @@ func (p *Pattern) String() string {
 	}
 	if p.Failed != nil {
 		add("failed", strconv.FormatBool(*p.Failed))
+	}
+	if p.Event != "" {
+		add("event", p.Event)
+	}
+	if p.At != nil {
+		add("at", trace.Offset(*p.At))
+	}
+	if p.NotBefore != nil {
+		add("not-before", trace.Offset(*p.NotBefore))
+	}
+	if p.NotAfter != nil {
+		add("not-after", trace.Offset(*p.NotAfter))
 	}
 	if len(parts) == 0 {
 		return kind

@@ -27,8 +27,11 @@ type Result struct {
 	// Err is a simulation failure: a deadlock, a step limit.
 	Err error
 	// Findings are things worth a reader's attention that are not failures
-	// (Work never rejoined, unused script turns).
+	// (Work never rejoined, unused script turns, siblings overwriting each
+	// other's workspace files).
 	Findings []string
+	// Platform is the platform's final state, for a platform scenario.
+	Platform *PlatformResult
 }
 
 // TraceOf is implemented by anything that carries a trace, so matchers take

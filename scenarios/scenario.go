@@ -22,6 +22,10 @@ type Scenario struct {
 	Faults       []Fault
 	Expectations []Expectation
 	Options      Options
+	// Platform, when set, makes the scenario a run of the platform of seed
+	// 03 (sessions, tasks, loops on virtual time) instead of Run's
+	// top-level agents.
+	Platform *Platform
 }
 
 // Run names the top-level agents, which start at once on one context.
@@ -91,6 +95,12 @@ type Fault struct {
 	// Jitter lets the scheduler run up to this many more steps, drawn by
 	// the seed's fault stream, before the fault fires.
 	Jitter int
+	// Delay is virtual time a crash waits once due (before its jitter);
+	// with DelayMax above it, a delay drawn from [Delay, DelayMax] by the
+	// seed's fault stream, so that a campaign crashes at points across a
+	// long run.
+	Delay    time.Duration
+	DelayMax time.Duration
 	// Probability fires the fault with this probability, drawn by the
 	// seed's fault stream (0 means always).
 	Probability float64

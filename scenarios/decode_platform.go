@@ -1,0 +1,230 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// platformSection reads the platform section: the root sessions and what
+// they are sent, tasks and crons made at the start, the horizon, and the
+// platform's limits.
+func (l *loader) platformSection(n *node) *Platform {
+	f := l.fields(n, "platform", platformKeys...)
+	pl := &Platform{Agents: map[string]*core.Agent{}, Horizon: DefaultHorizon}
+	for _, id := range l.order {
+		pl.Agents[id] = l.agents[id].agent
+	}
+	if hn := f["horizon"]; hn != nil {
+		if pl.Horizon = l.duration(hn, "platform horizon"); pl.Horizon <= 0 {
+			l.errorf(hn, "platform horizon must be a positive duration, such as 8d")
+			pl.Horizon = DefaultHorizon
+		}
+	}
+	o := &pl.Options
+	if sn := f["sweepers"]; sn != nil {
+		o.NoSweepers = !l.boolean(sn, "platform sweepers")
+	}
+	o.MaxIterations = l.integer(f["max-iterations"], "platform max-iterations", 1)
+	o.MaxDelegationDepth = l.integer(f["max-delegation-depth"], "platform max-delegation-depth", 1)
+	o.DelegationCeiling = l.positive(f["delegation-ceiling"], "platform delegation-ceiling")
+	o.StaleThreshold = l.positive(f["stale-threshold"], "platform stale-threshold")
+	o.TaskMaxAttempts = l.integer(f["task-max-attempts"], "platform task-max-attempts", 1)
+	o.TaskTimeout = l.positive(f["task-timeout"], "platform task-timeout")
+	o.MaxRunningTasks = l.integer(f["max-running-tasks"], "platform max-running-tasks", 1)
+	o.Skills = l.strs(f["skills"], "platform skills")
+
+	names := map[string]bool{}
+	items := l.seq(f["sessions"], "platform sessions")
+	if len(items) == 0 {
+		at := n
+		if f["sessions"] != nil {
+			at = f["sessions"]
+		}
+		l.errorf(at, "platform needs at least one session, such as sessions: [{agent: coordinator, send: [Research this]}]")
+	}
+	for i, it := range items {
+		s := l.platformSession(it, fmt.Sprintf("session %d", i+1))
+		if s.Name != "" && names[s.Name] {
+			k, _ := it.entry("name")
+			if k == nil {
+				k, _ = it.entry("agent")
+			}
+			l.errorf(k, "session %d is named %q like an earlier one; give each session its own name", i+1, s.Name)
+		}
+		names[s.Name] = true
+		pl.Sessions = append(pl.Sessions, s)
+	}
+	sessionNames := make([]string, 0, len(pl.Sessions))
+	for _, s := range pl.Sessions {
+		sessionNames = append(sessionNames, s.Name)
+	}
+	session := func(n *node, what string) string {
+		name := l.str(n, what)
+		if n == nil {
+			return pl.firstSession()
+		}
+		if name != "" && !names[name] {
+			l.errorf(n, "%s %q is not a session of the platform%s", what, name, suggest(name, sessionNames))
+		}
+		return name
+	}
+
+	tasks := map[string]bool{}
+	var taskNames []string
+	for i, it := range l.seq(f["tasks"], "platform tasks") {
+		what := fmt.Sprintf("task %d", i+1)
+		tf := l.fields(it, what, taskKeys...)
+		t := Task{Name: l.str(tf["name"], what+" name"), Session: session(tf["session"], what+" session"),
+			Prompt: l.str(tf["prompt"], what+" prompt"), Title: l.str(tf["title"], what+" title"),
+			Agent: l.agentRef(tf["agent"], what+" agent"), MaxAttempts: l.integer(tf["max-attempts"], what+" max-attempts", 1)}
+		if tf["name"] == nil {
+			l.errorf(it, "%s is missing key \"name\": tasks are named so that parents and expectations can refer to them", what)
+		} else if tasks[t.Name] {
+			l.errorf(tf["name"], "%s is named %q like an earlier task", what, t.Name)
+		}
+		if tf["prompt"] == nil {
+			l.errorf(it, "%s is missing key \"prompt\": what the task's worker is asked to do", what)
+		}
+		for j, pn := range l.seq(tf["parents"], what+" parents") {
+			p := l.str(pn, fmt.Sprintf("%s parent %d", what, j+1))
+			if p != "" && !tasks[p] {
+				hint := suggest(p, taskNames)
+				if p == t.Name {
+					hint = " (a task cannot be its own parent)"
+				}
+				l.errorf(pn, "%s parent %q is not a task declared before it%s", what, p, hint)
+			}
+			t.Parents = append(t.Parents, p)
+		}
+		tasks[t.Name] = true
+		taskNames = append(taskNames, t.Name)
+		pl.Tasks = append(pl.Tasks, t)
+	}
+	for i, it := range l.seq(f["crons"], "platform crons") {
+		what := fmt.Sprintf("cron %d", i+1)
+		cf := l.fields(it, what, cronKeys...)
+		c := Cron{Session: session(cf["session"], what+" session"), Spec: l.str(cf["cron"], what+" cron"), Prompt: l.str(cf["prompt"], what+" prompt")}
+		if cf["cron"] == nil || cf["prompt"] == nil {
+			l.errorf(it, "%s needs cron (a 5-field expression) and prompt, such as {cron: \"0 9 * * *\", prompt: Summarise the inbox}", what)
+		}
+		if c.Spec != "" {
+			if _, err := platform.ParseCron(c.Spec); err != nil {
+				l.errorf(cf["cron"], "%s: %q is not a 5-field cron expression: %v", what, c.Spec, err)
+			}
+		}
+		pl.Crons = append(pl.Crons, c)
+	}
+	return pl
+}
+
+func (pl *Platform) firstSession() string {
+	if len(pl.Sessions) == 0 {
+		return ""
+	}
+	return pl.Sessions[0].Name
+}
+
+func (l *loader) platformSession(n *node, what string) Session {
+	f := l.fields(n, what, sessionKeys...)
+	s := Session{Name: l.str(f["name"], what+" name")}
+	s.Agent = l.agentRef(f["agent"], what+" agent")
+	if f["agent"] == nil {
+		l.errorf(n, "%s is missing key \"agent\": the agent the session runs", what)
+	}
+	if s.Name == "" {
+		s.Name = s.Agent
+	}
+	s.User = l.str(f["user"], what+" user")
+	if s.User == "" {
+		s.User = "user"
+	}
+	s.Channel = l.str(f["channel"], what+" channel")
+	if cn := f["channel"]; cn != nil && !slices.Contains(channelNames, s.Channel) {
+		l.errorf(cn, "%s channel %q is not a channel%s", what, s.Channel, suggest(s.Channel, channelNames))
+	}
+	s.ExcludedTools = l.strs(f["excluded-tools"], what+" excluded-tools")
+	s.AllowedTools = l.strs(f["allowed-tools"], what+" allowed-tools")
+	s.MaxIterations = l.integer(f["max-iterations"], what+" max-iterations", 1)
+	if sn := f["send"]; sn != nil {
+		if sn.kind == scalarNode {
+			s.Send = []string{l.str(sn, what+" send")}
+		} else {
+			s.Send = l.strs(sn, what+" send")
+		}
+	}
+	return s
+}
+
+// positive reads a duration that must be above zero.
+func (l *loader) positive(n *node, what string) time.Duration {
+	d := l.duration(n, what)
+	if n != nil && d <= 0 {
+		l.errorf(n, "%s must be a positive duration", what)
+	}
+	return d
+}
+
+// resultField reads {worker-of: spawn_worker} or {task-of: spawn_task#2}: the
+// id a platform tool's earlier result in the calling run's history holds.
+func (l *loader) resultField(key string, n *node, what string) any {
+	tool, field := platform.ToolSpawnWorker, "worker_id"
+	if key == "task-of" {
+		tool, field = platform.ToolSpawnTask, "task_id"
+	}
+	spec := l.str(n, what+" "+key)
+	name := spec
+	if j := strings.LastIndexByte(spec, '#'); j >= 0 {
+		if k, err := strconv.Atoi(spec[j+1:]); err != nil || k < 1 {
+			l.errorf(n, "%s %s %q: the number after # must be a positive integer, such as %q", what, key, spec, spec[:j]+"#1")
+		}
+		name = spec[:j]
+	}
+	if name != "" && name != tool {
+		l.errorf(n, "%s %s %q: %s names a %s result, so write %s or %s#N", what, key, spec, key, tool, tool, tool)
+	}
+	if !l.platform {
+		l.errorf(n, "%s uses %s, which refers to a platform tool's result; it belongs in a scenario with a platform section", what, key)
+	}
+	return scripted.ResultField{Tool: spec, Field: field}
+}
+
+// taskStates are the states a durable task can be in.
+var taskStates = []string{string(store.TaskTodo), string(store.TaskReady), string(store.TaskRunning), string(store.TaskBlocked),
+	string(store.TaskDone), string(store.TaskFailed), string(store.TaskCancelled)}
+
+func (l *loader) platformExpectation(kind string, v *node, what string) Expectation {
+	switch kind {
+	case "tasks-end":
+		f := l.fields(v, what, tasksEndKeys...)
+		x := TasksEnd{Task: l.str(f["task"], what+" task")}
+		if f["in"] == nil {
+			l.errorf(v, "%s needs in, the states the tasks may end in, such as {in: [done]}", what)
+		}
+		for j, s := range l.strs(f["in"], what+" in") {
+			if !slices.Contains(taskStates, s) {
+				l.errorf(f["in"].items[j], "%s: %q is not a task state%s", what, s, suggest(s, taskStates))
+			}
+			x.States = append(x.States, store.TaskState(s))
+		}
+		return x
+	case "parents-first":
+		if !l.boolean(v, what) {
+			l.errorf(v, "%s takes true; leave it out to not check it", what)
+		}
+		return ParentsFirst{}
+	default:
+		f := l.fields(v, what, findingKeys...)
+		if f["contains"] == nil {
+			l.errorf(v, "%s needs contains, a text of the finding, such as {contains: overwrote}", what)
+		}
+		return FindingReported{Contains: l.str(f["contains"], what+" contains")}
+	}
+}
