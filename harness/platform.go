@@ -250,6 +250,9 @@ func (r *run) atHorizon() {
 	now := r.sim.Clock().Now()
 	r.add(now, trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("horizon: %s of virtual time; %s closes", trace.Offset(now.Sub(Epoch)), pr.proc.instance)})
 	r.checker.step(nil)
+	if r.opts.atHorizon != nil {
+		r.opts.atHorizon(pr.store, now)
+	}
 	if msg := pr.lostTasks(now, pr.proc.instance); msg != "" && slices.ContainsFunc(r.checker.invs, func(inv Invariant) bool { return inv.Name == "no-lost-task" }) {
 		r.checker.violate("no-lost-task", r.rec.Len(), msg)
 	}

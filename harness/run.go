@@ -12,6 +12,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/core/platform/store"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -52,6 +53,9 @@ type Options struct {
 	plant func(e trace.Entry) []trace.Entry
 	// plantPlatform does the same for a platform run's events.
 	plantPlatform func(e platform.Event) []platform.Event
+	// atHorizon, set only by the package's tests, may change a platform
+	// run's durable store at the horizon, before the harness checks it.
+	atHorizon func(s store.Store, now time.Time)
 }
 
 // Outcome is a simulated run: the scenario's result plus the schedule that
