@@ -178,6 +178,9 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		}
 	}
 	if p.Status != nil && !p.Status.matchAny(t, e.Status) {
+		if !explain {
+			return false, nil, 0
+		}
 		rows := "no status block"
 		if len(e.Status) > 0 {
 			rows = "status " + strings.Join(e.Status, "; ")
@@ -227,6 +230,9 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		}
 	}
 	if p.WorkRef != nil && (e.Ref != nil) != *p.WorkRef {
+		if !explain {
+			return false, nil, 0
+		}
 		what := "it returned no work.ref"
 		if e.Ref != nil {
 			what = "it returned work.ref " + e.Ref.ID
@@ -236,6 +242,9 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		}
 	}
 	if p.IsError != nil && e.IsError != *p.IsError {
+		if !explain {
+			return false, nil, 0
+		}
 		what := "it is not an error"
 		if e.IsError {
 			what = "it is an error"
@@ -245,6 +254,9 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		}
 	}
 	if p.NotFound != nil && (e.Kind == trace.ToolResult && e.Content == NotFoundContent) != *p.NotFound {
+		if !explain {
+			return false, nil, 0
+		}
 		what := "it is not " + NotFoundContent
 		if !*p.NotFound {
 			what = "it is " + NotFoundContent
@@ -279,6 +291,9 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		}
 	}
 	if p.Failed != nil && (e.Error != "") != *p.Failed {
+		if !explain {
+			return false, nil, 0
+		}
 		what := "it did not fail"
 		if e.Error != "" {
 			what = "it failed: " + e.Error
@@ -288,6 +303,9 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 		}
 	}
 	if p.Event != "" && !p.matchEvent(e) {
+		if !explain {
+			return false, nil, 0
+		}
 		what := "it is not a platform event"
 		if e.Kind == platform.TraceKind {
 			what = "its event is " + e.Label + ", not " + p.Event
