@@ -91,6 +91,10 @@ type CampaignResult struct {
 	Elapsed   time.Duration
 	// Stopped says why the campaign ended early, if it did.
 	Stopped string
+	// Crashed counts the schedules in which a crash fault dropped the
+	// process; Crashes the crashes in all (a platform run may crash more
+	// than once, and goes on in a new process each time).
+	Crashed, Crashes int64
 }
 
 // Rate is schedules per second of wall time.
@@ -134,7 +138,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 	}
 
 	jobs := make(chan job, opts.Jobs*4)
-	var done atomic.Int64
+	var done, crashed, crashes atomic.Int64
 	var mu sync.Mutex
 	res := &CampaignResult{}
 	seen := map[string]bool{} // one failure per scenario and signature
@@ -155,6 +159,14 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					cache[j.target] = sc
 				}
 				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Mutations: opts.Mutations})
+				if o.Crashed {
+					crashed.Add(1)
+					if o.Platform != nil {
+						crashes.Add(int64(o.Platform.Crashes))
+					} else {
+						crashes.Add(1)
+					}
+				}
 				n := done.Add(1)
 				if opts.Progress != nil && n%256 == 0 {
 					opts.Progress(n)
@@ -201,6 +213,7 @@ feed:
 		res.Stopped = "stopped at the time budget"
 	}
 	res.Schedules = done.Load()
+	res.Crashed, res.Crashes = crashed.Load(), crashes.Load()
 	res.Elapsed = time.Since(start)
 	sortFailures(res.Failures)
 	return res

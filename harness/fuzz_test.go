@@ -108,3 +108,20 @@ func TestShardsAreDisjointAndCoverTheSeedSpace(t *testing.T) {
 		t.Errorf("ParseShard(2/5) = %v, %v", sh, err)
 	}
 }
+
+// A campaign over task-dag-crash counts the schedules whose process
+// crashed: without a swarm mix the scenario's first crash always fires and
+// its second in about half the seeds, and no schedule fails.
+func TestAPlatformCrashCampaignCountsItsCrashesAndLosesNoTask(t *testing.T) {
+	res := harness.Fuzz(context.Background(), []harness.Target{builtinTarget("task-dag-crash")},
+		harness.CampaignOptions{Seeds: 60, Start: 1, Jobs: 2})
+	if len(res.Failures) > 0 {
+		t.Fatalf("seed %d failed: %s", res.Failures[0].Seed, res.Failures[0].Signature)
+	}
+	if res.Crashed != res.Schedules {
+		t.Errorf("%d of %d schedules crashed; the first crash fault always fires", res.Crashed, res.Schedules)
+	}
+	if res.Crashes <= res.Crashed || res.Crashes >= 2*res.Crashed {
+		t.Errorf("%d crashes in %d crashed schedules; the second crash fires in about half", res.Crashes, res.Crashed)
+	}
+}

@@ -143,6 +143,9 @@ Shards split the seed space: --shard i/n runs the seeds s with
 					return err
 				}
 			}
+			if res.Crashed > 0 {
+				fmt.Fprintf(out, "%d of %d schedules crashed the process (%d crashes)\n", res.Crashed, res.Schedules, res.Crashes)
+			}
 			fmt.Fprintln(out, res.Summary())
 			if len(res.Failures) > 0 {
 				return errFailed
