@@ -28,3 +28,10 @@ func WithHorizonHook(opts Options, hook func(s store.Store, now time.Time)) Opti
 	opts.atHorizon = hook
 	return opts
 }
+
+// WithLogContent returns opts with the runtime logging child content: a
+// leak that Options.CheckLogs must catch. Only tests leak.
+func WithLogContent(opts Options) Options {
+	opts.logContent = true
+	return opts
+}

@@ -99,6 +99,7 @@ type checker struct {
 	invs       []Invariant
 	state      State
 	seen       int
+	logSeen    int // log lines checked so far
 	violations []Violation
 }
 
@@ -132,6 +133,7 @@ func (c *checker) step(a *Actor) {
 		}
 		c.state.learn(e)
 	}
+	c.checkLogs()
 }
 
 // learn updates the facts after the invariants have looked at an entry, so

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -46,7 +47,15 @@ type Options struct {
 	// Invariants are checked after every step; nil means DefaultInvariants.
 	// Use NoInvariants to skip them.
 	Invariants []Invariant
+	// CheckLogs runs the runtime's redacted request log and checks after
+	// every step that no log line carries child output or failure text
+	// (invariant "no-child-content-in-logs"). Off by default: formatting
+	// the log costs more than the rest of a run.
+	CheckLogs bool
 
+	// logContent, set only by the package's tests, asks the runtime to log
+	// content: a leak the log check must catch.
+	logContent bool
 	// plant, set only by the package's own tests, sees every entry the
 	// runtime's events record and returns entries to record right after
 	// it: a planted violation, to prove an invariant catches it.
@@ -114,6 +123,7 @@ type run struct {
 	triggers []*trigger
 	mainDone chan struct{}
 	crashed  bool
+	logs     *logLines       // the runtime's log, with Options.CheckLogs
 	lost     []core.WorkInfo // the Work at the moment of a crash
 	checker  *checker
 
@@ -162,7 +172,14 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	if sc.Platform != nil {
 		return r.runPlatform()
 	}
+	var logger *slog.Logger
+	if opts.CheckLogs {
+		r.logs = &logLines{}
+		logger = slog.New(r.logs.handler())
+	}
 	r.rt = core.New(core.Options{
+		Logger:         logger,
+		LogContent:     opts.logContent,
 		Provider:       &faultProvider{r: r},
 		Clock:          r.sim.Clock(),
 		IDs:            &core.SequentialIDs{},

@@ -1,0 +1,72 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// logInvariant names the rule that the runtime's redacted request log never
+// carries child output or failure text. It is checked when
+// Options.CheckLogs is set.
+const logInvariant = "no-child-content-in-logs"
+
+// logLines collects the runtime's log as plain lines, values unquoted, so
+// that a check can look for child content in them as it was written.
+type logLines struct {
+	lines []string
+}
+
+func (l *logLines) handler() slog.Handler { return &lineHandler{log: l} }
+
+type lineHandler struct {
+	log   *logLines
+	attrs []slog.Attr
+}
+
+func (h *lineHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	write := func(a slog.Attr) bool {
+		b.WriteByte(' ')
+		b.WriteString(a.Key)
+		b.WriteByte('=')
+		b.WriteString(a.Value.Resolve().String())
+		return true
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	r.Attrs(write)
+	h.log.lines = append(h.log.lines, b.String())
+	return nil
+}
+
+func (h *lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &lineHandler{log: h.log, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
+}
+
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }
+
+// checkLogs looks at the log lines written since the last step for any
+// child output or failure text the run has produced so far.
+func (c *checker) checkLogs() {
+	logs := c.r.logs
+	if logs == nil {
+		return
+	}
+	for ; c.logSeen < len(logs.lines); c.logSeen++ {
+		line := logs.lines[c.logSeen]
+		for _, sec := range c.state.Secrets {
+			if strings.Contains(line, sec) && len(c.violations) < maxViolations {
+				c.violations = append(c.violations, Violation{Invariant: logInvariant, Seed: c.r.opts.Seed,
+					Step: c.r.sim.Steps(), Message: fmt.Sprintf("log line %d carries child content %q: %s",
+						c.logSeen+1, abbreviate(sec), abbreviate(line))})
+				break
+			}
+		}
+	}
+}
