@@ -61,3 +61,13 @@ func TestRunCheckDeterminismRunsTwiceAndPassesWhenBothRunsAgree(t *testing.T) {
 		t.Errorf("--check-determinism changed what run prints:\n%s\n----\n%s", stdout, plain)
 	}
 }
+
+func TestRunCheckLogsPassesOnABuiltinAndPrintsTheSameReport(t *testing.T) {
+	code, stdout, stderr := cli("run", "--check-logs", "--seed", "2", "research-coordinator")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+	if _, plain, _ := cli("run", "--seed", "2", "research-coordinator"); stdout != plain {
+		t.Errorf("--check-logs changed what run prints:\n%s\n----\n%s", stdout, plain)
+	}
+}

@@ -15,7 +15,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var seed int64
 	var format, replay string
-	var swarm, checkDeterminism bool
+	var swarm, checkDeterminism, checkLogs bool
 	var plant []string
 	cmd := &cobra.Command{
 		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] [--check-determinism] NAME|FILE...",
@@ -26,7 +26,9 @@ expectation, and exit 0 when all held, 1 when one failed, 2 on bad input.
 
 The same scenario and seed always print the same transcript;
 --check-determinism runs each scenario twice to prove it, and fails (exit 1)
-naming the first line that differs if they are not byte for byte the same.`,
+naming the first line that differs if they are not byte for byte the same.
+--check-logs also runs the runtime's redacted request log and checks that no
+line of it carries child output or failure text.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usagef("--format must be text or json, not %q", format)
@@ -46,6 +48,7 @@ naming the first line that differs if they are not byte for byte the same.`,
 				}
 				opts = sched.Options()
 			}
+			opts.CheckLogs = checkLogs
 			if len(args) == 0 {
 				return usagef("run needs a scenario: a built-in name (see crux-sim list) or a file")
 			}
@@ -99,6 +102,7 @@ naming the first line that differs if they are not byte for byte the same.`,
 	cmd.Flags().BoolVar(&swarm, "swarm", false, "apply the seed's swarm fault mix, as crux-sim fuzz does")
 	cmd.Flags().StringVar(&replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
 	cmd.Flags().BoolVar(&checkDeterminism, "check-determinism", false, "run each scenario twice and fail unless both runs are byte for byte the same")
+	cmd.Flags().BoolVar(&checkLogs, "check-logs", false, "also check the runtime's redacted request log for child content (slower)")
 	cmd.Flags().StringSliceVar(&plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
 	_ = cmd.Flags().MarkHidden("plant")
 	return cmd
