@@ -311,14 +311,19 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 // validated (an object of strings), without a JSON round trip: this is on
 // the path of every work call.
 func workInputOf(m map[string]any) WorkInput {
-	str := func(key string) *string {
-		if v, ok := m[key].(string); ok {
-			return &v
-		}
-		return nil
-	}
-	in := WorkInput{ID: str("id"), Timeout: str("timeout"), Message: str("message")}
+	var in WorkInput
 	in.Action, _ = m["action"].(string)
+	// The optional fields point into one allocation.
+	vals := new(struct{ id, timeout, message string })
+	if v, ok := m["id"].(string); ok {
+		vals.id, in.ID = v, &vals.id
+	}
+	if v, ok := m["timeout"].(string); ok {
+		vals.timeout, in.Timeout = v, &vals.timeout
+	}
+	if v, ok := m["message"].(string); ok {
+		vals.message, in.Message = v, &vals.message
+	}
 	return in
 }
 

@@ -164,7 +164,10 @@ func (s *Schema) validateValue(v any) error {
 	if !ok || len(doc) > maxValidMemoDoc {
 		return s.Validate(v)
 	}
-	if s.knownValid(string(doc)) { // no allocation: the conversion is only a map key
+	s.validMu.RLock()
+	_, known := s.valid[string(doc)] // a map key: the conversion does not allocate
+	s.validMu.RUnlock()
+	if known {
 		return nil
 	}
 	if err := s.Validate(v); err != nil {
