@@ -8,6 +8,18 @@
 // seeded schedule, and returns a [Result] with the normalized semantic
 // trace.
 //
+// # Platform scenarios
+//
+// A scenario with a [Platform] instead of top-level agents is a run of the
+// platform of seed 03 (core/platform): root sessions and their first
+// messages, durable tasks and crons made at the start, a horizon of
+// virtual time. The harness runs it on its simulator, restarting the
+// process on the durable store after each crash fault. The platform's
+// events are platform entries of the trace ([Pattern.Event]), and
+// [TasksEnd], [ParentsFirst] and [FindingReported] read its final state
+// ([PlatformResult]). [If] checks an expectation only in runs where a
+// pattern matches, so that a fuzzed fault mix keeps it true.
+//
 // # Expectations are patterns over the trace
 //
 // A [Pattern] matches trace entries: a request that offered these tools and
@@ -43,6 +55,7 @@
 // suggestion where one helps; testdata/bad holds a file for every kind of
 // mistake and the exact message it gets. The built-in scenarios
 // ([Builtins], [Builtin]) are YAML files embedded in the binary: seed 02's
-// coordinator in its background and foreground forms, and the lifecycle
-// races.
+// coordinator in its background and foreground forms, the lifecycle
+// races, and seed 03's platform stories (workers, delegation, durable tasks
+// under a crash, loops over a week).
 package scenarios
