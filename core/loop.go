@@ -26,6 +26,9 @@ type instance struct {
 	maxSteps int // overrides the agent's budget when > 0
 	inbox    func() []Message
 	labels   map[string]string
+	// newMsgs is how many messages of the request in flight are new since
+	// the previous one, for the innermost link of the middleware chain.
+	newMsgs int
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
@@ -106,9 +109,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			Tools:    inst.p.specs,
 			Output:   a.Prompt.Output,
 		}
-		newMsgs := len(inst.history) - seen
+		inst.newMsgs = len(inst.history) - seen
 		seen = len(inst.history)
-		resp, err := step(withNewMessages(ctx, newMsgs), req)
+		resp, err := step(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q step %d: %w", a.ID, inst.step, err)
 		}
@@ -151,20 +154,13 @@ func (inst *instance) workID() string {
 	return inst.w.ref.ID
 }
 
-type newMessagesKey struct{}
-
-func withNewMessages(ctx context.Context, n int) context.Context {
-	return context.WithValue(ctx, newMessagesKey{}, n)
-}
-
 // chain builds the agent's middleware around the provider. The innermost
 // link reports the request exactly as the provider receives it.
 func (inst *instance) chain() StepFunc {
 	rt := inst.rt
 	a := inst.p.agent
 	next := StepFunc(func(ctx context.Context, req *Request) (*Response, error) {
-		n, _ := ctx.Value(newMessagesKey{}).(int)
-		rt.emit(Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Request: req, NewMessages: n})
+		rt.emit(Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Request: req, NewMessages: inst.newMsgs})
 		resp, err := rt.opts.Provider.Step(ctx, req)
 		rt.emit(Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Response: resp, Err: err})
 		return resp, err
