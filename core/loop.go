@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crux-sim/crux-sim/core/internal/jsonenc"
+	"github.com/crux-sim/crux-sim/core/jsonenc"
 )
 
 // instance is one running agent: the owner of the Work it starts.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/crux-sim/crux-sim/core/internal/jsonenc"
+	"github.com/crux-sim/crux-sim/core/jsonenc"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"

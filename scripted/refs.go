@@ -93,12 +93,18 @@ func plainJSONString(s string) bool {
 func resolve(req *core.Request, v any) (any, error) {
 	switch t := v.(type) {
 	case WorkID:
+		if req == nil {
+			return string(t), nil // nothing to resolve against
+		}
 		ref, ok := FindWorkRef(req, string(t))
 		if !ok {
 			return nil, errNoWorkRef(string(t))
 		}
 		return ref.ID, nil
 	case ResultField:
+		if req == nil {
+			return t.Tool + "." + t.Field, nil
+		}
 		raw, err := t.find(req)
 		if err != nil {
 			return nil, err

@@ -1,8 +1,8 @@
 // Package jsonenc encodes plain JSON values (what encoding/json decodes
 // into an any, and what scenario files hold) exactly as json.Marshal would,
-// without reflection. It is for hot paths of the runtime and the trace
-// recorder; anything it cannot encode the way encoding/json does it
-// declines, and the caller uses encoding/json.
+// without reflection. It is for hot paths of the runtime, the trace recorder
+// and the scripted provider; anything it cannot encode the way
+// encoding/json does it declines, and the caller uses encoding/json.
 package jsonenc
 
 import (
@@ -17,24 +17,38 @@ import (
 // map[string]any and []any, its strings need no escaping, and its numbers
 // are finite and within encoding/json's plain ('f') format.
 func Append(b []byte, v any) ([]byte, bool) {
+	b, ok, _ := AppendWith(b, v, nil)
+	return b, ok
+}
+
+// Leaf encodes a value of a caller's own type that Append does not know (a
+// symbolic reference a script resolves while it is encoded, say). It
+// returns handled=false to decline, and an error to stop the encoding.
+type Leaf func(b []byte, v any) (out []byte, handled bool, err error)
+
+// AppendWith is Append that hands any value other than nil, bools, strings,
+// numbers, map[string]any and []any to leaf (when leaf is set) before
+// declining. An error from leaf is returned as it is.
+func AppendWith(b []byte, v any, leaf Leaf) ([]byte, bool, error) {
 	switch t := v.(type) {
 	case nil:
-		return append(b, "null"...), true
+		return append(b, "null"...), true, nil
 	case bool:
-		return strconv.AppendBool(b, t), true
+		return strconv.AppendBool(b, t), true, nil
 	case string:
-		return AppendString(b, t)
+		b, ok := AppendString(b, t)
+		return b, ok, nil
 	case int:
-		return strconv.AppendInt(b, int64(t), 10), true
+		return strconv.AppendInt(b, int64(t), 10), true, nil
 	case int64:
-		return strconv.AppendInt(b, t, 10), true
+		return strconv.AppendInt(b, t, 10), true, nil
 	case float64:
 		if a := math.Abs(t); t == 0 || (a >= 1e-6 && a < 1e21) {
-			return strconv.AppendFloat(b, t, 'f', -1, 64), true
+			return strconv.AppendFloat(b, t, 'f', -1, 64), true, nil
 		}
 	case map[string]any:
 		if t == nil {
-			return append(b, "null"...), true
+			return append(b, "null"...), true, nil
 		}
 		var small [8]string
 		keys := small[:0]
@@ -49,17 +63,18 @@ func Append(b []byte, v any) ([]byte, bool) {
 			}
 			var ok bool
 			if b, ok = AppendString(b, k); !ok {
-				return b, false
+				return b, false, nil
 			}
 			b = append(b, ':')
-			if b, ok = Append(b, t[k]); !ok {
-				return b, false
+			var err error
+			if b, ok, err = AppendWith(b, t[k], leaf); !ok || err != nil {
+				return b, false, err
 			}
 		}
-		return append(b, '}'), true
+		return append(b, '}'), true, nil
 	case []any:
 		if t == nil {
-			return append(b, "null"...), true
+			return append(b, "null"...), true, nil
 		}
 		b = append(b, '[')
 		for i, x := range t {
@@ -67,13 +82,17 @@ func Append(b []byte, v any) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = Append(b, x); !ok {
-				return b, false
+			var err error
+			if b, ok, err = AppendWith(b, x, leaf); !ok || err != nil {
+				return b, false, err
 			}
 		}
-		return append(b, ']'), true
+		return append(b, ']'), true, nil
 	}
-	return b, false
+	if leaf != nil {
+		return leaf(b, v)
+	}
+	return b, false, nil
 }
 
 // AppendString appends s as a JSON string when encoding/json would write
