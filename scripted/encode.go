@@ -16,32 +16,7 @@ import (
 // it declines is resolved the slow way and left to encoding/json.
 func appendJSON(b []byte, req *core.Request, v any) ([]byte, error) {
 	start := len(b)
-	out, ok, err := jsonenc.AppendWith(b, v, func(b []byte, v any) ([]byte, bool, error) {
-		switch t := v.(type) {
-		case WorkID:
-			if req == nil {
-				b, ok := jsonenc.AppendString(b, string(t))
-				return b, ok, nil
-			}
-			ref, ok := FindWorkRef(req, string(t))
-			if !ok {
-				return nil, false, errNoWorkRef(string(t))
-			}
-			b, ok = jsonenc.AppendString(b, ref.ID)
-			return b, ok, nil
-		case ResultField:
-			if req == nil {
-				b, ok := jsonenc.AppendString(b, t.Tool+"."+t.Field)
-				return b, ok, nil
-			}
-			raw, err := t.find(req)
-			if err != nil {
-				return nil, false, err
-			}
-			return append(b, raw...), true, nil
-		}
-		return b, false, nil
-	})
+	out, ok, err := jsonenc.AppendWith(b, v, refEncoder{req})
 	if err != nil {
 		return nil, err
 	}
@@ -57,4 +32,18 @@ func appendJSON(b []byte, req *core.Request, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b[:start], raw...), nil
+}
+
+// refEncoder stands in what a script's symbolic references resolve to in
+// the request.
+type refEncoder struct{ req *core.Request }
+
+// Substitute implements jsonenc.Leaf.
+func (e refEncoder) Substitute(v any) (any, bool, error) {
+	switch t := v.(type) {
+	case WorkID, ResultField:
+		plain, err := resolve(e.req, t)
+		return plain, err == nil, err
+	}
+	return nil, false, nil
 }

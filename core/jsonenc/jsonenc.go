@@ -21,14 +21,19 @@ func Append(b []byte, v any) ([]byte, bool) {
 	return b, ok
 }
 
-// Leaf encodes a value of a caller's own type that Append does not know (a
-// symbolic reference a script resolves while it is encoded, say). It
-// returns handled=false to decline, and an error to stop the encoding.
-type Leaf func(b []byte, v any) (out []byte, handled bool, err error)
+// Leaf stands in plain values for a caller's own types that Append does
+// not know (a symbolic reference a script resolves while it is encoded,
+// say). It never sees the buffer, so that a caller's stack buffer stays on
+// the stack.
+type Leaf interface {
+	// Substitute returns the plain value to encode in v's place, or
+	// handled=false to decline, or an error to stop the encoding.
+	Substitute(v any) (plain any, handled bool, err error)
+}
 
-// AppendWith is Append that hands any value other than nil, bools, strings,
-// numbers, map[string]any and []any to leaf (when leaf is set) before
-// declining. An error from leaf is returned as it is.
+// AppendWith is Append that asks leaf (when set) for a plain stand-in for
+// any value other than nil, bools, strings, numbers, map[string]any and
+// []any, before declining. An error from leaf is returned as it is.
 func AppendWith(b []byte, v any, leaf Leaf) ([]byte, bool, error) {
 	switch t := v.(type) {
 	case nil:
@@ -90,7 +95,11 @@ func AppendWith(b []byte, v any, leaf Leaf) ([]byte, bool, error) {
 		return append(b, ']'), true, nil
 	}
 	if leaf != nil {
-		return leaf(b, v)
+		plain, ok, err := leaf.Substitute(v)
+		if err != nil || !ok {
+			return b, false, err
+		}
+		return AppendWith(b, plain, nil)
 	}
 	return b, false, nil
 }
