@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -330,7 +332,7 @@ type ParallelResult struct {
 // them and returns each one's result. Every agent is prepared before any
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
-	names := sortedKeys(pr.Agents)
+	names := slices.Sorted(maps.Keys(pr.Agents))
 	preps := make([]*prepared, len(names))
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])

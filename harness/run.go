@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -198,7 +199,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r.checker = newChecker(r, invs)
 
 	out := &Outcome{Result: &scenarios.Result{Scenario: sc.Name, Seed: opts.Seed, Outputs: map[string]*core.RunResult{}}}
-	for _, name := range sortedNames(sc.Run.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(sc.Run.Agents)) {
 		if err := r.rt.Prepare(sc.Run.Agents[name]); err != nil {
 			out.PrepareErr = err
 			break
@@ -337,7 +338,7 @@ func (r *run) finish(out *Outcome) {
 	if r.opts.Provider == nil {
 		out.ScriptFailures = r.prov.Failures()
 		unused := r.prov.Unused()
-		for _, agent := range sortedNames(unused) {
+		for _, agent := range slices.Sorted(maps.Keys(unused)) {
 			out.Findings = append(out.Findings, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
 		}
 	}
@@ -408,15 +409,6 @@ func (m *sizeMemo) remember(sc *scenarios.Scenario, n int) {
 	if n > old {
 		m.sizes[sc] = n
 	}
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // FormatSeed renders a seed for commands and headers.

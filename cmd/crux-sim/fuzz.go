@@ -207,15 +207,8 @@ func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.Pr
 // reportFailure prints a failure, writes its shrunk schedule and returns
 // its summary entry.
 func reportFailure(out io.Writer, f *harness.Failure, dir string, swarm bool, plant []string) (fuzzFailure, error) {
-	flags := ""
-	if swarm {
-		flags += " --swarm"
-	}
-	for _, p := range plant {
-		flags += " --plant " + p
-	}
 	ff := fuzzFailure{Scenario: f.Scenario, Seed: f.Seed, Signature: f.Signature,
-		Reproduce: fmt.Sprintf("crux-sim run --seed %d%s %s", f.Seed, flags, shellQuote(f.Target)), Shrunk: f.Schedule.Describe()}
+		Reproduce: reproduce(f.Seed, swarm, plant, f.Target), Shrunk: f.Schedule.Describe()}
 	fmt.Fprintf(out, "FAIL %s seed %d: %s\n", f.Scenario, f.Seed, f.Signature)
 	if msg := firstMessage(f.Shrunk); msg != "" {
 		fmt.Fprintf(out, "  %s\n", msg)

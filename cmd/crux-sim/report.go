@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -16,10 +15,8 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	var seed int64
-	var out, replay string
-	var swarm bool
-	var plant []string
+	var sched scheduleFlags
+	var out string
 	cmd := &cobra.Command{
 		Use:   "report [--seed N] [--swarm] [--replay FILE] NAME|FILE|CASSETTE -o report.html",
 		Short: "Run a scenario and write an HTML timeline of it",
@@ -47,23 +44,14 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			if out == "" {
 				return usagef("-o is required: the file to write the report to, or - for standard output")
 			}
-			mutations, err := parsePlant(plant)
+			opts, args, schedule, err := sched.resolve(args)
 			if err != nil {
 				return err
 			}
-			opts := harness.Options{Seed: seed, Swarm: swarm, Mutations: mutations}
 			source, command := "scripted run", ""
-			if replay != "" {
-				sched, err := harness.ReadSchedule(replay)
-				if err != nil {
-					return usagef("%v", err)
-				}
-				if len(args) == 0 {
-					args = []string{sched.Target}
-				}
-				opts = sched.Options()
-				source = "fuzz failure, shrunk schedule (" + sched.Describe() + ")"
-				command = "crux-sim run --replay " + shellQuote(replay)
+			if schedule != nil {
+				source = "fuzz failure, shrunk schedule (" + schedule.Describe() + ")"
+				command = "crux-sim run --replay " + shellQuote(sched.replay)
 			}
 			if len(args) == 0 {
 				return usagef("report needs a scenario: a built-in name (see crux-sim list), a file, or --replay FILE")
@@ -91,14 +79,7 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			in := htmlreport.FromOutcome(o)
 			in.Source = source
 			if command == "" {
-				command = "crux-sim run --seed " + strconv.FormatInt(seed, 10)
-				if swarm {
-					command += " --swarm"
-				}
-				for _, p := range plant {
-					command += " --plant " + shellQuote(p)
-				}
-				command += " " + shellQuote(args[0])
+				command = reproduce(sched.seed, sched.swarm, sched.plant, args[0])
 			}
 			in.Command = command
 			if err := writeReport(cmd.OutOrStdout(), out, in); err != nil {
@@ -117,12 +98,8 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&seed, "seed", 1, "the seed that chooses the schedule, faults and latencies")
+	sched.register(cmd.Flags())
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the HTML file to write, or - for standard output")
-	cmd.Flags().StringVar(&replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
-	cmd.Flags().BoolVar(&swarm, "swarm", false, "give the seed its own fault mix, as crux-sim fuzz --swarm does")
-	cmd.Flags().StringSliceVar(&plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
-	_ = cmd.Flags().MarkHidden("plant")
 	return cmd
 }
 

@@ -4,19 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 func newRunCmd() *cobra.Command {
-	var seed int64
-	var format, replay string
-	var swarm, checkDeterminism, checkLogs bool
-	var plant []string
+	var sched scheduleFlags
+	var format string
+	var checkDeterminism, checkLogs bool
 	cmd := &cobra.Command{
 		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] [--check-determinism] NAME|FILE...",
 		Short: "Run scenarios and print each transcript and a pass/fail line per expectation",
@@ -33,20 +34,9 @@ line of it carries child output or failure text.`,
 			if format != "text" && format != "json" {
 				return usagef("--format must be text or json, not %q", format)
 			}
-			mutations, err := parsePlant(plant)
+			opts, args, _, err := sched.resolve(args)
 			if err != nil {
 				return err
-			}
-			opts := harness.Options{Seed: seed, Swarm: swarm, Mutations: mutations}
-			if replay != "" {
-				sched, err := harness.ReadSchedule(replay)
-				if err != nil {
-					return usagef("%v", err)
-				}
-				if len(args) == 0 {
-					args = []string{sched.Target}
-				}
-				opts = sched.Options()
 			}
 			opts.CheckLogs = checkLogs
 			if len(args) == 0 {
@@ -97,14 +87,10 @@ line of it carries child output or failure text.`,
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&seed, "seed", 1, "the seed that chooses the schedule, faults and latencies")
+	sched.register(cmd.Flags())
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	cmd.Flags().BoolVar(&swarm, "swarm", false, "apply the seed's swarm fault mix, as crux-sim fuzz does")
-	cmd.Flags().StringVar(&replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
 	cmd.Flags().BoolVar(&checkDeterminism, "check-determinism", false, "run each scenario twice and fail unless both runs are byte for byte the same")
 	cmd.Flags().BoolVar(&checkLogs, "check-logs", false, "also check the runtime's redacted request log for child content (slower)")
-	cmd.Flags().StringSliceVar(&plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
-	_ = cmd.Flags().MarkHidden("plant")
 	return cmd
 }
 
@@ -142,4 +128,54 @@ func isFile(arg string) bool {
 	}
 	_, err := os.Stat(arg)
 	return err == nil
+}
+
+// scheduleFlags say which schedule of a scenario runs; run and report
+// share them.
+type scheduleFlags struct {
+	seed   int64
+	swarm  bool
+	replay string
+	plant  []string
+}
+
+func (f *scheduleFlags) register(fs *pflag.FlagSet) {
+	fs.Int64Var(&f.seed, "seed", 1, "the seed that chooses the schedule, faults and latencies")
+	fs.BoolVar(&f.swarm, "swarm", false, "give the seed its own fault mix, as crux-sim fuzz does")
+	fs.StringVar(&f.replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
+	fs.StringSliceVar(&f.plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
+	_ = fs.MarkHidden("plant")
+}
+
+// resolve returns the harness options the flags ask for, the scenario
+// arguments (a replayed schedule names its own when none is given), and
+// the schedule it read, if any.
+func (f *scheduleFlags) resolve(args []string) (harness.Options, []string, *harness.Schedule, error) {
+	mutations, err := parsePlant(f.plant)
+	if err != nil {
+		return harness.Options{}, nil, nil, err
+	}
+	if f.replay == "" {
+		return harness.Options{Seed: f.seed, Swarm: f.swarm, Mutations: mutations}, args, nil, nil
+	}
+	sched, err := harness.ReadSchedule(f.replay)
+	if err != nil {
+		return harness.Options{}, nil, nil, usagef("%v", err)
+	}
+	if len(args) == 0 {
+		args = []string{sched.Target}
+	}
+	return sched.Options(), args, sched, nil
+}
+
+// reproduce is the crux-sim run command for a seed's schedule of a target.
+func reproduce(seed int64, swarm bool, plant []string, target string) string {
+	cmd := "crux-sim run --seed " + strconv.FormatInt(seed, 10)
+	if swarm {
+		cmd += " --swarm"
+	}
+	for _, p := range plant {
+		cmd += " --plant " + shellQuote(p)
+	}
+	return cmd + " " + shellQuote(target)
 }

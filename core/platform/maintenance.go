@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,9 +94,9 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 	p.mu.Lock()
 	defer p.unlock()
-	for _, root := range sortedKeys(p.board) {
+	for _, root := range slices.Sorted(maps.Keys(p.board)) {
 		b := p.board[root]
-		for _, k := range sortedKeys(b.claims) {
+		for _, k := range slices.Sorted(maps.Keys(b.claims)) {
 			if c := b.claims[k]; !c.Expires.After(now) {
 				delete(b.claims, k)
 				claims++
@@ -194,7 +195,7 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 	}
 	p.mu.Unlock()
 	var deleted []string
-	for _, root := range sortedKeys(last) {
+	for _, root := range slices.Sorted(maps.Keys(last)) {
 		if busy[root] || now.Sub(last[root]) < p.opts.WorkspaceGrace {
 			continue
 		}

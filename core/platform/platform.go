@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -154,7 +155,7 @@ func New(opts Options) (*Platform, error) {
 	}
 	p.base, p.stopBase = context.WithCancelCause(context.Background())
 	p.tools = p.platformTools()
-	for _, name := range sortedKeys(opts.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(opts.Agents)) {
 		if a := opts.Agents[name]; a == nil {
 			return nil, fmt.Errorf("platform: agent %q is nil", name)
 		}
@@ -392,7 +393,7 @@ func (p *Platform) AllEvents() []Event {
 	for _, s := range p.order {
 		out = append(out, s.log...)
 	}
-	for _, id := range sortedKeys(p.parked) {
+	for _, id := range slices.Sorted(maps.Keys(p.parked)) {
 		out = append(out, p.parked[id]...)
 	}
 	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -403,12 +404,3 @@ func (p *Platform) AllEvents() []Event {
 // context: a read through the public API must work after Close, and a crash
 // is fenced by Platform.durable, not by cancelling writes half-way.
 func (p *Platform) ctx() context.Context { return context.Background() }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -227,7 +228,7 @@ func (p *Platform) newChildLocked(parent *session, kind Kind, agent string) (*se
 		tmpl = p.opts.Agents[agent]
 		name = agent
 		if tmpl == nil {
-			return nil, fmt.Errorf("%w %q; the agents are %s", ErrUnknownAgent, agent, strings.Join(sortedKeys(p.opts.Agents), ", "))
+			return nil, fmt.Errorf("%w %q; the agents are %s", ErrUnknownAgent, agent, strings.Join(slices.Sorted(maps.Keys(p.opts.Agents)), ", "))
 		}
 	}
 	s := &session{id: p.ids.NewID(IDSession), parent: parent.id, root: parent.root, kind: kind, agentName: name,
@@ -447,7 +448,7 @@ func (p *Platform) Session(id string) (SessionInfo, bool) {
 		Attempt: s.attempt, Schedule: s.schedule, Output: s.output, Children: slices.Clone(s.children),
 		History: slices.Clone(s.history)}
 	if a, err := p.variantLocked(s); err == nil {
-		info.Tools = sortedKeys(a.Tools)
+		info.Tools = slices.Sorted(maps.Keys(a.Tools))
 	}
 	return info, true
 }
@@ -602,7 +603,7 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	}
 	plat := platformToolsFor(s, p.opts.MaxDelegationDepth)
 	var authored []string
-	for _, name := range sortedKeys(s.tmpl.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(s.tmpl.Tools)) {
 		if _, clash := p.tools[name]; clash {
 			return nil, fmt.Errorf("%w: agent %q, tool %q", ErrToolCollision, s.tmpl.ID, name)
 		}

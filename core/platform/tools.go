@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -122,12 +124,12 @@ func (p *Platform) platformTools() map[string]*core.Tool {
 		ToolBoardRead: {"Read the board: live claims and notes.", `{"type":"object","properties":{},"additionalProperties":false}`, p.toolBoardRead},
 	}
 	schemaOnce.Do(func() {
-		for _, name := range sortedKeys(defs) {
+		for _, name := range slices.Sorted(maps.Keys(defs)) {
 			schemas[name] = core.MustSchema(defs[name].schema)
 		}
 	})
 	out := make(map[string]*core.Tool, len(defs))
-	for _, name := range sortedKeys(defs) {
+	for _, name := range slices.Sorted(maps.Keys(defs)) {
 		d := defs[name]
 		out[name] = &core.Tool{
 			Description: d.desc,

@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"errors"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -222,7 +223,7 @@ func (p *Platform) Board(root string) ([]Claim, []Note) {
 		return nil, nil
 	}
 	claims := make([]Claim, 0, len(b.claims))
-	for _, k := range sortedKeys(b.claims) {
+	for _, k := range slices.Sorted(maps.Keys(b.claims)) {
 		claims = append(claims, b.claims[k])
 	}
 	return claims, slices.Clone(b.notes)
