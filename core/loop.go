@@ -24,8 +24,15 @@ type instance struct {
 	step     int
 	history  []Message
 	maxSteps int // overrides the agent's budget when > 0
-	inbox    func() []Message
-	labels   map[string]string
+	// steps is what is left of the step budget this run shares with its
+	// foreground children: a foreground child runs inside its parent's
+	// tool call, so its provider steps are its parent's time.
+	steps *int
+	// depth counts the child runs between this one and its top-level run
+	// (0 for a top-level run).
+	depth  int
+	inbox  func() []Message
+	labels map[string]string
 	// newMsgs is how many messages of the request in flight are new since
 	// the previous one, for the innermost link of the middleware chain.
 	newMsgs int
@@ -57,6 +64,11 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		if r := recover(); r != nil {
 			err = fmt.Errorf("agent %q panicked: %v", a.ID, r)
 		}
+		if err != nil && ctx.Err() != nil {
+			// A cancelled run takes the Work it started with it; a run
+			// that ends any other way leaves its Work running.
+			rt.reg.cancelStartedBy(inst.id, inst.seq)
+		}
 		end := Event{Kind: EventRunEnd, Run: inst.id, Agent: a.ID, Mode: mode, Output: out, Err: err}
 		if inst.w != nil {
 			end.Work = inst.w.ref.ID
@@ -80,10 +92,18 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
 	}
+	if inst.steps == nil {
+		pool := budget
+		inst.steps = &pool
+	}
 	for inst.step = 1; inst.step <= budget; inst.step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if *inst.steps <= 0 {
+			return nil, fmt.Errorf("agent %q: %w (its top-level run's steps are used up by the foreground children it runs inside)", a.ID, ErrStepBudget)
+		}
+		*inst.steps--
 		rt.exec.Yield(Point{Kind: PointProviderStep, Run: inst.id, Work: inst.workID(), Agent: a.ID, Step: inst.step})
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -98,15 +118,18 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 					Step: inst.step, Cursor: fmt.Sprint(len(msgs))})
 			}
 		}
+		// The request is sealed: it holds its own copies of the history
+		// and the tool specs, so nothing that middleware or the provider
+		// does to it reaches the history, the next request or another run.
 		req := &Request{
 			Model:    inst.model,
 			Agent:    a.ID,
 			Run:      inst.id,
 			Step:     inst.step,
 			System:   a.Prompt.System,
-			Messages: inst.history[:len(inst.history):len(inst.history)],
+			Messages: copyMessages(inst.history),
 			Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
-			Tools:    inst.p.specs,
+			Tools:    inst.p.specs.copy(),
 			Output:   a.Prompt.Output,
 		}
 		inst.newMsgs = len(inst.history) - seen
@@ -121,6 +144,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		if len(resp.ToolCalls) == 0 {
 			out, problem := inst.finalOutput(resp)
 			if problem == "" {
+				// The final answer is part of the history, so that a
+				// later turn on it sees its own previous answer.
+				inst.history = append(inst.history, Message{Role: RoleAssistant, Content: out.Raw})
 				return out, nil
 			}
 			inst.history = append(inst.history,
@@ -145,6 +171,32 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		}
 	}
 	return nil, fmt.Errorf("agent %q: %w (%d steps)", a.ID, ErrStepBudget, budget)
+}
+
+// copyMessages copies a history for a sealed request: the messages and
+// their tool calls, in two allocations.
+func copyMessages(h []Message) []Message {
+	if len(h) == 0 {
+		return h[:0:0]
+	}
+	out := make([]Message, len(h))
+	copy(out, h)
+	n := 0
+	for i := range h {
+		n += len(h[i].ToolCalls)
+	}
+	if n == 0 {
+		return out
+	}
+	calls := make([]ToolCall, 0, n)
+	for i := range out {
+		if k := len(out[i].ToolCalls); k > 0 {
+			start := len(calls)
+			calls = append(calls, out[i].ToolCalls...)
+			out[i].ToolCalls = calls[start : start+k : start+k]
+		}
+	}
+	return out
 }
 
 func (inst *instance) workID() string {
@@ -268,32 +320,33 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 		}
 		out, err := toolContent(v)
 		return out, nil, err
-	case kindForeground:
-		input := childInput(pt, args)
-		out, err := inst.runChild(ctx, pt, input)
-		if err != nil {
-			return "", nil, err
-		}
-		return out.Raw, nil, nil
-	case kindBackground, kindBgTool:
+	case kindForeground, kindBackground, kindBgTool:
 		background, _ := args.(map[string]any)[BackgroundFlag].(bool)
+		background = background && pt.kind != kindForeground
 		input := childInput(pt, args)
-		if !background {
-			if pt.kind == kindBgTool {
-				v, err := pt.tool.Run(ctx, call, input)
-				if err != nil {
-					return "", nil, err
-				}
-				out, err := toolContent(v)
-				return out, nil, err
-			}
-			out, err := inst.runChild(ctx, pt, input)
-			if err != nil {
-				return "", nil, err
-			}
-			return out.Raw, nil, nil
+		if pt.child != nil && inst.depth >= inst.rt.opts.MaxDepth {
+			return "", nil, &ModelError{Code: "depth_exceeded", Message: fmt.Sprintf(
+				"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)}
 		}
-		ref, err := inst.startWork(call, pt, input)
+		key := occurrenceKey{owner: inst.id, run: inst.seq, turn: inst.step, callID: call.ID, tool: pt.name}
+		if !background {
+			out, err := inst.rt.reg.foreground(ctx, key, inputDigest(input), func() (string, error) {
+				if pt.kind == kindBgTool {
+					v, err := pt.tool.Run(ctx, call, input)
+					if err != nil {
+						return "", err
+					}
+					return toolContent(v)
+				}
+				out, err := inst.runChild(ctx, pt, input)
+				if err != nil {
+					return "", err
+				}
+				return out.Raw, nil
+			})
+			return out, nil, err
+		}
+		ref, err := inst.startWork(key, call, pt, input)
 		if err != nil {
 			return "", nil, err
 		}
@@ -326,6 +379,7 @@ func workInputOf(m map[string]any) WorkInput {
 // runChild runs a foreground child inline, on the tool call's context.
 func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any) (*Output, error) {
 	child := inst.rt.newInstance(pt.child, inst.model, nil)
+	child.steps, child.depth = inst.steps, inst.depth+1
 	out, err := child.run(ctx, input, ModeForeground, inst.id)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -336,17 +390,23 @@ func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any)
 	return out, nil
 }
 
-// startWork admits a background call as Work.
-func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
-	rt := inst.rt
+// inputDigest is the digest of a child call's input that its occurrence
+// identity keeps: of its canonical JSON encoding.
+func inputDigest(input any) [sha256.Size]byte {
 	var scratch [512]byte // the canonical input is only hashed
 	canon, ok := jsonenc.Append(scratch[:0], input)
 	if !ok {
 		canon, _ = json.Marshal(input)
 	}
-	key := occurrenceKey{owner: inst.id, run: inst.seq, turn: inst.step, callID: call.ID, tool: pt.name}
+	return sha256.Sum256(canon)
+}
+
+// startWork admits a background call as Work.
+func (inst *instance) startWork(key occurrenceKey, call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
+	rt := inst.rt
+	digest := inputDigest(input)
 	if pt.kind == kindBgTool {
-		return rt.reg.accept(key, sha256.Sum256(canon), pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
+		return rt.reg.accept(key, digest, pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
@@ -362,9 +422,10 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 			return &Output{Raw: s, Value: v}, nil
 		})
 	}
-	model, parent := inst.model, inst.id
-	return rt.reg.accept(key, sha256.Sum256(canon), pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
+	model, parent, depth := inst.model, inst.id, inst.depth+1
+	return rt.reg.accept(key, digest, pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
 		child := rt.newInstance(pt.child, model, w)
+		child.depth = depth
 		return child.run(ctx, input, ModeBackground, parent)
 	})
 }

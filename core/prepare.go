@@ -29,8 +29,49 @@ type prepared struct {
 	agent    *Agent
 	tools    []*preparedTool // authored tools sorted by name, then work
 	byName   map[string]*preparedTool
-	specs    []ToolSpec
+	specs    toolSpecs
 	maxSteps int
+}
+
+// toolSpecs are an agent's tools as offered to the model, with all their
+// parameters in one private buffer, so that sealing a request gives it its
+// own copy of both in two allocations.
+type toolSpecs struct {
+	list   []ToolSpec
+	params []byte
+}
+
+func newToolSpecs(specs []ToolSpec) toolSpecs {
+	var n int
+	for _, sp := range specs {
+		n += len(sp.Parameters)
+	}
+	t := toolSpecs{list: specs, params: make([]byte, 0, n)}
+	for i := range t.list {
+		start := len(t.params)
+		t.params = append(t.params, t.list[i].Parameters...)
+		t.list[i].Parameters = t.params[start:len(t.params):len(t.params)]
+	}
+	return t
+}
+
+// copy returns the specs for one request: its own slice, descriptions and
+// parameter bytes, which nothing else shares.
+func (t *toolSpecs) copy() []ToolSpec {
+	if len(t.list) == 0 {
+		return nil
+	}
+	out := make([]ToolSpec, len(t.list))
+	buf := make([]byte, len(t.params))
+	copy(buf, t.params)
+	off := 0
+	for i, sp := range t.list {
+		n := len(sp.Parameters)
+		sp.Parameters = buf[off : off+n : off+n]
+		off += n
+		out[i] = sp
+	}
+	return out
 }
 
 type preparedTool struct {
@@ -119,10 +160,12 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 	if hasBackground {
 		p.tools = append(p.tools, &preparedTool{name: WorkToolName, kind: kindWork, params: workToolSchema})
 	}
+	specs := make([]ToolSpec, 0, len(p.tools))
 	for _, pt := range p.tools {
 		p.byName[pt.name] = pt
-		p.specs = append(p.specs, ToolSpec{Name: pt.name, Description: pt.description(), Parameters: pt.params.JSON()})
+		specs = append(specs, ToolSpec{Name: pt.name, Description: pt.description(), Parameters: pt.params.JSON()})
 	}
+	p.specs = newToolSpecs(specs)
 	delete(inProgress, a)
 	rt.prepared[a] = p
 	return p, nil
@@ -162,6 +205,9 @@ func (rt *Runtime) prepareTool(owner *Agent, name string, entry ToolEntry, inPro
 		in := e.agent.Prompt.Input
 		if in.IsObject() && in.Declares(BackgroundFlag) {
 			return fail(fmt.Errorf("%w (child %q)", ErrReservedField, e.agent.ID))
+		}
+		if agentDescription(e.agent) == "" {
+			return fail(fmt.Errorf("%w: neither the child agent %q nor its prompt has a description, and the model must be told what the tool does", ErrNoDescription, e.agent.ID))
 		}
 		child, err := rt.prepareLocked(e.agent, inProgress)
 		if err != nil {
@@ -221,12 +267,7 @@ func (pt *preparedTool) deriveParams(in *Schema, background bool) error {
 				derived.Store(key, pt.params)
 			}
 		}()
-		doc := map[string]any{
-			"type":                 "object",
-			"properties":           map[string]any{"input": cloneJSON(in.doc)},
-			"required":             []any{"input"},
-			"additionalProperties": false,
-		}
+		doc := wrapInput(in.doc)
 		if background {
 			doc["properties"].(map[string]any)[BackgroundFlag] = boolProp
 		}
@@ -240,9 +281,18 @@ func (pt *preparedTool) description() string {
 	case kindFunction, kindBgTool:
 		return pt.tool.Description
 	case kindForeground, kindBackground:
-		return pt.child.agent.Description
+		return agentDescription(pt.child.agent)
 	case kindWork:
 		return workToolDescription
 	}
 	return ""
+}
+
+// agentDescription is what a child tool is described by: the agent's
+// description, or its prompt's.
+func agentDescription(a *Agent) string {
+	if a.Description != "" {
+		return a.Description
+	}
+	return a.Prompt.Description
 }
