@@ -3,14 +3,11 @@ package core
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/crux-sim/crux-sim/core/jsonenc"
 )
 
 // instance is one running agent: the owner of the Work it starts.
@@ -30,7 +27,9 @@ type instance struct {
 	steps *int
 	// depth counts the child runs between this one and its top-level run
 	// (0 for a top-level run).
-	depth  int
+	depth int
+	// calls are the child calls of the current step, by identity.
+	calls  occurrences
 	inbox  func() []Message
 	labels map[string]string
 	// newMsgs is how many messages of the request in flight are new since
@@ -88,6 +87,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	}
 	step := inst.chain()
 	seen := 0
+	var tools runTools
 	budget := inst.p.maxSteps
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
@@ -118,9 +118,10 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 					Step: inst.step, Cursor: fmt.Sprint(len(msgs))})
 			}
 		}
-		// The request is sealed: it holds its own copies of the history
-		// and the tool specs, so nothing that middleware or the provider
-		// does to it reaches the history, the next request or another run.
+		// The request is sealed: it holds its own copy of the history, and
+		// the run's own copy of the tool specs, put back as prepared, so
+		// nothing that middleware or the provider does to it reaches the
+		// history, the next request or another run.
 		req := &Request{
 			Model:    inst.model,
 			Agent:    a.ID,
@@ -129,7 +130,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			System:   a.Prompt.System,
 			Messages: copyMessages(inst.history),
 			Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
-			Tools:    inst.p.specs.copy(),
+			Tools:    inst.p.specs.seal(&tools),
 			Output:   a.Prompt.Output,
 		}
 		inst.newMsgs = len(inst.history) - seen
@@ -293,7 +294,7 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 }
 
 func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (string, *WorkRef, error) {
-	pt := inst.p.byName[call.Name]
+	pt := inst.p.tool(call.Name)
 	if pt == nil {
 		return "", nil, &ModelError{Code: "unknown_tool", Message: fmt.Sprintf("there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))}
 	}
@@ -328,30 +329,30 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 			return "", nil, &ModelError{Code: "depth_exceeded", Message: fmt.Sprintf(
 				"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)}
 		}
-		key := occurrenceKey{owner: inst.id, run: inst.seq, turn: inst.step, callID: call.ID, tool: pt.name}
-		if !background {
-			out, err := inst.rt.reg.foreground(ctx, key, inputDigest(input), func() (string, error) {
-				if pt.kind == kindBgTool {
-					v, err := pt.tool.Run(ctx, call, input)
-					if err != nil {
-						return "", err
-					}
-					return toolContent(v)
-				}
-				out, err := inst.runChild(ctx, pt, input)
-				if err != nil {
-					return "", err
-				}
-				return out.Raw, nil
-			})
-			return out, nil, err
-		}
-		ref, err := inst.startWork(key, call, pt, input)
-		if err != nil {
+		digest := inputDigest(input)
+		if occ, err := inst.calls.seen(inst.step, call.ID, pt.name, digest, background); err != nil {
 			return "", nil, err
+		} else if occ != nil && background {
+			ref := occ.ref
+			out, err := marshalRef(ref)
+			return out, &ref, err
+		} else if occ != nil {
+			return occ.content, nil, occ.err
 		}
-		out, err := marshalRef(ref)
-		return out, &ref, err
+		if background {
+			ref, err := inst.startWork(call, pt, input)
+			if err != nil {
+				return "", nil, err
+			}
+			inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: digest, background: true, ref: ref})
+			out, err := marshalRef(ref)
+			return out, &ref, err
+		}
+		out, err := inst.runForeground(ctx, call, pt, input)
+		if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
+			inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: digest, content: out, err: err})
+		}
+		return out, nil, err
 	}
 	return "", nil, fmt.Errorf("tool %q has no handler", call.Name)
 }
@@ -390,23 +391,28 @@ func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any)
 	return out, nil
 }
 
-// inputDigest is the digest of a child call's input that its occurrence
-// identity keeps: of its canonical JSON encoding.
-func inputDigest(input any) [sha256.Size]byte {
-	var scratch [512]byte // the canonical input is only hashed
-	canon, ok := jsonenc.Append(scratch[:0], input)
-	if !ok {
-		canon, _ = json.Marshal(input)
+// runForeground runs a child call inline and returns its tool content: a
+// BackgroundTool's result, or a child agent's exact output.
+func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *preparedTool, input any) (string, error) {
+	if pt.kind == kindBgTool {
+		v, err := pt.tool.Run(ctx, call, input)
+		if err != nil {
+			return "", err
+		}
+		return toolContent(v)
 	}
-	return sha256.Sum256(canon)
+	out, err := inst.runChild(ctx, pt, input)
+	if err != nil {
+		return "", err
+	}
+	return out.Raw, nil
 }
 
 // startWork admits a background call as Work.
-func (inst *instance) startWork(key occurrenceKey, call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
+func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
 	rt := inst.rt
-	digest := inputDigest(input)
 	if pt.kind == kindBgTool {
-		return rt.reg.accept(key, digest, pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
+		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
@@ -423,7 +429,7 @@ func (inst *instance) startWork(key occurrenceKey, call ToolCall, pt *preparedTo
 		})
 	}
 	model, parent, depth := inst.model, inst.id, inst.depth+1
-	return rt.reg.accept(key, digest, pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
+	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
 		child := rt.newInstance(pt.child, model, w)
 		child.depth = depth
 		return child.run(ctx, input, ModeBackground, parent)

@@ -39,31 +39,6 @@ type work struct {
 	delivered int
 }
 
-// A turn is one provider step of one run: the run's sequence number
-// (unique in the runtime, so that an owner kept across runs, as a platform
-// session is, never collides with itself) and the step.
-type occurrenceKey struct {
-	owner  string
-	run    uint64
-	turn   int
-	callID string
-	tool   string
-}
-
-// occurrence is what a child call's identity has produced: background
-// Work, or the outcome of a foreground run (its tool content, or the
-// model-facing error it ended with).
-type occurrence struct {
-	w      *work
-	digest [sha256.Size]byte
-	fg     *foregroundOutcome
-}
-
-type foregroundOutcome struct {
-	content string
-	err     error
-}
-
 // sendKey is the identity of a send: the Work it addresses and the tool
 // call that made it, at its owner's turn.
 type sendKey struct {
@@ -85,27 +60,23 @@ type sendRecord struct {
 type registry struct {
 	rt *Runtime
 
-	mu          sync.Mutex
-	works       map[string]*work
-	all         []*work            // creation order
-	byOwner     map[string][]*work // creation order, detached included
-	occurrences map[occurrenceKey]occurrence
-	sends       map[sendKey]sendRecord
-	queue       []*work
-	running     int
-	seq         uint64
-	finSeq      uint64
-	closed      bool
+	mu      sync.Mutex
+	works   map[string]*work
+	all     []*work            // creation order
+	byOwner map[string][]*work // creation order, detached included
+	sends   map[sendKey]sendRecord
+	queue   []*work
+	running int
+	seq     uint64
+	finSeq  uint64
+	closed  bool
 }
 
+// newRegistry makes an empty registry. Its maps are made with the first
+// Work and the first send: a runtime whose runs start no background Work
+// (a test of foreground children, say) never needs them.
 func newRegistry(rt *Runtime) *registry {
-	return &registry{
-		rt:          rt,
-		works:       map[string]*work{},
-		byOwner:     map[string][]*work{},
-		occurrences: map[occurrenceKey]occurrence{},
-		sends:       map[sendKey]sendRecord{},
-	}
+	return &registry{rt: rt}
 }
 
 // Errors the registry gives a model; see toolError for how they are shown.
@@ -115,71 +86,19 @@ var (
 	errDuplicateID = &ModelError{Code: "duplicate_id"}
 )
 
-// replayLocked answers a child call whose identity was seen before: ok is
-// false for a new identity. The same input replays what the first call
-// produced; other input, or a foreground call replayed in the background
-// (or the reverse), is a conflict.
-func (r *registry) replayLocked(key occurrenceKey, digest [sha256.Size]byte, background bool) (occurrence, bool, error) {
-	occ, ok := r.occurrences[key]
-	if !ok {
-		return occurrence{}, false, nil
-	}
-	if occ.digest != digest {
-		what := "ran " + key.tool + " in the foreground"
-		if occ.w != nil {
-			what = "started background work " + occ.w.ref.ID
-		}
-		return occurrence{}, true, errConflict.with(fmt.Sprintf("tool call %s already %s with different input", key.callID, what))
-	}
-	if background != (occ.w != nil) {
-		return occurrence{}, true, errConflict.with(fmt.Sprintf(
-			"tool call %s already called %s with the same input but run_in_background %t", key.callID, key.tool, !background))
-	}
-	return occ, true, nil
-}
-
-// foreground runs a foreground child call once per identity: a repeated
-// identity with the same input returns the first call's exact outcome
-// without running the child again. A call the context ended is not
-// recorded, since its run ends with it.
-func (r *registry) foreground(ctx context.Context, key occurrenceKey, digest [sha256.Size]byte, run func() (string, error)) (string, error) {
-	r.mu.Lock()
-	occ, seen, err := r.replayLocked(key, digest, false)
-	r.mu.Unlock()
-	if err != nil {
-		return "", err
-	}
-	if seen {
-		return occ.fg.content, occ.fg.err
-	}
-	content, err := run()
-	if err != nil && ctx.Err() != nil {
-		return "", err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.occurrences[key] = occurrence{digest: digest, fg: &foregroundOutcome{content: content, err: err}}
-	return content, err
-}
-
-// accept admits a background call: it returns the existing ref for a
-// repeated occurrence, a conflict for a repeated occurrence with other
-// input, a capacity error past the owner's bound, and otherwise a new Work
-// that is running or queued.
-func (r *registry) accept(key occurrenceKey, digest [sha256.Size]byte, target string, isAgent bool,
+// accept admits a background call of an owner's run, under the tool key
+// label: a capacity error past the owner's bound, an error for an id
+// already in use, and otherwise a new Work that is running or queued. (A
+// repeated call identity never reaches it; see occurrences.)
+func (r *registry) accept(owner string, startedBy uint64, label, target string, isAgent bool,
 	run func(ctx context.Context, self *work) (*Output, error)) (WorkRef, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return WorkRef{}, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
 	}
-	if occ, seen, err := r.replayLocked(key, digest, true); err != nil {
-		return WorkRef{}, err
-	} else if seen {
-		return occ.w.ref, nil
-	}
 	outstanding := 0
-	for _, w := range r.byOwner[key.owner] {
+	for _, w := range r.byOwner[owner] {
 		// Detached Work is out of its owner's reach, so it no longer
 		// counts; it keeps its concurrency slot while it runs.
 		if !w.state.Terminal() && !w.detached {
@@ -199,9 +118,9 @@ func (r *registry) accept(key occurrenceKey, digest [sha256.Size]byte, target st
 	r.seq++
 	w := &work{
 		ref:       newRef(id, target),
-		owner:     key.owner,
-		startedBy: key.run,
-		label:     key.tool,
+		owner:     owner,
+		startedBy: startedBy,
+		label:     label,
 		isAgent:   isAgent,
 		state:     lifecycle.Queued,
 		seq:       r.seq,
@@ -209,10 +128,12 @@ func (r *registry) accept(key occurrenceKey, digest [sha256.Size]byte, target st
 		done:      make(chan struct{}),
 		run:       run,
 	}
+	if r.works == nil {
+		r.works, r.byOwner = map[string]*work{}, map[string][]*work{}
+	}
 	r.works[w.ref.ID] = w
 	r.all = append(r.all, w)
-	r.byOwner[key.owner] = append(r.byOwner[key.owner], w)
-	r.occurrences[key] = occurrence{w: w, digest: digest}
+	r.byOwner[owner] = append(r.byOwner[owner], w)
 	r.emitTransition(w, "", lifecycle.Queued, 0)
 	if r.running < r.rt.opts.MaxConcurrent {
 		r.startLocked(w)
@@ -447,6 +368,9 @@ func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error)
 	w.inbox = append(w.inbox, Message{Role: RoleUser, Content: *message, Guidance: true})
 	rec := SendReceipt{WorkID: id, ID: r.rt.ids.NewID(IDSend), Cursor: strconv.Itoa(w.sent),
 		AcceptedAt: timestamp(r.rt.clock.Now()), Outcome: "accepted"}
+	if r.sends == nil {
+		r.sends = map[sendKey]sendRecord{}
+	}
 	r.sends[key] = sendRecord{digest: digest, receipt: rec}
 	r.rt.emit(Event{Kind: EventSendAccepted, Run: key.owner, Work: id, Agent: w.ref.TargetID, Label: w.label, Cursor: rec.Cursor})
 	return rec, true, nil
