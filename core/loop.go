@@ -88,6 +88,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	step := inst.chain()
 	seen := 0
 	var tools runTools
+	var msgs runMessages
 	budget := inst.p.maxSteps
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
@@ -128,7 +129,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			Run:      inst.id,
 			Step:     inst.step,
 			System:   a.Prompt.System,
-			Messages: copyMessages(inst.history),
+			Messages: msgs.seal(inst.history),
 			Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
 			Tools:    inst.p.specs.seal(&tools),
 			Output:   a.Prompt.Output,
@@ -174,30 +175,49 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	return nil, fmt.Errorf("agent %q: %w (%d steps)", a.ID, ErrStepBudget, budget)
 }
 
-// copyMessages copies a history for a sealed request: the messages and
-// their tool calls, in two allocations.
-func copyMessages(h []Message) []Message {
-	if len(h) == 0 {
-		return h[:0:0]
-	}
-	out := make([]Message, len(h))
-	copy(out, h)
-	n := 0
-	for i := range h {
-		n += len(h[i].ToolCalls)
-	}
-	if n == 0 {
-		return out
-	}
-	calls := make([]ToolCall, 0, n)
-	for i := range out {
-		if k := len(out[i].ToolCalls); k > 0 {
-			start := len(calls)
-			calls = append(calls, out[i].ToolCalls...)
-			out[i].ToolCalls = calls[start : start+k : start+k]
+// runMessages are one run's own copy of its history, which its requests
+// carry: each message (with its tool calls) is copied once, when it first
+// joins a request, and before each request the copy is checked against the
+// history and put back where a middleware or provider changed it. So
+// nothing done to one request's messages reaches the history or the next
+// request, at the cost of a comparison, not a copy, per step.
+type runMessages struct {
+	msgs []Message
+}
+
+// seal returns the messages of the next request: the history, as the
+// run's own copy.
+func (rm *runMessages) seal(h []Message) []Message {
+	for i := range rm.msgs {
+		if !sameMessage(rm.msgs[i], h[i]) {
+			rm.msgs[i] = copyMessage(h[i])
 		}
 	}
-	return out
+	for _, m := range h[len(rm.msgs):] {
+		rm.msgs = append(rm.msgs, copyMessage(m))
+	}
+	n := len(rm.msgs)
+	return rm.msgs[:n:n]
+}
+
+func copyMessage(m Message) Message {
+	m.ToolCalls = slices.Clip(slices.Clone(m.ToolCalls))
+	return m
+}
+
+// sameMessage reports whether a copy still equals the original. Equal
+// strings that share their bytes compare at once.
+func sameMessage(c, m Message) bool {
+	if c.Role != m.Role || c.Content != m.Content || c.ToolCallID != m.ToolCallID || c.ToolName != m.ToolName ||
+		c.IsError != m.IsError || c.Guidance != m.Guidance || len(c.ToolCalls) != len(m.ToolCalls) {
+		return false
+	}
+	for k := range c.ToolCalls {
+		if c.ToolCalls[k] != m.ToolCalls[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func (inst *instance) workID() string {
