@@ -32,6 +32,10 @@ type Agent struct {
 // Prompt is what an agent says to the model.
 type Prompt struct {
 	ID string
+	// Description describes what the prompt does. A child tool is
+	// described by its agent's Description, or by this when the agent has
+	// none; a backgroundable child needs one of the two.
+	Description string
 	// Input validates the agent's input; nil means the agent takes no input.
 	Input *Schema
 	// Output, when set, makes the final output structured: the model must

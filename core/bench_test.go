@@ -63,9 +63,14 @@ func BenchmarkResearchCoordinator(b *testing.B) {
 				if got := res.Results["coordinator"].Output.Raw; got != finalAnswer {
 					b.Fatalf("final answer %q", got)
 				}
+				// The history ends with the last tool round, then the final
+				// answer.
 				msgs := res.Results["coordinator"].Messages
-				if got := msgs[len(msgs)-1].Content; got != string(exact) {
+				if got := msgs[len(msgs)-2].Content; got != string(exact) {
 					b.Fatalf("the last tool round carried %q, want the exact child output", got)
+				}
+				if last := msgs[len(msgs)-1]; last.Role != core.RoleAssistant || last.Content != finalAnswer {
+					b.Fatalf("the history ends with %+v, want the final answer", last)
 				}
 				if works := rt.Works(); len(works) != path.works {
 					b.Fatalf("%d Work items, want %d", len(works), path.works)

@@ -248,3 +248,89 @@ var _ = Describe("cancel", func() {
 		Expect(lookups.Load()).To(BeZero())
 	}, within)
 })
+
+// middleTree is a coordinator whose backgroundable child "middle" has a
+// backgroundable research child of its own.
+func middleTree() *core.Agent {
+	middle := &core.Agent{ID: "middle", Description: "Delegates research",
+		Tools: core.Tools{"research": core.Backgroundable(newResearchAgent())}}
+	return &core.Agent{ID: coordinatorID, Tools: core.Tools{"middle": core.Backgroundable(middle)}}
+}
+
+var _ = Describe("cancel of a run", func() {
+	It("cancels the background Work of a cancelled run, recursively: cancelling a middle child cancels the Work it started", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		coordinator := middleTree()
+		leaf := f.model.hold(researchID, 1)
+		middleWaits := f.model.hold("middle", 2)
+		cancelling := f.model.hold(coordinatorID, 2)
+		f.model.Script("middle", scripted.Calls(bg(autumn)), scripted.Say("never"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(coordinatorID,
+			scripted.Calls(scripted.Use("middle", map[string]any{"run_in_background": true})),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "cancel", "id": scripted.WorkID("middle")})),
+			scripted.Say("ok"))
+
+		r := f.start(ctx, coordinator, nil)
+		middleWaits.Arrived(ctx)
+		leaf.Arrived(ctx)
+		cancelling.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		middleID := refsOf(res.Messages, "middle").ID
+		Expect(f.awaitTerminal(ctx, middleID)).To(Equal(lifecycle.Cancelled))
+		var leafID string
+		for _, w := range f.rt.Works() {
+			if w.Label == "research" {
+				leafID = w.Ref.ID
+			}
+		}
+		Expect(leafID).NotTo(BeEmpty())
+		Expect(f.work(leafID).State).To(BeElementOf(lifecycle.CancelRequested, lifecycle.Cancelled),
+			"the leaf is cancelled by the time its owner's run has ended")
+		Expect(f.awaitTerminal(ctx, leafID)).To(Equal(lifecycle.Cancelled))
+	}, within)
+
+	It("cancels the background Work of a top-level run whose context is cancelled", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(researchID, 1)
+		parked := f.model.hold(coordinatorID, 2)
+		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("never"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		runCtx, cancel := context.WithCancel(ctx)
+		r := f.start(runCtx, newCoordinator(newResearchAgent()), ask(autumn))
+		parked.Arrived(ctx)
+		child.Arrived(ctx)
+		cancel()
+		_, err := r.wait(ctx)
+		Expect(err).To(MatchError(context.Canceled))
+		works := f.rt.Works()
+		Expect(works).To(HaveLen(1))
+		Expect(f.work(works[0].Ref.ID).State).To(BeElementOf(lifecycle.CancelRequested, lifecycle.Cancelled))
+		Expect(f.awaitTerminal(ctx, works[0].Ref.ID)).To(Equal(lifecycle.Cancelled))
+	}, within)
+
+	It("leaves the Work of a child run that ends normally running", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		coordinator := middleTree()
+		leaf := f.model.hold(researchID, 1)
+		f.model.Script("middle", scripted.Calls(bg(autumn)), scripted.Say("delegated"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(coordinatorID,
+			scripted.Calls(scripted.Use("middle", map[string]any{"run_in_background": true})),
+			scripted.Say("ok"))
+
+		res, err := f.run(coordinator, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(f.awaitTerminal(ctx, refsOf(res.Messages, "middle").ID)).To(Equal(lifecycle.Completed))
+		leaf.Arrived(ctx)
+		for _, w := range f.rt.Works() {
+			if w.Label == "research" {
+				Expect(w.State).To(Equal(lifecycle.Running), "Work outlives the run that started it")
+				leaf.Release()
+				Expect(f.awaitTerminal(ctx, w.Ref.ID)).To(Equal(lifecycle.Completed))
+			}
+		}
+	}, within)
+})

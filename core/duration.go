@@ -2,67 +2,61 @@ package core
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"math"
 	"time"
 )
 
-// ParseDuration reads a Crux duration string: one or more segments of a
-// non-negative decimal number and a unit, ms, s, m, h or d, such as "250ms",
-// "5s", "1m", "1.5h" or "1m30s", or "0". A sign, any other bare number, an
-// unknown unit or an empty string is an error.
+// ParseDuration reads a Crux duration string: a whole number, optional
+// whitespace, then a unit, ms, s, m, h or d, such as "250ms", "5s", "5 s",
+// "1 m" or "2h". Nothing else is one: no sign, fraction, sum of segments
+// ("1m30s"), bare number (not even "0"), other unit, surrounding space or
+// empty string; nor a duration longer than time.Duration holds (about 292
+// years). It is the one reader of Crux durations: the work tool's timeout,
+// scenario files, the platform's tools and the command line all use it.
 func ParseDuration(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, fmt.Errorf("empty duration; use a number and a unit such as \"5s\"")
+		return 0, fmt.Errorf("empty duration; use a whole number and a unit such as \"5s\"")
 	}
-	if s[0] == '-' {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	switch {
+	case i == 0 && s[0] == '-':
 		return 0, fmt.Errorf("duration %q is negative", s)
+	case i == 0:
+		return 0, fmt.Errorf("duration %q must start with a whole number, as in \"5s\"", s)
 	}
-	if s == "0" {
-		return 0, nil // zero needs no unit
+	digits := s[:i]
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
 	}
-	var total time.Duration
-	rest := s
-	for rest != "" {
-		i := 0
-		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
-			i++
+	name := s[i:]
+	var unit time.Duration
+	for _, u := range durationUnits {
+		if u.name == name {
+			unit = u.d
 		}
-		if i == 0 {
-			return 0, fmt.Errorf("duration %q: expected a number at %q", s, rest)
-		}
-		num, err := strconv.ParseFloat(rest[:i], 64)
-		if err != nil {
-			return 0, fmt.Errorf("duration %q: bad number %q", s, rest[:i])
-		}
-		rest = rest[i:]
-		j := 0
-		for j < len(rest) && rest[j] >= 'a' && rest[j] <= 'z' {
-			j++
-		}
-		var unit time.Duration
-		switch strings.ToLower(rest[:j]) {
-		case "ms":
-			unit = time.Millisecond
-		case "s":
-			unit = time.Second
-		case "m":
-			unit = time.Minute
-		case "h":
-			unit = time.Hour
-		case "d":
-			unit = 24 * time.Hour
-		case "":
-			return 0, fmt.Errorf("duration %q: missing unit after %s (use ms, s, m, h or d)", s, strconv.FormatFloat(num, 'f', -1, 64))
-		default:
-			return 0, fmt.Errorf("duration %q: unknown unit %q (use ms, s, m, h or d)", s, rest[:j])
-		}
-		rest = rest[j:]
-		d := num * float64(unit)
-		if d > float64(1<<62) {
-			return 0, fmt.Errorf("duration %q is too long", s)
-		}
-		total += time.Duration(d)
 	}
-	return total, nil
+	switch {
+	case name == "":
+		return 0, fmt.Errorf("duration %q has no unit; use ms, s, m, h or d, as in \"%ss\"", s, digits)
+	case unit == 0:
+		return 0, fmt.Errorf("duration %q: %q is not a unit; a duration is one whole number and one unit, ms, s, m, h or d, such as \"90s\"", s, name)
+	}
+	limit := uint64(math.MaxInt64 / int64(unit))
+	var n uint64
+	for _, c := range digits {
+		n = n*10 + uint64(c-'0')
+		if n > limit {
+			return 0, fmt.Errorf("duration %q is too long: the longest is %d%s", s, limit, name)
+		}
+	}
+	return time.Duration(n) * unit, nil
 }
+
+// durationUnits are the units of a Crux duration.
+var durationUnits = [...]struct {
+	name string
+	d    time.Duration
+}{{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}

@@ -92,6 +92,9 @@ var (
 	// ErrMisplacedBackgroundable: a Backgroundable value outside an
 	// Agent's tools map.
 	ErrMisplacedBackgroundable = errors.New("Backgroundable is only executable as an entry of an Agent's tools map")
+	// ErrNoDescription: a backgroundable child (nor its prompt) has no
+	// description, so its tool would be offered with none.
+	ErrNoDescription = errors.New("a backgroundable child needs a description")
 	// ErrInvalidAgent: the agent is incomplete (no id, nil tool, ...).
 	ErrInvalidAgent = errors.New("invalid agent")
 )

@@ -49,9 +49,30 @@ var epoch = time.Date(2026, time.March, 14, 9, 26, 53, 0, time.UTC)
 
 type option func(*core.Options)
 
-func withMaxConcurrent(n int) option  { return func(o *core.Options) { o.MaxConcurrent = n } }
-func withMaxOutstanding(n int) option { return func(o *core.Options) { o.MaxOutstanding = n } }
-func withLogContent() option          { return func(o *core.Options) { o.LogContent = true } }
+func withMaxConcurrent(n int) option   { return func(o *core.Options) { o.MaxConcurrent = n } }
+func withMaxOutstanding(n int) option  { return func(o *core.Options) { o.MaxOutstanding = n } }
+func withLogContent() option           { return func(o *core.Options) { o.LogContent = true } }
+func withIDs(ids core.IDSource) option { return func(o *core.Options) { o.IDs = ids } }
+
+// fixedWorkIDs is an id source whose Work ids are the given ones, in order
+// (the last one repeats); runs and receipts get random ids.
+type fixedWorkIDs struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (s *fixedWorkIDs) NewID(kind core.IDKind) string {
+	if kind != core.IDWork {
+		return core.RandomIDs{}.NewID(kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.ids[0]
+	if len(s.ids) > 1 {
+		s.ids = s.ids[1:]
+	}
+	return id
+}
 
 func newFixture(ctx context.Context, opts ...option) *fixture {
 	f := &fixture{

@@ -1,8 +1,11 @@
 package core_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -56,7 +59,7 @@ var _ = Describe("Isolation", func() {
 		// The research child has a backgroundable child of its own, so
 		// it has a work tool; it aims it at the Work it runs as.
 		research := newResearchAgent()
-		research.Tools = core.Tools{"dig": core.Backgroundable(&core.Agent{ID: "digger"})}
+		research.Tools = core.Tools{"dig": core.Backgroundable(&core.Agent{ID: "digger", Description: "Dig deeper"})}
 		coordinator := newCoordinator(research)
 		parentWork := func() string {
 			created := f.events.filter(func(e core.Event) bool {
@@ -263,5 +266,138 @@ var _ = Describe("The agent loop", func() {
 		Expect(err).To(MatchError(ContainSubstring("critic is down")))
 		Expect(run.Results["coordinator"].Output.Raw).To(Equal("coordinated"))
 		Expect(run.Results["critic"].Err).To(HaveOccurred())
+	}, within)
+})
+
+// vandal is middleware that snapshots the request it is handed, then
+// changes everything in it that it can reach.
+type vandal struct {
+	mu    sync.Mutex
+	seen  []string
+	tools []string
+}
+
+func (v *vandal) use(ctx context.Context, req *core.Request, next core.StepFunc) (*core.Response, error) {
+	tools, err := json.Marshal(req.Tools)
+	Expect(err).NotTo(HaveOccurred())
+	v.mu.Lock()
+	v.seen = append(v.seen, snapshot(req))
+	v.tools = append(v.tools, req.Agent+" "+string(tools))
+	v.mu.Unlock()
+	upper := func(b []byte) {
+		for i, c := range b {
+			if 'a' <= c && c <= 'z' {
+				b[i] = c - 'a' + 'A'
+			}
+		}
+	}
+	for i := range req.Messages {
+		req.Messages[i].Content = "VANDALISED"
+		for j := range req.Messages[i].ToolCalls {
+			req.Messages[i].ToolCalls[j].Arguments = `{"vandalised":true}`
+		}
+	}
+	for i := range req.Tools {
+		req.Tools[i].Description = "VANDALISED"
+		upper(req.Tools[i].Parameters)
+	}
+	if req.Output != nil {
+		upper(req.Output.JSON())
+	}
+	return next(ctx, req)
+}
+
+var _ = Describe("The sealed request", func() {
+	It("is immutable: what middleware does to its Request reaches neither the history, the next request, nor another run's request", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		v := &vandal{}
+		research := newResearchAgent()
+		research.Use = []core.Middleware{v.use}
+		coordinator := newCoordinator(research)
+		coordinator.Use = []core.Middleware{v.use}
+		for range 2 {
+			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", ask(autumn))), scripted.Say("ok"))
+			f.model.Script(researchID, scripted.Final(findings("S")))
+		}
+
+		var results []*core.RunResult
+		for range 2 {
+			res, err := f.run(coordinator, ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			results = append(results, res)
+		}
+		for _, res := range results {
+			raw := string(mustJSON(res.Messages))
+			Expect(raw).NotTo(ContainSubstring("VANDALISED"))
+			Expect(raw).NotTo(ContainSubstring("vandalised"))
+			Expect(res.Messages[0].Content).To(Equal(autumn))
+			Expect(res.Messages[1].ToolCalls[0].Arguments).To(Equal(`{"question":"` + autumn + `"}`))
+			Expect(res.Messages[2].Content).To(Equal(string(findings("S"))))
+		}
+		Expect(v.seen).To(HaveLen(6), "two coordinator steps and one research step per run")
+		for i, s := range v.seen {
+			Expect(s).NotTo(ContainSubstring("VANDALISED"), "request %d", i)
+			Expect(s).NotTo(ContainSubstring("vandalised"), "request %d", i)
+			Expect(s).NotTo(ContainSubstring(`"TYPE"`), "request %d: a tool's parameters or the output schema were changed", i)
+		}
+		byAgent := map[string][]string{}
+		for _, t := range v.tools {
+			agent, tools, _ := strings.Cut(t, " ")
+			byAgent[agent] = append(byAgent[agent], tools)
+		}
+		for agent, tools := range byAgent {
+			for _, t := range tools {
+				Expect(t).To(Equal(tools[0]), "every request of %s offers the tools as prepared", agent)
+			}
+		}
+	}, within)
+})
+
+var _ = Describe("Recursion", func() {
+	// selfCaller is an agent whose only tool is itself, as a foreground
+	// child.
+	selfCaller := func() *core.Agent {
+		a := &core.Agent{ID: "echo", Description: "Calls itself"}
+		a.Tools = core.Tools{"echo": a}
+		return a
+	}
+	callEcho := &core.Response{ToolCalls: []core.ToolCall{{ID: "again", Name: "echo", Arguments: `{}`}}}
+
+	It("stops a foreground child that calls itself at the depth limit with a model-facing error, and the runs go on", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		var calls atomic.Int32
+		var refused []string
+		f.model.Answer("echo", func(req *core.Request) (*core.Response, error) {
+			if calls.Add(1) > 400 {
+				return &core.Response{Text: "gave up"}, nil // so that a runtime without the limit ends too
+			}
+			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == core.RoleTool {
+				if last := req.Messages[n-1]; last.IsError {
+					refused = append(refused, last.Content)
+				}
+				return &core.Response{Text: "returned"}, nil
+			}
+			return callEcho, nil
+		})
+		res, err := f.run(selfCaller(), nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Output.Raw).To(Equal("returned"))
+		Expect(refused).To(HaveLen(1), "only the innermost call is refused")
+		Expect(refused[0]).To(ContainSubstring(`"code":"depth_exceeded"`))
+		Expect(calls.Load()).To(BeNumerically("==", 2*core.DefaultMaxDepth+2), "each level of the chain asks twice: to call, then to answer")
+	}, within)
+
+	It("counts a foreground child's provider steps against its parent's step budget, so a self-calling tree ends within one budget", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		var calls atomic.Int32
+		f.model.Answer("echo", func(*core.Request) (*core.Response, error) {
+			if calls.Add(1) > 5000 {
+				return &core.Response{Text: "gave up"}, nil // so that a runtime without the bound ends too
+			}
+			return callEcho, nil
+		})
+		_, err := f.run(selfCaller(), nil)
+		Expect(err).To(MatchError(core.ErrStepBudget))
+		Expect(calls.Load()).To(BeNumerically("<=", core.DefaultMaxSteps), "the whole tree shares the top-level run's budget")
 	}, within)
 })

@@ -3,14 +3,11 @@ package core
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/crux-sim/crux-sim/core/jsonenc"
 )
 
 // instance is one running agent: the owner of the Work it starts.
@@ -24,8 +21,17 @@ type instance struct {
 	step     int
 	history  []Message
 	maxSteps int // overrides the agent's budget when > 0
-	inbox    func() []Message
-	labels   map[string]string
+	// steps is what is left of the step budget this run shares with its
+	// foreground children: a foreground child runs inside its parent's
+	// tool call, so its provider steps are its parent's time.
+	steps *int
+	// depth counts the child runs between this one and its top-level run
+	// (0 for a top-level run).
+	depth int
+	// calls are the child calls of the current step, by identity.
+	calls  occurrences
+	inbox  func() []Message
+	labels map[string]string
 	// newMsgs is how many messages of the request in flight are new since
 	// the previous one, for the innermost link of the middleware chain.
 	newMsgs int
@@ -57,6 +63,11 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		if r := recover(); r != nil {
 			err = fmt.Errorf("agent %q panicked: %v", a.ID, r)
 		}
+		if err != nil && ctx.Err() != nil {
+			// A cancelled run takes the Work it started with it; a run
+			// that ends any other way leaves its Work running.
+			rt.reg.cancelStartedBy(inst.id, inst.seq)
+		}
 		end := Event{Kind: EventRunEnd, Run: inst.id, Agent: a.ID, Mode: mode, Output: out, Err: err}
 		if inst.w != nil {
 			end.Work = inst.w.ref.ID
@@ -76,14 +87,24 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	}
 	step := inst.chain()
 	seen := 0
+	var tools runTools
+	var msgs runMessages
 	budget := inst.p.maxSteps
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
+	}
+	if inst.steps == nil {
+		pool := budget
+		inst.steps = &pool
 	}
 	for inst.step = 1; inst.step <= budget; inst.step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if *inst.steps <= 0 {
+			return nil, fmt.Errorf("agent %q: %w (its top-level run's steps are used up by the foreground children it runs inside)", a.ID, ErrStepBudget)
+		}
+		*inst.steps--
 		rt.exec.Yield(Point{Kind: PointProviderStep, Run: inst.id, Work: inst.workID(), Agent: a.ID, Step: inst.step})
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -98,15 +119,19 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 					Step: inst.step, Cursor: fmt.Sprint(len(msgs))})
 			}
 		}
+		// The request is sealed: it holds its own copy of the history, and
+		// the run's own copy of the tool specs, put back as prepared, so
+		// nothing that middleware or the provider does to it reaches the
+		// history, the next request or another run.
 		req := &Request{
 			Model:    inst.model,
 			Agent:    a.ID,
 			Run:      inst.id,
 			Step:     inst.step,
 			System:   a.Prompt.System,
-			Messages: inst.history[:len(inst.history):len(inst.history)],
+			Messages: msgs.seal(inst.history),
 			Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
-			Tools:    inst.p.specs,
+			Tools:    inst.p.specs.seal(&tools),
 			Output:   a.Prompt.Output,
 		}
 		inst.newMsgs = len(inst.history) - seen
@@ -121,6 +146,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		if len(resp.ToolCalls) == 0 {
 			out, problem := inst.finalOutput(resp)
 			if problem == "" {
+				// The final answer is part of the history, so that a
+				// later turn on it sees its own previous answer.
+				inst.history = append(inst.history, Message{Role: RoleAssistant, Content: out.Raw})
 				return out, nil
 			}
 			inst.history = append(inst.history,
@@ -145,6 +173,51 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		}
 	}
 	return nil, fmt.Errorf("agent %q: %w (%d steps)", a.ID, ErrStepBudget, budget)
+}
+
+// runMessages are one run's own copy of its history, which its requests
+// carry: each message (with its tool calls) is copied once, when it first
+// joins a request, and before each request the copy is checked against the
+// history and put back where a middleware or provider changed it. So
+// nothing done to one request's messages reaches the history or the next
+// request, at the cost of a comparison, not a copy, per step.
+type runMessages struct {
+	msgs []Message
+}
+
+// seal returns the messages of the next request: the history, as the
+// run's own copy.
+func (rm *runMessages) seal(h []Message) []Message {
+	for i := range rm.msgs {
+		if !sameMessage(rm.msgs[i], h[i]) {
+			rm.msgs[i] = copyMessage(h[i])
+		}
+	}
+	for _, m := range h[len(rm.msgs):] {
+		rm.msgs = append(rm.msgs, copyMessage(m))
+	}
+	n := len(rm.msgs)
+	return rm.msgs[:n:n]
+}
+
+func copyMessage(m Message) Message {
+	m.ToolCalls = slices.Clip(slices.Clone(m.ToolCalls))
+	return m
+}
+
+// sameMessage reports whether a copy still equals the original. Equal
+// strings that share their bytes compare at once.
+func sameMessage(c, m Message) bool {
+	if c.Role != m.Role || c.Content != m.Content || c.ToolCallID != m.ToolCallID || c.ToolName != m.ToolName ||
+		c.IsError != m.IsError || c.Guidance != m.Guidance || len(c.ToolCalls) != len(m.ToolCalls) {
+		return false
+	}
+	for k := range c.ToolCalls {
+		if c.ToolCalls[k] != m.ToolCalls[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func (inst *instance) workID() string {
@@ -241,7 +314,7 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 }
 
 func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (string, *WorkRef, error) {
-	pt := inst.p.byName[call.Name]
+	pt := inst.p.tool(call.Name)
 	if pt == nil {
 		return "", nil, &ModelError{Code: "unknown_tool", Message: fmt.Sprintf("there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))}
 	}
@@ -268,37 +341,38 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 		}
 		out, err := toolContent(v)
 		return out, nil, err
-	case kindForeground:
-		input := childInput(pt, args)
-		out, err := inst.runChild(ctx, pt, input)
-		if err != nil {
-			return "", nil, err
-		}
-		return out.Raw, nil, nil
-	case kindBackground, kindBgTool:
+	case kindForeground, kindBackground, kindBgTool:
 		background, _ := args.(map[string]any)[BackgroundFlag].(bool)
+		background = background && pt.kind != kindForeground
 		input := childInput(pt, args)
-		if !background {
-			if pt.kind == kindBgTool {
-				v, err := pt.tool.Run(ctx, call, input)
-				if err != nil {
-					return "", nil, err
-				}
-				out, err := toolContent(v)
-				return out, nil, err
-			}
-			out, err := inst.runChild(ctx, pt, input)
+		if pt.child != nil && inst.depth >= inst.rt.opts.MaxDepth {
+			return "", nil, &ModelError{Code: "depth_exceeded", Message: fmt.Sprintf(
+				"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)}
+		}
+		digest := inputDigest(input)
+		if occ, err := inst.calls.seen(inst.step, call.ID, pt.name, digest, background); err != nil {
+			return "", nil, err
+		} else if occ != nil && background {
+			ref := occ.ref
+			out, err := marshalRef(ref)
+			return out, &ref, err
+		} else if occ != nil {
+			return occ.content, nil, occ.err
+		}
+		if background {
+			ref, err := inst.startWork(call, pt, input)
 			if err != nil {
 				return "", nil, err
 			}
-			return out.Raw, nil, nil
+			inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: digest, background: true, ref: ref})
+			out, err := marshalRef(ref)
+			return out, &ref, err
 		}
-		ref, err := inst.startWork(call, pt, input)
-		if err != nil {
-			return "", nil, err
+		out, err := inst.runForeground(ctx, call, pt, input)
+		if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
+			inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: digest, content: out, err: err})
 		}
-		out, err := marshalRef(ref)
-		return out, &ref, err
+		return out, nil, err
 	}
 	return "", nil, fmt.Errorf("tool %q has no handler", call.Name)
 }
@@ -326,6 +400,7 @@ func workInputOf(m map[string]any) WorkInput {
 // runChild runs a foreground child inline, on the tool call's context.
 func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any) (*Output, error) {
 	child := inst.rt.newInstance(pt.child, inst.model, nil)
+	child.steps, child.depth = inst.steps, inst.depth+1
 	out, err := child.run(ctx, input, ModeForeground, inst.id)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -336,17 +411,28 @@ func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any)
 	return out, nil
 }
 
+// runForeground runs a child call inline and returns its tool content: a
+// BackgroundTool's result, or a child agent's exact output.
+func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *preparedTool, input any) (string, error) {
+	if pt.kind == kindBgTool {
+		v, err := pt.tool.Run(ctx, call, input)
+		if err != nil {
+			return "", err
+		}
+		return toolContent(v)
+	}
+	out, err := inst.runChild(ctx, pt, input)
+	if err != nil {
+		return "", err
+	}
+	return out.Raw, nil
+}
+
 // startWork admits a background call as Work.
 func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
 	rt := inst.rt
-	var scratch [512]byte // the canonical input is only hashed
-	canon, ok := jsonenc.Append(scratch[:0], input)
-	if !ok {
-		canon, _ = json.Marshal(input)
-	}
-	key := occurrenceKey{owner: inst.id, run: inst.seq, turn: inst.step, callID: call.ID, tool: pt.name}
 	if pt.kind == kindBgTool {
-		return rt.reg.accept(key, sha256.Sum256(canon), pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
+		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
@@ -362,9 +448,10 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 			return &Output{Raw: s, Value: v}, nil
 		})
 	}
-	model, parent := inst.model, inst.id
-	return rt.reg.accept(key, sha256.Sum256(canon), pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
+	model, parent, depth := inst.model, inst.id, inst.depth+1
+	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
 		child := rt.newInstance(pt.child, model, w)
+		child.depth = depth
 		return child.run(ctx, input, ModeBackground, parent)
 	})
 }

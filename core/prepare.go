@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,10 +28,98 @@ const (
 // runs of the agent.
 type prepared struct {
 	agent    *Agent
-	tools    []*preparedTool // authored tools sorted by name, then work
-	byName   map[string]*preparedTool
-	specs    []ToolSpec
+	tools    []*preparedTool          // authored tools sorted by name, then work
+	byName   map[string]*preparedTool // only for agents with many tools; see tool
+	specs    toolSpecs
 	maxSteps int
+}
+
+// manyTools is how many tools an agent has before a map finds them faster
+// than a look along the list.
+const manyTools = 8
+
+// tool returns the agent's tool of the name, or nil.
+func (p *prepared) tool(name string) *preparedTool {
+	if p.byName != nil {
+		return p.byName[name]
+	}
+	for _, pt := range p.tools {
+		if pt.name == name {
+			return pt
+		}
+	}
+	return nil
+}
+
+// toolSpecs are an agent's tools as offered to the model. Their parameters
+// are the prepared schemas' documents, which nothing outside core ever gets
+// a reference to (Schema.JSON hands out copies), so that sealing a request
+// can give it its own copy of all of them in two allocations.
+type toolSpecs struct {
+	list   []ToolSpec
+	params int // the parameters' total length
+}
+
+func newToolSpecs(specs []ToolSpec) toolSpecs {
+	t := toolSpecs{list: specs}
+	for _, sp := range specs {
+		t.params += len(sp.Parameters)
+	}
+	return t
+}
+
+// runTools are one run's own copy of its agent's tool specs: every request
+// of the run carries them, and before each request they are put back as
+// prepared, so that nothing a middleware or provider did to one request's
+// tools reaches the next request, and no run shares them with another.
+type runTools struct {
+	specs []ToolSpec
+	buf   []byte
+}
+
+// seal returns the tools for the next request of a run, copying them the
+// first time and restoring what an earlier request changed after that.
+func (t *toolSpecs) seal(rt *runTools) []ToolSpec {
+	if len(t.list) == 0 {
+		return nil
+	}
+	if rt.specs == nil {
+		rt.specs = make([]ToolSpec, len(t.list))
+		rt.buf = make([]byte, 0, t.params)
+		for _, sp := range t.list {
+			rt.buf = append(rt.buf, sp.Parameters...)
+		}
+		t.point(rt)
+		return rt.specs
+	}
+	off := 0
+	for i, sp := range t.list {
+		n := len(sp.Parameters)
+		got := rt.specs[i]
+		if got.Name != sp.Name || got.Description != sp.Description || len(got.Parameters) != n ||
+			(n > 0 && &got.Parameters[0] != &rt.buf[off]) || !bytes.Equal(got.Parameters, sp.Parameters) {
+			rt.buf = rt.buf[:0]
+			for _, sp := range t.list {
+				rt.buf = append(rt.buf, sp.Parameters...)
+			}
+			t.point(rt)
+			break
+		}
+		off += n
+	}
+	return rt.specs
+}
+
+// point sets a run's specs to the prepared ones, with their parameters in
+// the run's own buffer.
+func (t *toolSpecs) point(rt *runTools) {
+	off := 0
+	for i, sp := range t.list {
+		n := len(sp.Parameters)
+		sp.Parameters = rt.buf[off : off+n : off+n]
+		rt.specs[i] = sp
+		off += n
+	}
 }
 
 type preparedTool struct {
@@ -69,7 +158,7 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 	if a.ID == "" {
 		return nil, &PrepareError{Err: fmt.Errorf("%w: an agent needs an ID", ErrInvalidAgent)}
 	}
-	p := &prepared{agent: a, byName: map[string]*preparedTool{}, maxSteps: a.MaxSteps}
+	p := &prepared{agent: a, maxSteps: a.MaxSteps}
 	if p.maxSteps <= 0 {
 		p.maxSteps = rt.opts.MaxSteps
 	}
@@ -119,10 +208,17 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 	if hasBackground {
 		p.tools = append(p.tools, &preparedTool{name: WorkToolName, kind: kindWork, params: workToolSchema})
 	}
+	specs := make([]ToolSpec, 0, len(p.tools))
 	for _, pt := range p.tools {
-		p.byName[pt.name] = pt
-		p.specs = append(p.specs, ToolSpec{Name: pt.name, Description: pt.description(), Parameters: pt.params.JSON()})
+		if len(p.tools) > manyTools {
+			if p.byName == nil {
+				p.byName = make(map[string]*preparedTool, len(p.tools))
+			}
+			p.byName[pt.name] = pt
+		}
+		specs = append(specs, ToolSpec{Name: pt.name, Description: pt.description(), Parameters: pt.params.raw})
 	}
+	p.specs = newToolSpecs(specs)
 	delete(inProgress, a)
 	rt.prepared[a] = p
 	return p, nil
@@ -162,6 +258,9 @@ func (rt *Runtime) prepareTool(owner *Agent, name string, entry ToolEntry, inPro
 		in := e.agent.Prompt.Input
 		if in.IsObject() && in.Declares(BackgroundFlag) {
 			return fail(fmt.Errorf("%w (child %q)", ErrReservedField, e.agent.ID))
+		}
+		if agentDescription(e.agent) == "" {
+			return fail(fmt.Errorf("%w: neither the child agent %q nor its prompt has a description, and the model must be told what the tool does", ErrNoDescription, e.agent.ID))
 		}
 		child, err := rt.prepareLocked(e.agent, inProgress)
 		if err != nil {
@@ -221,12 +320,7 @@ func (pt *preparedTool) deriveParams(in *Schema, background bool) error {
 				derived.Store(key, pt.params)
 			}
 		}()
-		doc := map[string]any{
-			"type":                 "object",
-			"properties":           map[string]any{"input": cloneJSON(in.doc)},
-			"required":             []any{"input"},
-			"additionalProperties": false,
-		}
+		doc := wrapInput(in.doc)
 		if background {
 			doc["properties"].(map[string]any)[BackgroundFlag] = boolProp
 		}
@@ -240,9 +334,18 @@ func (pt *preparedTool) description() string {
 	case kindFunction, kindBgTool:
 		return pt.tool.Description
 	case kindForeground, kindBackground:
-		return pt.child.agent.Description
+		return agentDescription(pt.child.agent)
 	case kindWork:
 		return workToolDescription
 	}
 	return ""
+}
+
+// agentDescription is what a child tool is described by: the agent's
+// description, or its prompt's.
+func agentDescription(a *Agent) string {
+	if a.Description != "" {
+		return a.Description
+	}
+	return a.Prompt.Description
 }

@@ -119,6 +119,36 @@ var _ = Describe("Backgroundable and preparation", func() {
 		Expect(req.Tools[0].Description).To(Equal("authored"))
 	}, within)
 
+	It("fails preparation, before any provider call and naming the tool, when neither a backgroundable child nor its prompt has a description", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		silent := &core.Agent{ID: "silent", Prompt: core.Prompt{ID: "silent-prompt", Input: questionSchema}}
+		a := &core.Agent{ID: coordinatorID, Tools: core.Tools{"quiet": core.Backgroundable(silent)}}
+		_, err := f.run(a, nil)
+		var pe *core.PrepareError
+		Expect(errors.As(err, &pe)).To(BeTrue(), "%v", err)
+		Expect(pe.Tool).To(Equal("quiet"))
+		Expect(err.Error()).To(ContainSubstring("description"))
+		Expect(f.model.Requests()).To(BeEmpty())
+	}, within)
+
+	It("describes a child tool by its prompt's description when the child agent has none", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		research := newResearchAgent()
+		research.Description = ""
+		research.Prompt.Description = "Research a question, as the prompt says"
+		req := firstRequest(f, newCoordinator(research), ask(autumn))
+		Expect(req.Tools[0].Description).To(Equal("Research a question, as the prompt says"))
+	}, within)
+
+	It("names no internal counter in a schema error: the same document fails with the same text every time", func() {
+		const doc = `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`
+		_, first := core.ParseSchema(doc)
+		_, second := core.ParseSchema(doc)
+		Expect(first).To(HaveOccurred())
+		Expect(second).To(MatchError(first.Error()))
+		Expect(first.Error()).NotTo(MatchRegexp(`schema/\d+`))
+	})
+
 	It("is exported by core only: the provider package does not re-export Backgroundable", func() {
 		files, err := filepath.Glob(filepath.Join("openai", "*.go"))
 		Expect(err).NotTo(HaveOccurred())
@@ -193,6 +223,36 @@ var _ = Describe("The child tool", func() {
 		}
 	}, within)
 
+	DescribeTable("keeps a non-object input schema that uses $ref working once it is wrapped as {input, run_in_background?}",
+		func(ctx SpecContext, schema string, good, bad any) {
+			f := newFixture(ctx)
+			child := &core.Agent{ID: "child", Description: "Take a value", Prompt: core.Prompt{Input: core.MustSchema(schema)}}
+			parent := &core.Agent{ID: "parent", Tools: core.Tools{"child": core.Backgroundable(child)}}
+			f.model.Script("parent",
+				scripted.Calls(scripted.Use("child", map[string]any{"input": good}), scripted.Use("child", map[string]any{"input": bad})),
+				scripted.Say("done"))
+			f.model.Script("child", scripted.Say("got it"))
+
+			res, err := f.run(parent, nil)
+			Expect(err).NotTo(HaveOccurred())
+			results := toolResults(res.Messages, "child")
+			Expect(results).To(HaveLen(2))
+			Expect(results[0].Content).To(Equal("got it"), "the valid input passes the wrapped schema")
+			Expect(errorCode(results[1])).To(Equal("invalid_arguments"), "the invalid input is still refused")
+			starts := f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == "child" })
+			Expect(starts).To(HaveLen(1))
+			Expect(starts[0].Input).To(Equal(good))
+		},
+		Entry("a $ref into $defs", `{"$defs":{"q":{"type":"string","minLength":1}},"$ref":"#/$defs/q"}`, "why", "", within),
+		Entry("a $ref into definitions", `{"definitions":{"q":{"type":"string","minLength":1}},"$ref":"#/definitions/q"}`, "why", float64(5), within),
+		Entry("a recursive $ref to the schema's root", `{"type":"array","items":{"anyOf":[{"type":"string"},{"$ref":"#"}]}}`,
+			[]any{"a", []any{"b"}}, []any{"a", []any{float64(1)}}, within),
+		Entry("a $ref into the schema's own keywords", `{"type":"array","prefixItems":[{"type":"string"}],"items":{"$ref":"#/prefixItems/0"}}`,
+			[]any{"a", "b"}, []any{"a", float64(1)}, within),
+		Entry("$defs with a $schema at the root", `{"$schema":"https://json-schema.org/draft/2020-12/schema","$defs":{"n":{"type":"integer"}},"type":"array","items":{"$ref":"#/$defs/n"}}`,
+			[]any{float64(1), float64(2)}, []any{"x"}, within),
+	)
+
 	It("takes {run_in_background?} and nothing else when the child declares no input, and gives the child no input", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		pinger := &core.Agent{ID: "pinger", Description: "Ping the service"}
@@ -223,7 +283,7 @@ var _ = Describe("The child tool", func() {
 	DescribeTable("removes run_in_background before the child sees its input",
 		func(ctx SpecContext, flag any) {
 			f := newFixture(ctx)
-			child := &core.Agent{ID: "echo", Prompt: core.Prompt{Input: questionSchema}} // renders its input as JSON
+			child := &core.Agent{ID: "echo", Description: "Echo the input", Prompt: core.Prompt{Input: questionSchema}} // renders its input as JSON
 			parent := &core.Agent{ID: "caller", Tools: core.Tools{"echo": core.Backgroundable(child)}}
 			args := map[string]any{"question": "Q"}
 			if flag != nil {
@@ -257,7 +317,7 @@ var _ = Describe("The automatic work tool", func() {
 				"zeta":     okTool("z"),
 				"alpha":    okTool("a"),
 				"research": core.Backgroundable(newResearchAgent()),
-				"notes":    core.Backgroundable(&core.Agent{ID: "note-taker"}),
+				"notes":    core.Backgroundable(&core.Agent{ID: "note-taker", Description: "Take notes"}),
 				"critic":   &core.Agent{ID: "critic"},
 			}}
 		req := firstRequest(f, a, nil)

@@ -14,20 +14,21 @@ import (
 
 // work is one Work item. All fields are guarded by registry.mu.
 type work struct {
-	ref      WorkRef
-	owner    string
-	label    string
-	isAgent  bool
-	state    lifecycle.State
-	seq      uint64 // creation order
-	finSeq   uint64 // finishing order
-	created  time.Time
-	started  time.Time
-	finished time.Time
-	detached bool
-	rejoined bool
-	output   *Output
-	failure  error
+	ref       WorkRef
+	owner     string
+	startedBy uint64 // the sequence number of the run that started it
+	label     string
+	isAgent   bool
+	state     lifecycle.State
+	seq       uint64 // creation order
+	finSeq    uint64 // finishing order
+	created   time.Time
+	started   time.Time
+	finished  time.Time
+	detached  bool
+	rejoined  bool
+	output    *Output
+	failure   error
 
 	done   chan struct{} // closed once terminal
 	cancel context.CancelFunc
@@ -38,27 +39,14 @@ type work struct {
 	delivered int
 }
 
-// A turn is one provider step of one run: the run's sequence number
-// (unique in the runtime, so that an owner kept across runs, as a platform
-// session is, never collides with itself) and the step.
-type occurrenceKey struct {
-	owner  string
-	run    uint64
-	turn   int
-	callID string
-	tool   string
-}
-
-type occurrence struct {
-	w      *work
-	digest [sha256.Size]byte
-}
-
+// sendKey is the identity of a send: the Work it addresses and the tool
+// call that made it, at its owner's turn.
 type sendKey struct {
 	owner  string
 	run    uint64
 	turn   int
 	callID string
+	work   string
 }
 
 // sendRecord is the identity record of a send: the digest of the message,
@@ -72,56 +60,48 @@ type sendRecord struct {
 type registry struct {
 	rt *Runtime
 
-	mu          sync.Mutex
-	works       map[string]*work
-	all         []*work            // creation order
-	byOwner     map[string][]*work // creation order, detached included
-	occurrences map[occurrenceKey]occurrence
-	sends       map[sendKey]sendRecord
-	queue       []*work
-	running     int
-	seq         uint64
-	finSeq      uint64
-	closed      bool
+	mu      sync.Mutex
+	works   map[string]*work
+	all     []*work            // creation order
+	byOwner map[string][]*work // creation order, detached included
+	sends   map[sendKey]sendRecord
+	queue   []*work
+	running int
+	seq     uint64
+	finSeq  uint64
+	closed  bool
 }
 
+// newRegistry makes an empty registry. Its maps are made with the first
+// Work and the first send: a runtime whose runs start no background Work
+// (a test of foreground children, say) never needs them.
 func newRegistry(rt *Runtime) *registry {
-	return &registry{
-		rt:          rt,
-		works:       map[string]*work{},
-		byOwner:     map[string][]*work{},
-		occurrences: map[occurrenceKey]occurrence{},
-		sends:       map[sendKey]sendRecord{},
-	}
+	return &registry{rt: rt}
 }
 
 // Errors the registry gives a model; see toolError for how they are shown.
 var (
-	errConflict = &ModelError{Code: "conflict"}
-	errCapacity = &ModelError{Code: "capacity_exceeded", Retryable: true}
+	errConflict    = &ModelError{Code: "conflict"}
+	errCapacity    = &ModelError{Code: "capacity_exceeded", Retryable: true}
+	errDuplicateID = &ModelError{Code: "duplicate_id"}
 )
 
-// accept admits a background call: it returns the existing ref for a
-// repeated occurrence, a conflict for a repeated occurrence with other
-// input, a capacity error past the owner's bound, and otherwise a new Work
-// that is running or queued.
-func (r *registry) accept(key occurrenceKey, digest [sha256.Size]byte, target string, isAgent bool,
+// accept admits a background call of an owner's run, under the tool key
+// label: a capacity error past the owner's bound, an error for an id
+// already in use, and otherwise a new Work that is running or queued. (A
+// repeated call identity never reaches it; see occurrences.)
+func (r *registry) accept(owner string, startedBy uint64, label, target string, isAgent bool,
 	run func(ctx context.Context, self *work) (*Output, error)) (WorkRef, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return WorkRef{}, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
 	}
-	if occ, ok := r.occurrences[key]; ok {
-		if occ.digest != digest {
-			return WorkRef{}, errConflict.with(fmt.Sprintf(
-				"tool call %s already started background work %s with different input", key.callID, occ.w.ref.ID))
-		}
-		return occ.w.ref, nil
-	}
 	outstanding := 0
-	for _, w := range r.byOwner[key.owner] {
-		if !w.state.Terminal() {
+	for _, w := range r.byOwner[owner] {
+		// Detached Work is out of its owner's reach, so it no longer
+		// counts; it keeps its concurrency slot while it runs.
+		if !w.state.Terminal() && !w.detached {
 			outstanding++
 		}
 	}
@@ -129,23 +109,31 @@ func (r *registry) accept(key occurrenceKey, digest [sha256.Size]byte, target st
 		return WorkRef{}, errCapacity.with(fmt.Sprintf(
 			"%d background work items are still outstanding (limit %d); wait for or cancel some, then retry", outstanding, limit))
 	}
+	id := r.rt.ids.NewID(IDWork)
+	if _, taken := r.works[id]; taken {
+		return WorkRef{}, errDuplicateID.with(fmt.Sprintf(
+			"the runtime's id source returned %q, which already names background work; nothing was started", id))
+	}
 	now := r.rt.clock.Now()
 	r.seq++
 	w := &work{
-		ref:     newRef(r.rt.ids.NewID(IDWork), target),
-		owner:   key.owner,
-		label:   key.tool,
-		isAgent: isAgent,
-		state:   lifecycle.Queued,
-		seq:     r.seq,
-		created: now,
-		done:    make(chan struct{}),
-		run:     run,
+		ref:       newRef(id, target),
+		owner:     owner,
+		startedBy: startedBy,
+		label:     label,
+		isAgent:   isAgent,
+		state:     lifecycle.Queued,
+		seq:       r.seq,
+		created:   now,
+		done:      make(chan struct{}),
+		run:       run,
+	}
+	if r.works == nil {
+		r.works, r.byOwner = map[string]*work{}, map[string][]*work{}
 	}
 	r.works[w.ref.ID] = w
 	r.all = append(r.all, w)
-	r.byOwner[key.owner] = append(r.byOwner[key.owner], w)
-	r.occurrences[key] = occurrence{w: w, digest: digest}
+	r.byOwner[owner] = append(r.byOwner[owner], w)
 	r.emitTransition(w, "", lifecycle.Queued, 0)
 	if r.running < r.rt.opts.MaxConcurrent {
 		r.startLocked(w)
@@ -343,19 +331,16 @@ func (r *registry) detach(owner, id string) (DetachReceipt, bool) {
 	return DetachReceipt{ID: id, Detached: true}, true
 }
 
-// send accepts guidance for a child. It answers not-found with ok=false and
-// model-facing rejections as errors.
-func (r *registry) send(key sendKey, id, message string) (SendReceipt, bool, error) {
-	digest := sha256.Sum256([]byte(message))
+// send accepts guidance for a child. Its checks come in the contract's
+// order: an id the owner cannot see answers not-found (ok=false) before
+// anything else, then the target must be an Agent child, then the message
+// must be non-empty; only then is the identity record consulted (a
+// repeated identity returns its receipt even once the child has ended),
+// and last the child must be unfinished.
+func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rec, ok := r.sends[key]; ok {
-		if rec.digest != digest {
-			return SendReceipt{}, true, errConflict.with(fmt.Sprintf(
-				"tool call %s already sent a different message to %s", key.callID, rec.receipt.WorkID))
-		}
-		return rec.receipt, true, nil
-	}
+	id := key.work
 	w := r.visibleLocked(key.owner, id)
 	if w == nil {
 		return SendReceipt{}, false, nil
@@ -364,14 +349,28 @@ func (r *registry) send(key sendKey, id, message string) (SendReceipt, bool, err
 		return SendReceipt{}, true, &ModelError{Code: "not_an_agent", Message: fmt.Sprintf(
 			"send is only for Agent children; %s runs %q, which has no provider step to receive guidance", id, w.label)}
 	}
+	if message == nil || *message == "" {
+		return SendReceipt{}, true, &ModelError{Code: "invalid_arguments", Message: "send requires a non-empty message"}
+	}
+	digest := sha256.Sum256([]byte(*message))
+	if rec, ok := r.sends[key]; ok {
+		if rec.digest != digest {
+			return SendReceipt{}, true, errConflict.with(fmt.Sprintf(
+				"tool call %s already sent a different message to %s", key.callID, id))
+		}
+		return rec.receipt, true, nil
+	}
 	if w.state.Terminal() {
 		return SendReceipt{}, true, &ModelError{Code: "terminal", Message: fmt.Sprintf(
 			"send needs unfinished work; %s is already %s", id, w.state)}
 	}
 	w.sent++
-	w.inbox = append(w.inbox, Message{Role: RoleUser, Content: message, Guidance: true})
+	w.inbox = append(w.inbox, Message{Role: RoleUser, Content: *message, Guidance: true})
 	rec := SendReceipt{WorkID: id, ID: r.rt.ids.NewID(IDSend), Cursor: strconv.Itoa(w.sent),
 		AcceptedAt: timestamp(r.rt.clock.Now()), Outcome: "accepted"}
+	if r.sends == nil {
+		r.sends = map[sendKey]sendRecord{}
+	}
 	r.sends[key] = sendRecord{digest: digest, receipt: rec}
 	r.rt.emit(Event{Kind: EventSendAccepted, Run: key.owner, Work: id, Agent: w.ref.TargetID, Label: w.label, Cursor: rec.Cursor})
 	return rec, true, nil
@@ -401,7 +400,12 @@ func (r *registry) statusRows(owner string, now time.Time) []StatusRow {
 		if w.detached {
 			continue
 		}
-		end := now
+		// Elapsed time runs from the start (from creation only while
+		// queued) to the end or now.
+		start, end := w.created, now
+		if !w.started.IsZero() {
+			start = w.started
+		}
 		if w.state.Terminal() {
 			end = w.finished
 		}
@@ -411,7 +415,7 @@ func (r *registry) statusRows(owner string, now time.Time) []StatusRow {
 		}
 		rows = append(rows, StatusRow{
 			ID: w.ref.ID, Label: label, State: w.state,
-			Elapsed:         end.Sub(w.created),
+			Elapsed:         end.Sub(start),
 			ResultAvailable: w.state == lifecycle.Completed,
 			order:           w.seq, finOrder: w.finSeq,
 		})
@@ -442,6 +446,20 @@ func (r *registry) unfinished() []<-chan struct{} {
 		}
 	}
 	return out
+}
+
+// cancelStartedBy cancels the unfinished Work that one run of an owner
+// started, attached or detached: the run was cancelled, so nothing it
+// started may go on without it. Each cancelled child run does the same for
+// its own Work when it stops, so the cancellation reaches the whole tree.
+func (r *registry) cancelStartedBy(owner string, run uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.byOwner[owner] {
+		if w.startedBy == run && !w.state.Terminal() {
+			r.cancelLocked(w)
+		}
+	}
 }
 
 // closeAll stops accepting Work, cancels every unfinished item and returns

@@ -42,7 +42,16 @@ type Options struct {
 	// background call gets a retryable capacity error. Default 32.
 	MaxOutstanding int
 	// MaxSteps is the default provider-step budget of a run. Default 24.
+	// A foreground child's steps count against the budget of the run it
+	// runs inside as well as its own, so one top-level (or background) run
+	// and all the foreground children under it take at most its budget of
+	// provider steps between them.
 	MaxSteps int
+	// MaxDepth bounds how deeply child runs nest (foreground or
+	// background): a child call that would run deeper gets a model-facing
+	// depth_exceeded error and the caller's run goes on. It stops an agent
+	// that calls itself, directly or through others. Default 8.
+	MaxDepth int
 	// Model is passed to the provider in every request unless a Parallel
 	// run names one.
 	Model string
@@ -67,6 +76,7 @@ const (
 	DefaultMaxConcurrent  = 8
 	DefaultMaxOutstanding = 32
 	DefaultMaxSteps       = 24
+	DefaultMaxDepth       = 8
 )
 
 // Runtime runs agents. It owns the process-local Work registry: Work
@@ -109,6 +119,9 @@ func New(opts Options) *Runtime {
 	}
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = DefaultMaxSteps
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultMaxDepth
 	}
 	rt := &Runtime{
 		opts:     opts,

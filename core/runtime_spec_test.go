@@ -156,3 +156,77 @@ var _ = Describe("Lifetime", func() {
 		Expect(f.rt.Close()).To(Succeed(), "closing twice is harmless")
 	}, within)
 })
+
+// onEachRef is a turn that calls the work tool with the action on every
+// research Work of the history, oldest first.
+func onEachRef(action string) scripted.Turn {
+	return scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+		var calls []core.ToolCall
+		for i, ref := range refsIn(req.Messages) {
+			args := map[string]any{"action": action, "id": ref.ID}
+			calls = append(calls, core.ToolCall{ID: fmt.Sprintf("%s-%d", action, i+1), Name: "work", Arguments: string(mustJSON(args))})
+		}
+		return &core.Response{ToolCalls: calls}, nil
+	}}
+}
+
+var _ = Describe("Admission after detach", func() {
+	It("frees the owner's outstanding slot when Work is detached, while the detached Work keeps its concurrency slot", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxOutstanding(2), withMaxConcurrent(2))
+		children := f.model.hold(researchID, 1)
+		f.model.Answer(researchID, quickFindings)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("first"), bg("second")),
+			onEachRef("detach"),
+			scripted.Calls(bg("third")),
+			scripted.Say("ok"))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "research")
+		Expect(results).To(HaveLen(3))
+		Expect(results[2].IsError).To(BeFalse(), "detached Work no longer counts toward the owner's limit: %s", results[2].Content)
+		refs := refsIn(res.Messages)
+		Expect(refs).To(HaveLen(3))
+		Expect(f.work(refs[0].ID).State).To(Equal(lifecycle.Running), "detach does not cancel")
+		Expect(f.work(refs[1].ID).State).To(Equal(lifecycle.Running))
+		Expect(f.work(refs[2].ID).State).To(Equal(lifecycle.Queued), "both concurrency slots are still held by the detached children")
+
+		children.Release()
+		Expect(f.awaitTerminal(ctx, refs[2].ID)).To(Equal(lifecycle.Completed), "it runs once a detached child frees its slot")
+	}, within)
+})
+
+var _ = Describe("History", func() {
+	It("keeps a turn's final answer in the history: RunResult.Messages ends with it, and the next turn on that history sees it", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		writer := &core.Agent{ID: "writer", Description: "Writes drafts"}
+		f.model.Script("writer", scripted.Say("first draft"), scripted.Say("second draft"))
+
+		first, err := f.run(writer, "Write a draft.")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first.Messages).To(Equal([]core.Message{
+			{Role: core.RoleUser, Content: "Write a draft."},
+			{Role: core.RoleAssistant, Content: "first draft"},
+		}))
+
+		second, err := f.rt.RunWith(f.ctx, writer, "Revise it.", core.RunOptions{History: first.Messages})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(f.model.RequestsFor("writer")[1].Messages).To(Equal([]core.Message{
+			{Role: core.RoleUser, Content: "Write a draft."},
+			{Role: core.RoleAssistant, Content: "first draft"},
+			{Role: core.RoleUser, Content: "Revise it."},
+		}), "the second turn sees its own first answer")
+		Expect(second.Messages[len(second.Messages)-1]).To(Equal(core.Message{Role: core.RoleAssistant, Content: "second draft"}))
+	}, within)
+
+	It("keeps a structured final output in the history as the document the model produced", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(researchID, scripted.Final(findings("S")))
+		res, err := f.run(newResearchAgent(), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Messages).To(HaveLen(2))
+		Expect(res.Messages[1]).To(Equal(core.Message{Role: core.RoleAssistant, Content: string(findings("S"))}))
+		Expect(res.Messages[1].Content).To(Equal(res.Output.Raw))
+	}, within)
+})

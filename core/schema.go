@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/crux-sim/crux-sim/core/jsonenc"
 
@@ -39,8 +39,6 @@ const (
 	maxValidMemoDoc = 4 << 10
 )
 
-var schemaSeq atomic.Uint64
-
 // ParseSchema compiles a JSON Schema document.
 func ParseSchema(doc string) (*Schema, error) {
 	return compileSchema([]byte(doc))
@@ -63,7 +61,10 @@ func compileSchema(raw []byte) (*Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	url := fmt.Sprintf("mem://schema/%d.json", schemaSeq.Add(1))
+	// Every schema has a compiler of its own, so one fixed location
+	// serves all of them, and an error about a schema reads the same
+	// every time it is compiled.
+	const url = "mem:///schema.json"
 	if err := c.AddResource(url, v); err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
@@ -78,16 +79,17 @@ func compileSchema(raw []byte) (*Schema, error) {
 	return &Schema{raw: compact.Bytes(), doc: v, compiled: compiled}, nil
 }
 
-// JSON returns the compact schema document.
+// JSON returns a copy of the compact schema document: a Schema is
+// immutable, whoever holds it (a provider, say, that a request hands it to).
 func (s *Schema) JSON() json.RawMessage {
 	if s == nil {
 		return nil
 	}
-	return s.raw
+	return slices.Clone(s.raw)
 }
 
-// MarshalJSON renders the schema document.
-func (s *Schema) MarshalJSON() ([]byte, error) { return s.raw, nil }
+// MarshalJSON renders the schema document, as a copy for the same reason.
+func (s *Schema) MarshalJSON() ([]byte, error) { return slices.Clone(s.raw), nil }
 
 // IsObject reports whether the schema describes a JSON object: its "type"
 // is "object", or it has no type but declares properties.
@@ -261,6 +263,80 @@ func deriveWithProperty(s *Schema, name string, prop map[string]any) (*Schema, e
 	props[name] = prop
 	m["properties"] = props
 	return schemaFromDoc(m)
+}
+
+// wrapInput returns the parameters document {input} around a non-object
+// input schema document. The input moves from the root to
+// /properties/input, so its references are kept working: its $defs and
+// definitions (and $schema) are lifted to the wrapper's root, where
+// "#/$defs/..." still finds them, and every other reference into the
+// document ("#", "#/items", ...) is rebased under /properties/input. An
+// input with its own $id is a resource of its own, whose references
+// resolve within it, and is left as it is.
+func wrapInput(in any) map[string]any {
+	inner := cloneJSON(in)
+	root := map[string]any{
+		"type":                 "object",
+		"properties":           map[string]any{"input": inner},
+		"required":             []any{"input"},
+		"additionalProperties": false,
+	}
+	m, ok := inner.(map[string]any)
+	if !ok {
+		return root
+	}
+	if _, own := m["$id"]; own {
+		return root
+	}
+	for _, k := range []string{"$schema", "$defs", "definitions"} {
+		if v, ok := m[k]; ok {
+			root[k] = v
+			delete(m, k)
+		}
+	}
+	rebaseRefs(inner)
+	if defs, ok := root["$defs"]; ok {
+		rebaseRefs(defs)
+	}
+	if defs, ok := root["definitions"]; ok {
+		rebaseRefs(defs)
+	}
+	return root
+}
+
+// rebaseRefs rewrites, in place, the references of a schema document that
+// moved to /properties/input. Values that are data, not schemas (const,
+// enum, default, examples), are left alone.
+func rebaseRefs(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			switch k {
+			case "const", "enum", "default", "examples":
+				continue
+			case "$ref", "$dynamicRef":
+				if ref, ok := x.(string); ok {
+					t[k] = rebaseRef(ref)
+					continue
+				}
+			}
+			rebaseRefs(x)
+		}
+	case []any:
+		for _, x := range t {
+			rebaseRefs(x)
+		}
+	}
+}
+
+func rebaseRef(ref string) string {
+	switch {
+	case strings.HasPrefix(ref, "#/$defs/"), strings.HasPrefix(ref, "#/definitions/"):
+		return ref // lifted to the root with the definitions
+	case ref == "#", strings.HasPrefix(ref, "#/"):
+		return "#/properties/input" + ref[1:]
+	}
+	return ref // an anchor or another document
 }
 
 func cloneJSON(v any) any {

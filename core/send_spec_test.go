@@ -79,19 +79,23 @@ var _ = Describe("send", func() {
 		return f, child, asking
 	}
 
-	It("answers with {workId, id, cursor, acceptedAt, outcome: accepted}, numbering cursors 1, 2, ... per Work", func(ctx SpecContext) {
+	// sendToTwo starts two research children, parks both in their first
+	// provider step, lets the coordinator make the sends in one step, and
+	// returns the coordinator's result; the children stay parked.
+	sendToTwo := func(ctx SpecContext, list ...sendTo) (*fixture, *hold, *core.RunResult) {
 		f, child, asking := sendFixture(ctx)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg("one"), bg("two")),
-			sends(sendTo{"s-a", 0, "a"}, sendTo{"s-b", 0, "b"}, sendTo{"s-c", 1, "c"}),
-			scripted.Say("ok"))
-
+		f.model.Script(coordinatorID, scripted.Calls(bg("one"), bg("two")), sends(list...), scripted.Say("ok"))
 		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
 		child.Arrived(ctx)
 		child.Arrived(ctx)
 		asking.Release()
 		res, err := r.wait(ctx)
 		Expect(err).NotTo(HaveOccurred())
+		return f, child, res
+	}
+
+	It("answers with {workId, id, cursor, acceptedAt, outcome: accepted}, numbering cursors 1, 2, ... per Work", func(ctx SpecContext) {
+		_, child, res := sendToTwo(ctx, sendTo{"s-a", 0, "a"}, sendTo{"s-b", 0, "b"}, sendTo{"s-c", 1, "c"})
 		refs := refsIn(res.Messages)
 		results := toolResults(res.Messages, "work")
 		Expect(results).To(HaveLen(3))
@@ -225,6 +229,33 @@ var _ = Describe("send", func() {
 		Expect(guidance).To(HaveLen(1), "delivered once")
 	}, within)
 
+	It("scopes send identity to its Work: one tool-call id sending to two Work items is two commands, each with its own receipt and cursor", func(ctx SpecContext) {
+		f, child, res := sendToTwo(ctx, sendTo{"same-call", 0, "guide one"}, sendTo{"same-call", 1, "guide two"})
+		refs := refsIn(res.Messages)
+		results := toolResults(res.Messages, "work")
+		Expect(results).To(HaveLen(2))
+		first, second := obj(results[0].Content), obj(results[1].Content)
+		Expect(first["workId"]).To(Equal(refs[0].ID))
+		Expect(second["workId"]).To(Equal(refs[1].ID), "the second Work gets its own receipt")
+		Expect(second["cursor"]).To(Equal("1"))
+		Expect(second["id"]).NotTo(Equal(first["id"]))
+		Expect(f.work(refs[0].ID).Sent).To(Equal(1))
+		Expect(f.work(refs[1].ID).Sent).To(Equal(1), "the second Work's guidance is not dropped")
+		child.Release()
+		for _, ref := range refs {
+			Expect(f.awaitTerminal(ctx, ref.ID)).To(Equal(lifecycle.Completed))
+		}
+		var guidance []string
+		for _, req := range f.model.RequestsFor(researchID) {
+			for _, m := range req.Messages {
+				if m.Guidance {
+					guidance = append(guidance, m.Content)
+				}
+			}
+		}
+		Expect(guidance).To(ConsistOf("guide one", "guide two"))
+	}, within)
+
 	It("keeps only a SHA-256 digest of the message in the identity record, never its text", func(ctx SpecContext) {
 		f, child, asking := sendFixture(ctx)
 		const message = "SECRET-GUIDANCE: prefer the 2019 survey"
@@ -308,37 +339,42 @@ var _ = Describe("send", func() {
 		Entry("failed", scripted.Fail(errors.New("boom")), lifecycle.Failed, within),
 	)
 
-	It("rejects send to a non-Agent target with a clear model-facing error", func(ctx SpecContext) {
-		f := newFixture(ctx)
-		gate := make(chan struct{})
-		DeferCleanup(func() { close(gate) })
-		fetch := &core.Tool{
-			Description: "Fetch a page",
-			Input:       core.MustSchema(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`),
-			Run: func(ctx context.Context, _ core.ToolCall, _ any) (any, error) {
-				select {
-				case <-gate:
-					return "<html/>", nil
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-			},
-		}
-		a := &core.Agent{ID: "crawler", Tools: core.Tools{"fetch": core.BackgroundTool("fetcher", fetch)}}
-		f.model.Script("crawler",
-			scripted.Calls(scripted.Use("fetch", map[string]any{"url": "https://example.test", "run_in_background": true})),
-			scripted.Calls(scripted.Use("work", map[string]any{"action": "send", "id": scripted.WorkID("fetch"), "message": "hurry"})),
-			scripted.Say("ok"))
+	DescribeTable("rejects send to a non-Agent target with a clear model-facing error, checking the target before the message",
+		func(ctx SpecContext, args map[string]any) {
+			f := newFixture(ctx)
+			gate := make(chan struct{})
+			DeferCleanup(func() { close(gate) })
+			fetch := &core.Tool{
+				Description: "Fetch a page",
+				Input:       core.MustSchema(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`),
+				Run: func(ctx context.Context, _ core.ToolCall, _ any) (any, error) {
+					select {
+					case <-gate:
+						return "<html/>", nil
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				},
+			}
+			a := &core.Agent{ID: "crawler", Tools: core.Tools{"fetch": core.BackgroundTool("fetcher", fetch)}}
+			args["action"], args["id"] = "send", scripted.WorkID("fetch")
+			f.model.Script("crawler",
+				scripted.Calls(scripted.Use("fetch", map[string]any{"url": "https://example.test", "run_in_background": true})),
+				scripted.Calls(scripted.Use("work", args)),
+				scripted.Say("ok"))
 
-		res, err := f.run(a, nil)
-		Expect(err).NotTo(HaveOccurred())
-		ref := refsOf(res.Messages, "fetch")
-		Expect(ref.TargetID).To(Equal("fetcher"))
-		msg := toolResults(res.Messages, "work")[0]
-		Expect(errorCode(msg)).To(Equal("not_an_agent"))
-		Expect(f.work(ref.ID).State).To(Equal(lifecycle.Running))
-		Expect(f.work(ref.ID).Sent).To(BeZero())
-	}, within)
+			res, err := f.run(a, nil)
+			Expect(err).NotTo(HaveOccurred())
+			ref := refsOf(res.Messages, "fetch")
+			Expect(ref.TargetID).To(Equal("fetcher"))
+			msg := toolResults(res.Messages, "work")[0]
+			Expect(errorCode(msg)).To(Equal("not_an_agent"))
+			Expect(f.work(ref.ID).State).To(Equal(lifecycle.Running))
+			Expect(f.work(ref.ID).Sent).To(BeZero())
+		},
+		Entry("a BackgroundTool, with a message", map[string]any{"message": "hurry"}, within),
+		Entry("a BackgroundTool, without a message: the target check comes first", map[string]any{}, within),
+	)
 })
 
 // contents collects every string and every byte array or slice reachable

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 )
@@ -16,7 +15,8 @@ import (
 const (
 	// MaxStatusRows is the most rows a status block carries.
 	MaxStatusRows = 12
-	// MaxLabelLen is the most characters of a target label in a row.
+	// MaxLabelLen is the most characters of a target label or a Work id
+	// in a row.
 	MaxLabelLen = 96
 	// StatusHeader opens every status block.
 	StatusHeader = "Background work:"
@@ -94,6 +94,7 @@ func buildStatus(rows []StatusRow) *StatusBlock {
 	b.Grow(len(StatusHeader) + 64*len(rows))
 	b.WriteString(StatusHeader)
 	for i := range rows {
+		rows[i].ID = SafeLabel(rows[i].ID)
 		rows[i].Label = SafeLabel(rows[i].Label)
 		b.WriteByte('\n')
 		b.WriteString(rows[i].String())
@@ -108,38 +109,64 @@ func buildStatus(rows []StatusRow) *StatusBlock {
 	return blk
 }
 
-// SafeLabel makes a target label fit a status row: one line, control
-// characters and line breaks folded to spaces, at most MaxLabelLen
-// characters.
+// SafeLabel makes a value fit on one line of a status row, as the row's
+// target label and Work id must: each run of control characters and
+// whitespace becomes one space, the ends are trimmed, and a value over
+// MaxLabelLen characters is cut to MaxLabelLen-1 characters plus "…".
 func SafeLabel(s string) string {
-	clean := true
-	for _, r := range s {
-		if breaksLine(r) {
-			clean = false
-			break
-		}
-	}
-	if clean && utf8.RuneCountInString(s) <= MaxLabelLen {
+	if singleLine(s) {
 		return s
 	}
 	var b strings.Builder
-	n, inControl := 0, false
+	b.Grow(len(s))
+	n, gap := 0, false
 	for _, r := range s {
-		if n == MaxLabelLen {
-			break
+		if breaksLine(r) || unicode.IsSpace(r) {
+			gap = n > 0
+			continue
 		}
-		if breaksLine(r) {
-			if inControl {
-				continue
-			}
-			inControl, r = true, ' '
-		} else {
-			inControl = false
+		if gap {
+			b.WriteByte(' ')
+			n++
+			gap = false
 		}
 		b.WriteRune(r)
 		n++
 	}
-	return b.String()
+	out := b.String()
+	if n <= MaxLabelLen {
+		return out
+	}
+	cut, kept := 0, 0
+	for i := range out {
+		if kept == MaxLabelLen-1 {
+			cut = i
+			break
+		}
+		kept++
+	}
+	return out[:cut] + "…"
+}
+
+// singleLine reports, without allocating, that s needs no change: printable
+// ASCII with no space at either end or beside another, at most MaxLabelLen
+// long. Anything else takes the full path.
+func singleLine(s string) bool {
+	if len(s) > MaxLabelLen || s == "" {
+		return s == ""
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c > 0x7e {
+			if c != ' ' || s[i+1] == ' ' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // breaksLine reports whether r must not appear in a single-line label: a

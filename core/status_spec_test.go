@@ -158,7 +158,7 @@ var _ = Describe("Status context", func() {
 		Expect(block.Omitted).To(Equal(2))
 	}, within)
 
-	DescribeTable("writes labels on one line, folds control characters and cuts them at 96 characters",
+	DescribeTable("writes labels on one line: each run of control characters becomes a space, whitespace runs collapse, the ends are trimmed, and a label over 96 characters is cut to 95 plus …",
 		func(ctx SpecContext, key, want string) {
 			f := newFixture(ctx)
 			f.model.hold(researchID, 1)
@@ -183,11 +183,67 @@ var _ = Describe("Status context", func() {
 				"the projection keeps the authored key")
 		},
 		Entry("control characters and a long key", "deep\tresearch\nnow "+strings.Repeat("x", 120),
-			"deep research now "+strings.Repeat("x", 78), within),
-		Entry("a clean but long key", strings.Repeat("r", 120), strings.Repeat("r", 96), within),
+			"deep research now "+strings.Repeat("x", 77)+"…", within),
+		Entry("a clean but long key", strings.Repeat("r", 120), strings.Repeat("r", 95)+"…", within),
+		Entry("a key of exactly 96 characters, unchanged", strings.Repeat("r", 96), strings.Repeat("r", 96), within),
 		Entry("Unicode line and paragraph separators", "deep\u2028research\u2029now", "deep research now", within),
+		Entry("runs of spaces and spaces at the ends", "  deep   research  ", "deep research", within),
+		Entry("a run of control characters beside a space", "deep\r\n\t research", "deep research", within),
 		Entry("a short clean key, unchanged", "research", "research", within),
 	)
+
+	It("writes a Work id on one line in its row, as it does a label", func(ctx SpecContext) {
+		f := newFixture(ctx, withIDs(&fixedWorkIDs{ids: []string{"w\n1\t\ttwo  "}}))
+		f.model.hold(researchID, 1)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg(autumn)),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("S")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		block := f.model.RequestsFor(coordinatorID)[1].Status
+		Expect(block.Text).To(Equal("Background work:\n- w 1 two · research · running 0s"))
+		Expect(block.Rows[0].ID).To(Equal("w 1 two"))
+		Expect(objs(toolResults(res.Messages, "work")[0].Content)[0]["work"].(map[string]any)["id"]).To(Equal("w\n1\t\ttwo  "),
+			"the projection keeps the real id")
+	}, within)
+
+	It("counts elapsed seconds from startedAt (from createdAt only while queued) to finishedAt or now", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		first := f.model.holdWhen(asked("first"), false)
+		second := f.model.holdWhen(asked("second"), false)
+		parked := f.model.hold(coordinatorID, 2)
+		f.model.Answer(researchID, quickFindings)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("first"), bg("second")),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+
+		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		parked.Arrived(ctx)
+		id1, id2 := f.awaitRef(ctx, 1).ID, f.awaitRef(ctx, 2).ID
+		first.Arrived(ctx)
+		f.clock.Advance(10 * time.Second)
+		first.Release()
+		f.awaitTerminal(ctx, id1)
+		second.Arrived(ctx)
+		f.clock.Advance(3 * time.Second)
+		parked.Release()
+		_, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(rowLines(f.model.RequestsFor(coordinatorID)[1].Status)).To(Equal([]string{
+			"- " + id1 + " · research · running 0s",
+			"- " + id2 + " · research · queued 0s",
+		}))
+		Expect(rowLines(f.model.RequestsFor(coordinatorID)[2].Status)).To(Equal([]string{
+			"- " + id2 + " · research · running 3s",
+			"- " + id1 + " · research · completed 10s · Result available",
+		}), "queued 10 s and running 3 s reads running 3s")
+		second.Release()
+	}, within)
 
 	It("carries only id, label, state, elapsed time and result availability, never child output or failure text", func(ctx SpecContext) {
 		f := newFixture(ctx)

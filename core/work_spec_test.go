@@ -146,6 +146,81 @@ var _ = Describe("Occurrence identity of background calls", func() {
 	}, within)
 })
 
+var _ = Describe("Occurrence identity of foreground calls", func() {
+	// fg is a foreground research call with a fixed tool-call id.
+	fg := func(q string) scripted.Call {
+		c := scripted.Use("research", ask(q))
+		c.ID = "call-f"
+		return c
+	}
+
+	It("returns the first run's exact output for a repeated foreground call identity with the same input, without running the child again", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(fg(autumn), fg(autumn)), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("FIRST")), scripted.Final(findings("SECOND")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "research")
+		Expect(results).To(HaveLen(2))
+		Expect(results[0].Content).To(Equal(string(findings("FIRST"))))
+		Expect(results[1].Content).To(Equal(results[0].Content), "the replay returns the first run's exact output")
+		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1), "the child ran once")
+		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == researchID })).To(HaveLen(1))
+		Expect(f.rt.Works()).To(BeEmpty(), "a foreground call is no Work")
+	}, within)
+
+	It("answers a repeated foreground call identity with different input with a conflict error, without running the child again", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(fg(autumn), fg("Why is the sky blue?")), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("FIRST")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "research")
+		Expect(errorCode(results[1])).To(Equal("conflict"))
+		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1))
+	}, within)
+
+	It("runs the child again for the same call id at another turn: the turn is part of the identity", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.Script(coordinatorID, scripted.Calls(fg(autumn)), scripted.Calls(fg(autumn)), scripted.Say("ok"))
+		f.model.Script(researchID, scripted.Final(findings("FIRST")), scripted.Final(findings("SECOND")))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "research")
+		Expect(results[1].Content).To(Equal(string(findings("SECOND"))))
+	}, within)
+})
+
+var _ = Describe("Work ids", func() {
+	It("refuses an id the id source hands out twice with a model-facing error, and keeps the existing Work reachable", func(ctx SpecContext) {
+		f := newFixture(ctx, withIDs(&fixedWorkIDs{ids: []string{"w-dup"}}))
+		first := f.model.holdWhen(asked("first"), false)
+		f.model.Answer(researchID, quickFindings)
+		f.model.Script(coordinatorID,
+			scripted.Calls(bg("first"), bg("second")),
+			scripted.Calls(workOn("status", "w-dup")),
+			scripted.Say("ok"))
+
+		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "research")
+		Expect(results[0].IsError).To(BeFalse())
+		Expect(results[1].IsError).To(BeTrue(), "the second call is refused: %s", results[1].Content)
+		Expect(results[1].Content).To(ContainSubstring("w-dup"))
+		Expect(f.rt.Works()).To(HaveLen(1), "nothing shadows the first Work")
+		status := obj(toolResults(res.Messages, "work")[0].Content)
+		Expect(status["state"]).To(Equal("running"))
+		Expect(f.events.filter(func(e core.Event) bool {
+			return e.Kind == core.EventRunStart && e.Agent == researchID && fmt.Sprint(e.Input) == fmt.Sprint(ask("second"))
+		})).To(BeEmpty(), "the refused call started nothing")
+		first.Release()
+		Expect(f.awaitTerminal(ctx, "w-dup")).To(Equal(lifecycle.Completed))
+	}, within)
+})
+
 var _ = Describe("list and status", func() {
 	It("lists at most 50 owner-visible entries, oldest first", func(ctx SpecContext) {
 		f := newFixture(ctx, withMaxOutstanding(64))
@@ -287,6 +362,32 @@ var _ = Describe("list and status", func() {
 		Entry("cancel", "cancel", within),
 		Entry("detach", "detach", within),
 		Entry("send", "send", within),
+	)
+
+	DescribeTable("answers not_found before any action-specific check, for an unknown or a detached id",
+		func(ctx SpecContext, detached bool, action string, extra ...any) {
+			f := newFixture(ctx)
+			child := f.model.hold(researchID, 1)
+			call := workOn(action, "w_unknown", extra...)
+			if detached {
+				call = work(action, extra...)
+			}
+			f.model.Script(coordinatorID,
+				scripted.Calls(bg(autumn)),
+				scripted.Calls(work("detach")),
+				scripted.Calls(call),
+				scripted.Say("ok"))
+			f.model.Script(researchID, scripted.Final(findings("S")))
+			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(toolResults(res.Messages, "work")[1].Content).To(Equal(notFound))
+			child.Release()
+		},
+		Entry("result with an unparsable timeout, unknown id", false, "result", "timeout", "soon", within),
+		Entry("result with a negative timeout, detached id", true, "result", "timeout", "-5s", within),
+		Entry("send without a message, unknown id", false, "send", within),
+		Entry("send with an empty message, detached id", true, "send", "message", "", within),
+		Entry("send with an empty message, unknown id", false, "send", "message", "", within),
 	)
 
 	It("answers not_found for every id action on Work owned by another agent instance, and leaves that Work alone", func(ctx SpecContext) {
@@ -466,7 +567,8 @@ var _ = Describe("result", func() {
 		},
 		Entry("250ms", "250ms", 250*time.Millisecond, within),
 		Entry("5s", "5s", 5*time.Second, within),
-		Entry("1m30s is capped", "1m30s", 30*time.Second, within),
+		Entry("5 s, with a space before the unit", "5 s", 5*time.Second, within),
+		Entry("1 m is capped", "1 m", 30*time.Second, within),
 		Entry("1m is capped", "1m", 30*time.Second, within),
 		Entry("2h is capped", "2h", 30*time.Second, within),
 		Entry("omitted", nil, 30*time.Second, within),
@@ -501,6 +603,10 @@ var _ = Describe("result", func() {
 		Entry("unknown unit", "5 seconds", within),
 		Entry("a word", "soon", within),
 		Entry("empty", "", within),
+		Entry("a fraction", "1.5s", within),
+		Entry("a sum of segments", "1m30s", within),
+		Entry("a sum that overflows", "1281023h1281023h1281023h", within),
+		Entry("one segment that overflows", "106752d", within),
 	)
 
 	It("answers a failed child with its status, state failed, and never its error text", func(ctx SpecContext) {
@@ -521,7 +627,7 @@ var _ = Describe("result", func() {
 		}
 	}, within)
 
-	It("stops waiting when the tool call is aborted, and leaves the Work running", func(ctx SpecContext) {
+	It("stops waiting when the tool call is aborted, and the aborted run's Work is cancelled with it", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		child := f.model.hold(researchID, 1)
 		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")))
@@ -537,9 +643,7 @@ var _ = Describe("result", func() {
 		Expect(err).To(MatchError(context.Canceled))
 		Expect(f.timersPending(1)).To(BeFalse(), "the wait ended and its timer was stopped")
 		id := f.awaitRef(ctx, 1).ID
-		Expect(f.work(id).State).To(Equal(lifecycle.Running))
-		child.Release()
-		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Cancelled), "a cancelled run takes its Work with it")
 	}, within)
 })
 

@@ -58,6 +58,8 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 	if in.Action != "list" && id == "" {
 		return "", &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("action %q requires an id", in.Action)}
 	}
+	// Every id action answers not_found for an id the owner cannot see
+	// before any check of its own (a bad timeout, a missing message).
 	switch in.Action {
 	case "list":
 		return marshal(reg.list(owner))
@@ -68,15 +70,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		}
 		return marshal(st)
 	case "result":
-		wait := MaxResultWait
-		if in.Timeout != nil {
-			d, err := ParseDuration(*in.Timeout)
-			if err != nil {
-				return "", &ModelError{Code: "invalid_arguments", Message: "timeout: " + err.Error()}
-			}
-			wait = min(d, MaxResultWait)
-		}
-		return rt.result(ctx, owner, id, wait)
+		return rt.result(ctx, owner, id, in.Timeout)
 	case "cancel":
 		rec, ok := reg.cancel(owner, id)
 		if !ok {
@@ -90,28 +84,34 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		}
 		return marshal(rec)
 	case "send":
-		if in.Message == nil || *in.Message == "" {
-			return "", &ModelError{Code: "invalid_arguments", Message: "send requires a non-empty message"}
-		}
-		rec, found, err := reg.send(sendKey{owner: owner, run: run, turn: turn, callID: call.ID}, id, *in.Message)
-		if err != nil {
-			return "", err
-		}
+		rec, found, err := reg.send(sendKey{owner: owner, run: run, turn: turn, callID: call.ID, work: id}, in.Message)
 		if !found {
 			return marshal(notFound)
+		}
+		if err != nil {
+			return "", err
 		}
 		return marshal(rec)
 	}
 	return "", &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("unknown action %q", in.Action)}
 }
 
-// result returns the exact output of completed Work, waiting up to wait for
-// it; otherwise the status projection. An aborted tool call stops waiting.
-func (rt *Runtime) result(ctx context.Context, owner, id string, wait time.Duration) (string, error) {
+// result returns the exact output of completed Work, waiting up to the
+// timeout (capped, and the cap when omitted) for it; otherwise the status
+// projection. An aborted tool call stops waiting.
+func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string) (string, error) {
 	reg := rt.reg
 	got, done := reg.peekResult(owner, id)
 	if !got.found {
 		return marshal(notFound)
+	}
+	wait := MaxResultWait
+	if timeout != nil {
+		d, err := ParseDuration(*timeout)
+		if err != nil {
+			return "", &ModelError{Code: "invalid_arguments", Message: "timeout: " + err.Error()}
+		}
+		wait = min(d, MaxResultWait)
 	}
 	if got.output != nil {
 		return got.output.Raw, nil
@@ -119,9 +119,9 @@ func (rt *Runtime) result(ctx context.Context, owner, id string, wait time.Durat
 	if done == nil || wait <= 0 || got.status.State.Terminal() {
 		return marshal(got.status)
 	}
-	timeout := make(chan struct{})
-	timer := rt.clock.AfterFunc(wait, func() { close(timeout) })
-	which := rt.exec.Wait("result "+id, done, timeout, ctx.Done())
+	expired := make(chan struct{})
+	timer := rt.clock.AfterFunc(wait, func() { close(expired) })
+	which := rt.exec.Wait("result "+id, done, expired, ctx.Done())
 	timer.Stop()
 	if which == 2 {
 		return "", ctx.Err()

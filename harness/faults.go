@@ -169,7 +169,7 @@ func (r *run) arm(source, yields int, delay time.Duration) {
 			r.crashed = true
 			return
 		}
-		r.act(f, now)
+		r.act(f, source, now)
 	})
 }
 
@@ -207,8 +207,10 @@ func (r *run) checkTriggers() {
 	}
 }
 
-// act issues a work action as the Work's owner would.
-func (r *run) act(f *scenarios.Fault, now time.Time) {
+// act issues a work action as the Work's owner would. Each fault is its
+// own tool call: the call id names the fault, so two injected sends to one
+// Work are two commands, each with its own receipt and cursor.
+func (r *run) act(f *scenarios.Fault, source int, now time.Time) {
 	t := r.rec.Trace()
 	id, ok := f.Work.Resolve(t)
 	if !ok {
@@ -227,7 +229,7 @@ func (r *run) act(f *scenarios.Fault, now time.Time) {
 	}
 	r.add(now, trace.Entry{Kind: trace.Action, Run: owner, Work: id, Action: f.Action,
 		Detail: fmt.Sprintf("%s %s on behalf of %s", f.Action, id, owner)})
-	content, err := r.rt.WorkAction(context.Background(), owner, 0, "fault-"+f.Action+"-"+id, in)
+	content, err := r.rt.WorkAction(context.Background(), owner, 0, fmt.Sprintf("fault-%d-%s", source+1, f.Action), in)
 	detail := "→ " + content
 	if err != nil {
 		detail = "→ error " + err.Error()

@@ -134,6 +134,24 @@ var _ = Describe("fault injection", func() {
 `, "detach w-1 →"),
 	)
 
+	It("two injected sends to one Work are two commands, each accepted with its own receipt and cursor", func() {
+		sc := load(coordinatorYAML("two-sends", researchScript, `
+- send: {work: research, message: Mention anthocyanins.}
+- send: {work: research, message: Mention carotenoids.}
+`))
+		o := harness.Run(sc, harness.Options{Seed: 1})
+		Expect(o.Violations).To(BeEmpty(), transcript(o))
+		var answers []string
+		for _, e := range o.Trace.Entries {
+			if e.Kind == trace.Action && strings.HasPrefix(e.Detail, "send ") && strings.Contains(e.Detail, "→") {
+				answers = append(answers, e.Detail)
+			}
+		}
+		Expect(answers).To(HaveLen(2), transcript(o))
+		Expect(answers[0]).To(ContainSubstring(`"cursor":"1"`))
+		Expect(answers[1]).To(ContainSubstring(`"cursor":"2"`), "the second send is not a conflict with the first")
+	})
+
 	It("a crash drops all process-local state: nothing runs after it, the trace says what was lost, no goroutine is left", func() {
 		before := goleak.IgnoreCurrent()
 		sc := load(coordinatorYAML("crash", researchScript, `

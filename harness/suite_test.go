@@ -60,6 +60,7 @@ func coordinatorYAML(name, script, faults string) string {
 	src := fmt.Sprintf(`name: %s
 agents:
   research-agent:
+    description: Research one question and return concise findings
     prompt:
       input: {type: object, properties: {question: {type: string}}, required: [question]}
       output: {type: object, properties: {summary: {type: string}}, required: [summary]}

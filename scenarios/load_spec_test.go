@@ -22,6 +22,7 @@ import (
 const agentsYAML = `
 agents:
   research-agent:
+    description: Research one question and return concise findings
     prompt:
       input: {type: object, properties: {question: {type: string}}, required: [question]}
       output: {type: object, properties: {summary: {type: string}, pages: {type: integer}}, required: [summary]}
