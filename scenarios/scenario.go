@@ -15,6 +15,10 @@ type Scenario struct {
 	Description string
 	// Source is where the scenario came from (a file, or builtin:NAME).
 	Source string
+	// Digest is the SHA-256 of the YAML a scenario was loaded from, in
+	// hex (empty for a scenario built in Go): a schedule file records it,
+	// and replays only on the very same source.
+	Digest string
 	Tags   []string
 
 	Run          Run
