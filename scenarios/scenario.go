@@ -154,6 +154,26 @@ func (s *Scenario) Expect(e ...Expectation) *Scenario {
 	return s
 }
 
+// ExpectsPrepareFailure reports whether the scenario is about preparation
+// failing: one of its expectations is a PrepareFails (named or not). A
+// scenario whose preparation fails without one fails.
+func (s *Scenario) ExpectsPrepareFailure() bool {
+	for _, e := range s.Expectations {
+		for {
+			n, ok := e.(Named)
+			if !ok {
+				break
+			}
+			e = n.Expectation
+		}
+		switch e.(type) {
+		case PrepareFails, *PrepareFails:
+			return true
+		}
+	}
+	return false
+}
+
 // With sets runtime options.
 func (s *Scenario) With(o Options) *Scenario { s.Options = o; return s }
 
