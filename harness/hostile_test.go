@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/inputfile"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -128,6 +130,22 @@ var _ = Describe("schedule files", func() {
 		Expect(err).To(MatchError(harness.ErrSchedule))
 		Expect(err.Error()).To(ContainSubstring("its SHA-256 differs"))
 		Expect(err.Error()).NotTo(ContainSubstring("not, a"))
+	})
+
+	It("refuses a schedule file over its limit without reading it, within a byte budget", func() {
+		path := filepath.Join(GinkgoT().TempDir(), "huge.json")
+		f, err := os.Create(path)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(f.Truncate(1 << 30)).To(Succeed()) // sparse: no disk
+		Expect(f.Close()).To(Succeed())
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err = harness.ReadSchedule(path)
+		runtime.ReadMemStats(&after)
+		Expect(err).To(MatchError(inputfile.ErrTooLarge))
+		Expect(err.Error()).To(ContainSubstring("larger than 67108864 bytes (64 MiB), the limit for a schedule file; raise it with --max-file-size"))
+		Expect(after.TotalAlloc - before.TotalAlloc).To(BeNumerically("<", 64<<10))
 	})
 
 	It("flags a replayed choice that no runnable actor answers to", func() {
