@@ -4,13 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/budget"
 	"github.com/crux-sim/crux-sim/internal/inputfile"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
@@ -138,14 +138,10 @@ var _ = Describe("schedule files", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(f.Truncate(1 << 30)).To(Succeed()) // sparse: no disk
 		Expect(f.Close()).To(Succeed())
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		_, err = harness.ReadSchedule(path)
-		runtime.ReadMemStats(&after)
+		n := budget.Allocated(func() { _, err = harness.ReadSchedule(path) })
 		Expect(err).To(MatchError(inputfile.ErrTooLarge))
 		Expect(err.Error()).To(ContainSubstring("larger than 67108864 bytes (64 MiB), the limit for a schedule file; raise it with --max-file-size"))
-		Expect(after.TotalAlloc - before.TotalAlloc).To(BeNumerically("<", 64<<10))
+		Expect(n).To(BeNumerically("<", 64<<10))
 	})
 
 	It("flags a replayed choice that no runnable actor answers to", func() {

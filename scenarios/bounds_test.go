@@ -5,38 +5,27 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/crux-sim/crux-sim/internal/budget"
 	"github.com/crux-sim/crux-sim/internal/inputfile"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
-// allocated returns the bytes f allocates: the budget a bound is held to,
-// counted, not timed.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // loadWithin loads src and fails unless the loader rejects it with a
-// message containing want, allocating at most budget bytes.
-func loadWithin(t *testing.T, src string, want string, budget uint64) {
+// message containing want, allocating at most most bytes.
+func loadWithin(t *testing.T, src string, want string, most uint64) {
 	t.Helper()
 	var err error
 	b := []byte(src)
-	n := allocated(func() { _, err = scenarios.Load("hostile.yaml", b) })
+	n := budget.Allocated(func() { _, err = scenarios.Load("hostile.yaml", b) })
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want an error containing %q", err, want)
 	}
-	if n > budget {
-		t.Errorf("rejecting %d bytes allocated %d bytes; the budget is %d", len(src), n, budget)
+	if n > most {
+		t.Errorf("rejecting %d bytes allocated %d bytes; the budget is %d", len(src), n, most)
 	}
 }
 
@@ -93,7 +82,7 @@ func TestAFileOverTheSizeLimitIsRefusedWithoutReadingIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	n := allocated(func() { _, err = scenarios.LoadFile(path) })
+	n := budget.Allocated(func() { _, err = scenarios.LoadFile(path) })
 	if !errors.Is(err, scenarios.ErrLoad) || !errors.Is(err, inputfile.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrLoad and ErrTooLarge", err)
 	}
@@ -105,7 +94,7 @@ func TestAFileOverTheSizeLimitIsRefusedWithoutReadingIt(t *testing.T) {
 		t.Errorf("refusing a 64 MiB file allocated %d bytes", n)
 	}
 	big := make([]byte, scenarios.MaxFileSize+1)
-	n = allocated(func() { _, err = scenarios.Load("given.yaml", big) })
+	n = budget.Allocated(func() { _, err = scenarios.Load("given.yaml", big) })
 	if n > 64<<10 {
 		t.Errorf("refusing bytes over the limit allocated %d bytes", n)
 	}
@@ -116,7 +105,7 @@ func TestAFileOverTheSizeLimitIsRefusedWithoutReadingIt(t *testing.T) {
 
 func TestADeviceOrAFIFOIsRefusedAtOnce(t *testing.T) {
 	var err error
-	n := allocated(func() { _, err = scenarios.LoadFile("/dev/zero") })
+	n := budget.Allocated(func() { _, err = scenarios.LoadFile("/dev/zero") })
 	if !errors.Is(err, inputfile.ErrNotRegular) || err.Error() != "bad scenario file /dev/zero: not a regular file: it is a character device, and crux-sim reads only regular files" {
 		t.Fatalf("got %v", err)
 	}

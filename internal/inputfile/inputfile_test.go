@@ -4,32 +4,23 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/internal/budget"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var limit = Limit{Bytes: 64, What: "a test file", Raise: "--max-file-size"}
 
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestADeviceIsRefusedBeforeAByteIsRead(t *testing.T) {
 	var err error
 	// /dev/zero never ends: reading it at all would not return.
-	n := allocated(func() { _, err = Read("/dev/zero", Limit{Bytes: 1 << 30, What: "a test file", Raise: "-x"}) })
+	n := budget.Allocated(func() { _, err = Read("/dev/zero", Limit{Bytes: 1 << 30, What: "a test file", Raise: "-x"}) })
 	if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "a character device") {
 		t.Fatalf("got %v, want ErrNotRegular naming a character device", err)
 	}
