@@ -3,7 +3,6 @@ package trace
 import (
 	"cmp"
 	"encoding/json"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +83,9 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// (its arguments, projections, receipts and work.refs) at the keys
 	// that hold them. Content (text, outputs, inputs, other tools' results)
 	// is never rewritten, whatever it holds.
-	js := &jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: stamps}
+	js := &jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: stamps,
+		renames: len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0}
+
 	for i := range t.Entries {
 		if &dst[i] != &t.Entries[i] {
 			dst[i] = t.Entries[i]
@@ -94,8 +95,10 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		if e.Kind == ToolResult {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
-		e.Detail = fixDetail(e.Detail, run, work)
-		e.Status = fixStrings(e.Status, func(row string) string { return fixRow(row, work) })
+		if js.renames {
+			e.Detail = fixDetail(e.Detail, run, work)
+			e.Status = fixStrings(e.Status, func(row string) string { return fixRow(row, work) })
+		}
 		e.Messages = fixMessages(e.Messages, call, js.fix)
 		e.Calls = fixCalls(e.Calls, call, js.fix)
 		if e.Call != nil {
@@ -279,6 +282,11 @@ func workArgs(c *core.ToolCall, fix func(string, bool) string) string {
 type jsonFixer struct {
 	run, work, send func(string) string
 	stamps          *offsets
+	// renames: some run, Work or send id is renamed (a simulation's ids
+	// are already normal, and then only timestamps need a document read).
+	renames bool
+	// scan is reused from document to document of one normalization.
+	scan jsonScan
 }
 
 // jsonEdit replaces src[from:to] with text.
@@ -287,124 +295,47 @@ type jsonEdit struct {
 	text     string
 }
 
+// jsonFrame is an open object or array of the document being fixed.
 type jsonFrame struct {
 	object  bool
-	key     string // the key whose value comes next, in an object
 	wantKey bool
-	shaped  bool       // the object is one whose ids and times are known
-	workID  bool       // the object has a workId: its id is a send receipt's
-	edits   []jsonEdit // applied if the object is shaped
-	always  []jsonEdit // applied whatever its shape
+	key     string // the key whose value comes next, in an object
+	shaped  bool   // the object is one whose ids and times are known
+	workID  bool   // the object has a workId: its id is a send receipt's
+	pending int    // where its edits start in the scan's pending edits
+}
+
+// jsonScan is the state of one fix: the open frames, the edits that wait
+// for their object's shape, and the edits to make. It scans the document by
+// hand (a document is valid JSON, or it is left alone): the fix runs on
+// every tool answer of every simulated run. What is not JSON after all is
+// left alone.
+type jsonScan struct {
+	f       *jsonFixer
+	s       string
+	work    bool
+	frames  []jsonFrame
+	pending []jsonEdit
+	edits   []jsonEdit
 }
 
 // fix fixes a JSON document; work says it is the work tool's (its
 // arguments or answer, or a work.ref), whose id keys count.
 func (f *jsonFixer) fix(s string, work bool) string {
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!f.renames && !mayHoldTimestamp(s)) {
 		return s
 	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var stack []*jsonFrame
-	var edits []jsonEdit
-	value := func(end int, v any) {
-		if len(stack) == 0 {
-			return
-		}
-		top := stack[len(stack)-1]
-		if !top.object {
-			return
-		}
-		key := top.key
-		top.wantKey = true
-		str, ok := v.(string)
-		if !ok {
-			if key == "detached" && v == true {
-				top.shaped = true
-			}
-			return
-		}
-		switch key {
-		case "kind":
-			top.shaped = top.shaped || str == core.WorkRefKind
-			return
-		case "action", "workId", "targetLabel":
-			top.shaped = true
-		}
-		switch key {
-		case "worker_id", "session_id", "overwrote":
-			f.edit(s, top, end, str, f.run(str), true)
-			return
-		case "next_run":
-			if off, ok := f.stamps.offset(str); ok {
-				f.edit(s, top, end, str, off, true)
-			}
-			return
-		}
-		if !work {
-			return
-		}
-		var repl string
-		rename := f.work
-		if key == "id" && top.workID {
-			rename = f.send
-		}
-		switch key {
-		case "id", "workId":
-			top.workID = top.workID || key == "workId"
-			if n := rename(str); n != str {
-				repl = n
-			}
-		case "createdAt", "startedAt", "finishedAt", "acceptedAt":
-			if off, ok := f.stamps.offset(str); ok {
-				repl = off
-			}
-		}
-		if repl != "" {
-			f.edit(s, top, end, str, repl, false)
-		}
-	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			if err != io.EOF {
-				return s // not JSON after all: leave it as it is
-			}
-			break
-		}
-		end := int(dec.InputOffset())
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				stack = append(stack, &jsonFrame{object: t == '{', wantKey: t == '{'})
-			default:
-				top := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if top.shaped {
-					edits = append(edits, top.edits...)
-				}
-				edits = append(edits, top.always...)
-				value(end, nil)
-			}
-		case string:
-			if top := topFrame(stack); top != nil && top.object && top.wantKey {
-				top.key, top.wantKey = t, false
-				continue
-			}
-			value(end, t)
-		default:
-			value(end, t)
-		}
-	}
-	if len(edits) == 0 {
+	sc := &f.scan
+	sc.f, sc.s, sc.work = f, s, work
+	sc.frames, sc.pending, sc.edits = sc.frames[:0], sc.pending[:0], sc.edits[:0]
+	if !sc.scan() || len(sc.frames) != 0 || len(sc.edits) == 0 {
 		return s
 	}
-	slices.SortFunc(edits, func(a, b jsonEdit) int { return cmp.Compare(a.from, b.from) })
+	slices.SortFunc(sc.edits, func(a, b jsonEdit) int { return cmp.Compare(a.from, b.from) })
 	var b strings.Builder
 	b.Grow(len(s))
 	last := 0
-	for _, e := range edits {
+	for _, e := range sc.edits {
 		b.WriteString(s[last:e.from])
 		b.WriteString(e.text)
 		last = e.to
@@ -413,31 +344,147 @@ func (f *jsonFixer) fix(s string, work bool) string {
 	return b.String()
 }
 
-// edit plans replacing the string value str, which ends at end in s, with
-// repl: at once (always), or when its object turns out to be shaped.
-func (f *jsonFixer) edit(s string, top *jsonFrame, end int, str, repl string, always bool) {
-	if repl == str {
+// jsonString renders s as a JSON string: ids and offsets need no escapes,
+// and anything else goes through encoding/json.
+func jsonString(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return string(q)
+		}
+	}
+	return "\"" + s + "\""
+}
+
+func (sc *jsonScan) scan() bool {
+	s := sc.s
+	for i := 0; i < len(s); {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r', ':':
+			i++
+		case ',':
+			if n := len(sc.frames); n > 0 && sc.frames[n-1].object {
+				sc.frames[n-1].wantKey = true
+			}
+			i++
+		case '{', '[':
+			sc.frames = append(sc.frames, jsonFrame{object: c == '{', wantKey: c == '{', pending: len(sc.pending)})
+			i++
+		case '}', ']':
+			if len(sc.frames) == 0 || sc.frames[len(sc.frames)-1].object != (c == '}') {
+				return false
+			}
+			top := sc.frames[len(sc.frames)-1]
+			sc.frames = sc.frames[:len(sc.frames)-1]
+			if top.shaped {
+				sc.edits = append(sc.edits, sc.pending[top.pending:]...)
+			}
+			sc.pending = sc.pending[:top.pending]
+			sc.value(i+1, "", false, false)
+			i++
+		case '"':
+			j, escaped := i+1, false
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					escaped = true
+					j++
+				}
+				j++
+			}
+			if j >= len(s) {
+				return false
+			}
+			j++
+			str := s[i+1 : j-1]
+			if escaped {
+				var u string
+				_ = json.Unmarshal([]byte(s[i:j]), &u)
+				str = u
+			}
+			if n := len(sc.frames); n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey {
+				sc.frames[n-1].key, sc.frames[n-1].wantKey = str, false
+			} else {
+				sc.value(j, str, true, !escaped)
+			}
+			i = j
+		default: // a number, true, false or null
+			j := i
+			for j < len(s) && !strings.ContainsRune(" \t\n\r,:]}[{\"", rune(s[j])) {
+				j++
+			}
+			if j == i {
+				return false
+			}
+			sc.value(j, "", false, s[i:j] == "true")
+			i = j
+		}
+	}
+	return true
+}
+
+// value accounts for a value that ends at end: a string (isStr, plain when
+// it was written without escapes) or anything else (isTrue for true).
+func (sc *jsonScan) value(end int, str string, isStr, flag bool) {
+	n := len(sc.frames)
+	if n == 0 || !sc.frames[n-1].object {
 		return
 	}
-	raw, _ := json.Marshal(str)
-	start := end - len(raw)
-	if start < 0 || s[start:end] != string(raw) {
-		return // written with escapes: leave it
+	top := &sc.frames[n-1]
+	key := top.key
+	if !isStr {
+		if key == "detached" && flag {
+			top.shaped = true
+		}
+		return
 	}
-	q, _ := json.Marshal(repl)
-	e := jsonEdit{from: start, to: end, text: string(q)}
-	if always {
-		top.always = append(top.always, e)
-	} else {
-		top.edits = append(top.edits, e)
+	plain := flag
+	f := sc.f
+	switch key {
+	case "worker_id", "session_id", "overwrote":
+		sc.edit(top, end, str, f.run(str), plain, true)
+		return
+	case "next_run":
+		if off, ok := f.stamps.offset(str); ok {
+			sc.edit(top, end, str, off, plain, true)
+		}
+		return
+	case "kind":
+		top.shaped = top.shaped || str == core.WorkRefKind
+		return
+	case "action", "workId", "targetLabel":
+		top.shaped = true
+	}
+	if !sc.work {
+		return
+	}
+	switch key {
+	case "id", "workId":
+		rename := f.work
+		if key == "id" && top.workID {
+			rename = f.send
+		}
+		top.workID = top.workID || key == "workId"
+		sc.edit(top, end, str, rename(str), plain, false)
+	case "createdAt", "startedAt", "finishedAt", "acceptedAt":
+		if off, ok := f.stamps.offset(str); ok {
+			sc.edit(top, end, str, off, plain, false)
+		}
 	}
 }
 
-func topFrame(stack []*jsonFrame) *jsonFrame {
-	if len(stack) == 0 {
-		return nil
+// edit plans replacing the string value str, which ends at end, with repl:
+// at once (always), or when its object turns out to be shaped. A value
+// written with escapes is left as it is.
+func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, always bool) {
+	if repl == str || !plain {
+		return
 	}
-	return stack[len(stack)-1]
+	e := jsonEdit{from: end - len(str) - 2, to: end, text: jsonString(repl)}
+	if always {
+		sc.edits = append(sc.edits, e)
+	} else {
+		sc.pending = append(sc.pending, e)
+	}
 }
 
 // fixStrings applies fix to every string, copying the slice only if one

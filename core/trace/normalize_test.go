@@ -122,3 +122,17 @@ func TestNormalizationNeverRewritesContentThatSpellsAnID(t *testing.T) {
 		}
 	}
 }
+
+// A document that only looks like JSON is content like any other: the
+// structural fixer leaves it as it is, and never fails on it.
+func TestNormalizationLeavesBrokenJSONAsItIs(t *testing.T) {
+	for _, s := range []string{`{"workId":"w_x7"`, `{"workId":"w_x7"}}`, `{"workId":"w_x7]`, `[{"workId": "w_x7", ]`, `{"workId":"\"`, `{]`, `[`, `{"a":tru`} {
+		tr := &Trace{Entries: []Entry{
+			{Kind: Work, Run: "r", Work: "w_x7", To: "queued"},
+			{Kind: ToolResult, Run: "r", Call: &core.ToolCall{ID: "c", Name: core.WorkToolName}, Action: "cancel", Content: s},
+		}}
+		if got := tr.Normalize().Entries[1].Content; got != s {
+			t.Errorf("%q became %q", s, got)
+		}
+	}
+}
