@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,18 @@ type CampaignOptions struct {
 	MaxFailures int
 	// Progress is called now and then with schedules done so far.
 	Progress func(done int64)
+}
+
+// CheckSeeds reports a seed range that is empty or that runs past the
+// largest seed: Start+Seeds-1 must be an int64.
+func (o CampaignOptions) CheckSeeds() error {
+	switch {
+	case o.Seeds < 1:
+		return fmt.Errorf("--seeds must be at least 1, not %d", o.Seeds)
+	case o.Start > math.MaxInt64-(o.Seeds-1):
+		return fmt.Errorf("--start %d with --seeds %d runs past the largest seed, %d; start at %d at most", o.Start, o.Seeds, int64(math.MaxInt64), math.MaxInt64-(o.Seeds-1))
+	}
+	return nil
 }
 
 // Load returns a fresh copy of a scenario: a campaign runs schedules on many
@@ -195,10 +208,13 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 	}
 
 feed:
-	for s := opts.Start; s < opts.Start+opts.Seeds; s++ {
-		if int((s-opts.Start)%int64(opts.Shard.Count)) != opts.Shard.Index {
+	// Counted by offset, not by seed: Start+Seeds may be one past the
+	// largest int64.
+	for k := int64(0); k < opts.Seeds; k++ {
+		if int(k%int64(opts.Shard.Count)) != opts.Shard.Index {
 			continue
 		}
+		s := opts.Start + k
 		for i := range targets {
 			select {
 			case jobs <- job{target: &targets[i], seed: s}:

@@ -78,6 +78,9 @@ type Outcome struct {
 	Violations []Violation
 	// Decisions is the schedule: every scheduling choice in order.
 	Decisions []Decision
+	// Misfit is the first choice of Options.Replay that was out of range
+	// (and so was replaced): the replayed schedule does not fit the run.
+	Misfit *Misfit
 	// Steps counts actor steps; Elapsed is the virtual time the run took.
 	Steps   int
 	Elapsed time.Duration
@@ -343,6 +346,7 @@ func (r *run) finish(out *Outcome) {
 		}
 	}
 	out.Decisions = r.sim.Decisions()
+	out.Misfit = r.sim.Misfit()
 	out.Steps = r.sim.Steps()
 	out.Elapsed = r.sim.Clock().Elapsed()
 	out.Violations = r.checker.violations
@@ -350,6 +354,10 @@ func (r *run) finish(out *Outcome) {
 
 	for _, e := range r.sc.Expectations {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: e.Describe(), Failure: e.Check(out.Result)})
+	}
+	if out.PrepareErr != nil && !r.sc.ExpectsPrepareFailure() {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds",
+			Failure: &scenarios.Failure{Message: fmt.Sprintf("preparation failed, so nothing ran: %v (a scenario about that says so with a prepare-fails expectation)", out.PrepareErr), At: -1}})
 	}
 	for _, err := range out.ScriptFailures {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: "the script covers every provider step",

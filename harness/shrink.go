@@ -1,91 +1,8 @@
 package harness
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"strings"
-
-	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
-
-// ScheduleVersion is the version of the schedule file format.
-const ScheduleVersion = 1
-
-// Schedule is a failing run made explicit: the scheduling choices and the
-// faults that fired. Replaying it needs the scenario but not the seed's
-// random streams, so it stays valid when the code changes how it draws.
-type Schedule struct {
-	Version  int    `json:"version"`
-	Scenario string `json:"scenario"`
-	// Target is what to pass to crux-sim run: a built-in name or a path.
-	Target string `json:"target"`
-	// Seed is the seed the failure was found under (for reference; the
-	// replay does not draw from it).
-	Seed      int64          `json:"seed"`
-	Signature string         `json:"signature"`
-	Mutations core.Mutations `json:"mutations,omitzero"`
-	Plan      Plan           `json:"plan"`
-	// Choices are the scheduling choices, index into the runnable actors
-	// at each step; past the end the first runnable actor goes.
-	Choices []int `json:"choices"`
-}
-
-// Options replays the schedule.
-func (s *Schedule) Options() Options {
-	plan := s.Plan
-	return Options{Seed: s.Seed, Replay: s.Choices, ReplayStrict: true, Plan: &plan, Mutations: s.Mutations}
-}
-
-// Replay runs the schedule on the scenario.
-func (s *Schedule) Replay(sc *scenarios.Scenario) *Outcome { return Run(sc, s.Options()) }
-
-// Describe renders the schedule for people.
-func (s *Schedule) Describe() string {
-	var b strings.Builder
-	nonzero := 0
-	for _, c := range s.Choices {
-		if c != 0 {
-			nonzero++
-		}
-	}
-	fmt.Fprintf(&b, "%d scheduling choices (%d not the first runnable actor)", len(s.Choices), nonzero)
-	if len(s.Plan.Faults) == 0 {
-		b.WriteString(", no faults")
-	}
-	for _, f := range s.Plan.Faults {
-		b.WriteString("; " + f.String())
-	}
-	return b.String()
-}
-
-// WriteFile writes the schedule as indented JSON.
-func (s *Schedule) WriteFile(path string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// ReadSchedule reads a schedule file.
-func ReadSchedule(path string) (*Schedule, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var s Schedule
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: not a schedule file: %v", path, err)
-	}
-	if s.Version != ScheduleVersion {
-		return nil, fmt.Errorf("%s: schedule version %d, this crux-sim reads version %d", path, s.Version, ScheduleVersion)
-	}
-	return &s, nil
-}
 
 // Shrink reduces a failing run to a small schedule that fails the same way
 // (the same Signature): it drops faults, shortens latencies and jitter,
@@ -97,8 +14,7 @@ func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts Campaig
 		budget = 2000
 	}
 	sig := Signature(failed)
-	best := &Schedule{Version: ScheduleVersion, Scenario: sc.Name, Target: target, Seed: failed.Seed, Signature: sig,
-		Mutations: opts.Mutations, Plan: failed.Fired, Choices: choices(failed.Decisions)}
+	best := newSchedule(sc, target, failed, sig, opts.Mutations)
 	f := &Failure{Scenario: sc.Name, Target: target, Seed: failed.Seed, Signature: sig, Outcome: failed}
 
 	try := func(cand *Schedule) bool {
@@ -197,14 +113,6 @@ func (s *Schedule) clone() *Schedule {
 	c.Plan.Faults = append([]PlannedFault(nil), s.Plan.Faults...)
 	c.Choices = append([]int(nil), s.Choices...)
 	return &c
-}
-
-func choices(ds []Decision) []int {
-	out := make([]int, len(ds))
-	for i, d := range ds {
-		out[i] = d.Choice
-	}
-	return out
 }
 
 // trimZeros drops trailing first-runnable choices, which a strict replay

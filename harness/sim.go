@@ -40,6 +40,8 @@ type Sim struct {
 	strict bool
 	// Decisions records every choice: the index among runnable actors.
 	decisions []Decision
+	// misfit is the first replayed choice that no runnable actor answered.
+	misfit *Misfit
 
 	// Hooks.
 	onStep func(a *Actor)
@@ -162,6 +164,16 @@ func (s *Sim) Seed() int64 { return s.seed }
 
 // Decisions returns the scheduling choices made so far.
 func (s *Sim) Decisions() []Decision { return s.decisions }
+
+// Misfit is a replayed scheduling choice out of range: at step Index (from
+// 0) the replay said Choice, but only Runnable actors could run.
+type Misfit struct {
+	Index, Choice, Runnable int
+}
+
+// Misfit returns the first replayed choice that was out of range, or nil
+// when every replayed choice named a runnable actor.
+func (s *Sim) Misfit() *Misfit { return s.misfit }
 
 // Steps returns how many actor steps ran.
 func (s *Sim) Steps() int { return s.steps }
@@ -365,8 +377,12 @@ func (s *Sim) anyRunnable() bool {
 func (s *Sim) choose() int {
 	n := len(s.runnable)
 	i := -1
-	if k := len(s.decisions); k < len(s.replay) && s.replay[k] < n {
-		i = s.replay[k]
+	if k := len(s.decisions); k < len(s.replay) {
+		if s.replay[k] < n {
+			i = s.replay[k]
+		} else if s.misfit == nil {
+			s.misfit = &Misfit{Index: k, Choice: s.replay[k], Runnable: n}
+		}
 	}
 	if i < 0 {
 		if n == 1 || s.strict {

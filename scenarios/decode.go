@@ -207,10 +207,45 @@ func (d *decoder) duration(n *node, what string) time.Duration {
 		return 0
 	}
 	dur, err := core.ParseDuration(s)
-	if err != nil {
+	switch {
+	case err != nil:
 		d.errorf(n, "%s must be a duration such as \"5s\" or \"250ms\": %v", what, err)
+		return 0
+	case dur < 0 || dur > MaxDuration:
+		d.errorf(n, "%s %q is longer than %s, the longest virtual time a scenario may name", what, s, "366d")
+		return 0
 	}
 	return dur
+}
+
+// MaxDuration is the longest virtual time a scenario file may name: a
+// year, far beyond the platform's longest rule (a dynamic loop expires
+// after 7 days), and far enough from time.Duration's 292 years that sums
+// of durations never overflow.
+const MaxDuration = 366 * 24 * time.Hour
+
+// MaxJitter is the most scheduling steps a fault's jitter may let run
+// before it fires.
+const MaxJitter = 10_000
+
+func (d *decoder) jitter(n *node, what string) int {
+	j := d.integer(n, what, 0)
+	if j > MaxJitter {
+		d.errorf(n, "%s is %d scheduling steps; a jitter is at most %d", what, j, MaxJitter)
+		return 0
+	}
+	return j
+}
+
+// durationRange reads a range of durations, [lo, hi], either end
+// optional; a maximum below the minimum is a problem at the maximum.
+func (d *decoder) durationRange(loNode, hiNode *node, what, loKey, hiKey string) (lo, hi time.Duration) {
+	before := len(d.problems)
+	lo, hi = d.duration(loNode, what+" "+loKey), d.duration(hiNode, what+" "+hiKey)
+	if loNode != nil && hiNode != nil && hi < lo && len(d.problems) == before {
+		d.errorf(hiNode, "%s: %s %s is below %s %s; a range runs from its minimum up to its maximum", what, hiKey, hi, loKey, lo)
+	}
+	return lo, hi
 }
 
 func (d *decoder) strs(n *node, what string) []string {

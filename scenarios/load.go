@@ -3,11 +3,11 @@ package scenarios
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,20 +17,31 @@ import (
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/internal/inputfile"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
 // ErrLoad is wrapped by every scenario-file error.
 var ErrLoad = errors.New("bad scenario file")
 
-// LoadFile reads a scenario file.
+// MaxFileSize is the largest scenario file LoadFile and Load read, in
+// bytes; crux-sim's --max-file-size sets it. A scenario is a few kilobytes:
+// the limit is there so that a file from elsewhere cannot make the loader
+// spend without bound.
+var MaxFileSize int64 = 4 << 20
+
+// fileLimit is how LoadFile reads: only a regular file, at most
+// MaxFileSize bytes.
+func fileLimit() inputfile.Limit {
+	return inputfile.Limit{Bytes: MaxFileSize, What: "a scenario file", Raise: "--max-file-size (scenarios.MaxFileSize in Go)"}
+}
+
+// LoadFile reads a scenario file. Only a regular file is read, and at most
+// MaxFileSize bytes of it: a device such as /dev/zero, a FIFO or a
+// directory is refused before anything is read.
 func LoadFile(path string) (*Scenario, error) {
-	src, err := os.ReadFile(path)
+	src, err := inputfile.Read(path, fileLimit())
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
 		return nil, fmt.Errorf("%w %s: %w", ErrLoad, path, err)
 	}
 	return Load(path, src)
@@ -39,6 +50,9 @@ func LoadFile(path string) (*Scenario, error) {
 // Load reads a scenario from YAML. name is the file name used in errors.
 // Every problem is reported as a *LoadError, at its line and column.
 func Load(name string, src []byte) (*Scenario, error) {
+	if int64(len(src)) > MaxFileSize {
+		return nil, &LoadError{File: name, Problems: []Problem{{Line: 1, Col: 1, Message: (&inputfile.TooLargeError{Limit: fileLimit()}).Error()}}}
+	}
 	root, err := parseYAML(src)
 	if err != nil {
 		var pe *posError
@@ -53,6 +67,8 @@ func Load(name string, src []byte) (*Scenario, error) {
 		return nil, err
 	}
 	sc.Source = name
+	sum := sha256.Sum256(src)
+	sc.Digest = hex.EncodeToString(sum[:])
 	return sc, nil
 }
 
@@ -618,11 +634,13 @@ func (l *loader) faults(n *node) []Fault {
 			}
 			if kind == "latency" {
 				fault.Kind = FaultLatency
-				fault.Latency = l.duration(f["latency"], what+" latency")
-				if f["min"] != nil {
-					fault.Latency = l.duration(f["min"], what+" min")
+				lo, loKey := f["min"], "min"
+				if lo == nil {
+					lo, loKey = f["latency"], "latency"
+				} else if f["latency"] != nil {
+					l.duration(f["latency"], what+" latency") // min wins; latency is still checked
 				}
-				fault.LatencyMax = l.duration(f["max"], what+" max")
+				fault.Latency, fault.LatencyMax = l.durationRange(lo, f["max"], what, loKey, "max")
 				if f["latency"] == nil && f["min"] == nil {
 					l.errorf(v, "%s needs latency, such as latency: 2s, or min and max to draw it from a range", what)
 				}
@@ -640,11 +658,8 @@ func (l *loader) faults(n *node) []Fault {
 			out = append(out, fault)
 		case "crash":
 			f := l.fields(v, what+" (crash)", crashFaultKeys...)
-			fault := Fault{Kind: FaultCrash, Jitter: l.integer(f["jitter"], what+" jitter", 0), Probability: l.probability(f["probability"], what+" probability"),
-				Delay: l.duration(f["delay"], what+" delay"), DelayMax: l.duration(f["max-delay"], what+" max-delay")}
-			if f["max-delay"] != nil && fault.DelayMax < fault.Delay {
-				l.errorf(f["max-delay"], "%s: max-delay %s is below delay %s", what, fault.DelayMax, fault.Delay)
-			}
+			fault := Fault{Kind: FaultCrash, Jitter: l.jitter(f["jitter"], what+" jitter"), Probability: l.probability(f["probability"], what+" probability")}
+			fault.Delay, fault.DelayMax = l.durationRange(f["delay"], f["max-delay"], what, "delay", "max-delay")
 			if f["after"] != nil {
 				p := l.pattern(f["after"], what+" after", "")
 				fault.After = &p
@@ -653,7 +668,7 @@ func (l *loader) faults(n *node) []Fault {
 		default:
 			f := l.fields(v, what+" ("+kind+")", actionFaultKeys...)
 			fault := Fault{Kind: FaultAction, Action: kind, Work: l.ref(f["work"], what+" work"), Message: l.str(f["message"], what+" message"),
-				Jitter: l.integer(f["jitter"], what+" jitter", 0), Probability: l.probability(f["probability"], what+" probability")}
+				Jitter: l.jitter(f["jitter"], what+" jitter"), Probability: l.probability(f["probability"], what+" probability")}
 			if f["work"] == nil {
 				l.errorf(v, "%s is missing key \"work\": which Work to %s, such as work: research", what, kind)
 			}

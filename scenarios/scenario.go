@@ -15,6 +15,10 @@ type Scenario struct {
 	Description string
 	// Source is where the scenario came from (a file, or builtin:NAME).
 	Source string
+	// Digest is the SHA-256 of the YAML a scenario was loaded from, in
+	// hex (empty for a scenario built in Go): a schedule file records it,
+	// and replays only on the very same source.
+	Digest string
 	Tags   []string
 
 	Run          Run
@@ -148,6 +152,26 @@ func (s *Scenario) Inject(faults ...Fault) *Scenario {
 func (s *Scenario) Expect(e ...Expectation) *Scenario {
 	s.Expectations = append(s.Expectations, e...)
 	return s
+}
+
+// ExpectsPrepareFailure reports whether the scenario is about preparation
+// failing: one of its expectations is a PrepareFails (named or not). A
+// scenario whose preparation fails without one fails.
+func (s *Scenario) ExpectsPrepareFailure() bool {
+	for _, e := range s.Expectations {
+		for {
+			n, ok := e.(Named)
+			if !ok {
+				break
+			}
+			e = n.Expectation
+		}
+		switch e.(type) {
+		case PrepareFails, *PrepareFails:
+			return true
+		}
+	}
+	return false
 }
 
 // With sets runtime options.

@@ -115,6 +115,9 @@ type posError struct {
 func parseYAML(src []byte) (*node, error) {
 	// A byte order mark, as some editors write, is not part of the first key.
 	src = bytes.TrimPrefix(src, []byte("\ufeff"))
+	if pe := prescan(src); pe != nil {
+		return nil, pe
+	}
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		var se *yaml.SyntaxError
@@ -229,8 +232,8 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 	defer func() { c.depth-- }()
 	tok := n.GetToken()
 	line, col := tokPos(tok)
-	if c.depth > 200 {
-		return nil, &posError{line: line, col: col, msg: "YAML nested more than 200 levels deep; a scenario is never that deep"}
+	if c.depth > maxDepth {
+		return nil, nestedTooDeep(line, col)
 	}
 	at := func(k nodeKind) *node {
 		return &node{kind: k, line: line, col: col}

@@ -79,9 +79,6 @@ Shards split the seed space: --shard i/n runs the seeds s with
 			if len(args) == 0 {
 				return usagef("fuzz needs at least one scenario: a built-in name or a file")
 			}
-			if seeds < 1 {
-				return usagef("--seeds must be at least 1")
-			}
 			shard := harness.Shard{Index: 0, Count: 1}
 			if shardFlag != "" {
 				var err error
@@ -107,6 +104,9 @@ Shards split the seed space: --shard i/n runs the seeds s with
 			}
 			opts := harness.CampaignOptions{Seeds: seeds, Start: start, Jobs: jobs, Budget: budget, Shard: shard,
 				Swarm: !noSwarm, Mutations: mutations}
+			if err := opts.CheckSeeds(); err != nil {
+				return usagef("%v", err)
+			}
 			if opts.Jobs <= 0 {
 				opts.Jobs = runtime.NumCPU()
 			}

@@ -44,20 +44,9 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			if out == "" {
 				return usagef("-o is required: the file to write the report to, or - for standard output")
 			}
-			opts, args, schedule, err := sched.resolve(args)
-			if err != nil {
-				return err
-			}
 			source, command := "scripted run", ""
-			if schedule != nil {
-				source = "fuzz failure, shrunk schedule (" + schedule.Describe() + ")"
-				command = "crux-sim run --replay " + shellQuote(sched.replay)
-			}
-			if len(args) == 0 {
-				return usagef("report needs a scenario: a built-in name (see crux-sim list), a file, or --replay FILE")
-			}
 			var o *harness.Outcome
-			if isCassette(args[0]) {
+			if len(args) == 1 && isCassette(args[0]) {
 				r, err := replayCassette(args[0], "", false)
 				if err != nil {
 					return err
@@ -70,11 +59,21 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 						Failure: &scenarios.Failure{Message: d.Error(), At: -1}})
 				}
 			} else {
-				scs, err := loadScenarios(args)
+				if len(args) == 0 && sched.replay == "" {
+					return usagef("report needs a scenario: a built-in name (see crux-sim list), a file, or --replay FILE")
+				}
+				opts, scs, schedule, err := sched.resolve(args)
 				if err != nil {
 					return err
 				}
 				o = harness.Run(scs[0], opts)
+				if schedule != nil {
+					if err := schedule.Fits(o); err != nil {
+						return usagef("%v", err)
+					}
+					source = "fuzz failure, shrunk schedule (" + schedule.Describe() + ")"
+					command = "crux-sim run --replay " + shellQuote(sched.replay)
+				}
 			}
 			in := htmlreport.FromOutcome(o)
 			in.Source = source

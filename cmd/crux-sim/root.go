@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -66,6 +67,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// The limits --max-file-size replaces, restored for every command (the
+// tests run many in one process).
+var defaultScenarioSize, defaultScheduleSize = scenarios.MaxFileSize, harness.MaxScheduleSize
+
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "crux-sim",
@@ -85,6 +90,19 @@ Exit codes: 0 every expectation held; 1 an expectation or invariant failed;
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	var maxFile int64
+	root.PersistentFlags().Int64Var(&maxFile, "max-file-size", 0, "the largest scenario or schedule file to read, in bytes (default: 4 MiB for a scenario, 64 MiB for a schedule)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case maxFile < 0:
+			return usagef("--max-file-size must be a number of bytes, 1 or more")
+		case maxFile > 0:
+			scenarios.MaxFileSize, harness.MaxScheduleSize = maxFile, maxFile
+		default:
+			scenarios.MaxFileSize, harness.MaxScheduleSize = defaultScenarioSize, defaultScheduleSize
+		}
+		return nil
+	}
 	root.AddCommand(newListCmd(), newRunCmd(), newFuzzCmd(), newRecordCmd(), newReplayCmd())
 	root.AddCommand(newReportCmd())
 	return root

@@ -34,22 +34,23 @@ line of it carries child output or failure text.`,
 			if format != "text" && format != "json" {
 				return usagef("--format must be text or json, not %q", format)
 			}
-			opts, args, _, err := sched.resolve(args)
+			if len(args) == 0 && sched.replay == "" {
+				return usagef("run needs a scenario: a built-in name (see crux-sim list) or a file")
+			}
+			opts, scs, schedule, err := sched.resolve(args)
 			if err != nil {
 				return err
 			}
 			opts.CheckLogs = checkLogs
-			if len(args) == 0 {
-				return usagef("run needs a scenario: a built-in name (see crux-sim list) or a file")
-			}
-			scs, err := loadScenarios(args)
-			if err != nil {
-				return err
-			}
 			failed := false
 			var docs []json.RawMessage
 			for _, sc := range scs {
 				o := harness.Run(sc, opts)
+				if schedule != nil {
+					if err := schedule.Fits(o); err != nil {
+						return usagef("%v", err)
+					}
+				}
 				if !o.Passed() {
 					failed = true
 				}
@@ -148,24 +149,48 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 }
 
 // resolve returns the harness options the flags ask for, the scenario
-// arguments (a replayed schedule names its own when none is given), and
-// the schedule it read, if any.
-func (f *scheduleFlags) resolve(args []string) (harness.Options, []string, *harness.Schedule, error) {
+// arguments, and the schedule it read, if any. A replayed schedule binds the
+// run to its scenario: with no arguments it loads the schedule's target
+// (resolved relative to the schedule file, never quoted), and any scenario
+// given must be the one the schedule was found on.
+func (f *scheduleFlags) resolve(args []string) (harness.Options, []*scenarios.Scenario, *harness.Schedule, error) {
 	mutations, err := parsePlant(f.plant)
 	if err != nil {
 		return harness.Options{}, nil, nil, err
 	}
 	if f.replay == "" {
-		return harness.Options{Seed: f.seed, Swarm: f.swarm, Mutations: mutations}, args, nil, nil
+		scs, err := loadArgs(args)
+		return harness.Options{Seed: f.seed, Swarm: f.swarm, Mutations: mutations}, scs, nil, err
 	}
 	sched, err := harness.ReadSchedule(f.replay)
 	if err != nil {
 		return harness.Options{}, nil, nil, usagef("%v", err)
 	}
 	if len(args) == 0 {
-		args = []string{sched.Target}
+		sc, err := sched.LoadTarget()
+		if err != nil {
+			return harness.Options{}, nil, nil, usagef("%v", err)
+		}
+		return sched.Options(), []*scenarios.Scenario{sc}, sched, nil
 	}
-	return sched.Options(), args, sched, nil
+	scs, err := loadArgs(args)
+	if err != nil {
+		return harness.Options{}, nil, nil, err
+	}
+	for _, sc := range scs {
+		if err := sched.Check(sc); err != nil {
+			return harness.Options{}, nil, nil, usagef("%v", err)
+		}
+	}
+	return sched.Options(), scs, sched, nil
+}
+
+// loadArgs loads the scenario arguments, if there are any.
+func loadArgs(args []string) ([]*scenarios.Scenario, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	return loadScenarios(args)
 }
 
 // reproduce is the crux-sim run command for a seed's schedule of a target.

@@ -13,9 +13,11 @@ import (
 
 // Normalize returns a copy of the trace with ids renamed in order of
 // appearance (runs as agent#n, Work as w-n, tool calls as call-n, send
-// receipts as send-n) everywhere they occur, including inside contents and
-// status rows, and RFC 3339 timestamps inside contents rewritten as offsets
-// from the start, such as +5s.
+// receipts as send-n) where ids stand: the fields that hold them, the id
+// column of status rows, and the id keys of the work tool's arguments,
+// projections, receipts and work.refs; the timestamps of those become
+// offsets from the start, such as +5s. Content is never rewritten: a model's
+// text that happens to spell an id or a time stays as it was.
 func (t *Trace) Normalize() *Trace {
 	n, _ := t.NormalizeIDs()
 	return n
@@ -40,126 +42,449 @@ func (t *Trace) NormalizeInPlace() func(id string) string {
 // normalizeInto writes the normalized entries of t into dst, which has
 // t's length and may be t.Entries itself.
 func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
-	// named holds every id given a name; rename only those whose name is
-	// not already their id (a simulation's sequential ids are their own
-	// normal form, so there is usually nothing to rename).
-	named := map[string]struct{}{}
-	rename := map[string]string{}
+	// Each kind of id has its own names: a provider's call ids and the
+	// runtime's Work ids come from different sources and may coincide.
+	// Only the ids whose name is not already their id are renamed (a
+	// simulation's sequential ids are their own normal form, so there is
+	// usually nothing to rename).
+	var ids renamer
 	perAgent := map[string]int{}
-	var works, calls, sends int
-	name := func(raw, prefix, sep string, n int) {
-		named[raw] = struct{}{}
-		if num := strconv.Itoa(n); len(raw) != len(prefix)+len(sep)+len(num) || !strings.HasPrefix(raw, prefix) ||
-			raw[len(prefix):len(prefix)+len(sep)] != sep || raw[len(prefix)+len(sep):] != num {
-			rename[raw] = prefix + sep + num
-		}
-	}
+	var counts [idKinds]int
 	for i := range t.Entries {
 		e := &t.Entries[i]
-		if e.Run != "" && e.Kind == RunStart {
-			if _, ok := named[e.Run]; !ok {
-				perAgent[e.Agent]++
-				name(e.Run, e.Agent, "#", perAgent[e.Agent])
-			}
+		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
+			perAgent[e.Agent]++
+			ids.name(runID, e.Run, e.Agent, "#", perAgent[e.Agent])
 		}
-		if e.Work != "" && e.Kind == Work && e.From == "" {
-			if _, ok := named[e.Work]; !ok {
-				works++
-				name(e.Work, "w", "-", works)
-			}
+		if e.Work != "" && e.Kind == Work && e.From == "" && !ids.has(workID, e.Work) {
+			counts[workID]++
+			ids.name(workID, e.Work, "w", "-", counts[workID])
 		}
 		for _, c := range e.Calls {
-			if _, ok := named[c.ID]; !ok && c.ID != "" {
-				calls++
-				name(c.ID, "call", "-", calls)
+			if c.ID != "" && !ids.has(callID, c.ID) {
+				counts[callID]++
+				ids.name(callID, c.ID, "call", "-", counts[callID])
 			}
 		}
 		if e.Kind == ToolResult && e.Action == "send" && !e.IsError {
 			var rec struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" {
-				if _, ok := named[rec.ID]; !ok {
-					sends++
-					name(rec.ID, "send", "-", sends)
-				}
+			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" && !ids.has(sendID, rec.ID) {
+				counts[sendID]++
+				ids.name(sendID, rec.ID, "send", "-", counts[sendID])
 			}
 		}
 	}
-	// Runs the trace never saw start (a harness may log them) keep their id.
-	pairs := make([][2]string, 0, len(rename))
-	for raw, n := range rename {
-		pairs = append(pairs, [2]string{raw, n})
-	}
-	// Longest first, so that run-10 is not read as run-1 followed by 0.
-	slices.SortFunc(pairs, func(a, b [2]string) int {
-		if c := cmp.Compare(len(b[0]), len(a[0])); c != 0 {
-			return c
-		}
-		return strings.Compare(a[0], b[0])
-	})
-	var rep *strings.Replacer
-	if len(pairs) > 0 {
-		args := make([]string, 0, 2*len(pairs))
-		for _, p := range pairs {
-			args = append(args, p[0], p[1])
-		}
-		rep = strings.NewReplacer(args...)
-	}
 	stamps := &offsets{start: t.Start}
-	// fix returns s itself when nothing in it changes, so that callers can
-	// tell by comparing and copy only what changed.
-	fix := func(s string) string {
-		if s == "" {
-			return s
-		}
-		if rep != nil {
-			s = rep.Replace(s)
-		}
-		return stamps.replace(s)
-	}
-	fixRaw := func(b json.RawMessage) json.RawMessage {
-		if len(b) == 0 || (rep == nil && !mayHoldTimestamp(b)) {
-			return b
-		}
-		return json.RawMessage(fix(string(b)))
-	}
-	id := func(s string) string {
-		if len(rename) == 0 || s == "" {
-			return s
-		}
-		if n, ok := rename[s]; ok {
-			return n
-		}
-		return s
-	}
+	run, work, call := ids.of(runID), ids.of(workID), ids.of(callID)
+	// Ids and times are renamed only where they stand: in the fields that
+	// hold them, in the status rows' id column, and in the work tool's JSON
+	// (its arguments, projections, receipts and work.refs) at the keys
+	// that hold them. Content (text, outputs, inputs, other tools' results)
+	// is never rewritten, whatever it holds.
+	js := &jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: stamps,
+		renames: len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0}
+
 	for i := range t.Entries {
 		if &dst[i] != &t.Entries[i] {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
-		e.Run, e.Parent, e.Work = id(e.Run), id(e.Parent), id(e.Work)
-		e.Content, e.Text, e.Error, e.Detail = fix(e.Content), fix(e.Text), fix(e.Error), fix(e.Detail)
-		e.Output, e.Input = fixRaw(e.Output), fixRaw(e.Input)
-		e.Status = fixStrings(e.Status, fix)
-		e.Messages = fixMessages(e.Messages, id, fix)
-		e.Calls = fixCalls(e.Calls, id, fix)
+		e.Run, e.Parent, e.Work = run(e.Run), run(e.Parent), work(e.Work)
+		if e.Kind == ToolResult {
+			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
+		}
+		if js.renames {
+			e.Detail = fixDetail(e.Detail, run, work)
+			e.Status = fixStrings(e.Status, func(row string) string { return fixRow(row, work) })
+		}
+		e.Messages = fixMessages(e.Messages, call, js.fix)
+		e.Calls = fixCalls(e.Calls, call, js.fix)
 		if e.Call != nil {
-			if cid, args := id(e.Call.ID), fix(e.Call.Arguments); cid != e.Call.ID || args != e.Call.Arguments {
+			if cid, args := call(e.Call.ID), workArgs(e.Call, js.fix); cid != e.Call.ID || args != e.Call.Arguments {
 				c := *e.Call
 				c.ID, c.Arguments = cid, args
 				e.Call = &c
 			}
 		}
 		if e.Ref != nil {
-			if rid := id(e.Ref.ID); rid != e.Ref.ID {
+			if rid := work(e.Ref.ID); rid != e.Ref.ID {
 				r := *e.Ref
 				r.ID = rid
 				e.Ref = &r
 			}
 		}
 	}
-	return id
+	return ids.any
+}
+
+type idKind int
+
+const (
+	runID idKind = iota
+	workID
+	callID
+	sendID
+	idKinds
+)
+
+// renamer holds, per kind of id, every id given a name and the renaming
+// of those whose name differs.
+type renamer struct {
+	named  [idKinds]map[string]struct{}
+	rename [idKinds]map[string]string
+}
+
+func (r *renamer) has(k idKind, raw string) bool {
+	_, ok := r.named[k][raw]
+	return ok
+}
+
+func (r *renamer) name(k idKind, raw, prefix, sep string, n int) {
+	if r.named[k] == nil {
+		r.named[k] = map[string]struct{}{}
+	}
+	r.named[k][raw] = struct{}{}
+	if num := strconv.Itoa(n); len(raw) != len(prefix)+len(sep)+len(num) || !strings.HasPrefix(raw, prefix) ||
+		raw[len(prefix):len(prefix)+len(sep)] != sep || raw[len(prefix)+len(sep):] != num {
+		if r.rename[k] == nil {
+			r.rename[k] = map[string]string{}
+		}
+		r.rename[k][raw] = prefix + sep + num
+	}
+}
+
+// of returns the renaming of one kind of id.
+func (r *renamer) of(k idKind) func(string) string {
+	m := r.rename[k]
+	return func(s string) string {
+		if n, ok := m[s]; ok {
+			return n
+		}
+		return s
+	}
+}
+
+// any renames an id of any kind, Work ids first, then runs, calls and
+// sends: for callers that hold ids from outside the trace.
+func (r *renamer) any(s string) string {
+	for _, k := range []idKind{workID, runID, callID, sendID} {
+		if n, ok := r.rename[k][s]; ok {
+			return n
+		}
+	}
+	return s
+}
+
+// fixDetail renames the run and Work ids in a harness entry's detail, which
+// the harness writes as words (a platform event's "session-1
+// delegation.start child=session-2", a note's "crash loses w-1"): only a
+// whole word that is an id is renamed, and nothing inside double quotes,
+// where a harness quotes content (a goal, a model's text).
+func fixDetail(d string, run, work func(string) string) string {
+	if d == "" {
+		return d
+	}
+	var b strings.Builder
+	last, changed := 0, false
+	word := func(from, to int) {
+		w := d[from:to]
+		n := work(w)
+		if n == w {
+			n = run(w)
+		}
+		if n != w {
+			if !changed {
+				b.Grow(len(d))
+				changed = true
+			}
+			b.WriteString(d[last:from])
+			b.WriteString(n)
+			last = to
+		}
+	}
+	start := -1
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		switch {
+		case c == '"':
+			if start >= 0 {
+				word(start, i)
+				start = -1
+			}
+			// Skip the quoted string, escapes and all.
+			for i++; i < len(d) && d[i] != '"'; i++ {
+				if d[i] == '\\' {
+					i++
+				}
+			}
+		case c == ' ' || c == '=' || c == ',' || c == ';' || c == '(' || c == ')' || c == '[' || c == ']':
+			if start >= 0 {
+				word(start, i)
+				start = -1
+			}
+		case c == ':' && (i+1 == len(d) || d[i+1] == ' '):
+			if start >= 0 {
+				word(start, i)
+				start = -1
+			}
+		default:
+			if start < 0 {
+				start = i
+			}
+		}
+	}
+	if start >= 0 {
+		word(start, len(d))
+	}
+	if !changed {
+		return d
+	}
+	b.WriteString(d[last:])
+	return b.String()
+}
+
+// fixRow renames the id a status row starts with ("- w-1 · research ·
+// running 4s"); the rest of the row is the label and state, which stay.
+func fixRow(row string, id func(string) string) string {
+	const lead, sep = "- ", " · "
+	if !strings.HasPrefix(row, lead) {
+		return row
+	}
+	end := strings.Index(row[len(lead):], sep)
+	if end < 0 {
+		return row
+	}
+	raw := row[len(lead) : len(lead)+end]
+	if n := id(raw); n != raw {
+		return lead + n + row[len(lead)+end:]
+	}
+	return row
+}
+
+// workArgs fixes the arguments of a call: a work call's ids, and the
+// platform's id keys of any call.
+func workArgs(c *core.ToolCall, fix func(string, bool) string) string {
+	return fix(c.Arguments, c.Name == core.WorkToolName)
+}
+
+// jsonFixer renames ids and rewrites times inside a tool's JSON answer (or
+// a work call's arguments), by structure: a Work or send id only as the
+// value of "id" or "workId" in an object shaped as a work.ref, a status
+// projection, a receipt or a work call's arguments, with its timestamps
+// ("createdAt", …), in the work tool's documents; a session's run id only
+// as the whole value of a platform tool's or event's "worker_id",
+// "session_id" or "overwrote", and a time as the whole value of its
+// "next_run". Everything else in the document stays byte for
+// byte: a value that merely contains an id, or sits at another key, is
+// content.
+type jsonFixer struct {
+	run, work, send func(string) string
+	stamps          *offsets
+	// renames: some run, Work or send id is renamed (a simulation's ids
+	// are already normal, and then only timestamps need a document read).
+	renames bool
+	// scan is reused from document to document of one normalization.
+	scan jsonScan
+}
+
+// jsonEdit replaces src[from:to] with text.
+type jsonEdit struct {
+	from, to int
+	text     string
+}
+
+// jsonFrame is an open object or array of the document being fixed.
+type jsonFrame struct {
+	object  bool
+	wantKey bool
+	key     string // the key whose value comes next, in an object
+	shaped  bool   // the object is one whose ids and times are known
+	workID  bool   // the object has a workId: its id is a send receipt's
+	pending int    // where its edits start in the scan's pending edits
+}
+
+// jsonScan is the state of one fix: the open frames, the edits that wait
+// for their object's shape, and the edits to make. It scans the document by
+// hand (a document is valid JSON, or it is left alone): the fix runs on
+// every tool answer of every simulated run. What is not JSON after all is
+// left alone.
+type jsonScan struct {
+	f       *jsonFixer
+	s       string
+	work    bool
+	frames  []jsonFrame
+	pending []jsonEdit
+	edits   []jsonEdit
+}
+
+// fix fixes a JSON document; work says it is the work tool's (its
+// arguments or answer, or a work.ref), whose id keys count.
+func (f *jsonFixer) fix(s string, work bool) string {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!f.renames && !mayHoldTimestamp(s)) {
+		return s
+	}
+	sc := &f.scan
+	sc.f, sc.s, sc.work = f, s, work
+	sc.frames, sc.pending, sc.edits = sc.frames[:0], sc.pending[:0], sc.edits[:0]
+	if !sc.scan() || len(sc.frames) != 0 || len(sc.edits) == 0 {
+		return s
+	}
+	slices.SortFunc(sc.edits, func(a, b jsonEdit) int { return cmp.Compare(a.from, b.from) })
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, e := range sc.edits {
+		b.WriteString(s[last:e.from])
+		b.WriteString(e.text)
+		last = e.to
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// jsonString renders s as a JSON string: ids and offsets need no escapes,
+// and anything else goes through encoding/json.
+func jsonString(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return string(q)
+		}
+	}
+	return "\"" + s + "\""
+}
+
+func (sc *jsonScan) scan() bool {
+	s := sc.s
+	for i := 0; i < len(s); {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r', ':':
+			i++
+		case ',':
+			if n := len(sc.frames); n > 0 && sc.frames[n-1].object {
+				sc.frames[n-1].wantKey = true
+			}
+			i++
+		case '{', '[':
+			sc.frames = append(sc.frames, jsonFrame{object: c == '{', wantKey: c == '{', pending: len(sc.pending)})
+			i++
+		case '}', ']':
+			if len(sc.frames) == 0 || sc.frames[len(sc.frames)-1].object != (c == '}') {
+				return false
+			}
+			top := sc.frames[len(sc.frames)-1]
+			sc.frames = sc.frames[:len(sc.frames)-1]
+			if top.shaped {
+				sc.edits = append(sc.edits, sc.pending[top.pending:]...)
+			}
+			sc.pending = sc.pending[:top.pending]
+			sc.value(i+1, "", false, false)
+			i++
+		case '"':
+			j, escaped := i+1, false
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					escaped = true
+					j++
+				}
+				j++
+			}
+			if j >= len(s) {
+				return false
+			}
+			j++
+			str := s[i+1 : j-1]
+			if escaped {
+				var u string
+				_ = json.Unmarshal([]byte(s[i:j]), &u)
+				str = u
+			}
+			if n := len(sc.frames); n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey {
+				sc.frames[n-1].key, sc.frames[n-1].wantKey = str, false
+			} else {
+				sc.value(j, str, true, !escaped)
+			}
+			i = j
+		default: // a number, true, false or null
+			j := i
+			for j < len(s) && !strings.ContainsRune(" \t\n\r,:]}[{\"", rune(s[j])) {
+				j++
+			}
+			if j == i {
+				return false
+			}
+			sc.value(j, "", false, s[i:j] == "true")
+			i = j
+		}
+	}
+	return true
+}
+
+// value accounts for a value that ends at end: a string (isStr, plain when
+// it was written without escapes) or anything else (isTrue for true).
+func (sc *jsonScan) value(end int, str string, isStr, flag bool) {
+	n := len(sc.frames)
+	if n == 0 || !sc.frames[n-1].object {
+		return
+	}
+	top := &sc.frames[n-1]
+	key := top.key
+	if !isStr {
+		if key == "detached" && flag {
+			top.shaped = true
+		}
+		return
+	}
+	plain := flag
+	f := sc.f
+	switch key {
+	case "worker_id", "session_id", "overwrote":
+		sc.edit(top, end, str, f.run(str), plain, true)
+		return
+	case "next_run":
+		if off, ok := f.stamps.offset(str); ok {
+			sc.edit(top, end, str, off, plain, true)
+		}
+		return
+	case "kind":
+		top.shaped = top.shaped || str == core.WorkRefKind
+		return
+	case "action", "workId", "targetLabel":
+		top.shaped = true
+	}
+	if !sc.work {
+		return
+	}
+	switch key {
+	case "id", "workId":
+		rename := f.work
+		if key == "id" && top.workID {
+			rename = f.send
+		}
+		top.workID = top.workID || key == "workId"
+		sc.edit(top, end, str, rename(str), plain, false)
+	case "createdAt", "startedAt", "finishedAt", "acceptedAt":
+		if off, ok := f.stamps.offset(str); ok {
+			sc.edit(top, end, str, off, plain, false)
+		}
+	}
+}
+
+// edit plans replacing the string value str, which ends at end, with repl:
+// at once (always), or when its object turns out to be shaped. A value
+// written with escapes is left as it is.
+func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, always bool) {
+	if repl == str || !plain {
+		return
+	}
+	e := jsonEdit{from: end - len(str) - 2, to: end, text: jsonString(repl)}
+	if always {
+		sc.edits = append(sc.edits, e)
+	} else {
+		sc.pending = append(sc.pending, e)
+	}
 }
 
 // fixStrings applies fix to every string, copying the slice only if one
@@ -181,11 +506,18 @@ func fixStrings(ss []string, fix func(string) string) []string {
 	return out
 }
 
-func fixMessages(ms []core.Message, id, fix func(string) string) []core.Message {
+func fixMessages(ms []core.Message, id func(string) string, fix func(string, bool) string) []core.Message {
 	var out []core.Message
 	for i := range ms {
 		m := &ms[i]
-		content, callID, calls := fix(m.Content), id(m.ToolCallID), fixCalls(m.ToolCalls, id, fix)
+		content := m.Content
+		switch {
+		case m.Role == core.RoleTool:
+			content = fix(content, m.ToolName == core.WorkToolName || strings.Contains(content, core.WorkRefKind))
+		case m.Role == core.RoleUser:
+			content = fix(content, false) // a platform event the platform wakes a session with
+		}
+		callID, calls := id(m.ToolCallID), fixCalls(m.ToolCalls, id, fix)
 		if out == nil && (content != m.Content || callID != m.ToolCallID || !sameSlice(calls, m.ToolCalls)) {
 			out = slices.Clone(ms)
 		}
@@ -199,11 +531,11 @@ func fixMessages(ms []core.Message, id, fix func(string) string) []core.Message 
 	return out
 }
 
-func fixCalls(calls []core.ToolCall, id, fix func(string) string) []core.ToolCall {
+func fixCalls(calls []core.ToolCall, id func(string) string, fix func(string, bool) string) []core.ToolCall {
 	var out []core.ToolCall
 	for i := range calls {
 		c := &calls[i]
-		cid, args := id(c.ID), fix(c.Arguments)
+		cid, args := id(c.ID), workArgs(c, fix)
 		if out == nil && (cid != c.ID || args != c.Arguments) {
 			out = slices.Clone(calls)
 		}

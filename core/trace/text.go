@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Text renders the trace in the golden format: one line per event, the
@@ -46,15 +48,17 @@ func writeEntry(b *bytes.Buffer, e *Entry) {
 	for n := len(at); n < 8; n++ {
 		b.WriteByte(' ')
 	}
-	who := e.Run
+	// Every value a model, a file or a provider chose is escaped (see
+	// safe), so that none can paint the terminal or fake a line.
+	who, work, label, parent := safe(e.Run), safe(e.Work), safe(e.Label), safe(e.Parent)
 	switch e.Kind {
 	case RunStart:
 		fmt.Fprintf(b, "%s start", who)
 		switch e.Mode {
 		case "background":
-			fmt.Fprintf(b, " (background %s for %s)", e.Work, e.Parent)
+			fmt.Fprintf(b, " (background %s for %s)", work, parent)
 		case "foreground":
-			fmt.Fprintf(b, " (foreground for %s)", e.Parent)
+			fmt.Fprintf(b, " (foreground for %s)", parent)
 		}
 		if len(e.Input) > 0 && string(e.Input) != "null" {
 			b.WriteString(" input ")
@@ -63,8 +67,13 @@ func writeEntry(b *bytes.Buffer, e *Entry) {
 		b.WriteByte('\n')
 	case Request:
 		fmt.Fprintf(b, "%s request %d", who, e.Step)
-		if len(e.Tools) > 0 {
-			b.WriteString(" tools=" + strings.Join(e.Tools, ","))
+		for i, t := range e.Tools {
+			if i == 0 {
+				b.WriteString(" tools=")
+			} else {
+				b.WriteByte(',')
+			}
+			b.WriteString(safe(t))
 		}
 		b.WriteByte('\n')
 		for _, m := range e.Messages {
@@ -76,7 +85,7 @@ func writeEntry(b *bytes.Buffer, e *Entry) {
 			}
 		}
 		for _, row := range e.Status {
-			b.WriteString(indent + "status " + row + "\n")
+			b.WriteString(indent + "status " + safe(row) + "\n")
 		}
 		if e.Omitted > 0 {
 			fmt.Fprintf(b, "%sstatus (+%d more not shown)\n", indent, e.Omitted)
@@ -95,37 +104,37 @@ func writeEntry(b *bytes.Buffer, e *Entry) {
 			b.WriteString(indent + "output " + compact(string(e.Output)) + "\n")
 		}
 		for _, c := range e.Calls {
-			b.WriteString(indent + "call " + c.ID + " " + c.Name + " " + compact(c.Arguments) + "\n")
+			b.WriteString(indent + "call " + safe(c.ID) + " " + safe(c.Name) + " " + compact(c.Arguments) + "\n")
 		}
 	case ToolResult:
-		fmt.Fprintf(b, "%s result %s %s", who, e.Call.ID, e.Call.Name)
+		fmt.Fprintf(b, "%s result %s %s", who, safe(e.Call.ID), safe(e.Call.Name))
 		if e.Action != "" {
-			b.WriteString(" " + e.Action)
+			b.WriteString(" " + safe(e.Action))
 			if e.Work != "" {
-				b.WriteString(" " + e.Work)
+				b.WriteString(" " + work)
 			}
 		}
 		switch {
 		case e.IsError:
 			b.WriteString(" error " + compact(e.Content))
 		case e.Ref != nil:
-			fmt.Fprintf(b, " → work.ref %s target=%s", e.Ref.ID, e.Ref.TargetID)
+			fmt.Fprintf(b, " → work.ref %s target=%s", safe(e.Ref.ID), safe(e.Ref.TargetID))
 		default:
 			b.WriteString(" → " + compact(e.Content))
 		}
 		b.WriteByte('\n')
 	case Work:
 		if e.From == "" {
-			fmt.Fprintf(b, "%s %s %s (owner %s)\n", e.Work, e.Label, e.To, e.Run)
+			fmt.Fprintf(b, "%s %s %s (owner %s)\n", work, label, safe(e.To), who)
 		} else {
-			fmt.Fprintf(b, "%s %s %s → %s\n", e.Work, e.Label, e.From, e.To)
+			fmt.Fprintf(b, "%s %s %s → %s\n", work, label, safe(e.From), safe(e.To))
 		}
 	case Detach:
-		fmt.Fprintf(b, "%s %s detached by %s (still %s)\n", e.Work, e.Label, e.Run, e.To)
+		fmt.Fprintf(b, "%s %s detached by %s (still %s)\n", work, label, who, safe(e.To))
 	case Send:
-		fmt.Fprintf(b, "%s %s guidance accepted, cursor %s\n", e.Work, e.Label, e.Cursor)
+		fmt.Fprintf(b, "%s %s guidance accepted, cursor %s\n", work, label, safe(e.Cursor))
 	case Guidance:
-		fmt.Fprintf(b, "%s guidance delivered to request %d (%s message(s))\n", who, e.Step, e.Cursor)
+		fmt.Fprintf(b, "%s guidance delivered to request %d (%s message(s))\n", who, e.Step, safe(e.Cursor))
 	case RunEnd:
 		fmt.Fprintf(b, "%s end", who)
 		if e.Error != "" {
@@ -134,21 +143,78 @@ func writeEntry(b *bytes.Buffer, e *Entry) {
 		}
 		b.WriteString(" output " + quoteText(e.Content) + "\n")
 	case Clock:
-		b.WriteString("clock " + e.Detail + "\n")
+		b.WriteString("clock " + safe(e.Detail) + "\n")
 	case Fault:
-		b.WriteString("fault " + e.Detail + "\n")
+		b.WriteString("fault " + safe(e.Detail) + "\n")
 	case Action:
-		b.WriteString("action " + e.Detail + "\n")
+		b.WriteString("action " + safe(e.Detail) + "\n")
 	default:
-		b.WriteString(string(e.Kind) + " " + e.Detail + "\n")
+		b.WriteString(safe(string(e.Kind)) + " " + safe(e.Detail) + "\n")
 	}
+}
+
+// printable reports whether s is valid UTF-8 with nothing but printable
+// characters and spaces: no control character (CR, LF, ESC and the ANSI
+// escapes it starts), no bidi control, no line separator, nothing
+// invisible.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		} else if c >= 0x80 {
+			for _, r := range s[i:] {
+				if r == utf8.RuneError || !strconv.IsPrint(r) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return true
+}
+
+// safe returns s as it is when it is printable, and quoted with Go's
+// escapes otherwise, so that an agent id, a tool name, a label or a
+// model-supplied value cannot move the cursor, colour the terminal,
+// reorder the text or start a line of its own.
+func safe(s string) string {
+	if printable(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// escapeJSON rewrites, in compact JSON, every character that is not
+// printable as a \u escape: the same JSON value, safe on a terminal. (A
+// compact document has no raw control characters below 0x20; DEL, C1
+// controls, bidi controls and line separators may stand raw in a string.)
+func escapeJSON(s string) string {
+	if printable(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			b.WriteString(`\ufffd`)
+		case r == ' ' || strconv.IsPrint(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
 
 // compact renders JSON compactly, or quotes anything that is not JSON.
 func compact(s string) string {
 	var out bytes.Buffer
 	if json.Compact(&out, []byte(s)) == nil {
-		return out.String()
+		return escapeJSON(out.String())
 	}
 	return strconv.Quote(s)
 }
@@ -162,12 +228,9 @@ func quoteText(s string) string {
 	return strconv.Quote(s)
 }
 
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\n\r") {
-		return s
-	}
-	return strconv.Quote(s)
-}
+// oneLine shows text on its line: as it is when it is printable, quoted
+// otherwise.
+func oneLine(s string) string { return safe(s) }
 
 // JSON renders the trace as indented JSON.
 func (t *Trace) JSON() ([]byte, error) {

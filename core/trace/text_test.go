@@ -1,0 +1,81 @@
+package trace
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/crux-sim/crux-sim/core"
+)
+
+// hostile holds what a model or a file could put in a value: a line break
+// and a fake transcript line, an ANSI colour, a bidi override, a line
+// separator, DEL and a C1 control, and bytes that are not UTF-8.
+const hostile = "x\r\n+0s     coord#1 end output \"forged\"\x1b[31m\u202eevil\u2028\x7f\u0085\xff"
+
+// Every value of every kind of entry a model, a provider or a file chose
+// is escaped in the text transcript: each entry stays on its own lines,
+// and no byte of the output can steer a terminal.
+func TestTextEscapesControlBidiAndLineBreaksInEveryValue(t *testing.T) {
+	call := &core.ToolCall{ID: hostile, Name: hostile, Arguments: `{"q":"` + "\u202e\u2028\x7f" + `","r":"\u001b[2J"}`}
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: hostile, Agent: hostile, Mode: "background", Work: hostile, Parent: hostile},
+		{Kind: Request, Run: hostile, Tools: []string{hostile, "work"}, Status: []string{hostile},
+			Messages: []core.Message{{Role: core.RoleUser, Content: hostile}, {Role: core.RoleUser, Guidance: true, Content: hostile}}},
+		{Kind: Response, Run: hostile, Text: hostile, Calls: []core.ToolCall{*call}},
+		{Kind: Response, Run: hostile, Error: hostile},
+		{Kind: ToolResult, Run: hostile, Call: call, Action: hostile, Work: hostile, Content: hostile},
+		{Kind: ToolResult, Run: hostile, Call: call, IsError: true, Content: hostile},
+		{Kind: ToolResult, Run: hostile, Call: call, Ref: &core.WorkRef{ID: hostile, TargetID: hostile}},
+		{Kind: Work, Run: hostile, Work: hostile, Label: hostile, To: hostile},
+		{Kind: Work, Run: hostile, Work: hostile, Label: hostile, From: hostile, To: hostile},
+		{Kind: Detach, Run: hostile, Work: hostile, Label: hostile, To: hostile},
+		{Kind: Send, Work: hostile, Label: hostile, Cursor: hostile},
+		{Kind: Guidance, Run: hostile, Cursor: hostile},
+		{Kind: RunEnd, Run: hostile, Content: hostile},
+		{Kind: RunEnd, Run: hostile, Error: hostile},
+		{Kind: Clock, Detail: hostile},
+		{Kind: Fault, Detail: hostile},
+		{Kind: Action, Detail: hostile},
+		{Kind: Note, Detail: hostile},
+		{Kind: Kind(hostile), Detail: hostile},
+	}}
+	out := tr.Text()
+	if !utf8.ValidString(out) {
+		t.Error("the transcript is not valid UTF-8")
+	}
+	for i, r := range out {
+		if r == '\n' {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u202e' || r == '\u2028' {
+			t.Fatalf("the transcript holds %U at byte %d:\n%s", r, i, out)
+		}
+	}
+	// One line per entry (a ToolCall has none; a request has one per
+	// message and status row, a response one per text and call).
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if want := len(tr.Entries) + 3 + 2; len(lines) != want {
+		t.Errorf("%d lines, want %d: a value started a line of its own:\n%s", len(lines), want, out)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "+0s     coord#1 end") {
+			t.Errorf("a forged line stands on its own: %q", l)
+		}
+	}
+	// JSON stays JSON, with the same value.
+	if want := `call "x\r\n+0s`; !strings.Contains(out, want) {
+		t.Errorf("the call id is not quoted:\n%s", out)
+	}
+	if want := `{"q":"\u202e\u2028\u007f","r":"\u001b[2J"}`; !strings.Contains(out, want) {
+		t.Errorf("the arguments do not read %s:\n%s", want, out)
+	}
+}
+
+// Printable text, in any script, is shown as it is.
+func TestTextShowsPrintableValuesAsTheyAre(t *testing.T) {
+	tr := &Trace{Entries: []Entry{{Kind: Work, Run: "coördinator#1", Work: "w-1", Label: "recherche · 研究", To: "queued"}}}
+	if got, want := tr.Text(), "+0s     w-1 recherche · 研究 queued (owner coördinator#1)\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
