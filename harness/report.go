@@ -16,9 +16,9 @@ import (
 // violations, findings, and a summary line.
 func WriteReport(w io.Writer, o *Outcome) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "== %s · seed %d ==\n", o.Scenario, o.Seed)
+	fmt.Fprintf(bw, "== %s · seed %d ==\n", trace.Escape(o.Scenario), o.Seed)
 	if o.PrepareErr != nil {
-		fmt.Fprintf(bw, "preparation failed: %v\n", o.PrepareErr)
+		fmt.Fprintf(bw, "preparation failed: %s\n", trace.Escape(o.PrepareErr.Error()))
 	}
 	if err := o.Trace.WriteText(bw); err != nil {
 		return err
@@ -28,16 +28,16 @@ func WriteReport(w io.Writer, o *Outcome) error {
 	for _, v := range o.Verdicts {
 		if v.Failure == nil {
 			held++
-			fmt.Fprintf(bw, "PASS %s\n", v.Description)
+			fmt.Fprintf(bw, "PASS %s\n", trace.Escape(v.Description))
 			continue
 		}
-		fmt.Fprintf(bw, "FAIL %s\n", v.Description)
+		fmt.Fprintf(bw, "FAIL %s\n", trace.Escape(v.Description))
 		for _, line := range strings.Split(v.Failure.Report(o.Trace), "\n") {
 			fmt.Fprintf(bw, "     %s\n", line)
 		}
 	}
 	for _, v := range o.Violations {
-		fmt.Fprintf(bw, "FAIL %s\n", v)
+		fmt.Fprintf(bw, "FAIL %s\n", trace.Escape(v.String()))
 		if v.Entry > 0 {
 			for _, line := range strings.Split(windowOf(o.Trace, v.Entry-1), "\n") {
 				fmt.Fprintf(bw, "     %s\n", line)
@@ -47,14 +47,14 @@ func WriteReport(w io.Writer, o *Outcome) error {
 	if len(o.Findings) > 0 {
 		fmt.Fprintln(bw, "-- findings --")
 		for _, f := range o.Findings {
-			fmt.Fprintf(bw, "note %s\n", f)
+			fmt.Fprintf(bw, "note %s\n", trace.Escape(f))
 		}
 	}
 	verdict := "PASS"
 	if !o.Passed() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(bw, "%s %s (seed %d): %d of %d expectations held", verdict, o.Scenario, o.Seed, held, len(o.Verdicts))
+	fmt.Fprintf(bw, "%s %s (seed %d): %d of %d expectations held", verdict, trace.Escape(o.Scenario), o.Seed, held, len(o.Verdicts))
 	if len(o.Violations) > 0 {
 		fmt.Fprintf(bw, ", %d invariant violations", len(o.Violations))
 	}

@@ -29,10 +29,12 @@ type Failure struct {
 
 // Report renders the failure with the transcript around it.
 func (f *Failure) Report(t *trace.Trace) string {
+	// The message names what a file or a model chose; the window is
+	// transcript lines, escaped already.
 	if f.At < 0 || t == nil {
-		return f.Message
+		return trace.Escape(f.Message)
 	}
-	return f.Message + "\n" + Window(t, f.At, 4)
+	return trace.Escape(f.Message) + "\n" + Window(t, f.At, 4)
 }
 
 // Window renders the entries around index at, marking it.

@@ -26,13 +26,16 @@ const hostileSecret = "sk-hostile-0123456789abcdef"
 //	exit: 2                     the exit code
 //	stdout: TEXT                standard output contains TEXT, as written
 //	stderr: TEXT                standard error contains TEXT
+//	noline: TEXT                no line of standard output starts with TEXT
 //	fifo: NAME                  make a FIFO named NAME
 //	sparse: NAME BYTES          make a file of BYTES zero bytes that costs no disk
 //	symlink: NAME TARGET        make NAME a symbolic link to TARGET
 //	depth: N                    replace the word DEEP in args and files with N levels of ../
 //
 // and every case checks that the secret in the environment appears in
-// neither output.
+// neither output, and that neither output holds a raw control character
+// that could paint the terminal or rewrite a line (ESC, CR, a bidi
+// control).
 func TestHostileInputsGetAClearErrorAndABoundedCost(t *testing.T) {
 	cases, err := filepath.Glob(filepath.Join("testdata", "hostile", "*.txtar"))
 	if err != nil || len(cases) == 0 {
@@ -51,7 +54,7 @@ func TestHostileInputsGetAClearErrorAndABoundedCost(t *testing.T) {
 			deep := strings.Repeat("../", strings.Count(filepath.ToSlash(dir), "/")+2)
 			var args []string
 			exit := -1
-			var wantOut, wantErr []string
+			var wantOut, wantErr, noLines []string
 			sc := bufio.NewScanner(strings.NewReader(string(ar.Comment)))
 			for sc.Scan() {
 				line := sc.Text()
@@ -69,6 +72,8 @@ func TestHostileInputsGetAClearErrorAndABoundedCost(t *testing.T) {
 					wantOut = append(wantOut, val)
 				case "stderr":
 					wantErr = append(wantErr, val)
+				case "noline":
+					noLines = append(noLines, val)
 				case "fifo":
 					if err := syscall.Mkfifo(val, 0o600); err != nil {
 						t.Skipf("no FIFOs: %v", err)
@@ -119,6 +124,18 @@ func TestHostileInputsGetAClearErrorAndABoundedCost(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
 			}
+			for _, line := range strings.Split(stdout, "\n") {
+				for _, no := range noLines {
+					if strings.HasPrefix(line, no) {
+						t.Errorf("stdout has a line that starts with %q: %q", no, line)
+					}
+				}
+			}
+			for _, out := range []string{stdout, stderr} {
+				if i := strings.IndexFunc(out, paintsTheTerminal); i >= 0 {
+					t.Errorf("an output holds the raw control %U at byte %d", []rune(out[i:])[0], i)
+				}
+			}
 			// /proc/self/environ holds the environment the process started
 			// with (not what t.Setenv adds): its PATH entry stands for it.
 			path := "PATH=" + os.Getenv("PATH")
@@ -129,4 +146,19 @@ func TestHostileInputsGetAClearErrorAndABoundedCost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// paintsTheTerminal reports the characters a hostile name must never put on
+// a terminal raw: ESC (every ANSI escape), CR, the other C0 and C1 controls
+// but tab and line feed, and the bidi controls that reorder a line.
+func paintsTheTerminal(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n':
+		return false
+	case r < 0x20 || (r >= 0x7f && r < 0xa0):
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f, r == 0x2028 || r == 0x2029:
+		return true
+	}
+	return false
 }

@@ -184,6 +184,20 @@ func safe(s string) string {
 	return strconv.Quote(s)
 }
 
+// Escape returns s as it is when it is printable, and otherwise with each
+// character that is not (a control character, an ANSI escape's ESC, a bidi
+// control, a line break or separator, invalid UTF-8) written as its Go
+// escape, without quotes: for text around a transcript (a report's
+// findings, verdicts and errors) that names what a model or a file chose,
+// so that no such name can start a line of its own or paint the terminal.
+func Escape(s string) string {
+	if printable(s) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+}
+
 // escapeJSON rewrites, in compact JSON, every character that is not
 // printable as a \u escape: the same JSON value, safe on a terminal. (A
 // compact document has no raw control characters below 0x20; DEL, C1
