@@ -8,7 +8,13 @@
 //		APIKey:  os.Getenv("OPENAI_API_KEY"),
 //		Model:   "qwen2.5:7b",
 //	})
+//	defer p.Close() // releases its connections
 //	rt := core.New(core.Options{Provider: p})
+//
+// A query string in BaseURL (an api-version, a gateway's key parameter) is
+// sent as the query of every request. No error the provider returns holds
+// the base URL's user info or query, or the API key, even when an endpoint
+// echoes it back.
 //
 // # How a semantic request is sent
 //
