@@ -41,7 +41,8 @@
 // their ids and their argument strings kept verbatim, even when they are not
 // valid JSON (the runtime turns malformed arguments into a model-facing tool
 // error, so the model can correct itself and the run goes on); a JSON answer
-// to an output schema as Response.Output; and the usage. The finish reason,
+// to an output schema as Response.Output, byte for byte as the endpoint
+// wrote it; and the usage. The finish reason,
 // which core.Response has no field for, is returned by
 // [Provider.StepWithFinishReason].
 //
