@@ -302,17 +302,7 @@ var _ = Describe("Failures over the wire", func() {
 		Expect(srv.count()).To(Equal(1))
 	})
 
-	It("reports a refused connection as ErrConnection", func() {
-		srv := newChatServer(sequence(textReply("unused")))
-		url, client := srv.URL, srv.Client()
-		srv.Close()
-		p := openai.New(openai.Options{BaseURL: url + "/v1", HTTPClient: client, Model: "m", Clock: clock, MaxRetries: openai.NoRetries})
-		_, err := p.Step(context.Background(), &core.Request{Agent: "a", Step: 1})
-		Expect(err).To(MatchError(openai.ErrConnection))
-		Expect(err.Error()).To(ContainSubstring(url + "/v1/chat/completions"))
-	})
-
-	It("never puts the base URL's query, where credentials travel, into the error of a refused connection", func() {
+	It("reports a refused connection as ErrConnection, naming the endpoint but not the base URL's query, where credentials travel", func() {
 		srv := newChatServer(sequence(textReply("unused")))
 		url, client := srv.URL, srv.Client()
 		srv.Close()

@@ -97,26 +97,15 @@ func (s *keyScanner) value(t reflect.Type) error {
 			elem = t.Elem()
 		}
 		s.i++
-		s.space()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
+		if s.closes(']') {
 			return nil
 		}
 		for {
 			if err := s.value(elem); err != nil {
 				return err
 			}
-			s.space()
-			if s.i >= len(s.b) {
-				return errSyntax
-			}
-			s.i++
-			switch s.b[s.i-1] {
-			case ',':
-			case ']':
-				return nil
-			default:
-				return errSyntax
+			if more, err := s.separator(']'); !more || err != nil {
+				return err
 			}
 		}
 	case '"':
@@ -133,16 +122,46 @@ func (s *keyScanner) value(t reflect.Type) error {
 	return nil
 }
 
-func (s *keyScanner) object(t reflect.Type) error {
-	var keys *structKeys
-	if t != nil && t.Kind() == reflect.Struct {
-		keys = fieldsOf(t)
-	}
-	var seen uint64
-	s.i++
+// closes consumes the closing delimiter of an empty object or array.
+func (s *keyScanner) closes(c byte) bool {
 	s.space()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
+	if s.i < len(s.b) && s.b[s.i] == c {
 		s.i++
+		return true
+	}
+	return false
+}
+
+// separator consumes what follows a member or an element: a comma (more
+// follow) or the closing delimiter.
+func (s *keyScanner) separator(closing byte) (more bool, err error) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, errSyntax
+	}
+	s.i++
+	switch s.b[s.i-1] {
+	case ',':
+		return true, nil
+	case closing:
+		return false, nil
+	}
+	return false, errSyntax
+}
+
+// errStop ends a walk of an object's members early.
+var errStop = errors.New("stop")
+
+// members walks the object at s.i, calling member with each key (and the
+// offset of its opening quote) once the scanner is at the key's value;
+// member must read the value.
+func (s *keyScanner) members(member func(key string, at int) error) error {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return errSyntax
+	}
+	s.i++
+	if s.closes('}') {
 		return nil
 	}
 	for {
@@ -155,6 +174,28 @@ func (s *keyScanner) object(t reflect.Type) error {
 		if err != nil {
 			return err
 		}
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return errSyntax
+		}
+		s.i++
+		s.space()
+		if err := member(key, at); err != nil {
+			return err
+		}
+		if more, err := s.separator('}'); !more || err != nil {
+			return err
+		}
+	}
+}
+
+func (s *keyScanner) object(t reflect.Type) error {
+	var keys *structKeys
+	if t != nil && t.Kind() == reflect.Struct {
+		keys = fieldsOf(t)
+	}
+	var seen uint64
+	return s.members(func(key string, at int) error {
 		var ft reflect.Type
 		if keys != nil {
 			n, known := keys.index[key]
@@ -167,27 +208,8 @@ func (s *keyScanner) object(t reflect.Type) error {
 			seen |= 1 << n
 			ft = keys.types[n]
 		}
-		s.space()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return errSyntax
-		}
-		s.i++
-		if err := s.value(ft); err != nil {
-			return err
-		}
-		s.space()
-		if s.i >= len(s.b) {
-			return errSyntax
-		}
-		s.i++
-		switch s.b[s.i-1] {
-		case ',':
-		case '}':
-			return nil
-		default:
-			return errSyntax
-		}
-	}
+		return s.value(ft)
+	})
 }
 
 // str reads a string at s.i; only a key with escapes is decoded.
@@ -232,50 +254,21 @@ func didYouMean(key string, keys *structKeys) string {
 // that is not a JSON object.
 func probeKind(raw []byte) (kind string, ok bool, err error) {
 	s := keyScanner{b: raw}
-	s.space()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return "", false, errSyntax
-	}
-	s.i++
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		return "", false, nil
-	}
-	for {
-		s.space()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return "", false, errSyntax
+	err = s.members(func(key string, _ int) error {
+		if key != "kind" || s.i >= len(s.b) || s.b[s.i] != '"' {
+			return s.value(nil)
 		}
-		key, err := s.str()
+		v, err := s.str()
 		if err != nil {
-			return "", false, err
+			return err
 		}
-		s.space()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return "", false, errSyntax
-		}
-		s.i++
-		s.space()
-		if key == "kind" && s.i < len(s.b) && s.b[s.i] == '"' {
-			v, err := s.str()
-			return v, err == nil, err
-		}
-		if err := s.value(nil); err != nil {
-			return "", false, err
-		}
-		s.space()
-		if s.i >= len(s.b) {
-			return "", false, errSyntax
-		}
-		s.i++
-		switch s.b[s.i-1] {
-		case ',':
-		case '}':
-			return "", false, nil
-		default:
-			return "", false, errSyntax
-		}
+		kind, ok = v, true
+		return errStop
+	})
+	if errors.Is(err, errStop) {
+		err = nil
 	}
+	return kind, ok, err
 }
 
 // depthError is nesting past the limit, at a byte offset.
