@@ -560,6 +560,10 @@ func TestRecordRetriesMeansRetries(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "--retries must be 0 (no retry) or more, not -1") {
 		t.Errorf("record --retries -1 exited %d:\n%s", code, out)
 	}
+	code, out, _ = recordFails(t, "http://127.0.0.1:9/v1", "--no-api-key", "--timeout", "-1s")
+	if code != 2 || !strings.Contains(out, "--timeout must be 0 (none) or more, not -1s") {
+		t.Errorf("record --timeout -1s exited %d:\n%s", code, out)
+	}
 }
 
 // No secret reaches any output: the cassette, the transcript record

@@ -78,6 +78,9 @@ recording.`,
 			if retries < 0 {
 				return usagef("--retries must be 0 (no retry) or more, not %d", retries)
 			}
+			if timeout < 0 {
+				return usagef("--timeout must be 0 (none) or more, not %s", timeout)
+			}
 			if noKey && cmd.Flags().Changed("api-key-env") {
 				return usagef("--no-api-key and --api-key-env contradict each other: give one")
 			}
@@ -115,7 +118,7 @@ recording.`,
 				return err
 			}
 			notices := &lockedWriter{w: cmd.ErrOrStderr()}
-			prov := openai.New(openai.Options{BaseURL: baseURL, APIKey: key, Model: model, Timeout: timeout, MaxRetries: retryOption(retries), Clock: providerClock,
+			prov := openai.New(openai.Options{BaseURL: baseURL, APIKey: key, Model: model, Timeout: timeoutOption(timeout), MaxRetries: retryOption(retries), Clock: providerClock,
 				OnRetry: func(r openai.Retry) {
 					fmt.Fprintln(notices, red.String(fmt.Sprintf("crux-sim: attempt %d failed (%v); retrying in %s", r.Attempt, r.Err, r.Delay)))
 				}})
@@ -164,7 +167,7 @@ recording.`,
 	f.StringVar(&partial, "keep-partial", "", "keep a failed recording in this file, marked incomplete (default: keep nothing)")
 	f.StringArrayVar(&secretParams, "secret-param", nil, "a regular expression naming more query parameters of --base-url whose values are secrets (repeatable)")
 	f.Int64Var(&seed, "seed", 1, "the seed that chooses the schedule")
-	f.DurationVar(&timeout, "timeout", 2*time.Minute, "timeout of one provider attempt")
+	f.DurationVar(&timeout, "timeout", 2*time.Minute, "timeout of one provider attempt; 0 means none")
 	f.IntVar(&retries, "retries", 3, "retries of a rate-limited or failed provider call; 0 means none")
 	f.StringVar(&latency, "virtual-latency", "real", `virtual time each provider call takes in the simulation: "real" (its wall time, to the 10ms) or a duration such as 2s`)
 	return cmd
@@ -181,6 +184,15 @@ func retryOption(n int) int {
 		return openai.NoRetries
 	}
 	return n
+}
+
+// timeoutOption maps --timeout onto openai.Options.Timeout the same way:
+// the flag's 0 means no per-attempt timeout, not the default.
+func timeoutOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return openai.NoTimeout
+	}
+	return d
 }
 
 // endsRecording tells which provider errors end a recording: every failure
