@@ -1,84 +1,157 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net/url"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/openai"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/cassette"
+	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 func newRecordCmd() *cobra.Command {
 	var (
-		baseURL, model, keyEnv, out string
-		seed                        int64
-		timeout                     time.Duration
-		retries                     int
-		latency                     string
+		baseURL, model, keyEnv, out, partial string
+		noKey                                bool
+		seed                                 int64
+		timeout                              time.Duration
+		retries                              int
+		latency                              string
+		secretParams                         []string
 	)
 	cmd := &cobra.Command{
-		Use:   "record --base-url URL --model M [--api-key-env VAR] NAME|FILE -o CASSETTE",
+		Use:   "record --base-url URL [--model M] [--api-key-env VAR | --no-api-key] NAME|FILE -o CASSETTE",
 		Short: "Run a scenario's agents against a real OpenAI-compatible provider and record a cassette",
 		Long: `Run the scenario's agents against a real provider (the scenario's script is
 not used; its expectations are checked) under the seed's schedule, and write
 every provider exchange, in order, to a cassette that crux-sim replay can
-play back offline forever.
+play back offline forever. The cassette embeds the scenario (or names the
+built-in), so it replays without the scenario file.
 
 Any OpenAI-compatible Chat Completions endpoint works: OpenAI, Azure, vLLM,
-Ollama, llama.cpp's server, LM Studio. The API key is read from the
-environment variable --api-key-env names and is never written: neither the
-key nor any Authorization header reaches the cassette.`,
+Ollama, llama.cpp's server, LM Studio. --base-url and --model decide what is
+sent: the scenario's run.model is used only when --model is not given. The
+API key is read from the environment variable --api-key-env names (default
+OPENAI_API_KEY); an unset or empty variable is an error before any request
+unless --no-api-key says the endpoint needs none. No secret reaches any
+output: not the key (with or without its sk- prefix, even when the model
+repeats it), not the credential query parameters of --base-url (api-key, key,
+token, sig, ... and --secret-param), not an Authorization header.
+
+A recording that fails (a refused connection, a rejected key, an unknown
+model, a provider that keeps failing after --retries) exits 2 with the
+provider's message and writes no cassette: the file appears only once the
+recording is whole. --keep-partial FILE keeps a failed attempt there, marked
+incomplete, for diagnosis.
+
+Exit codes: 0 the recording is whole and every expectation held; 1 it is
+whole and an expectation failed; 2 bad usage, bad input or a failed
+recording.`,
+		Example: `  export OPENAI_API_KEY=sk-...
+  crux-sim record --base-url https://api.openai.com/v1 --model gpt-4o-mini research-coordinator -o leaves.cassette
+  crux-sim record --base-url http://localhost:11434/v1 --model llama3.1 --no-api-key research-coordinator -o leaves.cassette`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if baseURL == "" || model == "" {
-				return usagef("record needs --base-url and --model")
+			if baseURL == "" {
+				return usagef("record needs --base-url, the provider's API root, such as https://api.openai.com/v1")
 			}
 			if out == "" {
 				return usagef("record needs -o CASSETTE, the file to write")
 			}
-			scs, err := loadScenarios(args)
+			if retries < 0 {
+				return usagef("--retries must be 0 (no retry) or more, not %d", retries)
+			}
+			if timeout < 0 {
+				return usagef("--timeout must be 0 (none) or more, not %s", timeout)
+			}
+			if noKey && cmd.Flags().Changed("api-key-env") {
+				return usagef("--no-api-key and --api-key-env contradict each other: give one")
+			}
+			params, err := compileSecretParams(secretParams)
 			if err != nil {
 				return err
 			}
-			sc := scs[0]
+			key := ""
+			if !noKey {
+				if key = os.Getenv(keyEnv); key == "" {
+					return usagef("the API key variable %s is unset or empty: export it, name another with --api-key-env, or pass --no-api-key for an endpoint that needs no key", keyEnv)
+				}
+			}
+			secrets := append([]string{key}, cassette.URLSecrets(baseURL, params...)...)
+			red := cassette.NewRedactor(secrets)
+			if err := checkBaseURL(baseURL, red); err != nil {
+				return err
+			}
+			src, err := loadRecordable(args[0])
+			if err != nil {
+				return err
+			}
+			sc := src.scenario
+			if model == "" {
+				model = sc.Run.Model
+			}
+			if model == "" {
+				return usagef("record needs --model: the scenario %s names no run.model to fall back on", sc.Name)
+			}
+			// The flag decides what goes on the wire: every request of the
+			// run names this model, and so does the cassette.
+			sc.Run.Model = model
 			virtual, err := parseVirtualLatency(latency)
 			if err != nil {
 				return err
 			}
-			key := os.Getenv(keyEnv)
-			prov := openai.New(openai.Options{BaseURL: baseURL, APIKey: key, Model: model, Timeout: timeout, MaxRetries: retries})
-			var secrets []string
-			if key != "" {
-				secrets = append(secrets, key)
-			}
+			notices := &lockedWriter{w: cmd.ErrOrStderr()}
+			prov := openai.New(openai.Options{BaseURL: baseURL, APIKey: key, Model: model, Timeout: timeoutOption(timeout), MaxRetries: retryOption(retries), Clock: providerClock,
+				OnRetry: func(r openai.Retry) {
+					fmt.Fprintln(notices, red.String(fmt.Sprintf("crux-sim: attempt %d failed (%v); retrying in %s", r.Attempt, r.Err, r.Delay)))
+				}})
+			defer prov.Close()
 			s := seed
 			rec, err := cassette.CreateFile(out, &timedProvider{inner: prov, fixed: virtual}, cassette.RecordOptions{
-				Header:  cassette.Header{Scenario: args[0], Seed: &s, Model: model, BaseURL: baseURL, Created: time.Now().UTC()},
+				Header: cassette.Header{Scenario: sc.Name, ScenarioSource: src.source, ScenarioDigest: src.digest, Seed: &s,
+					Model: model, BaseURL: baseURL, Created: time.Now().UTC()},
 				Start:   harness.Epoch,
 				Secrets: secrets,
+				StopOn:  endsRecording,
+				Partial: partial,
 			})
 			if err != nil {
-				return err
+				return usagef("%s", red.String(err.Error()))
 			}
 			// Exchanges are timed on the run's virtual clock, which the
 			// recorder finds in each request's context.
 			o := harness.Run(sc, harness.Options{Seed: seed, Provider: rec})
-			closeErr := rec.Close()
-			if err := harness.WriteReport(cmd.OutOrStdout(), o); err != nil {
+			if err := rec.Close(); err != nil {
+				// A failed recording is bad input (a wrong URL, key or
+				// model, an endpoint that keeps failing), not a failed
+				// expectation: nothing was recorded worth checking.
+				return usagef("%s", red.String(err.Error()))
+			}
+			var report bytes.Buffer
+			if err := harness.WriteReport(&report, o); err != nil {
 				return err
 			}
-			if closeErr != nil {
-				return fmt.Errorf("writing %s: %w", out, closeErr)
+			fmt.Fprintf(&report, "recorded %d exchanges to %s\n", rec.Exchanges(), out)
+			if _, err := io.WriteString(cmd.OutOrStdout(), red.String(report.String())); err != nil {
+				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "recorded %d exchanges to %s\n", rec.Exchanges(), out)
 			if !o.Passed() {
 				return errFailed
 			}
@@ -86,15 +159,114 @@ key nor any Authorization header reaches the cassette.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&baseURL, "base-url", "", "the provider's base URL, such as https://api.openai.com/v1 or http://localhost:11434/v1")
-	f.StringVar(&model, "model", "", "the model name")
-	f.StringVar(&keyEnv, "api-key-env", "OPENAI_API_KEY", "the environment variable holding the API key (may be unset for local servers)")
-	f.StringVarP(&out, "output", "o", "", "the cassette file to write")
+	f.StringVar(&baseURL, "base-url", "", "the provider's API root, such as https://api.openai.com/v1 or http://localhost:11434/v1 (a query string is kept)")
+	f.StringVar(&model, "model", "", "the model every request names (default: the scenario's run.model)")
+	f.StringVar(&keyEnv, "api-key-env", "OPENAI_API_KEY", "the environment variable holding the API key")
+	f.BoolVar(&noKey, "no-api-key", false, "the endpoint needs no API key (a local server): send none")
+	f.StringVarP(&out, "output", "o", "", "the cassette file to write; it appears only once the recording is whole")
+	f.StringVar(&partial, "keep-partial", "", "keep a failed recording in this file, marked incomplete (default: keep nothing)")
+	f.StringArrayVar(&secretParams, "secret-param", nil, "a regular expression naming more query parameters of --base-url whose values are secrets (repeatable)")
 	f.Int64Var(&seed, "seed", 1, "the seed that chooses the schedule")
-	f.DurationVar(&timeout, "timeout", 2*time.Minute, "timeout of one provider attempt")
-	f.IntVar(&retries, "retries", 3, "retries of a rate-limited or failed provider call")
+	f.DurationVar(&timeout, "timeout", 2*time.Minute, "timeout of one provider attempt; 0 means none")
+	f.IntVar(&retries, "retries", 3, "retries of a rate-limited or failed provider call; 0 means none")
 	f.StringVar(&latency, "virtual-latency", "real", `virtual time each provider call takes in the simulation: "real" (its wall time, to the 10ms) or a duration such as 2s`)
 	return cmd
+}
+
+// providerClock times the provider's attempts and waits (Retry-After,
+// backoff); nil is the real clock. The tests set one that waits at once.
+var providerClock clockwork.Clock
+
+// retryOption maps --retries onto openai.Options.MaxRetries, whose zero
+// means "the default": the flag's 0 means no retry at all.
+func retryOption(n int) int {
+	if n == 0 {
+		return openai.NoRetries
+	}
+	return n
+}
+
+// timeoutOption maps --timeout onto openai.Options.Timeout the same way:
+// the flag's 0 means no per-attempt timeout, not the default.
+func timeoutOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return openai.NoTimeout
+	}
+	return d
+}
+
+// endsRecording tells which provider errors end a recording: every failure
+// of the endpoint itself (refused, unauthorized, unknown model, still
+// failing after the retries, not speaking the protocol). A model's own
+// answer that the adapter reports as an error (a filtered answer, a token
+// limit) is part of the session and recorded like any other.
+func endsRecording(err error) bool {
+	var oe *openai.Error
+	return errors.As(err, &oe) && !errors.Is(oe, openai.ErrContentFiltered) && !errors.Is(oe, openai.ErrLength)
+}
+
+func compileSecretParams(pats []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range pats {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, usagef("--secret-param %q: %v", p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// checkBaseURL refuses a base URL no request could be sent to, before any
+// is; the message never shows its credentials.
+func checkBaseURL(base string, red *cassette.Redactor) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--base-url %s is not an http or https URL with a host, such as https://api.openai.com/v1", red.URL(base))
+	}
+	return nil
+}
+
+// lockedWriter serializes notices written from the run's actors.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// recordable is a scenario as record runs it and the cassette keeps it: a
+// file's source is embedded; a built-in is named, with the digest of its
+// source.
+type recordable struct {
+	scenario       *scenarios.Scenario
+	source, digest string
+}
+
+func loadRecordable(arg string) (*recordable, error) {
+	scs, err := loadScenarios([]string{arg})
+	if err != nil {
+		return nil, err
+	}
+	if !isFile(arg) {
+		src, _ := scenarios.BuiltinSource(arg)
+		return &recordable{scenario: scs[0], digest: cassette.Digest(src)}, nil
+	}
+	// The loader has checked the file; read it once more to embed exactly
+	// the source the recording runs.
+	src, err := os.ReadFile(arg)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	sc, err := scenarios.Load(arg, src)
+	if err != nil {
+		return nil, &badInput{[]error{err}}
+	}
+	return &recordable{scenario: sc, source: string(src)}, nil
 }
 
 // parseVirtualLatency reads --virtual-latency: -1 means the real duration.
@@ -149,21 +321,29 @@ func (p *timedProvider) StepWithFinishReason(ctx context.Context, req *core.Requ
 func newReplayCmd() *cobra.Command {
 	var scenarioFlag string
 	var ignoreStatus bool
+	var limits cassetteLimits
 	cmd := &cobra.Command{
 		Use:   "replay CASSETTE",
 		Short: "Replay a recorded cassette offline in lockstep and re-check the expectations",
-		Long: `Replay a cassette written by crux-sim record: the scenario runs again under the
-recorded seed, and each provider request must match the next recorded
-exchange of its agent's run, which answers it, after the virtual time the
-call took when recorded. Nothing touches the network.
+		Long: `Replay a cassette written by crux-sim record: the scenario it embeds (or the
+built-in it names) runs again under the recorded seed and model, and each
+provider request must match the next recorded exchange of its agent's run,
+which answers it with the exact bytes recorded, after the virtual time the
+call took when recorded. Nothing touches the network, and no file the
+cassette names is opened.
 
 The first divergence is reported as missing (the run asked for something the
 cassette lacks), extra (the cassette holds exchanges the run never asked
 for) or mismatch (the request differs), with both sides and the cassette
-line. Exit 1 on a divergence or a failed expectation.`,
+line. Exit 1 on a divergence or a failed expectation, 2 on a cassette that
+cannot be read.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := replayCassette(args[0], scenarioFlag, ignoreStatus)
+			opts, err := limits.options()
+			if err != nil {
+				return err
+			}
+			r, err := replayCassette(args[0], scenarioFlag, ignoreStatus, opts)
 			if err != nil {
 				return err
 			}
@@ -182,9 +362,41 @@ line. Exit 1 on a divergence or a failed expectation.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&scenarioFlag, "scenario", "", "the scenario to run (default: the one the cassette names)")
+	cmd.Flags().StringVar(&scenarioFlag, "scenario", "", "run this scenario (a built-in name or a file) instead of the one the cassette embeds")
 	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "do not compare status blocks (for cassettes recorded outside the simulator)")
+	limits.register(cmd.Flags())
 	return cmd
+}
+
+// cassetteLimits is the --max-cassette-size flag of replay and report.
+type cassetteLimits struct{ size string }
+
+func (l *cassetteLimits) register(fs *pflag.FlagSet) {
+	fs.StringVar(&l.size, "max-cassette-size", "64MiB", "the largest cassette read, in bytes or with a KiB, MiB or GiB suffix")
+}
+
+func (l *cassetteLimits) options() (cassette.ReadOptions, error) {
+	n, err := parseSize(l.size)
+	if err != nil {
+		return cassette.ReadOptions{}, usagef("--max-cassette-size: %v", err)
+	}
+	return cassette.ReadOptions{MaxBytes: n}, nil
+}
+
+// parseSize reads a byte count such as 1048576, 512KiB, 64MiB or 1GiB.
+func parseSize(s string) (int64, error) {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(num, suffix); ok {
+			num, mult = strings.TrimSpace(n), m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a positive size such as 64MiB", s)
+	}
+	return n * mult, nil
 }
 
 // replayed is a cassette played back through its scenario.
@@ -194,35 +406,78 @@ type replayed struct {
 	divergences []*cassette.Divergence // in the run's order, then the extra exchanges
 }
 
-// replayCassette runs the scenario a cassette names (or scenarioFlag)
-// against the cassette, offline, under the recorded seed.
-func replayCassette(path, scenarioFlag string, ignoreStatus bool) (*replayed, error) {
-	c, err := cassette.ReadFile(path)
+// replayCassette runs the scenario a cassette carries (or scenarioFlag)
+// against the cassette, offline, under the recorded seed and model.
+func replayCassette(path, scenarioFlag string, ignoreStatus bool, limits cassette.ReadOptions) (*replayed, error) {
+	c, err := cassette.ReadFile(path, limits)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	target := c.Header.Scenario
-	if scenarioFlag != "" {
-		target = scenarioFlag
-	}
-	if target == "" {
-		return nil, usagef("%s names no scenario; pass --scenario NAME|FILE", path)
-	}
-	scs, err := loadScenarios([]string{target})
+	sc, err := cassetteScenario(c, path, scenarioFlag)
 	if err != nil {
 		return nil, err
+	}
+	if c.Header.Model != "" {
+		sc.Run.Model = c.Header.Model // what the recording's requests named
 	}
 	seed := int64(1)
 	if c.Header.Seed != nil {
 		seed = *c.Header.Seed
 	}
 	rep := cassette.NewReplayer(c, cassette.ReplayOptions{IgnoreStatus: ignoreStatus, Sleep: core.Sleep})
-	o := harness.Run(scs[0], harness.Options{Seed: seed, Provider: rep})
+	o := harness.Run(sc, harness.Options{Seed: seed, Provider: rep})
 	return &replayed{cassette: c, outcome: o, divergences: append(rep.Divergences(), rep.Extra()...)}, nil
 }
 
-// isCassette reports whether a file starts like a cassette.
+// cassetteScenario is the scenario a replay runs: the one named on the
+// command line, else the one the cassette embeds, else the built-in it
+// names. A cassette never makes replay open a file: its scenario field is
+// a name, looked up among the built-ins only.
+func cassetteScenario(c *cassette.Cassette, path, scenarioFlag string) (*scenarios.Scenario, error) {
+	h := c.Header
+	switch {
+	case scenarioFlag != "":
+		scs, err := loadScenarios([]string{scenarioFlag})
+		if err != nil {
+			return nil, err
+		}
+		return scs[0], nil
+	case h.ScenarioSource != "":
+		sc, err := scenarios.Load(path+" (the scenario it embeds)", []byte(h.ScenarioSource))
+		if err != nil {
+			return nil, &badInput{[]error{err}}
+		}
+		return sc, nil
+	case h.Scenario == "":
+		return nil, usagef("%s names no scenario; pass --scenario NAME|FILE", path)
+	}
+	src, ok := scenarios.BuiltinSource(h.Scenario)
+	if !ok {
+		return nil, usagef("%s: the cassette names scenario %s, which is not a built-in, and embeds no scenario source; pass --scenario NAME|FILE to say what to replay",
+			path, quoteName(h.Scenario))
+	}
+	if h.ScenarioDigest != "" && h.ScenarioDigest != cassette.Digest(src) {
+		return nil, usagef("%s: the built-in scenario %s has changed since this cassette was recorded (recorded %s, now %s); record it again, or pass --scenario %s to replay against the current one",
+			path, h.Scenario, h.ScenarioDigest, cassette.Digest(src), h.Scenario)
+	}
+	return scenarios.Builtin(h.Scenario)
+}
+
+// quoteName shows a name read from a file: quoted, so that no control
+// character reaches the terminal, and cut short.
+func quoteName(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// isCassette reports whether a regular file starts like a cassette (a
+// FIFO or a device is never opened here: it could block or never end).
 func isCassette(path string) bool {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false

@@ -180,7 +180,7 @@ func TestReportRendersACassetteReplay(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "leaves.cassette")
-	if code, out := runCLI(t, "record", "--base-url", srv.URL+"/v1", "--model", "m", "--virtual-latency", "2s", "research-coordinator", "-o", path); code != 0 {
+	if code, out := runCLI(t, "record", "--base-url", srv.URL+"/v1", "--model", "m", "--no-api-key", "--virtual-latency", "2s", "research-coordinator", "-o", path); code != 0 {
 		t.Fatalf("record exited %d:\n%s", code, out)
 	}
 	html := filepath.Join(dir, "leaves.html")

@@ -16,6 +16,7 @@ import (
 
 func newReportCmd() *cobra.Command {
 	var sched scheduleFlags
+	var limits cassetteLimits
 	var out string
 	cmd := &cobra.Command{
 		Use:   "report [--seed N] [--swarm] [--replay FILE] NAME|FILE|CASSETTE -o report.html",
@@ -47,7 +48,11 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			source, command := "scripted run", ""
 			var o *harness.Outcome
 			if len(args) == 1 && isCassette(args[0]) {
-				r, err := replayCassette(args[0], "", false)
+				lim, err := limits.options()
+				if err != nil {
+					return err
+				}
+				r, err := replayCassette(args[0], "", false, lim)
 				if err != nil {
 					return err
 				}
@@ -98,6 +103,7 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 		},
 	}
 	sched.register(cmd.Flags())
+	limits.register(cmd.Flags())
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the HTML file to write, or - for standard output")
 	return cmd
 }

@@ -8,7 +8,13 @@
 //		APIKey:  os.Getenv("OPENAI_API_KEY"),
 //		Model:   "qwen2.5:7b",
 //	})
+//	defer p.Close() // releases its connections
 //	rt := core.New(core.Options{Provider: p})
+//
+// A query string in BaseURL (an api-version, a gateway's key parameter) is
+// sent as the query of every request. No error the provider returns holds
+// the base URL's user info or query, or the API key, even when an endpoint
+// echoes it back.
 //
 // # How a semantic request is sent
 //
@@ -35,7 +41,8 @@
 // their ids and their argument strings kept verbatim, even when they are not
 // valid JSON (the runtime turns malformed arguments into a model-facing tool
 // error, so the model can correct itself and the run goes on); a JSON answer
-// to an output schema as Response.Output; and the usage. The finish reason,
+// to an output schema as Response.Output, byte for byte as the endpoint
+// wrote it; and the usage. The finish reason,
 // which core.Response has no field for, is returned by
 // [Provider.StepWithFinishReason].
 //

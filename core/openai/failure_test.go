@@ -302,14 +302,26 @@ var _ = Describe("Failures over the wire", func() {
 		Expect(srv.count()).To(Equal(1))
 	})
 
-	It("reports a refused connection as ErrConnection", func() {
+	It("reports a refused connection as ErrConnection, naming the endpoint but not the base URL's query, where credentials travel", func() {
 		srv := newChatServer(sequence(textReply("unused")))
 		url, client := srv.URL, srv.Client()
 		srv.Close()
-		p := openai.New(openai.Options{BaseURL: url + "/v1", HTTPClient: client, Model: "m", Clock: clock, MaxRetries: openai.NoRetries})
+		p := openai.New(openai.Options{BaseURL: url + "/v1?api-key=Qk7vTz91&sig=S1gN4tur3", HTTPClient: client, Model: "m", Clock: clock, MaxRetries: openai.NoRetries})
 		_, err := p.Step(context.Background(), &core.Request{Agent: "a", Step: 1})
 		Expect(err).To(MatchError(openai.ErrConnection))
 		Expect(err.Error()).To(ContainSubstring(url + "/v1/chat/completions"))
+		Expect(err.Error()).NotTo(ContainSubstring("Qk7vTz91"))
+		Expect(err.Error()).NotTo(ContainSubstring("S1gN4tur3"))
+	})
+
+	It("never repeats the API key when the endpoint's error body echoes it", func() {
+		const key = "sk-echo-9f8e7d6c5b4a"
+		srv := newChatServer(sequence(errorReply(http.StatusUnauthorized, "Incorrect API key provided: "+key+".", "invalid_request_error", "invalid_api_key", nil)))
+		defer srv.Close()
+		_, err := provider(srv, openai.Options{APIKey: key}).Step(context.Background(), &core.Request{Agent: "a", Step: 1})
+		Expect(err).To(MatchError(openai.ErrAuth))
+		Expect(err.Error()).To(ContainSubstring("Incorrect API key provided: [REDACTED]."))
+		Expect(err.Error()).NotTo(ContainSubstring(key))
 	})
 
 	It("never puts user info from the base URL into an error", func() {

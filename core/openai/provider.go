@@ -64,9 +64,10 @@ type Options struct {
 	// Azure, when set, speaks Azure OpenAI: deployments in the path, an
 	// api-version query and the api-key header.
 	Azure *Azure
-	// HTTPClient sends the requests. Default: a client on
-	// http.DefaultTransport without a client-wide timeout (Timeout below
-	// applies per attempt).
+	// HTTPClient sends the requests. Default: a client on a transport of
+	// the provider's own (a clone of http.DefaultTransport), without a
+	// client-wide timeout (Timeout below applies per attempt); Close
+	// releases its connections.
 	HTTPClient *http.Client
 	// Headers are added to every request, e.g. OpenRouter's HTTP-Referer.
 	Headers http.Header
@@ -127,7 +128,9 @@ type Provider struct {
 	opts     Options
 	client   *goopenai.Client
 	clock    clockwork.Clock
-	endpoint string // for error messages, user info stripped
+	endpoint string // for error messages: no user info, no query
+	// own is the transport New made when Options.HTTPClient was nil.
+	own *http.Transport
 }
 
 var _ core.Provider = (*Provider)(nil)
@@ -152,12 +155,18 @@ func New(opts Options) *Provider {
 	if opts.Clock == nil {
 		opts.Clock = clockwork.NewRealClock()
 	}
+	var own *http.Transport
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
+		own = http.DefaultTransport.(*http.Transport).Clone()
+		opts.HTTPClient = &http.Client{Transport: own}
 	}
+	// A query string in the base URL (a gateway's api-version, a key
+	// parameter) stays a query: go-openai appends the path to BaseURL as
+	// text, which would put /chat/completions inside the query.
+	base, query := splitQuery(opts.BaseURL)
 	var cfg goopenai.ClientConfig
 	if opts.Azure != nil {
-		cfg = goopenai.DefaultAzureConfig(opts.APIKey, opts.BaseURL)
+		cfg = goopenai.DefaultAzureConfig(opts.APIKey, base)
 		if opts.Azure.APIVersion != "" {
 			cfg.APIVersion = opts.Azure.APIVersion
 		} else {
@@ -170,16 +179,42 @@ func New(opts Options) *Provider {
 		}
 	} else {
 		cfg = goopenai.DefaultConfig(opts.APIKey)
-		cfg.BaseURL = opts.BaseURL
+		cfg.BaseURL = base
 	}
 	cfg.OrgID = opts.Organization
-	cfg.HTTPClient = &capturingDoer{client: opts.HTTPClient, headers: opts.Headers}
+	cfg.HTTPClient = &capturingDoer{client: opts.HTTPClient, headers: opts.Headers, query: query}
 	return &Provider{
 		opts:     opts,
 		client:   goopenai.NewClientWithConfig(cfg),
 		clock:    opts.Clock,
 		endpoint: endpointForErrors(opts.BaseURL),
+		own:      own,
 	}
+}
+
+// Close releases the provider's idle connections: those of the transport
+// New made, or of Options.HTTPClient (which stays usable: a later Step
+// opens new ones). Requests in flight are not interrupted; cancel their
+// contexts for that. Close is safe to call more than once.
+func (p *Provider) Close() error {
+	if p.own != nil {
+		p.own.CloseIdleConnections()
+	} else {
+		p.opts.HTTPClient.CloseIdleConnections()
+	}
+	return nil
+}
+
+// splitQuery cuts a base URL into the part go-openai appends paths to and
+// its raw query.
+func splitQuery(base string) (string, string) {
+	u, err := url.Parse(base)
+	if err != nil || u.RawQuery == "" && !u.ForceQuery {
+		return base, ""
+	}
+	q := u.RawQuery
+	u.RawQuery, u.ForceQuery = "", false
+	return u.String(), q
 }
 
 // DefaultBackoff waits 500ms before the first retry, doubling each time, at
@@ -293,7 +328,7 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 	}
 	timedOut := errors.Is(context.Cause(actx), errAttemptTimeout)
 	if err != nil {
-		return nil, p.classify(err, meta, timedOut)
+		return nil, p.scrub(p.classify(err, meta, timedOut))
 	}
 	c := &completion{resp: resp, body: meta.body}
 	if len(resp.Choices) == 0 {
@@ -311,9 +346,26 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 		} else {
 			e.Body = snippet(meta.body)
 		}
-		return nil, e
+		return nil, p.scrub(e)
 	}
 	return c, nil
+}
+
+// minKeyLen is the shortest API key scrub replaces: a local server's dummy
+// key ("none", "x") would otherwise blank out ordinary words.
+const minKeyLen = 8
+
+// scrub removes the API key from what an endpoint said: an error body that
+// echoes the Authorization header must not carry the key into a log.
+func (p *Provider) scrub(e *Error) *Error {
+	if k := p.opts.APIKey; len(k) >= minKeyLen {
+		e.Message = strings.ReplaceAll(e.Message, k, "[REDACTED]")
+		e.Body = strings.ReplaceAll(e.Body, k, "[REDACTED]")
+		e.Type = strings.ReplaceAll(e.Type, k, "[REDACTED]")
+		e.Code = strings.ReplaceAll(e.Code, k, "[REDACTED]")
+		e.Param = strings.ReplaceAll(e.Param, k, "[REDACTED]")
+	}
+	return e
 }
 
 // classify turns what go-openai and the transport reported into an *Error.
@@ -404,15 +456,31 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
+// withoutQuery rewrites the URL in a transport error (Go's *url.Error
+// prints it whole) without user info or query, where credentials travel.
+func withoutQuery(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	return &url.Error{Op: ue.Op, URL: scrubURL(ue.URL), Err: ue.Err}
+}
+
 func endpointForErrors(base string) string {
-	u, err := url.Parse(base)
+	return strings.TrimRight(scrubURL(base), "/") + "/chat/completions"
+}
+
+// scrubURL drops what may carry credentials from a URL: user info, the
+// query and the fragment.
+func scrubURL(s string) string {
+	u, err := url.Parse(s)
 	if err != nil {
-		return "(unparsable base URL)"
+		return "(unparsable URL)"
 	}
 	u.User = nil
-	u.RawQuery = ""
-	u.Fragment = ""
-	return strings.TrimRight(u.String(), "/") + "/chat/completions"
+	u.RawQuery, u.ForceQuery = "", false
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
 }
 
 // capturingDoer sends go-openai's requests and keeps, per attempt, the
@@ -421,11 +489,19 @@ func endpointForErrors(base string) string {
 type capturingDoer struct {
 	client  *http.Client
 	headers http.Header
+	query   string // the base URL's query, added to every request's
 }
 
 func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	for k, vs := range d.headers {
 		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	if d.query != "" {
+		if req.URL.RawQuery == "" {
+			req.URL.RawQuery = d.query
+		} else {
+			req.URL.RawQuery = d.query + "&" + req.URL.RawQuery
+		}
 	}
 	meta, _ := req.Context().Value(metaKey{}).(*attemptMeta)
 	if meta != nil {
@@ -433,7 +509,7 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, withoutQuery(err)
 	}
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	_ = resp.Body.Close()

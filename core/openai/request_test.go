@@ -47,6 +47,15 @@ var _ = Describe("Sending a semantic request", func() {
 		Expect(got.Body.Stream).To(BeFalse())
 	})
 
+	It("keeps a query string in the base URL as the query of every request, not part of its path", func() {
+		opts := openai.Options{Model: "m", BaseURL: srv.URL + "/v1?api-key=K3y&tenant=t1", HTTPClient: srv.Client(), Timeout: openai.NoTimeout}
+		_, err := openai.New(opts).Step(context.Background(), &core.Request{Agent: "a", Step: 1})
+		Expect(err).NotTo(HaveOccurred())
+		got := srv.received()[0]
+		Expect(got.Path).To(Equal("/v1/chat/completions"))
+		Expect(got.Query).To(Equal("api-key=K3y&tenant=t1"))
+	})
+
 	It("prefers the request's model over Options.Model", func() {
 		_, err := step(srv, openai.Options{Model: "fallback"}, &core.Request{Model: "chosen", Agent: "a", Step: 1})
 		Expect(err).NotTo(HaveOccurred())
@@ -266,6 +275,14 @@ var _ = Describe("Reading the answer", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resp.Output).To(MatchJSON(`{"findings":"chlorophyll"}`))
 		Expect(resp.Text).To(BeEmpty())
+	})
+
+	It("returns a JSON answer to an output schema byte for byte as the server wrote it: spaces, key order, escapes", func() {
+		req := &core.Request{Agent: "r", Step: 1, Output: core.MustSchema(`{"type":"object"}`)}
+		doc := "\n{\"summary\": \"caf\\u00e9\",\n  \"findings\": [ \"a\" ]}  "
+		resp, _, err := answer(textReply(doc), req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(resp.Output)).To(Equal(doc))
 	})
 
 	It("returns a non-JSON answer to an output schema as text, for the runtime to correct", func() {

@@ -49,7 +49,10 @@ func (p *Provider) response(req *core.Request, c *completion) (*core.Response, s
 	trimmed := bytes.TrimSpace([]byte(content))
 	switch {
 	case req.Output != nil && len(out.ToolCalls) == 0 && len(trimmed) > 0 && json.Valid(trimmed):
-		out.Output = json.RawMessage(trimmed)
+		// The document exactly as the endpoint wrote it (spaces, key
+		// order, escapes): the child's exact output is these bytes, in a
+		// recording and in its replay.
+		out.Output = json.RawMessage(content)
 	case content != "":
 		out.Text = content
 	case msg.Refusal != "":

@@ -14,8 +14,11 @@ import (
 const Format = "crux-sim-cassette"
 
 // Version is the format version this package writes and reads. A reader
-// refuses any other: a newer file may mean things this code cannot see.
-const Version = 1
+// refuses any other: a newer file may mean things this code cannot see, and
+// an older one means things this code no longer reads the same way
+// (version 1 kept structured output re-encoded and repeated every run's
+// whole history on each request line).
+const Version = 2
 
 // Line kinds, the "kind" key of every line.
 const (
@@ -43,8 +46,19 @@ type Header struct {
 	// of the binary or test that links this package.
 	CruxSim string
 	// Scenario and Seed name what ran, when a harness ran a scenario.
+	// Scenario is a name, never a path: a cassette carries what it needs
+	// to replay and never makes a reader open a file it names.
 	Scenario string
-	Seed     *int64
+	// ScenarioSource is the scenario's source (a scenario file's YAML),
+	// embedded so that the cassette replays without the file; empty for
+	// a built-in scenario, which Scenario names.
+	ScenarioSource string
+	// ScenarioDigest is Digest of the scenario's source (the embedded one,
+	// or the built-in's), so that a replay can tell the scenario has
+	// changed since the recording. A writer computes it from
+	// ScenarioSource when it is empty.
+	ScenarioDigest string
+	Seed           *int64
 	// Model and BaseURL say which provider answered. The base URL is
 	// written without user info or secret query parameters.
 	Model   string
@@ -52,6 +66,11 @@ type Header struct {
 	// Created is when the recording started; omitted when zero, so that
 	// a test can write byte-identical cassettes.
 	Created time.Time
+	// Incomplete, when set, says why the recording failed: the file holds
+	// the exchanges made before it did and cannot be replayed. Only a
+	// failed recording kept under an explicit name (RecordOptions.Partial)
+	// has it; Read refuses such a file with ErrIncomplete.
+	Incomplete string
 }
 
 // Exchange is one provider step: the semantic request an agent run sent
@@ -67,8 +86,19 @@ type Exchange struct {
 	Ordinal int
 	Run     string
 	Step    int
-	// Request is the semantic request, as the provider received it.
+	// Request is the semantic request, as the provider received it. The
+	// file stores only what each request adds to its run's previous one;
+	// Read rebuilds the whole request, sharing the history with the run's
+	// earlier requests as the runtime does.
 	Request *core.Request
+	// Digest is the recorded digest of the whole request (see
+	// docs/record-replay.md for what it covers); Read fills it in and
+	// writers compute it.
+	Digest string
+	// Edited is set by Read when the request the file rebuilds does not
+	// match its recorded digest: its line, or an earlier line of the same
+	// run, was changed by hand. A divergence at such an exchange says so.
+	Edited bool
 	// Response is what the provider answered, or nil when it failed with
 	// Err.
 	Response *core.Response
@@ -141,19 +171,22 @@ func recordError(err error) *RecordedError {
 }
 
 // The wire types below are the file format. They are separate from core's
-// types on purpose: core may rename a JSON tag, a version-1 cassette must
+// types on purpose: core may rename a JSON tag, a version-2 cassette must
 // still mean what it meant. Field order is key order in the file.
 
 type headerLine struct {
-	Kind     string `json:"kind"`
-	Format   string `json:"format"`
-	Version  int    `json:"version"`
-	CruxSim  string `json:"cruxSim,omitempty"`
-	Scenario string `json:"scenario,omitempty"`
-	Seed     *int64 `json:"seed,omitempty"`
-	Model    string `json:"model,omitempty"`
-	BaseURL  string `json:"baseURL,omitempty"`
-	Created  string `json:"created,omitempty"`
+	Kind           string `json:"kind"`
+	Format         string `json:"format"`
+	Version        int    `json:"version"`
+	CruxSim        string `json:"cruxSim,omitempty"`
+	Scenario       string `json:"scenario,omitempty"`
+	ScenarioDigest string `json:"scenarioDigest,omitempty"`
+	Seed           *int64 `json:"seed,omitempty"`
+	Model          string `json:"model,omitempty"`
+	BaseURL        string `json:"baseURL,omitempty"`
+	Created        string `json:"created,omitempty"`
+	Incomplete     string `json:"incomplete,omitempty"`
+	ScenarioSource string `json:"scenarioSource,omitempty"`
 }
 
 type requestLine struct {
@@ -165,6 +198,7 @@ type requestLine struct {
 	Step    int         `json:"step"`
 	At      string      `json:"at"`
 	RealAt  string      `json:"realAt"`
+	Digest  string      `json:"digest"`
 	Request wireRequest `json:"request"`
 }
 
@@ -184,13 +218,28 @@ type endLine struct {
 	Exchanges int    `json:"exchanges"`
 }
 
+// wireRequest is what one request adds to its run's previous request:
+// Prior leading messages are the previous request's, Messages follow them;
+// with Inherit, the model, system text, tools and output schema are the
+// previous request's too, and the line omits them.
 type wireRequest struct {
+	Prior    int             `json:"prior,omitempty"`
+	Inherit  bool            `json:"inherit,omitempty"`
 	Model    string          `json:"model,omitempty"`
 	System   string          `json:"system,omitempty"`
 	Messages []wireMessage   `json:"messages"`
 	Status   *wireStatus     `json:"status,omitempty"`
 	Tools    []wireTool      `json:"tools,omitempty"`
 	Output   json.RawMessage `json:"output,omitempty"`
+}
+
+// wireSetup is the part of a request a run usually keeps from step to
+// step; it is what the digest covers besides the messages and the status.
+type wireSetup struct {
+	Model  string          `json:"model,omitempty"`
+	System string          `json:"system,omitempty"`
+	Tools  []wireTool      `json:"tools,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 type wireMessage struct {
@@ -229,16 +278,16 @@ type wireTool struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
+// wireResponse keeps every field the runtime reads as the exact text the
+// provider produced: Output is the structured output's text (spaces, key
+// order and escapes as sent), not a re-encoded JSON value, so that a
+// child's exact output is the same bytes in a recording and its replay.
 type wireResponse struct {
-	Text string `json:"text,omitempty"`
-	// Output is a JSON document; OutputText keeps an Output that is not
-	// valid JSON, which a provider may produce and a cassette must not
-	// lose or choke on.
-	Output       json.RawMessage `json:"output,omitempty"`
-	OutputText   string          `json:"outputText,omitempty"`
-	ToolCalls    []wireToolCall  `json:"toolCalls,omitempty"`
-	Usage        *wireUsage      `json:"usage,omitempty"`
-	FinishReason string          `json:"finishReason,omitempty"`
+	Text         string         `json:"text,omitempty"`
+	Output       string         `json:"output,omitempty"`
+	ToolCalls    []wireToolCall `json:"toolCalls,omitempty"`
+	Usage        *wireUsage     `json:"usage,omitempty"`
+	FinishReason string         `json:"finishReason,omitempty"`
 }
 
 type wireUsage struct {
@@ -251,24 +300,26 @@ type wireError struct {
 	Message string `json:"message"`
 }
 
-// toWireRequest converts a semantic request; red, when set, redacts every
-// string in it.
-func toWireRequest(req *core.Request, red *Redactor) wireRequest {
-	s := red.String
-	w := wireRequest{Model: s(req.Model), System: s(req.System), Messages: make([]wireMessage, len(req.Messages))}
-	for i, m := range req.Messages {
-		w.Messages[i] = wireMessage{Role: string(m.Role), Content: s(m.Content), ToolCalls: toWireCalls(m.ToolCalls, red),
-			ToolCallID: s(m.ToolCallID), ToolName: s(m.ToolName), IsError: m.IsError, Guidance: m.Guidance}
+func toWireMessage(m core.Message, red *Redactor) wireMessage {
+	return wireMessage{Role: string(m.Role), Content: red.Text(m.Content), ToolCalls: toWireCalls(m.ToolCalls, red),
+		ToolCallID: red.String(m.ToolCallID), ToolName: red.String(m.ToolName), IsError: m.IsError, Guidance: m.Guidance}
+}
+
+func toWireStatus(st *core.StatusBlock, red *Redactor) *wireStatus {
+	if st == nil {
+		return nil
 	}
-	if st := req.Status; st != nil {
-		ws := &wireStatus{Text: s(st.Text), Rows: make([]wireRow, len(st.Rows)), Omitted: st.Omitted}
-		for i, r := range st.Rows {
-			ws.Rows[i] = wireRow{ID: s(r.ID), Label: s(r.Label), State: string(r.State), Elapsed: r.Elapsed.String(), ResultAvailable: r.ResultAvailable}
-		}
-		w.Status = ws
+	ws := &wireStatus{Text: red.String(st.Text), Rows: make([]wireRow, len(st.Rows)), Omitted: st.Omitted}
+	for i, r := range st.Rows {
+		ws.Rows[i] = wireRow{ID: red.String(r.ID), Label: red.String(r.Label), State: string(r.State), Elapsed: r.Elapsed.String(), ResultAvailable: r.ResultAvailable}
 	}
+	return ws
+}
+
+func toWireSetup(req *core.Request, red *Redactor) wireSetup {
+	w := wireSetup{Model: red.String(req.Model), System: red.String(req.System)}
 	for _, t := range req.Tools {
-		w.Tools = append(w.Tools, wireTool{Name: s(t.Name), Description: s(t.Description), Parameters: red.JSON(t.Parameters)})
+		w.Tools = append(w.Tools, wireTool{Name: red.String(t.Name), Description: red.String(t.Description), Parameters: red.JSON(t.Parameters)})
 	}
 	if req.Output != nil {
 		w.Output = red.JSON(req.Output.JSON())
@@ -282,7 +333,7 @@ func toWireCalls(calls []core.ToolCall, red *Redactor) []wireToolCall {
 	}
 	out := make([]wireToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = wireToolCall{ID: red.String(c.ID), Name: red.String(c.Name), Arguments: red.String(c.Arguments)}
+		out[i] = wireToolCall{ID: red.String(c.ID), Name: red.String(c.Name), Arguments: red.Text(c.Arguments)}
 	}
 	return out
 }
@@ -291,55 +342,55 @@ func toWireResponse(resp *core.Response, reason string, red *Redactor) *wireResp
 	if resp == nil {
 		resp = &core.Response{}
 	}
-	w := &wireResponse{Text: red.String(resp.Text), ToolCalls: toWireCalls(resp.ToolCalls, red), FinishReason: reason}
-	if len(resp.Output) > 0 {
-		if json.Valid(resp.Output) {
-			w.Output = red.JSON(resp.Output)
-		} else {
-			w.OutputText = red.String(string(resp.Output))
-		}
-	}
+	w := &wireResponse{Text: red.Text(resp.Text), Output: red.Text(string(resp.Output)), ToolCalls: toWireCalls(resp.ToolCalls, red), FinishReason: reason}
 	if u := resp.Usage; u != nil {
 		w.Usage = &wireUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
 	}
 	return w
 }
 
-// fromWireRequest converts back; it fails on a value that cannot be a
-// request (an unknown role, an output schema that does not compile).
-func fromWireRequest(w wireRequest) (*core.Request, string, error) {
-	req := &core.Request{Model: w.Model, System: w.System, Messages: make([]core.Message, len(w.Messages))}
-	for i, m := range w.Messages {
-		switch core.Role(m.Role) {
-		case core.RoleUser, core.RoleAssistant, core.RoleTool:
-		default:
-			return nil, fmt.Sprintf("request.messages[%d].role", i), fmt.Errorf("unknown role %q (want user, assistant or tool)", m.Role)
-		}
-		req.Messages[i] = core.Message{Role: core.Role(m.Role), Content: m.Content, ToolCalls: fromWireCalls(m.ToolCalls),
-			ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, Guidance: m.Guidance}
+// fromWireMessage converts back; it fails on a role a request cannot have.
+func fromWireMessage(m wireMessage) (core.Message, error) {
+	switch core.Role(m.Role) {
+	case core.RoleUser, core.RoleAssistant, core.RoleTool:
+	default:
+		return core.Message{}, fmt.Errorf("unknown role %q (want user, assistant or tool)", m.Role)
 	}
-	if ws := w.Status; ws != nil {
-		st := &core.StatusBlock{Text: ws.Text, Rows: make([]core.StatusRow, len(ws.Rows)), Omitted: ws.Omitted}
-		for i, r := range ws.Rows {
-			el, err := time.ParseDuration(r.Elapsed)
-			if err != nil {
-				return nil, fmt.Sprintf("request.status.rows[%d].elapsed", i), fmt.Errorf("not a duration: %q", r.Elapsed)
-			}
-			st.Rows[i] = core.StatusRow{ID: r.ID, Label: r.Label, State: core.WorkState(r.State), Elapsed: el, ResultAvailable: r.ResultAvailable}
-		}
-		req.Status = st
+	return core.Message{Role: core.Role(m.Role), Content: m.Content, ToolCalls: fromWireCalls(m.ToolCalls),
+		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, Guidance: m.Guidance}, nil
+}
+
+// fromWireStatus converts a status block back; field names the bad value.
+func fromWireStatus(ws *wireStatus) (*core.StatusBlock, string, error) {
+	if ws == nil {
+		return nil, "", nil
 	}
+	st := &core.StatusBlock{Text: ws.Text, Rows: make([]core.StatusRow, len(ws.Rows)), Omitted: ws.Omitted}
+	for i, r := range ws.Rows {
+		el, err := time.ParseDuration(r.Elapsed)
+		if err != nil {
+			return nil, fmt.Sprintf("request.status.rows[%d].elapsed", i), fmt.Errorf("not a duration: %q", r.Elapsed)
+		}
+		st.Rows[i] = core.StatusRow{ID: r.ID, Label: r.Label, State: core.WorkState(r.State), Elapsed: el, ResultAvailable: r.ResultAvailable}
+	}
+	return st, "", nil
+}
+
+// fromWireSetup fills a request's model, system text, tools and output
+// schema; it fails on an output schema that does not compile.
+func fromWireSetup(w wireSetup, req *core.Request) (string, error) {
+	req.Model, req.System = w.Model, w.System
 	for _, t := range w.Tools {
 		req.Tools = append(req.Tools, core.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	if len(w.Output) > 0 {
 		s, err := core.ParseSchema(string(w.Output))
 		if err != nil {
-			return nil, "request.output", err
+			return "request.output", err
 		}
 		req.Output = s
 	}
-	return req, "", nil
+	return "", nil
 }
 
 func fromWireCalls(calls []wireToolCall) []core.ToolCall {
@@ -355,11 +406,8 @@ func fromWireCalls(calls []wireToolCall) []core.ToolCall {
 
 func fromWireResponse(w *wireResponse) *core.Response {
 	resp := &core.Response{Text: w.Text, ToolCalls: fromWireCalls(w.ToolCalls)}
-	switch {
-	case len(w.Output) > 0:
-		resp.Output = append(json.RawMessage(nil), w.Output...)
-	case w.OutputText != "":
-		resp.Output = json.RawMessage(w.OutputText)
+	if w.Output != "" {
+		resp.Output = json.RawMessage(w.Output)
 	}
 	if w.Usage != nil {
 		resp.Usage = &core.Usage{PromptTokens: w.Usage.PromptTokens, CompletionTokens: w.Usage.CompletionTokens}

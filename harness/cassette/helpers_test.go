@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -279,3 +280,5 @@ func lineOf(b []byte, subs ...string) int {
 	Fail(fmt.Sprintf("no line contains %q", subs))
 	return 0
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -9,7 +9,7 @@ import (
 // secret. Redaction runs first, so only a value that bypassed it can reach
 // the check; this test hands one over directly.
 func TestTheEncoderRefusesALineThatStillHoldsASecret(t *testing.T) {
-	enc := &encoder{red: NewRedactor(nil), secrets: []string{"sk-live-Zx81kQp0TmVb2rT7yU3wNc"}}
+	enc := &encoder{red: NewRedactor([]string{"sk-live-Zx81kQp0TmVb2rT7yU3wNc"})}
 	_, err := enc.line(map[string]string{"leak": "sk-live-Zx81kQp0TmVb2rT7yU3wNc"})
 	if !errors.Is(err, ErrSecretLeak) {
 		t.Fatalf("got %v, want ErrSecretLeak", err)

@@ -3,8 +3,10 @@ package cassette_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -148,7 +150,7 @@ var _ = Describe("Reading a cassette", func() {
 			fe := readErr(b)
 			Expect(fe.Line).To(Equal(6))
 			Expect(fe.Column).To(Equal(strings.Index(lines(b)[5], `"role":"robot"`) + 1))
-			Expect(fe.Error()).To(ContainSubstring(`request.messages[2].role: unknown role "robot"`))
+			Expect(fe.Error()).To(ContainSubstring(`request.messages[1].role: unknown role "robot"`), "the index is in the line, which holds only the request's new messages")
 		})
 
 		It("refuses an output schema that no longer compiles", func() {
@@ -184,16 +186,14 @@ var _ = Describe("Reading a cassette", func() {
 
 		It("refuses steps of a run that go backwards", func() {
 			ls := lines(good)
-			// Swap the coordinator's steps 3 and 4 (exchanges 4 and 5),
-			// renumbering so that only the step order is wrong.
-			swapped := append([]string{}, ls...)
-			swapped[7] = strings.Replace(ls[9], `"seq":5`, `"seq":4`, 1)
-			swapped[8] = strings.Replace(ls[10], `"seq":5`, `"seq":4`, 1)
-			swapped[9] = strings.Replace(ls[7], `"seq":4`, `"seq":5`, 1)
-			swapped[10] = strings.Replace(ls[8], `"seq":4`, `"seq":5`, 1)
-			fe := readErr([]byte(strings.Join(swapped, "\n") + "\n"))
+			// The coordinator's step 4 (exchange 5) renumbered as step 2,
+			// request and response alike.
+			back := append([]string{}, ls...)
+			back[9] = strings.Replace(ls[9], `"step":4`, `"step":2`, 1)
+			back[10] = strings.Replace(ls[10], `"step":4`, `"step":2`, 1)
+			fe := readErr([]byte(strings.Join(back, "\n") + "\n"))
 			Expect(fe.Line).To(Equal(10))
-			Expect(fe.Error()).To(ContainSubstring("step 3 of research-coordinator run 1 follows its step 4"))
+			Expect(fe.Error()).To(ContainSubstring("step 2 of research-coordinator run 1 follows its step 3; steps of a run only go up"))
 		})
 
 		It("accepts blank lines and a missing final newline", func() {
@@ -205,22 +205,125 @@ var _ = Describe("Reading a cassette", func() {
 		})
 	})
 
+	Describe("a hostile file", func() {
+		It("takes keys as they are spelled: KIND or finishReasOn is an unknown key, named with its line and column", func() {
+			b := edit(1, func(l string) string { return strings.Replace(l, `"kind"`, `"KIND"`, 1) })
+			fe := readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrNotCassette))
+			Expect(fe.Line).To(Equal(1))
+
+			b = edit(4, func(l string) string { return strings.Replace(l, `"kind"`, `"KIND"`, 1) })
+			fe = readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrMalformed))
+			Expect(fe.Error()).To(Equal(`leaves.cassette:4:2: malformed cassette: unknown key "KIND" (keys are case-sensitive: did you mean "kind"?)`))
+
+			b = edit(5, func(l string) string { return strings.Replace(l, `"finishReason"`, `"finishReasOn"`, 1) })
+			fe = readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrMalformed))
+			Expect(fe.Line).To(Equal(5))
+			Expect(fe.Column).To(Equal(strings.Index(lines(b)[4], `"finishReasOn"`) + 1))
+			Expect(fe.Error()).To(ContainSubstring(`unknown key "finishReasOn" (keys are case-sensitive: did you mean "finishReason"?)`))
+		})
+
+		It("refuses a key that appears twice, which a decoder would silently resolve", func() {
+			b := edit(3, func(l string) string {
+				return strings.Replace(l, `"kind":"response",`, `"kind":"response","kind":"header",`, 1)
+			})
+			fe := readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrMalformed))
+			Expect(fe.Error()).To(Equal(`leaves.cassette:3:20: malformed cassette: key "kind" appears twice`))
+		})
+
+		It("accepts a UTF-8 byte order mark at the start", func() {
+			c, err := cassette.Read(bytes.NewReader(append([]byte("\xef\xbb\xbf"), good...)), "bom.cassette")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Exchanges).To(HaveLen(5))
+		})
+
+		It("says a file cut inside its header is truncated", func() {
+			for _, n := range []int{1, 10, 30, len(lines(good)[0]) - 1} {
+				fe := readErr(good[:n])
+				Expect(fe).To(MatchError(cassette.ErrTruncated), "cut after %d bytes", n)
+				Expect(fe.Line).To(Equal(1))
+				Expect(fe.Error()).To(ContainSubstring("the header line is cut short"))
+			}
+		})
+
+		It("reads within a size limit, and says which limit and how to raise it", func() {
+			_, err := cassette.Read(bytes.NewReader(good), "leaves.cassette", cassette.ReadOptions{MaxBytes: 1 << 10})
+			Expect(err).To(MatchError(cassette.ErrTooLarge))
+			Expect(err.Error()).To(Equal("leaves.cassette: cassette is too large: the file is larger than the limit of 1 KiB; raise ReadOptions.MaxBytes (crux-sim: --max-cassette-size) to read it"))
+			_, err = cassette.Read(bytes.NewReader(good), "leaves.cassette", cassette.ReadOptions{MaxBytes: int64(len(good))})
+			Expect(err).NotTo(HaveOccurred(), "a file exactly at the limit is read")
+		})
+
+		It("stops at a size limit without reading an endless stream", func() {
+			endless := &countingReader{r: zeros{}}
+			_, err := cassette.Read(endless, "/dev/zero", cassette.ReadOptions{MaxBytes: 1 << 16})
+			Expect(err).To(HaveOccurred())
+			Expect(endless.n).To(BeNumerically("<=", 1<<16+4096), "it read %d bytes", endless.n)
+		})
+
+		It("refuses nesting deeper than the depth limit before decoding the line", func() {
+			deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
+			b := edit(4, func(l string) string { return strings.Replace(l, `"messages":[`, `"messages":[`+deep+`,`, 1) })
+			fe := readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrMalformed))
+			Expect(fe.Line).To(Equal(4))
+			Expect(fe.Error()).To(ContainSubstring("JSON nested deeper than 64 levels (ReadOptions.MaxDepth)"))
+			_, err := cassette.Read(bytes.NewReader(b), "x", cassette.ReadOptions{MaxDepth: 200})
+			Expect(err).NotTo(MatchError(ContainSubstring("nested deeper")), "a raised limit lets it through to the next check")
+		})
+
+		It("reads only regular files: not a device, a FIFO or a directory", func() {
+			for _, path := range []string{os.DevNull, GinkgoT().TempDir()} {
+				_, err := cassette.ReadFile(path)
+				Expect(err).To(MatchError(ContainSubstring("is not a regular file")), "for %s", path)
+			}
+		})
+
+		It("refuses a recording that its header says is incomplete", func() {
+			b := edit(1, func(l string) string { return strings.Replace(l, `}`, `,"incomplete":"connection refused"}`, 1) })
+			fe := readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrIncomplete))
+			Expect(fe.Error()).To(ContainSubstring("cassette is an incomplete recording: the recording failed (connection refused) and this file keeps what it recorded before that; it cannot be replayed: record again"))
+		})
+
+		It("refuses a request line whose prior messages its run never had", func() {
+			b := edit(6, func(l string) string { return regexp.MustCompile(`"prior":\d+`).ReplaceAllString(l, `"prior":99`) })
+			fe := readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrMalformed))
+			Expect(fe.Line).To(Equal(6))
+			Expect(fe.Error()).To(MatchRegexp(`prior is 99, but the run's previous request had \d+ message\(s\)`))
+		})
+	})
+
 	Describe("a file of another version or kind", func() {
 		It("refuses a newer version, naming it, before looking at keys it may not know", func() {
 			b := edit(1, func(string) string {
-				return `{"kind":"header","format":"crux-sim-cassette","version":2,"compression":"zstd"}`
+				return `{"kind":"header","format":"crux-sim-cassette","version":3,"compression":"zstd"}`
 			})
 			fe := readErr(b)
 			Expect(fe).To(MatchError(cassette.ErrVersion))
 			Expect(fe.Line).To(Equal(1))
 			Expect(fe.Column).To(Equal(strings.Index(lines(b)[0], `"version"`) + 1))
-			Expect(fe.Error()).To(Equal(`leaves.cassette:1:` + strconv.Itoa(fe.Column) + `: unsupported cassette version: version 2 is newer than this crux-sim reads (1); upgrade crux-sim or re-record`))
+			Expect(fe.Error()).To(Equal(`leaves.cassette:1:` + strconv.Itoa(fe.Column) + `: unsupported cassette version: version 3 is newer than this crux-sim reads (2); upgrade crux-sim or re-record`))
+		})
+
+		It("refuses a cassette of the old version 1, naming the version and what to do", func() {
+			b := edit(1, func(string) string {
+				return `{"kind":"header","format":"crux-sim-cassette","version":1,"scenario":"/proc/self/environ","seed":1}`
+			})
+			fe := readErr(b)
+			Expect(fe).To(MatchError(cassette.ErrVersion))
+			Expect(fe.Error()).To(Equal(`leaves.cassette:1:` + strconv.Itoa(strings.Index(lines(b)[0], `"version"`)+1) +
+				`: unsupported cassette version: version 1 is older than this crux-sim reads (2): version 1 cassettes re-encoded structured output and named their scenario by path; re-record it with this crux-sim`))
 		})
 
 		It("refuses a file without a version", func() {
 			fe := readErr(edit(1, func(string) string { return `{"kind":"header","format":"crux-sim-cassette"}` }))
 			Expect(fe).To(MatchError(cassette.ErrVersion))
-			Expect(fe.Error()).To(ContainSubstring("version 0 is not one this crux-sim reads (1)"))
+			Expect(fe.Error()).To(ContainSubstring("version 0 is not one this crux-sim reads (2)"))
 		})
 
 		It("refuses a file that is not a cassette at all", func() {
@@ -231,3 +334,22 @@ var _ = Describe("Reading a cassette", func() {
 		})
 	})
 })
+
+// zeros is an endless stream of zero bytes, as /dev/zero is.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}

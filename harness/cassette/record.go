@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"time"
@@ -17,6 +18,11 @@ import (
 
 // ErrClosed: a step was sent through a Recorder after Close.
 var ErrClosed = errors.New("cassette recorder is closed")
+
+// ErrAborted: the recording was stopped (Recorder.Abort, or a provider
+// error RecordOptions.StopOn chose); later steps fail with it, and Close
+// writes no complete cassette.
+var ErrAborted = errors.New("the recording was stopped")
 
 // RecordOptions configure a Recorder.
 type RecordOptions struct {
@@ -40,6 +46,14 @@ type RecordOptions struct {
 	Secrets []string
 	// SecretPatterns are redacted as well as DefaultSecretPatterns.
 	SecretPatterns []*regexp.Regexp
+	// StopOn, when set, is asked about every provider error: when it
+	// returns true the recording stops there (see Abort). A refused
+	// connection or a rejected key is not a session worth replaying.
+	StopOn func(error) bool
+	// Partial, for CreateFile, names the file to keep a failed recording
+	// in, with a header that says it is incomplete; default: nothing is
+	// kept, and the cassette's own path is never touched by a failure.
+	Partial string
 }
 
 // finishReasoner is what a provider offers when it knows why the model
@@ -61,13 +75,25 @@ type Recorder struct {
 
 	mu       sync.Mutex
 	w        io.Writer
-	closer   io.Closer
+	file     *fileTarget // set by CreateFile
+	header   Header
 	start    timePair
 	seq      int
 	ordinals map[string]int // run id → ordinal among its agent's runs
 	runs     map[string]int // agent → runs seen
 	err      error          // the first write error; every later step fails
+	aborted  error          // why the recording was stopped
+	stopOn   func(error) bool
 	closed   bool
+}
+
+// fileTarget is CreateFile's: the recording goes to a temporary file next
+// to the cassette, renamed over it only once the recording is whole.
+type fileTarget struct {
+	f       *os.File
+	path    string // the cassette
+	partial string // where a failed recording is kept, if anywhere
+	hdrLen  int    // bytes of the header line at the start of f
 }
 
 var _ core.Provider = (*Recorder)(nil)
@@ -80,10 +106,12 @@ func NewRecorder(w io.Writer, inner core.Provider, opts RecordOptions) (*Recorde
 	}
 	r := &Recorder{
 		inner:    inner,
-		enc:      &encoder{red: NewRedactor(opts.Secrets, opts.SecretPatterns...), secrets: opts.Secrets},
+		enc:      &encoder{red: NewRedactor(opts.Secrets, opts.SecretPatterns...)},
 		clock:    opts.Clock,
 		real:     opts.RealClock,
 		w:        w,
+		header:   opts.Header,
+		stopOn:   opts.StopOn,
 		ordinals: map[string]int{},
 		runs:     map[string]int{},
 	}
@@ -102,20 +130,38 @@ func NewRecorder(w io.Writer, inner core.Provider, opts RecordOptions) (*Recorde
 	return r, nil
 }
 
-// CreateFile creates (or truncates) the file at path and records into it;
-// Close closes the file.
+// CreateFile records into a cassette at path. The recording is written to
+// a temporary file in the same directory and renamed to path by Close once
+// it is whole, so that path never holds a cassette that looks complete but
+// is not, and a failed re-recording leaves an earlier cassette there as it
+// was. A failed recording is removed, or kept at opts.Partial with a header
+// that says it is incomplete.
 func CreateFile(path string, inner core.Provider, opts RecordOptions) (*Recorder, error) {
-	f, err := os.Create(path)
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.recording")
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
-	r, err := NewRecorder(f, inner, opts)
+	var hdr countingWriter
+	r, err := NewRecorder(io.MultiWriter(f, &hdr), inner, opts)
 	if err != nil {
 		_ = f.Close()
+		_ = os.Remove(f.Name())
 		return nil, err
 	}
-	r.closer = f
+	r.w = f
+	r.file = &fileTarget{f: f, path: path, partial: opts.Partial, hdrLen: hdr.n}
 	return r, nil
+}
+
+type countingWriter struct{ n int }
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	c.n += len(b)
+	return len(b), nil
 }
 
 type timePair struct{ virtual, real int64 }
@@ -138,6 +184,11 @@ func (r *Recorder) Step(ctx context.Context, req *core.Request) (*core.Response,
 	if r.closed {
 		r.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if r.aborted != nil {
+		err := r.aborted
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrAborted, err)
 	}
 	ordinal, ok := r.ordinals[req.Run]
 	if !ok {
@@ -174,7 +225,28 @@ func (r *Recorder) Step(ctx context.Context, req *core.Request) (*core.Response,
 	if werr := r.write(x); werr != nil {
 		return nil, fmt.Errorf("cassette: recording %s step %d: %w", req.Agent, req.Step, werr)
 	}
+	if err != nil && r.stopOn != nil && r.stopOn(err) {
+		r.Abort(err)
+	}
 	return resp, err
+}
+
+// Abort stops the recording because of reason: every later step fails
+// with ErrAborted (and reason) without reaching the provider, and Close
+// writes no end line. The first reason is kept.
+func (r *Recorder) Abort(reason error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.aborted == nil && reason != nil {
+		r.aborted = reason
+	}
+}
+
+// Stopped returns why the recording was stopped (Abort, StopOn), or nil.
+func (r *Recorder) Stopped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.aborted
 }
 
 func (r *Recorder) write(x *Exchange) error {
@@ -199,8 +271,12 @@ func (r *Recorder) write(x *Exchange) error {
 	return nil
 }
 
-// Close writes the end line (which tells a reader the recording is whole)
-// and closes the file of CreateFile. Steps after Close fail with ErrClosed.
+// Close ends the recording. A whole recording gets its end line, which
+// tells a reader it is complete, and CreateFile's is renamed into place. A
+// stopped or failed one gets none: CreateFile's is removed, or kept at
+// RecordOptions.Partial marked incomplete, and Close returns an error
+// wrapping ErrAborted and the reason. Steps after Close fail with
+// ErrClosed; a second Close does nothing.
 func (r *Recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -208,22 +284,107 @@ func (r *Recorder) Close() error {
 		return nil
 	}
 	r.closed = true
+	failure := r.err
+	if failure == nil {
+		failure = r.aborted
+	}
 	var err error
-	if r.err == nil {
+	if failure == nil {
 		var b []byte
 		if b, err = r.enc.end(r.seq); err == nil {
 			_, err = r.w.Write(b)
 		}
-	}
-	if r.closer != nil {
-		if cerr := r.closer.Close(); err == nil {
-			err = cerr
+		if err != nil {
+			failure = err
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("cassette: closing: %w", err)
+	if r.file == nil {
+		if failure != nil {
+			return r.failed(failure, "")
+		}
+		return nil
 	}
-	return r.err
+	if failure != nil {
+		kept, kerr := r.file.keep(r.enc, r.header, failure)
+		if kerr != nil {
+			return fmt.Errorf("%w (and keeping the partial recording failed: %w)", r.failed(failure, ""), kerr)
+		}
+		return r.failed(failure, kept)
+	}
+	if err := r.file.commit(); err != nil {
+		return fmt.Errorf("cassette: writing %s: %w", r.file.path, err)
+	}
+	return nil
+}
+
+// failed is the error Close returns for a recording that did not finish.
+func (r *Recorder) failed(reason error, kept string) error {
+	var where string
+	switch {
+	case r.file == nil:
+		where = "; the cassette has no end line"
+	case kept != "":
+		where = fmt.Sprintf("; %s was not written; the %d exchange(s) recorded are kept in %s, marked incomplete", r.file.path, r.seq, kept)
+	default:
+		where = fmt.Sprintf("; %s was not written", r.file.path)
+	}
+	return fmt.Errorf("cassette: %w: %w%s", ErrAborted, reason, where)
+}
+
+// commit makes the recording the cassette.
+func (t *fileTarget) commit() error {
+	name := t.f.Name()
+	err := t.f.Sync()
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// CreateTemp makes the file private; a cassette is meant to be
+		// shared like any other test data.
+		err = os.Chmod(name, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(name, t.path)
+	}
+	if err != nil {
+		_ = os.Remove(name)
+	}
+	return err
+}
+
+// keep removes a failed recording, or moves it to the partial path with a
+// header that says it is incomplete. It returns where it was kept.
+func (t *fileTarget) keep(enc *encoder, h Header, reason error) (string, error) {
+	name := t.f.Name()
+	defer os.Remove(name)
+	defer t.f.Close()
+	if t.partial == "" {
+		return "", nil
+	}
+	h.Incomplete = reason.Error()
+	hdr, err := enc.header(h)
+	if err != nil {
+		return "", err
+	}
+	out, err := os.Create(t.partial)
+	if err != nil {
+		return "", err
+	}
+	_, err = out.Write(hdr)
+	if err == nil {
+		_, err = t.f.Seek(int64(t.hdrLen), io.SeekStart)
+	}
+	if err == nil {
+		_, err = io.Copy(out, t.f)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(t.partial)
+		return "", err
+	}
+	return t.partial, nil
 }
 
 // Exchanges returns how many exchanges were written so far.

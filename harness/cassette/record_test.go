@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"time"
 
@@ -47,9 +48,9 @@ var _ = Describe("Recording", func() {
 		b, _ := record(slow(openaiOn(m, ""), clock, 1500*time.Millisecond), cassette.RecordOptions{Header: header(), Clock: clock}, session{clock: clock})
 		ls := lines(b)
 		Expect(ls).To(HaveLen(1 + 2*5 + 1))
-		Expect(ls[0]).To(Equal(fmt.Sprintf(`{"kind":"header","format":"crux-sim-cassette","version":1,"cruxSim":"v0.1.0-test","scenario":"leaves","seed":42,"model":"gpt-test","baseURL":"%s/v1","created":"2026-01-02T03:04:05Z"}`, m.URL)))
+		Expect(ls[0]).To(Equal(fmt.Sprintf(`{"kind":"header","format":"crux-sim-cassette","version":2,"cruxSim":"v0.1.0-test","scenario":"leaves","seed":42,"model":"gpt-test","baseURL":"%s/v1","created":"2026-01-02T03:04:05Z"}`, m.URL)))
 		Expect(ls[len(ls)-1]).To(Equal(`{"kind":"end","exchanges":5}`))
-		Expect(ls[1]).To(HavePrefix(`{"kind":"request","seq":1,"agent":"research-coordinator","ordinal":1,"run":"research-coordinator#1","step":1,"at":"0s","realAt":"0s","request":{"model":"gpt-test","system":"You coordinate research.`))
+		Expect(ls[1]).To(MatchRegexp(`^\{"kind":"request","seq":1,"agent":"research-coordinator","ordinal":1,"run":"research-coordinator#1","step":1,"at":"0s","realAt":"0s","digest":"sha256:[0-9a-f]{64}","request":\{"model":"gpt-test","system":"You coordinate research\.`))
 		Expect(ls[2]).To(Equal(`{"kind":"response","seq":1,"agent":"research-coordinator","step":1,"duration":"1.5s","realDuration":"0s","response":{"toolCalls":[{"id":"call_research","name":"research","arguments":"{\"question\":\"Why do leaves change colour?\",\"run_in_background\":true}"}],"usage":{"promptTokens":30,"completionTokens":9}}}`), "slow hides the adapter's finish reason")
 
 		c := mustRead(b, "leaves.cassette")
@@ -217,6 +218,98 @@ var _ = Describe("Recording", func() {
 		Expect(c.Exchanges[0].Response.Text).To(Equal("hello"))
 	})
 
+	Describe("a recording that fails", func() {
+		errRefused := errors.New("dial tcp 127.0.0.1:9: connect: connection refused")
+		// failingAt answers until step n of run "r", then fails every step.
+		failingAt := func(n int, calls *int) core.Provider {
+			return core.ProviderFunc(func(_ context.Context, req *core.Request) (*core.Response, error) {
+				*calls++
+				if req.Step >= n {
+					return nil, errRefused
+				}
+				return &core.Response{Text: "ok"}, nil
+			})
+		}
+		steps := func(rec *cassette.Recorder, n int) []error {
+			var errs []error
+			for i := 1; i <= n; i++ {
+				_, err := rec.Step(context.Background(), &core.Request{Agent: "a", Run: "r", Step: i})
+				errs = append(errs, err)
+			}
+			return errs
+		}
+
+		It("writes nothing at the cassette's path until it is whole, and leaves no temporary file", func() {
+			dir := GinkgoT().TempDir()
+			path := dir + "/whole.cassette"
+			calls := 0
+			rec, err := cassette.CreateFile(path, failingAt(99, &calls), cassette.RecordOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			steps(rec, 2)
+			Expect(path).NotTo(BeAnExistingFile(), "a recording in progress is not a cassette yet")
+			Expect(rec.Close()).To(Succeed())
+			Expect(mustReadFile(path).Exchanges).To(HaveLen(2))
+			entries, _ := os.ReadDir(dir)
+			Expect(entries).To(HaveLen(1), "only the cassette is left")
+		})
+
+		It("stops at the first provider error StopOn picks: later steps never reach the provider, and no cassette is written", func() {
+			dir := GinkgoT().TempDir()
+			path := dir + "/x.cassette"
+			Expect(os.WriteFile(path, []byte("an earlier cassette\n"), 0o644)).To(Succeed())
+			calls := 0
+			rec, err := cassette.CreateFile(path, failingAt(2, &calls), cassette.RecordOptions{StopOn: func(err error) bool { return errors.Is(err, errRefused) }})
+			Expect(err).NotTo(HaveOccurred())
+			errs := steps(rec, 4)
+			Expect(errs[0]).NotTo(HaveOccurred())
+			Expect(errs[1]).To(MatchError(errRefused), "the failing step gets the provider's error")
+			Expect(errs[2]).To(MatchError(cassette.ErrAborted))
+			Expect(errs[3]).To(MatchError(errRefused), "and later ones say why")
+			Expect(calls).To(Equal(2), "no request after the recording stopped")
+			Expect(rec.Stopped()).To(MatchError(errRefused))
+
+			err = rec.Close()
+			Expect(err).To(MatchError(cassette.ErrAborted))
+			Expect(err).To(MatchError(errRefused))
+			Expect(err.Error()).To(Equal("cassette: the recording was stopped: dial tcp 127.0.0.1:9: connect: connection refused; " + path + " was not written"))
+			Expect(os.ReadFile(path)).To(Equal([]byte("an earlier cassette\n")), "an earlier cassette is left as it was")
+			entries, _ := os.ReadDir(dir)
+			Expect(entries).To(HaveLen(1), "the temporary file is gone")
+		})
+
+		It("keeps a failed recording only under the name Partial gives, with a header that says it is incomplete", func() {
+			dir := GinkgoT().TempDir()
+			path, partial := dir+"/x.cassette", dir+"/x.partial"
+			calls := 0
+			rec, err := cassette.CreateFile(path, failingAt(3, &calls), cassette.RecordOptions{Partial: partial,
+				StopOn: func(error) bool { return true }, Header: cassette.Header{Scenario: "leaves"}})
+			Expect(err).NotTo(HaveOccurred())
+			steps(rec, 3)
+			Expect(rec.Close()).To(MatchError(ContainSubstring("the 3 exchange(s) recorded are kept in " + partial + ", marked incomplete")))
+			Expect(path).NotTo(BeAnExistingFile())
+			b, err := os.ReadFile(partial)
+			Expect(err).NotTo(HaveOccurred())
+			ls := lines(b)
+			Expect(ls).To(HaveLen(1+2*3), "the header and three exchanges, no end line")
+			Expect(ls[0]).To(ContainSubstring(`"scenario":"leaves"`))
+			Expect(ls[0]).To(ContainSubstring(`"incomplete":"dial tcp 127.0.0.1:9: connect: connection refused"`))
+			_, err = cassette.ReadFile(partial)
+			Expect(err).To(MatchError(cassette.ErrIncomplete))
+		})
+
+		It("ends a streamed recording without its end line when stopped, so a reader sees it is not whole", func() {
+			var buf bytes.Buffer
+			calls := 0
+			rec, err := cassette.NewRecorder(&buf, failingAt(99, &calls), cassette.RecordOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			steps(rec, 1)
+			rec.Abort(errors.New("interrupted"))
+			Expect(rec.Close()).To(MatchError(ContainSubstring("the recording was stopped: interrupted; the cassette has no end line")))
+			_, err = cassette.Read(bytes.NewReader(buf.Bytes()), "x")
+			Expect(err).To(MatchError(cassette.ErrTruncated))
+		})
+	})
+
 	It("keeps an output that is not valid JSON as text, without breaking the file", func() {
 		var buf bytes.Buffer
 		rec, err := cassette.NewRecorder(&buf, core.ProviderFunc(func(context.Context, *core.Request) (*core.Response, error) {
@@ -243,4 +336,10 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 		return 0, errDiskFull
 	}
 	return len(p), nil
+}
+
+func mustReadFile(path string) *cassette.Cassette {
+	c, err := cassette.ReadFile(path)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return c
 }

@@ -29,9 +29,52 @@ var DefaultSecretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`),
 }
 
-// secretQueryKeys are query parameters that carry credentials (Azure SAS
-// signatures, key parameters of some gateways).
+// secretQueryKeys are query parameters that carry credentials (api-key,
+// key, token, Azure SAS sig and signature parameters, passwords).
 var secretQueryKeys = regexp.MustCompile(`(?i)(key|token|secret|sig|signature|password|auth)`)
+
+// URLSecrets returns the credentials a base URL carries: its user info's
+// password and the value of every query parameter whose name looks like a
+// credential (api-key, key, token, sig, ...) or matches one of params.
+// Pass them as literal secrets (RecordOptions.Secrets), so that a value is
+// redacted wherever it turns up, not only in the URL: in an error message
+// that quotes the URL, or in a model's answer that repeats it.
+func URLSecrets(base string, params ...*regexp.Regexp) []string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, pw)
+	}
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || v == "" || !secretQueryKey(k, params) {
+			continue
+		}
+		out = append(out, v)
+		if dec, err := url.QueryUnescape(v); err == nil && dec != v {
+			out = append(out, dec)
+		}
+	}
+	return out
+}
+
+func secretQueryKey(k string, extra []*regexp.Regexp) bool {
+	if dec, err := url.QueryUnescape(k); err == nil {
+		k = dec
+	}
+	if secretQueryKeys.MatchString(k) {
+		return true
+	}
+	for _, p := range extra {
+		if p.MatchString(k) {
+			return true
+		}
+	}
+	return false
+}
 
 // Redactor removes secrets from strings before they are written. The zero
 // value and nil redact nothing; NewRedactor always includes
@@ -44,12 +87,15 @@ type Redactor struct {
 
 // NewRedactor redacts the literal secrets (those at least MinSecretLen
 // long; longest first, so a secret that contains another goes whole), the
-// patterns, and DefaultSecretPatterns.
+// patterns, and DefaultSecretPatterns. A secret with a vendor prefix
+// (sk-..., sk-proj-...) is redacted without its prefix too: a model that
+// repeats a key often drops it.
 func NewRedactor(secrets []string, patterns ...*regexp.Regexp) *Redactor {
 	r := &Redactor{}
 	for _, s := range secrets {
 		if len(s) >= MinSecretLen {
 			r.secrets = append(r.secrets, s)
+			r.secrets = append(r.secrets, unprefixed(s)...)
 		}
 	}
 	// Longest first: if one secret contains another, the longer goes whole.
@@ -60,6 +106,67 @@ func NewRedactor(secrets []string, patterns ...*regexp.Regexp) *Redactor {
 	}
 	r.patterns = append(append(r.patterns, patterns...), DefaultSecretPatterns...)
 	return r
+}
+
+// minBodyLen is the shortest key body (what follows a vendor prefix) that
+// is redacted on its own: long enough to be the random part of a key.
+const minBodyLen = 12
+
+// unprefixed returns a key without each of its leading prefixes: sk-proj-X
+// gives proj-X and X. Only separators in the first 16 bytes count, and
+// only a body of at least minBodyLen bytes is kept.
+func unprefixed(s string) []string {
+	var out []string
+	for i := 0; i < len(s) && i < 16; i++ {
+		if (s[i] == '-' || s[i] == '_') && len(s)-i-1 >= minBodyLen {
+			out = append(out, s[i+1:])
+		}
+	}
+	return out
+}
+
+// Leaks reports whether b still holds one of the Redactor's literal
+// secrets: the last check before a line is written.
+func (r *Redactor) Leaks(b []byte) bool {
+	if r == nil {
+		return false
+	}
+	for _, s := range r.secrets {
+		if bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Text redacts text that may be a JSON document (tool-call arguments, a
+// structured output, a tool result) and keeps its bytes: spaces, key order
+// and escapes stay as they were, so what a provider sent is what a replay
+// returns. Only when a secret hides behind JSON escapes (\u0073k-...),
+// where the text itself does not show it, is the document re-encoded with
+// its strings redacted.
+func (r *Redactor) Text(s string) string {
+	out := r.String(s)
+	if r == nil || !strings.Contains(out, `\`) || !json.Valid([]byte(out)) {
+		return out
+	}
+	plain, redacted := reencode([]byte(out), nil), r.JSON(json.RawMessage(out))
+	if plain != nil && !bytes.Equal(plain, redacted) {
+		return string(redacted)
+	}
+	return out
+}
+
+// reencode renders a JSON document compactly through r (nil: unchanged
+// strings); nil when it is not JSON.
+func reencode(raw []byte, r *Redactor) []byte {
+	var out bytes.Buffer
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := r.copyJSON(dec, &out); err != nil {
+		return nil
+	}
+	return out.Bytes()
 }
 
 // String returns s with every secret replaced by Redacted.

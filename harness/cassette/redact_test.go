@@ -2,6 +2,7 @@ package cassette_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -60,5 +61,47 @@ func TestRedactorStripsCredentialsFromURLs(t *testing.T) {
 		if got := red.URL(c.in); got != c.want {
 			t.Errorf("URL(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+func TestRedactorRedactsAKeyWithoutItsVendorPrefixToo(t *testing.T) {
+	red := cassette.NewRedactor([]string{"sk-proj-Q2x9WvT4mZ7yK1nB8cR3"})
+	for in, want := range map[string]string{
+		"the key sk-proj-Q2x9WvT4mZ7yK1nB8cR3":      "the key [REDACTED]",
+		"without sk-: proj-Q2x9WvT4mZ7yK1nB8cR3":    "without sk-: [REDACTED]",
+		"just the body: Q2x9WvT4mZ7yK1nB8cR3, then": "just the body: [REDACTED], then",
+	} {
+		if got := red.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if !red.Leaks([]byte("a line with Q2x9WvT4mZ7yK1nB8cR3 in it")) {
+		t.Error("Leaks does not see the key's body")
+	}
+}
+
+func TestRedactorKeepsTheBytesOfTextItRedacts(t *testing.T) {
+	red := cassette.NewRedactor([]string{"sk-live-Zx81kQp0TmVb2rT7yU3wNc"})
+	cases := []struct{ name, in, want string }{
+		{"spaced JSON with nothing secret stays byte for byte", "{\"summary\": \"caf\\u00e9\",\n  \"n\": 1.50}", "{\"summary\": \"caf\\u00e9\",\n  \"n\": 1.50}"},
+		{"a plain secret is replaced in place, layout kept", `{"note":  "sk-live-Zx81kQp0TmVb2rT7yU3wNc" }`, `{"note":  "[REDACTED]" }`},
+		{"a secret behind escapes is found, at the cost of the layout", `{"note": "sk-live-Zx81k\u0051p0TmVb2rT7yU3wNc"}`, `{"note":"[REDACTED]"}`},
+		{"text that is not JSON", `not JSON, sk-live-Zx81kQp0TmVb2rT7yU3wNc`, `not JSON, [REDACTED]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := red.Text(c.in); got != c.want {
+				t.Errorf("Text(%s) = %s, want %s", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+func TestURLSecretsAreTheCredentialsABaseURLCarries(t *testing.T) {
+	got := cassette.URLSecrets("https://u:pa55word@h.test/v1?api-key=K1&key=K2&token=T%2B3&sig=S4&region=eu&x-pass=C5",
+		regexp.MustCompile(`^x-pass$`))
+	want := []string{"pa55word", "K1", "K2", "T%2B3", "T+3", "S4", "C5"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("URLSecrets = %q, want %q", got, want)
 	}
 }

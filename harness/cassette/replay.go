@@ -52,6 +52,11 @@ type Divergence struct {
 	// of appearance, such as <w#1>, and timestamps as <time>).
 	Field          string
 	Recorded, Live string
+	// Path, for a field compared as a JSON value (a tool result, tool-call
+	// arguments, a schema), is where inside it the values first differ,
+	// such as findings[0] or the key that one side lacks; empty when the
+	// whole value differs.
+	Path string
 	// Reason explains a missing or extra divergence in words.
 	Reason string
 	// Remaining counts the exchanges of the run never asked for (extra).
@@ -71,12 +76,20 @@ func (d *Divergence) Error() string {
 		loc += ":" + strconv.Itoa(d.Line)
 	}
 	who := fmt.Sprintf("%s run %d step %d", d.Agent, d.Ordinal, d.Step)
+	edited := ""
+	if d.Exchange != nil && d.Exchange.Edited {
+		edited = fmt.Sprintf("\n  (line %d was edited by hand: the request it rebuilds no longer matches its digest)", d.Exchange.Line)
+	}
 	switch d.Kind {
 	case Mismatch:
-		return fmt.Sprintf("%s: replay mismatch: %s differs from the cassette at %s\n  cassette: %s\n  run:      %s",
-			loc, who, d.Field, clip(d.Recorded), clip(d.Live))
+		field := d.Field
+		if d.Path != "" {
+			field += " (as JSON, at " + d.Path + ")"
+		}
+		return fmt.Sprintf("%s: replay mismatch: %s differs from the cassette at %s\n  cassette: %s\n  run:      %s%s",
+			loc, who, field, clip(d.Recorded), clip(d.Live), edited)
 	default:
-		return fmt.Sprintf("%s: replay %s: %s", loc, d.Kind, d.Reason)
+		return fmt.Sprintf("%s: replay %s: %s%s", loc, d.Kind, d.Reason, edited)
 	}
 }
 
@@ -126,6 +139,10 @@ type ReplayOptions struct {
 // lowest unclaimed one, reporting the mismatch). Two children of the same
 // agent whose first requests arrive in the other order than recorded are
 // therefore still told apart by what they ask.
+//
+// Each request is compared with the recorded one by what it adds to its
+// run's previous request (the earlier messages were compared already), so
+// a replay costs time in proportion to the run's length, not its square.
 type Replayer struct {
 	c    *Cassette
 	opts ReplayOptions
@@ -143,12 +160,19 @@ type queue struct {
 	agent   string
 	ordinal int
 	xs      []*Exchange
-	wire    []wireRequest
-	next    int
-	claimed bool
-	// rec and live normalize the two sides' ids; they persist across the
+	// recPrior and recSame say, per exchange, what its request kept from
+	// the run's previous one (see runState).
+	recPrior []int
+	recSame  []bool
+	next     int
+	claimed  bool
+	// live follows the live run's requests; synced is false once one of
+	// them diverged, after which its next request is compared whole.
+	live   runState
+	synced bool
+	// rec and norm normalize the two sides' ids; they persist across the
 	// run's requests because an id keeps its name for the whole run.
-	rec, live *normalizer
+	rec, liveN *normalizer
 }
 
 // NewReplayer returns a Replayer over c.
@@ -159,16 +183,24 @@ func NewReplayer(c *Cassette, opts ReplayOptions) *Replayer {
 	r := &Replayer{c: c, opts: opts, red: NewRedactor(opts.Secrets, opts.SecretPatterns...),
 		queues: map[string][]*queue{}, byRun: map[string]*queue{}}
 	byKey := map[queueKey]*queue{}
+	states := map[queueKey]*runState{}
 	for _, x := range c.Exchanges {
 		k := queueKey{x.Agent, x.Ordinal}
 		q := byKey[k]
 		if q == nil {
-			q = &queue{agent: x.Agent, ordinal: x.Ordinal, rec: newNormalizer(opts.IDPattern), live: newNormalizer(opts.IDPattern)}
+			q = &queue{agent: x.Agent, ordinal: x.Ordinal, rec: newNormalizer(opts.IDPattern), liveN: newNormalizer(opts.IDPattern)}
 			byKey[k] = q
+			states[k] = &runState{}
 			r.queues[x.Agent] = append(r.queues[x.Agent], q)
 		}
+		req := x.Request
+		if req == nil {
+			req = &core.Request{}
+		}
+		prior, same := states[k].advance(req)
 		q.xs = append(q.xs, x)
-		q.wire = append(q.wire, toWireRequest(x.Request, r.red))
+		q.recPrior = append(q.recPrior, prior)
+		q.recSame = append(q.recSame, same)
 	}
 	for _, qs := range r.queues {
 		slices.SortFunc(qs, func(a, b *queue) int { return a.ordinal - b.ordinal })
@@ -181,17 +213,17 @@ func (r *Replayer) Step(ctx context.Context, req *core.Request) (*core.Response,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	live := toWireRequest(req, r.red)
 	r.mu.Lock()
 	q, ok := r.byRun[req.Run]
 	if !ok {
 		var d *Divergence
-		if q, d = r.claim(req, live); d != nil {
+		if q, d = r.claim(req); d != nil {
 			r.divergences = append(r.divergences, d)
 			r.mu.Unlock()
 			return nil, d
 		}
 	}
+	livePrior, liveSame := q.live.advance(req)
 	if q.next >= len(q.xs) {
 		last := q.xs[len(q.xs)-1]
 		d := &Divergence{Kind: Missing, File: r.c.File, Line: last.Line, Agent: req.Agent, Ordinal: q.ordinal, Step: req.Step,
@@ -204,17 +236,23 @@ func (r *Replayer) Step(ctx context.Context, req *core.Request) (*core.Response,
 	i := q.next
 	q.next++
 	x := q.xs[i]
-	cmp := comparer{rec: q.rec, live: q.live, ignoreStatus: r.opts.IgnoreStatus}
-	if df := cmp.request(x.Step, q.wire[i], req.Step, live); df != nil {
+	cmp := comparer{rec: q.rec, live: q.liveN, red: r.red, ignoreStatus: r.opts.IgnoreStatus}
+	side := func(prior int, same bool) delta { return delta{prior: prior, same: same} }
+	if !q.synced {
+		livePrior, liveSame = 0, false
+	}
+	df := cmp.request(x.Step, x.Request, side(q.recPrior[i], q.recSame[i]), req.Step, req, side(livePrior, liveSame))
+	q.synced = df == nil
+	if df != nil {
 		d := &Divergence{Kind: Mismatch, File: r.c.File, Line: x.Line, Agent: req.Agent, Ordinal: q.ordinal, Step: req.Step,
-			Field: df.field, Recorded: df.rec, Live: df.live, Exchange: x, Request: req}
+			Field: df.field, Path: df.path, Recorded: df.rec, Live: df.live, Exchange: x, Request: req}
 		r.divergences = append(r.divergences, d)
 		r.mu.Unlock()
 		return nil, d
 	}
 	var resp *core.Response
 	if x.Response != nil {
-		resp = mapIDs(x.Response, q.rec, q.live)
+		resp = mapIDs(x.Response, q.rec, q.liveN)
 	}
 	r.mu.Unlock()
 
@@ -231,7 +269,7 @@ func (r *Replayer) Step(ctx context.Context, req *core.Request) (*core.Response,
 }
 
 // claim binds a run's first request to one of its agent's recorded runs.
-func (r *Replayer) claim(req *core.Request, live wireRequest) (*queue, *Divergence) {
+func (r *Replayer) claim(req *core.Request) (*queue, *Divergence) {
 	qs := r.queues[req.Agent]
 	var free []*queue
 	for _, q := range qs {
@@ -252,13 +290,13 @@ func (r *Replayer) claim(req *core.Request, live wireRequest) (*queue, *Divergen
 	}
 	pick := free[0]
 	for _, q := range free {
-		trial := comparer{rec: q.rec.clone(), live: q.live.clone(), ignoreStatus: r.opts.IgnoreStatus}
-		if trial.request(q.xs[0].Step, q.wire[0], req.Step, live) == nil {
+		trial := comparer{rec: q.rec.clone(), live: q.liveN.clone(), red: r.red, ignoreStatus: r.opts.IgnoreStatus}
+		if trial.request(q.xs[0].Step, q.xs[0].Request, delta{}, req.Step, req, delta{}) == nil {
 			pick = q
 			break
 		}
 	}
-	pick.claimed = true
+	pick.claimed, pick.synced = true, true
 	r.byRun[req.Run] = pick
 	return pick, nil
 }
@@ -390,14 +428,29 @@ func mapIDs(resp *core.Response, rec, live *normalizer) *core.Response {
 	return out
 }
 
-type diff struct{ field, rec, live string }
+type diff struct{ field, path, rec, live string }
+
+// delta is what a request kept from its run's previous request: prior
+// leading messages, and its setup when same.
+type delta struct {
+	prior int
+	same  bool
+}
 
 // comparer compares a recorded request with a live one, field by field in a
 // fixed order (step, system, messages, status, tools, output), and reports
 // the first difference. Both sides are normalized as they are walked, in
 // the same order, so ids are named by where they first appear.
+//
+// Text meant for the model is compared exactly (after normalization): the
+// system text, user and assistant messages, descriptions. JSON the runtime
+// or the model wrote (tool results, tool-call arguments, schemas) is
+// compared as JSON values when both sides parse, so that a change of
+// layout, key order or escapes is not a divergence and a change of meaning
+// is.
 type comparer struct {
 	rec, live    *normalizer
+	red          *Redactor
 	ignoreStatus bool
 }
 
@@ -406,60 +459,80 @@ func (c *comparer) text(field, rec, live string) *diff {
 	if matchRedacted(r, l) {
 		return nil
 	}
-	return &diff{field, r, l}
+	return &diff{field: field, rec: r, live: l}
 }
 
 func exact(field, rec, live string) *diff {
 	if rec == live {
 		return nil
 	}
-	return &diff{field, rec, live}
+	return &diff{field: field, rec: rec, live: live}
 }
 
-func (c *comparer) request(recStep int, rec wireRequest, liveStep int, live wireRequest) *diff {
+// request compares two requests. Each side says what its request kept from
+// its run's previous one; the messages both kept were compared with the
+// previous request and are not compared again, and the setup (system text,
+// tools, output schema) only when one side changed it.
+func (c *comparer) request(recStep int, rec *core.Request, rd delta, liveStep int, live *core.Request, ld delta) *diff {
+	if rec == nil {
+		rec = &core.Request{}
+	}
 	if d := exact("step", strconv.Itoa(recStep), strconv.Itoa(liveStep)); d != nil {
 		return d
 	}
-	if d := c.text("system", rec.System, live.System); d != nil {
-		return d
+	setup := !(rd.same && ld.same)
+	if setup {
+		if d := c.text("system", c.red.String(rec.System), c.red.String(live.System)); d != nil {
+			return d
+		}
 	}
-	for i := range max(len(rec.Messages), len(live.Messages)) {
+	for i := min(rd.prior, ld.prior); i < max(len(rec.Messages), len(live.Messages)); i++ {
 		field := fmt.Sprintf("messages[%d]", i)
 		if i >= len(rec.Messages) {
-			return &diff{field, "(absent)", c.renderMessage(c.live, live.Messages[i])}
+			return &diff{field: field, rec: "(absent)", live: c.renderMessage(c.live, toWireMessage(live.Messages[i], c.red))}
 		}
 		if i >= len(live.Messages) {
-			return &diff{field, c.renderMessage(c.rec, rec.Messages[i]), "(absent)"}
+			return &diff{field: field, rec: c.renderMessage(c.rec, toWireMessage(rec.Messages[i], c.red)), live: "(absent)"}
 		}
-		if d := c.message(field, rec.Messages[i], live.Messages[i]); d != nil {
+		if d := c.message(field, toWireMessage(rec.Messages[i], c.red), toWireMessage(live.Messages[i], c.red)); d != nil {
 			return d
 		}
 	}
 	if !c.ignoreStatus {
-		if d := c.status(rec.Status, live.Status); d != nil {
+		if d := c.status(toWireStatus(rec.Status, c.red), toWireStatus(live.Status, c.red)); d != nil {
 			return d
 		}
+	}
+	if !setup {
+		return nil
 	}
 	for i := range max(len(rec.Tools), len(live.Tools)) {
 		field := fmt.Sprintf("tools[%d]", i)
 		if i >= len(rec.Tools) {
-			return &diff{field, "(absent)", live.Tools[i].Name}
+			return &diff{field: field, rec: "(absent)", live: live.Tools[i].Name}
 		}
 		if i >= len(live.Tools) {
-			return &diff{field, rec.Tools[i].Name, "(absent)"}
+			return &diff{field: field, rec: rec.Tools[i].Name, live: "(absent)"}
 		}
 		rt, lt := rec.Tools[i], live.Tools[i]
 		if d := exact(field+".name", rt.Name, lt.Name); d != nil {
 			return d
 		}
-		if d := c.text(field+".description", rt.Description, lt.Description); d != nil {
+		if d := c.text(field+".description", c.red.String(rt.Description), c.red.String(lt.Description)); d != nil {
 			return d
 		}
-		if d := exact(field+".parameters", canonicalJSON(rt.Parameters), canonicalJSON(lt.Parameters)); d != nil {
+		if d := c.json(field+".parameters", string(c.red.JSON(rt.Parameters)), string(c.red.JSON(lt.Parameters))); d != nil {
 			return d
 		}
 	}
-	return exact("output", canonicalJSON(rec.Output), canonicalJSON(live.Output))
+	var ro, lo string
+	if rec.Output != nil {
+		ro = string(c.red.JSON(rec.Output.JSON()))
+	}
+	if live.Output != nil {
+		lo = string(c.red.JSON(live.Output.JSON()))
+	}
+	return c.json("output", ro, lo)
 }
 
 func (c *comparer) message(field string, rec, live wireMessage) *diff {
@@ -469,16 +542,20 @@ func (c *comparer) message(field string, rec, live wireMessage) *diff {
 	if d := exact(field+".guidance", strconv.FormatBool(rec.Guidance), strconv.FormatBool(live.Guidance)); d != nil {
 		return d
 	}
-	if d := c.text(field+".content", rec.Content, live.Content); d != nil {
+	content := c.text
+	if rec.Role == string(core.RoleTool) {
+		content = c.json // a tool's result: JSON the runtime or a tool wrote
+	}
+	if d := content(field+".content", rec.Content, live.Content); d != nil {
 		return d
 	}
 	for j := range max(len(rec.ToolCalls), len(live.ToolCalls)) {
 		f := fmt.Sprintf("%s.toolCalls[%d]", field, j)
 		if j >= len(rec.ToolCalls) {
-			return &diff{f, "(absent)", live.ToolCalls[j].Name + " " + c.live.norm(live.ToolCalls[j].Arguments)}
+			return &diff{field: f, rec: "(absent)", live: live.ToolCalls[j].Name + " " + c.live.norm(live.ToolCalls[j].Arguments)}
 		}
 		if j >= len(live.ToolCalls) {
-			return &diff{f, rec.ToolCalls[j].Name + " " + c.rec.norm(rec.ToolCalls[j].Arguments), "(absent)"}
+			return &diff{field: f, rec: rec.ToolCalls[j].Name + " " + c.rec.norm(rec.ToolCalls[j].Arguments), live: "(absent)"}
 		}
 		rc, lc := rec.ToolCalls[j], live.ToolCalls[j]
 		if d := c.text(f+".id", rc.ID, lc.ID); d != nil {
@@ -487,7 +564,7 @@ func (c *comparer) message(field string, rec, live wireMessage) *diff {
 		if d := exact(f+".name", rc.Name, lc.Name); d != nil {
 			return d
 		}
-		if d := c.text(f+".arguments", rc.Arguments, lc.Arguments); d != nil {
+		if d := c.json(f+".arguments", rc.Arguments, lc.Arguments); d != nil {
 			return d
 		}
 	}
@@ -507,17 +584,17 @@ func (c *comparer) status(rec, live *wireStatus) *diff {
 	case rec == nil && live == nil:
 		return nil
 	case rec == nil:
-		return &diff{"status", "(none)", c.live.norm(live.Text)}
+		return &diff{field: "status", rec: "(none)", live: c.live.norm(live.Text)}
 	case live == nil:
-		return &diff{"status", c.rec.norm(rec.Text), "(none)"}
+		return &diff{field: "status", rec: c.rec.norm(rec.Text), live: "(none)"}
 	}
 	for i := range max(len(rec.Rows), len(live.Rows)) {
 		field := fmt.Sprintf("status.rows[%d]", i)
 		if i >= len(rec.Rows) {
-			return &diff{field, "(absent)", c.renderRow(c.live, live.Rows[i])}
+			return &diff{field: field, rec: "(absent)", live: c.renderRow(c.live, live.Rows[i])}
 		}
 		if i >= len(live.Rows) {
-			return &diff{field, c.renderRow(c.rec, rec.Rows[i]), "(absent)"}
+			return &diff{field: field, rec: c.renderRow(c.rec, rec.Rows[i]), live: "(absent)"}
 		}
 		rr, lr := rec.Rows[i], live.Rows[i]
 		if d := c.text(field+".id", rr.ID, lr.ID); d != nil {
@@ -559,24 +636,6 @@ func (c *comparer) renderRow(n *normalizer, r wireRow) string {
 		s += " · Result available"
 	}
 	return s
-}
-
-// canonicalJSON renders a document with sorted keys, so that two schemas
-// that mean the same compare equal whatever order their keys were written
-// in.
-func canonicalJSON(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return string(raw)
-	}
-	return string(b)
 }
 
 // matchRedacted compares two strings where a [REDACTED] in the recorded

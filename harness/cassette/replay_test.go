@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +46,22 @@ var _ = Describe("Replaying", func() {
 		Expect(rep.Extra()).To(BeEmpty())
 	})
 
+	It("hands the runtime a child's structured output byte for byte as the server wrote it, so a fresh recording replays clean", func() {
+		spaced := "{\n  \"findings\":  \"Chlorophyll fades \\u2014 and carotenoids show.\"\n}"
+		b, live := recorded(cassette.RecordOptions{}, session{}, func(string) (int, string) { return 200, textCompletion(spaced) })
+		cap := &capture{inner: cassette.NewReplayer(mustRead(b, "leaves.cassette"), cassette.ReplayOptions{})}
+		text, _, err := session{provider: cap}.run()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(text).To(Equal(live))
+		var outputs []string
+		for _, r := range cap.resps {
+			if len(r.Output) > 0 {
+				outputs = append(outputs, string(r.Output))
+			}
+		}
+		Expect(outputs).To(Equal([]string{spaced}))
+	})
+
 	It("matches a run with other ids and another clock, and hands it the recorded answers in its own ids", func() {
 		b, live := recorded(cassette.RecordOptions{}, session{ids: core.RandomIDs{}}, nil)
 		Expect(string(b)).To(MatchRegexp(`"id":"w_[a-z2-7]{16}"`), "the recording used random ids")
@@ -81,11 +98,12 @@ var _ = Describe("Replaying", func() {
 		Expect(d.Ordinal).To(Equal(1))
 		Expect(d.Step).To(Equal(4))
 		Expect(d.Field).To(Equal("messages[6].content"))
+		Expect(d.Path).To(Equal("findings"), "a tool result is compared as JSON")
 		Expect(d.Recorded).To(Equal(findings))
 		Expect(d.Live).To(Equal(`{"findings":"Chlorophyll breaks down in autumn, revealing anthocyanins."}`))
 		Expect(d.File).To(Equal("leaves.cassette"))
 		Expect(d.Line).To(Equal(lineOf(edited, `"kind":"request"`, `"agent":"research-coordinator"`, `"step":4`)))
-		Expect(d.Error()).To(Equal(fmt.Sprintf("leaves.cassette:%d: replay mismatch: research-coordinator run 1 step 4 differs from the cassette at messages[6].content\n"+
+		Expect(d.Error()).To(Equal(fmt.Sprintf("leaves.cassette:%d: replay mismatch: research-coordinator run 1 step 4 differs from the cassette at messages[6].content (as JSON, at findings)\n"+
 			"  cassette: %s\n  run:      %s", d.Line, findings, `{"findings":"Chlorophyll breaks down in autumn, revealing anthocyanins."}`)))
 		Expect(rep.Err()).To(BeIdenticalTo(d))
 	})
@@ -314,6 +332,72 @@ var _ = Describe("Matching requests to recorded exchanges", func() {
 			Tools:  []core.ToolSpec{{Name: "t", Parameters: []byte(`{"type":"object","properties":{"x":{"type":"integer"}}}`)}},
 			Output: schema(`{"type":"object","required":["y"]}`)})
 		Expect(err).To(MatchError(ContainSubstring("at tools[0].parameters")))
+	})
+
+	It("compares JSON the runtime or the model wrote by value: new layout, key order or escapes are no divergence, a changed value is one at its JSON path", func() {
+		history := func(args, result string) []core.Message {
+			return []core.Message{{Role: core.RoleUser, Content: "go"},
+				{Role: core.RoleAssistant, ToolCalls: []core.ToolCall{{ID: "c1", Name: "research", Arguments: args}}},
+				{Role: core.RoleTool, ToolCallID: "c1", ToolName: "research", Content: result}}
+		}
+		c := stepwise(cassette.RecordOptions{}, echo, &core.Request{Agent: "coord", Run: "r", Step: 2,
+			Messages: history(`{"question":"q","run_in_background":true}`, `{"kind":"work.ref","id":"w-1","targetId":"research-agent","n":1.0}`)})
+		try := func(args, result string) error {
+			_, err := cassette.NewReplayer(c, cassette.ReplayOptions{}).Step(context.Background(),
+				&core.Request{Agent: "coord", Run: "q", Step: 2, Messages: history(args, result)})
+			return err
+		}
+		Expect(try("{\n  \"run_in_background\": true,\n  \"question\": \"\\u0071\"\n}",
+			`{ "targetId" : "research-agent", "n": 1, "id": "w\u002d1", "kind": "work.ref" }`)).To(Succeed())
+
+		var d *cassette.Divergence
+		Expect(errors.As(try(`{"question":"q","run_in_background":false}`, `{"kind":"work.ref","id":"w-1","targetId":"research-agent","n":1}`), &d)).To(BeTrue())
+		Expect([]string{d.Field, d.Path}).To(Equal([]string{"messages[1].toolCalls[0].arguments", "run_in_background"}))
+		Expect(errors.As(try(`{"question":"q","run_in_background":true}`, `{"kind":"work.ref","id":"w-1","targetId":"other-agent","n":1}`), &d)).To(BeTrue())
+		Expect([]string{d.Field, d.Path}).To(Equal([]string{"messages[2].content", "targetId"}))
+		Expect(d.Recorded).To(Equal(`{"kind":"work.ref","id":"<w#1>","targetId":"research-agent","n":1.0}`))
+		Expect(d.Live).To(Equal(`{"kind":"work.ref","id":"<w#1>","targetId":"other-agent","n":1}`))
+		Expect(errors.As(try(`{"question":"q","run_in_background":true}`, `{"kind":"work.ref","id":"w-1","targetId":"research-agent"}`), &d)).To(BeTrue())
+		Expect(d.Path).To(Equal("n"), "a key one side lacks")
+		Expect(errors.As(try(`{"question":"q","run_in_background":true}`, `not JSON`), &d)).To(BeTrue())
+		Expect([]string{d.Field, d.Path}).To(Equal([]string{"messages[2].content", ""}), "JSON against text is compared as text")
+	})
+
+	It("compares numbers by value, and integers digit for digit", func() {
+		c := stepwise(cassette.RecordOptions{}, echo, &core.Request{Agent: "a", Run: "r", Step: 1,
+			Messages: []core.Message{{Role: core.RoleTool, ToolCallID: "c", Content: `{"big":12345678901234567890,"f":2.5e0,"z":0}`}}})
+		try := func(content string) error {
+			_, err := cassette.NewReplayer(c, cassette.ReplayOptions{}).Step(context.Background(),
+				&core.Request{Agent: "a", Run: "r", Step: 1, Messages: []core.Message{{Role: core.RoleTool, ToolCallID: "c", Content: content}}})
+			return err
+		}
+		Expect(try(`{"big":12345678901234567890,"f":2.50,"z":-0}`)).To(Succeed())
+		Expect(try(`{"big":12345678901234567891,"f":2.5,"z":0}`)).To(MatchError(ContainSubstring("(as JSON, at big)")))
+	})
+
+	It("compares message text exactly: one more space in a user message is a divergence", func() {
+		c := stepwise(cassette.RecordOptions{}, echo, &core.Request{Agent: "a", Run: "r", Step: 1, Messages: user("Why do leaves change colour?")})
+		_, err := cassette.NewReplayer(c, cassette.ReplayOptions{}).Step(context.Background(),
+			&core.Request{Agent: "a", Run: "r", Step: 1, Messages: user("Why do leaves change colour? ")})
+		var d *cassette.Divergence
+		Expect(errors.As(err, &d)).To(BeTrue())
+		Expect([]string{d.Field, d.Recorded, d.Live}).To(Equal([]string{"messages[0].content", "Why do leaves change colour?", "Why do leaves change colour? "}))
+	})
+
+	It("sees a run that rewrites an earlier message of its history, though it compares only what each request adds", func() {
+		first := user("one")
+		second := append(slices.Clip(first), core.Message{Role: core.RoleAssistant, Content: "two"}, core.Message{Role: core.RoleUser, Content: "three"})
+		c := stepwise(cassette.RecordOptions{}, echo,
+			&core.Request{Agent: "a", Run: "r", Step: 1, Messages: first},
+			&core.Request{Agent: "a", Run: "r", Step: 2, Messages: second})
+		rep := cassette.NewReplayer(c, cassette.ReplayOptions{})
+		_, err := rep.Step(context.Background(), &core.Request{Agent: "a", Run: "q", Step: 1, Messages: user("one")})
+		Expect(err).NotTo(HaveOccurred())
+		rewritten := []core.Message{{Role: core.RoleUser, Content: "ONE"}, second[1], second[2]}
+		_, err = rep.Step(context.Background(), &core.Request{Agent: "a", Run: "q", Step: 2, Messages: rewritten})
+		var d *cassette.Divergence
+		Expect(errors.As(err, &d)).To(BeTrue())
+		Expect([]string{d.Field, d.Recorded, d.Live}).To(Equal([]string{"messages[0].content", "one", "ONE"}))
 	})
 
 	It("reports a different step, a missing message and an extra tool call precisely", func() {

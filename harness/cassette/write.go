@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/crux-sim/crux-sim/core"
 )
 
 // ErrSecretLeak is returned instead of writing a line that would still
@@ -36,33 +38,54 @@ func defaultVersion() string {
 }
 
 // encoder renders lines: compact JSON, keys in struct order, no HTML
-// escaping (so <, > and & stay readable), one line each.
+// escaping (so <, > and & stay readable), one line each. It follows every
+// run it has written a request of, so that each request line holds only
+// what is new since that run's previous one.
 type encoder struct {
-	red     *Redactor
-	secrets []string // literal secrets checked after encoding
+	red  *Redactor // its literal secrets are checked again after encoding
+	runs map[queueKey]*encRun
 }
 
-func (e *encoder) line(v any) ([]byte, error) {
+// encRun is what the encoder remembers of one run.
+type encRun struct {
+	state runState
+	dig   digester
+	setup []byte // the previous request's encoded setup
+}
+
+// encodeJSON is the one way this package renders JSON: compact, keys in
+// struct order, HTML not escaped, no trailing newline.
+func encodeJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	out := b.Bytes()
-	for _, s := range e.secrets {
-		if len(s) >= MinSecretLen && bytes.Contains(out, []byte(s)) {
-			return nil, ErrSecretLeak
-		}
+	return bytes.TrimSuffix(b.Bytes(), newline), nil
+}
+
+func (e *encoder) line(v any) ([]byte, error) {
+	out, err := encodeJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, '\n')
+	if e.red.Leaks(out) {
+		return nil, ErrSecretLeak
 	}
 	return out, nil
 }
 
 func (e *encoder) header(h Header) ([]byte, error) {
 	l := headerLine{Kind: kindHeader, Format: Format, Version: Version, CruxSim: h.CruxSim, Scenario: e.red.String(h.Scenario),
-		Seed: h.Seed, Model: e.red.String(h.Model), BaseURL: e.red.URL(h.BaseURL)}
+		ScenarioDigest: h.ScenarioDigest, Seed: h.Seed, Model: e.red.String(h.Model), BaseURL: e.red.URL(h.BaseURL),
+		Incomplete: e.red.String(h.Incomplete), ScenarioSource: e.red.String(h.ScenarioSource)}
 	if l.CruxSim == "" {
 		l.CruxSim = defaultVersion()
+	}
+	if l.ScenarioSource != "" && l.ScenarioDigest == "" {
+		l.ScenarioDigest = Digest([]byte(l.ScenarioSource))
 	}
 	if !h.Created.IsZero() {
 		l.Created = h.Created.UTC().Format(time.RFC3339Nano)
@@ -70,11 +93,64 @@ func (e *encoder) header(h Header) ([]byte, error) {
 	return e.line(l)
 }
 
+// request renders what a request adds to its run's previous one, and its
+// digest.
+func (e *encoder) request(x *Exchange) (wireRequest, string, error) {
+	if e.runs == nil {
+		e.runs = map[queueKey]*encRun{}
+	}
+	k := queueKey{x.Agent, x.Ordinal}
+	run := e.runs[k]
+	if run == nil {
+		run = &encRun{}
+		e.runs[k] = run
+	}
+	req := x.Request
+	prior, same := run.state.advance(req)
+	w := wireRequest{Prior: prior, Inherit: same, Status: toWireStatus(req.Status, e.red)}
+	w.Messages = make([]wireMessage, len(req.Messages)-prior)
+	for i := range w.Messages {
+		w.Messages[i] = toWireMessage(req.Messages[prior+i], e.red)
+	}
+	if !same {
+		setup := toWireSetup(req, e.red)
+		w.Model, w.System, w.Tools, w.Output = setup.Model, setup.System, setup.Tools, setup.Output
+		b, err := encodeJSON(setup)
+		if err != nil {
+			return w, "", err
+		}
+		run.setup = b
+	}
+	status, err := encodeJSON(w.Status)
+	if err != nil {
+		return w, "", err
+	}
+	var encErr error
+	digest := run.dig.digest(prior, len(req.Messages), func(i int) []byte {
+		var m wireMessage
+		if i >= prior {
+			m = w.Messages[i-prior]
+		} else {
+			m = toWireMessage(req.Messages[i], e.red)
+		}
+		b, err := encodeJSON(m)
+		if err != nil {
+			encErr = err
+		}
+		return b
+	}, run.setup, status)
+	return w, digest, encErr
+}
+
 // exchange renders the two lines of one exchange.
 func (e *encoder) exchange(x *Exchange) ([]byte, error) {
+	w, digest, err := e.request(x)
+	if err != nil {
+		return nil, fmt.Errorf("request of exchange %d: %w", x.Seq, err)
+	}
 	req, err := e.line(requestLine{Kind: kindRequest, Seq: x.Seq, Agent: e.red.String(x.Agent), Ordinal: x.Ordinal,
 		Run: e.red.String(x.Run), Step: x.Step, At: x.Timing.At.String(), RealAt: x.Timing.RealAt.String(),
-		Request: toWireRequest(x.Request, e.red)})
+		Digest: digest, Request: w})
 	if err != nil {
 		return nil, fmt.Errorf("request of exchange %d: %w", x.Seq, err)
 	}
@@ -89,6 +165,7 @@ func (e *encoder) exchange(x *Exchange) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("response of exchange %d: %w", x.Seq, err)
 	}
+	x.Digest = digest
 	return append(req, resp...), nil
 }
 
@@ -111,6 +188,9 @@ func (c *Cassette) Write(w io.Writer) error {
 	for i, x := range c.Exchanges {
 		cp := *x
 		cp.Seq = i + 1
+		if cp.Request == nil {
+			cp.Request = &core.Request{}
+		}
 		b, err := enc.exchange(&cp)
 		if err != nil {
 			return fmt.Errorf("cassette: %w", err)
