@@ -3,9 +3,9 @@ package harness
 import (
 	"time"
 
-	"github.com/crux-sim/crux-sim/core/platform"
-	"github.com/crux-sim/crux-sim/core/platform/store"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // WithPlant returns opts with a planter: after every entry recorded from a

@@ -9,8 +9,8 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
-	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/platform"
 )
 
 // Invariant is a rule that must hold after every step of every run. It

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/crux-sim/crux-sim/core/platform"
-	"github.com/crux-sim/crux-sim/core/platform/store"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // TaskFacts is what a platform run's events said of one durable task.

@@ -9,16 +9,16 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/crux-sim/crux-sim/core/platform"
-	"github.com/crux-sim/crux-sim/core/platform/store"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // These specs run seed 03's platform through scenarios on the harness's
 // simulator: virtual time, seeded scheduling, crashes that restart the
 // process on the durable store, and the platform invariants. Each rule's
-// own behaviour is specified in core/platform's specs (see
+// own behaviour is specified in platform's specs (see
 // docs/platform.md); here it is what the harness adds: the rules hold on
 // its clock and under its faults and seeds.
 

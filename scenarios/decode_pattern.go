@@ -7,8 +7,8 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
-	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/platform"
 )
 
 func (l *loader) patterns(n *node, what string) []Pattern {

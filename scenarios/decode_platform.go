@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform"
-	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 

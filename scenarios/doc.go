@@ -11,7 +11,7 @@
 // # Platform scenarios
 //
 // A scenario with a [Platform] instead of top-level agents is a run of the
-// platform of seed 03 (core/platform): root sessions and their first
+// platform of seed 03 (platform): root sessions and their first
 // messages, durable tasks and crons made at the start, a horizon of
 // virtual time. The harness runs it on its simulator, restarting the
 // process on the durable store after each crash fault. The platform's

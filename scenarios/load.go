@@ -15,9 +15,9 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
-	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/internal/inputfile"
+	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/platform"
 )
 
 // Pattern matches trace entries. Every set field must hold; unset fields

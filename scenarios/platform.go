@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform"
-	"github.com/crux-sim/crux-sim/core/platform/store"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // Platform makes a scenario a run of the platform of seed 03
-// (core/platform) instead of a run of top-level agents: root sessions that
+// (platform) instead of a run of top-level agents: root sessions that
 // start with messages, loops, crons and durable tasks, on virtual time up to
 // a horizon. The harness builds the platform on its simulator, drives the
 // sessions, crashes and restarts the process where the scenario's crash

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform"
+	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // Options configure a Platform. The zero value of every field but Core's

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // reapGrace is how long past a lapsed lease the reaper waits, so that a

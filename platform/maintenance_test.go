@@ -12,9 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform"
-	"github.com/crux-sim/crux-sim/core/platform/store"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 

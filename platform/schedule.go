@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/robfig/cron/v3"
 )
 

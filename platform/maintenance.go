@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // IDExport is the id kind of training exports.

@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	_ "modernc.org/sqlite"
 
-	"github.com/crux-sim/crux-sim/core/platform/store"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 func TestStore(t *testing.T) {
