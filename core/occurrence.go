@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/crux-sim/crux-sim/core/jsonenc"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
 
 // occurrences are the identities of the child calls a run has made at its

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/crux-sim/crux-sim/core/jsonenc"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"

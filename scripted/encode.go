@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/jsonenc"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
 
 // appendJSON appends the JSON encoding of v to b, exactly as json.Marshal
 // would encode it, resolving symbolic references (WorkID, ResultField)
 // against the request as it goes (with no request, a reference is written
 // as the text it holds). Scripts hold plain values and encoding them is on
-// the path of every scripted step, so core/jsonenc writes them without
+// the path of every scripted step, so internal/jsonenc writes them without
 // reflection and without first copying the value to resolve it; anything
 // it declines is resolved the slow way and left to encoding/json.
 func appendJSON(b []byte, req *core.Request, v any) ([]byte, error) {

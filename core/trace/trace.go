@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/jsonenc"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
 
 // Kind names an entry.
