@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // DeterminismError says where two runs of one scenario under the same
@@ -85,7 +86,7 @@ func SameRun(a, b *Outcome) error {
 }
 
 // schedule renders decisions one per line: "step 3: 1 of 2 (w-1 research)".
-func schedule(ds []Decision) []byte {
+func schedule(ds []sim.Decision) []byte {
 	var b bytes.Buffer
 	for i, d := range ds {
 		fmt.Fprintf(&b, "step %d: %d of %d (%s)\n", i+1, d.Choice, d.Runnable, d.Actor)

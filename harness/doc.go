@@ -11,21 +11,22 @@
 //	o := harness.Run(sc, harness.Options{Seed: 7})
 //	if !o.Passed() { harness.WriteReport(os.Stdout, o) }
 //
-// Underneath is a [Sim], the core.Executor of the simulated runtime. Each
+// Underneath is a [sim.Sim], the core.Executor of the simulated runtime. Each
 // actor (the top-level runs, every background child, every fault) is a
 // coroutine; the actor the scheduler resumes runs until it parks at a
 // semantic point (provider step, tool call, Work transition) or a wait
 // (clock, inbox, Work), and hands control back. The seed's scheduling
-// stream picks the next runnable actor. When none can run, the [Clock]
+// stream picks the next runnable actor. When none can run, the [sim.Clock]
 // jumps to the earliest timer and fires the timers due then in the order
 // they were registered; when none can run and no timer is pending, the
-// run is a deadlock, and the [DeadlockError] says what each actor waits on.
-// A Sim can also be driven directly, as the package's specs do.
+// run is a deadlock, and the [sim.DeadlockError] says what each actor waits
+// on. The simulator is its own package, sim, so that a user's Go code (or
+// the platform's specs) can run under virtual time without a scenario.
 //
 // # Seeds and streams
 //
 // One seed feeds independent streams (scheduling, faults, latency), each
-// with its own constant ([NewRand]), so that a change in how faults are
+// with its own constant ([sim.NewRand]), so that a change in how faults are
 // drawn does not shift a single scheduling choice. The same scenario and
 // seed give a byte-identical transcript, JSON trace and schedule on every
 // run; [CheckDeterminism] checks that promise, and crux-sim run

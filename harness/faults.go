@@ -8,6 +8,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // Plan is an explicit fault plan: exactly which faults fire, where and with
@@ -55,8 +56,15 @@ func (f PlannedFault) String() string {
 	return fmt.Sprintf("%s (fault %d) after %d yields", f.Kind, f.Source+1, f.Yields)
 }
 
-// streamSwarm draws a seed's fault mix.
-const streamSwarm = 0x5a4a11
+// The harness's random streams, beside the simulator's scheduling stream:
+// each has its own constant, so that a change in how one is drawn does not
+// shift the others.
+const (
+	streamFaults  = 0xfa0175
+	streamLatency = 0x1a7e9c
+	// streamSwarm draws a seed's fault mix.
+	streamSwarm = 0x5a4a11
+)
 
 // faultMix returns the faults a run may fire: the scenario's, each enabled
 // unless the seed's swarm mix leaves it out, plus the mix's extra latency.
@@ -69,7 +77,7 @@ func (r *run) faultMix() ([]scenarios.Fault, []bool) {
 	if !r.opts.Swarm || r.opts.Plan != nil {
 		return faults, enabled
 	}
-	mix := NewRand(r.opts.Seed, streamSwarm)
+	mix := sim.NewRand(r.opts.Seed, streamSwarm)
 	for i := range enabled {
 		enabled[i] = mix.IntN(2) == 0
 	}

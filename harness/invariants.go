@@ -11,6 +11,7 @@ import (
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // Invariant is a rule that must hold after every step of every run. It
@@ -112,7 +113,7 @@ func newChecker(r *run, invs []Invariant) *checker {
 // maxViolations bounds what one run reports; the first is what matters.
 const maxViolations = 20
 
-func (c *checker) step(a *Actor) {
+func (c *checker) step(a *sim.Actor) {
 	if len(c.invs) == 0 {
 		return
 	}

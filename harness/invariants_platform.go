@@ -200,7 +200,7 @@ func (c *checker) violate(name string, entry int, msg string) {
 		return
 	}
 	step := c.r.sim.Steps()
-	if c.r.sim.cur != nil {
+	if c.r.sim.InActor() {
 		step++ // found while an actor runs: its step counts
 	}
 	c.violations = append(c.violations, Violation{Invariant: name, Seed: c.r.opts.Seed, Step: step, Entry: entry, Message: msg})

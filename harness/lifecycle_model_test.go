@@ -14,7 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // TestWorkLifecycleAgainstAModel is a property-based state-machine test of
@@ -99,7 +99,7 @@ type mwork struct {
 
 type driver struct {
 	t     *rapid.T
-	sim   *harness.Sim
+	sim   *sim.Sim
 	rt    *core.Runtime
 	limit int
 
@@ -123,7 +123,7 @@ func newDriver(t *rapid.T, mutations core.Mutations) *driver {
 	d := &driver{t: t, ready: make(chan struct{}), gates: map[string]chan struct{}{}, outcome: map[string]string{},
 		steps: map[string]int{}, runOf: map[string]string{}}
 	d.limit = rapid.IntRange(1, 3).Draw(t, "concurrency")
-	d.sim = harness.NewSim(harness.SimOptions{Seed: rapid.Int64().Draw(t, "seed")})
+	d.sim = sim.New(sim.Options{Seed: rapid.Int64().Draw(t, "seed")})
 	child := &core.Agent{ID: "research-agent", Description: "research",
 		Tools: core.Tools{"noop": &core.Tool{Run: func(context.Context, core.ToolCall, any) (any, error) { return "ok", nil }}}}
 	coordinator := &core.Agent{ID: "coordinator", Tools: core.Tools{"research": core.Backgroundable(child)}}

@@ -12,6 +12,7 @@ import (
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // platformRun is the platform half of a simulated run: the process that is
@@ -248,7 +249,7 @@ func (pr *platformRun) keep(p *platform.Platform) {
 func (r *run) atHorizon() {
 	pr := r.plat
 	now := r.sim.Clock().Now()
-	r.add(now, trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("horizon: %s of virtual time; %s closes", trace.Offset(now.Sub(Epoch)), pr.proc.instance)})
+	r.add(now, trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("horizon: %s of virtual time; %s closes", trace.Offset(now.Sub(sim.Epoch)), pr.proc.instance)})
 	r.checker.step(nil)
 	if r.opts.atHorizon != nil {
 		r.opts.atHorizon(pr.store, now)
@@ -286,11 +287,11 @@ func (pr *platformRun) lostTasks(now time.Time, instance string) string {
 		case store.TaskRunning:
 			if t.ClaimedBy != instance && !now.Before(t.LeaseUntil.Add(2*time.Minute)) {
 				lost = append(lost, fmt.Sprintf("%s is running in %s, which is gone, and its lease lapsed at %s without a process reaping it",
-					t.ID, t.ClaimedBy, trace.Offset(t.LeaseUntil.Sub(Epoch))))
+					t.ID, t.ClaimedBy, trace.Offset(t.LeaseUntil.Sub(sim.Epoch))))
 			}
 		case store.TaskReady:
 			if runningHere < limit && now.Sub(t.UpdatedAt) > time.Minute {
-				lost = append(lost, fmt.Sprintf("%s has been ready since %s and no process claims it", t.ID, trace.Offset(t.UpdatedAt.Sub(Epoch))))
+				lost = append(lost, fmt.Sprintf("%s has been ready since %s and no process claims it", t.ID, trace.Offset(t.UpdatedAt.Sub(sim.Epoch))))
 			}
 		case store.TaskTodo:
 			if len(t.Parents) > 0 && !slices.ContainsFunc(t.Parents, func(p string) bool { return state[p] != store.TaskDone }) {
@@ -332,7 +333,7 @@ func findingLines(fs []platform.Finding) []string {
 			who = "its sibling"
 		}
 		out[i] = fmt.Sprintf("%s overwrote %s in the workspace of %s, which %s %s wrote (at %s)",
-			f.Writer, f.Path, f.Root, who, f.Previous, trace.Offset(f.At.Sub(Epoch)))
+			f.Writer, f.Path, f.Root, who, f.Previous, trace.Offset(f.At.Sub(sim.Epoch)))
 	}
 	return out
 }
@@ -356,7 +357,6 @@ func (r *run) runPlatform() *Outcome {
 		invs = append(DefaultInvariants(), PlatformInvariants()...)
 	}
 	r.checker = newChecker(r, invs)
-	r.sim.onJump = r.deferJump
 	out := &Outcome{Result: &scenarios.Result{Scenario: r.sc.Name, Seed: r.opts.Seed, Outputs: map[string]*core.RunResult{}}}
 	if err := r.startPlatform(out); err != nil {
 		out.PrepareErr = err
@@ -394,6 +394,6 @@ func (r *run) flushJump() {
 	r.jumpPending = false
 	to := r.sim.Clock().Now()
 	if to.After(r.jumpFrom) {
-		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(r.jumpFrom)) + " to " + trace.Offset(to.Sub(Epoch))})
+		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(r.jumpFrom)) + " to " + trace.Offset(to.Sub(sim.Epoch))})
 	}
 }

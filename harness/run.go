@@ -18,6 +18,7 @@ import (
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // Options configure one simulated run of a scenario.
@@ -77,10 +78,10 @@ type Outcome struct {
 	// Violations are invariant violations, with the step they happened at.
 	Violations []Violation
 	// Decisions is the schedule: every scheduling choice in order.
-	Decisions []Decision
+	Decisions []sim.Decision
 	// Misfit is the first choice of Options.Replay that was out of range
 	// (and so was replaced): the replayed schedule does not fit the run.
-	Misfit *Misfit
+	Misfit *sim.Misfit
 	// Steps counts actor steps; Elapsed is the virtual time the run took.
 	Steps   int
 	Elapsed time.Duration
@@ -112,7 +113,7 @@ func (o *Outcome) Passed() bool {
 type run struct {
 	sc    *scenarios.Scenario
 	opts  Options
-	sim   *Sim
+	sim   *sim.Sim
 	rec   *trace.Recorder
 	rt    *core.Runtime
 	prov  *scripted.Provider
@@ -157,16 +158,14 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		perAgent: map[string]int{},
 		mainDone: make(chan struct{}),
 	}
-	r.fault = newRandIn(&r.faultSrc, opts.Seed, streamFaults)
-	r.lat = newRandIn(&r.latSrc, opts.Seed, streamLatency)
-	r.rec = trace.NewRecorder(Epoch)
+	r.fault = sim.NewRandIn(&r.faultSrc, opts.Seed, streamFaults)
+	r.lat = sim.NewRandIn(&r.latSrc, opts.Seed, streamLatency)
+	r.rec = trace.NewRecorder(sim.Epoch)
 	r.rec.Grow(traceSizes.hint(sc))
 	r.faults, r.enabled = r.faultMix()
-	r.sim = NewSim(SimOptions{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
-		OnJump: func(from, to time.Time) {
-			r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(from)) + " to " + trace.Offset(to.Sub(Epoch))})
-		},
-		OnStep: func(a *Actor) { r.checker.step(a) },
+	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
+		OnJump: r.onJump,
+		OnStep: func(a *sim.Actor) { r.checker.step(a) },
 	})
 	r.prov = sc.Provider(scripted.Options{})
 	r.model = r.prov
@@ -242,6 +241,16 @@ func (r *run) start(out *Outcome) {
 		}
 		_ = r.rt.Close()
 	})
+}
+
+// onJump records a clock jump. A platform run holds it back until
+// something happens after it (deferJump).
+func (r *run) onJump(from, to time.Time) {
+	if r.sc.Platform != nil {
+		r.deferJump(from, to)
+		return
+	}
+	r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(from)) + " to " + trace.Offset(to.Sub(sim.Epoch))})
 }
 
 // observe records an event and fires the triggers it makes due.
@@ -364,7 +373,7 @@ func (r *run) finish(out *Outcome) {
 			Failure: &scenarios.Failure{Message: err.Error(), At: -1}})
 	}
 	if out.Err != nil {
-		var dl *DeadlockError
+		var dl *sim.DeadlockError
 		desc := "the simulation settles"
 		if errors.As(out.Err, &dl) {
 			desc = "no deadlock"

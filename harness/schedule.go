@@ -14,6 +14,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/inputfile"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // ScheduleVersion is the version of the schedule file format.
@@ -268,7 +269,7 @@ func (s *Schedule) LoadTarget() (*scenarios.Scenario, error) {
 	return sc, s.Check(sc)
 }
 
-func choices(ds []Decision) []int {
+func choices(ds []sim.Decision) []int {
 	out := make([]int, len(ds))
 	for i, d := range ds {
 		out[i] = d.Choice

@@ -24,6 +24,7 @@ import (
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/cassette"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 func newRecordCmd() *cobra.Command {
@@ -127,7 +128,7 @@ recording.`,
 			rec, err := cassette.CreateFile(out, &timedProvider{inner: prov, fixed: virtual}, cassette.RecordOptions{
 				Header: cassette.Header{Scenario: sc.Name, ScenarioSource: src.source, ScenarioDigest: src.digest, Seed: &s,
 					Model: model, BaseURL: baseURL, Created: time.Now().UTC()},
-				Start:   harness.Epoch,
+				Start:   sim.Epoch,
 				Secrets: secrets,
 				StopOn:  endsRecording,
 				Partial: partial,

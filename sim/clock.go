@@ -1,4 +1,4 @@
-package harness
+package sim
 
 import (
 	"container/heap"
@@ -108,7 +108,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
 // NewTicker returns a ticker that sends on its channel every d.
 func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 	if d <= 0 {
-		panic("harness: non-positive ticker interval")
+		panic("sim: non-positive ticker interval")
 	}
 	t := &vtimer{clock: c, ch: make(chan time.Time, 1), period: d, index: -1}
 	c.schedule(t, d)

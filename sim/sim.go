@@ -1,4 +1,4 @@
-package harness
+package sim
 
 import (
 	"errors"
@@ -98,28 +98,26 @@ type Actor struct {
 	Done   bool
 }
 
-// Streams derived from one seed. Each has its own stream constant so that a
-// change in how one is drawn does not shift the others.
-const (
-	streamSchedule = 0x5c4ed01e
-	streamFaults   = 0xfa0175
-	streamLatency  = 0x1a7e9c
-)
+// streamSchedule is the seed's scheduling stream. Whoever draws more
+// from the same seed (the harness's faults and latencies) picks its own
+// stream constant, so that a change in how one is drawn does not shift the
+// others.
+const streamSchedule = 0x5c4ed01e
 
 // NewRand returns the seed's independent random stream number stream.
 func NewRand(seed int64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), stream))
 }
 
-// newRandIn is NewRand with the generator's state in src, which the caller
+// NewRandIn is NewRand with the generator's state in src, which the caller
 // embeds in a struct it allocates anyway.
-func newRandIn(src *rand.PCG, seed int64, stream uint64) *rand.Rand {
+func NewRandIn(src *rand.PCG, seed int64, stream uint64) *rand.Rand {
 	src.Seed(uint64(seed), stream)
 	return rand.New(src)
 }
 
-// SimOptions configure a Sim.
-type SimOptions struct {
+// Options configure a Sim.
+type Options struct {
 	Seed int64
 	// Replay dictates scheduling choices (see Sim.Decisions).
 	Replay []int
@@ -136,8 +134,8 @@ type SimOptions struct {
 	OnJump func(from, to time.Time)
 }
 
-// NewSim returns a simulator at Epoch.
-func NewSim(opts SimOptions) *Sim {
+// New returns a simulator at Epoch.
+func New(opts Options) *Sim {
 	s := &Sim{
 		seed: opts.Seed,
 		// Most runs take a few dozen steps: start with room for some.
@@ -148,7 +146,7 @@ func NewSim(opts SimOptions) *Sim {
 		onJump:    opts.OnJump,
 		limit:     opts.StepLimit,
 	}
-	s.sched = newRandIn(&s.schedSrc, opts.Seed, streamSchedule)
+	s.sched = NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
 		s.limit = 1_000_000
 	}
@@ -174,6 +172,10 @@ type Misfit struct {
 // Misfit returns the first replayed choice that was out of range, or nil
 // when every replayed choice named a runnable actor.
 func (s *Sim) Misfit() *Misfit { return s.misfit }
+
+// InActor reports whether the caller runs inside an actor (rather than in
+// the driver or a timer callback).
+func (s *Sim) InActor() bool { return s.cur != nil }
 
 // Steps returns how many actor steps ran.
 func (s *Sim) Steps() int { return s.steps }
@@ -201,7 +203,7 @@ func (s *Sim) Yield(p core.Point) {
 func (s *Sim) Wait(reason string, signals ...<-chan struct{}) int {
 	a := s.cur
 	if a == nil {
-		panic("harness: Wait called outside a simulated actor (timer callbacks must not block)")
+		panic("sim: Wait called outside a simulated actor (timer callbacks must not block)")
 	}
 	a.state, a.signals, a.reason = stateWaiting, signals, reason
 	s.park(a)
@@ -225,7 +227,7 @@ var errKilled = &killedError{}
 
 type killedError struct{}
 
-func (*killedError) Error() string { return "harness: the actor was killed" }
+func (*killedError) Error() string { return "sim: the actor was killed" }
 
 // ActorPanic is a panic that escaped an actor. The simulator ends every
 // other actor and re-panics it on the goroutine that called Run, with the
@@ -237,7 +239,7 @@ type ActorPanic struct {
 }
 
 func (p *ActorPanic) Error() string {
-	return fmt.Sprintf("harness: actor %q panicked: %v\n%s", p.Actor, p.Value, p.Stack)
+	return fmt.Sprintf("sim: actor %q panicked: %v\n%s", p.Actor, p.Value, p.Stack)
 }
 
 // body is the actor's coroutine.

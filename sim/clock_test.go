@@ -1,4 +1,4 @@
-package harness_test
+package sim_test
 
 import (
 	"time"
@@ -6,7 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // fired records which timer fired at which offset.
@@ -17,8 +17,8 @@ type fired struct {
 
 var _ = Describe("the virtual clock", func() {
 	var (
-		sim   *harness.Sim
-		clock *harness.Clock
+		s     *sim.Sim
+		clock *sim.Clock
 		log   []fired
 	)
 	record := func(name string) func() {
@@ -26,11 +26,11 @@ var _ = Describe("the virtual clock", func() {
 	}
 	// keepAlive is an actor that sleeps past every timer of a spec: timers
 	// fire while some actor is alive.
-	keepAlive := func(d time.Duration) { sim.Go("keep-alive", func() { clock.Sleep(d) }) }
+	keepAlive := func(d time.Duration) { s.Go("keep-alive", func() { clock.Sleep(d) }) }
 
 	BeforeEach(func() {
-		sim = harness.NewSim(harness.SimOptions{Seed: 1})
-		clock = sim.Clock()
+		s = sim.New(sim.Options{Seed: 1})
+		clock = s.Clock()
 		log = nil
 	})
 
@@ -39,7 +39,7 @@ var _ = Describe("the virtual clock", func() {
 		clock.AfterFunc(3*time.Second, record("3s"))
 		clock.AfterFunc(9*time.Second, record("9s"))
 		keepAlive(time.Minute)
-		Expect(sim.Run(nil)).To(Succeed())
+		Expect(s.Run(nil)).To(Succeed())
 		Expect(log).To(Equal([]fired{{"3s", 3 * time.Second}, {"5s", 5 * time.Second}, {"9s", 9 * time.Second}}))
 		Expect(clock.Elapsed()).To(Equal(time.Minute))
 	})
@@ -53,7 +53,7 @@ var _ = Describe("the virtual clock", func() {
 		clock.AfterFunc(time.Second, func() { clock.AfterFunc(time.Second, record("registered later, same instant")) })
 		clock.AfterFunc(2*time.Second, record("third"))
 		keepAlive(time.Minute)
-		Expect(sim.Run(nil)).To(Succeed())
+		Expect(s.Run(nil)).To(Succeed())
 		Expect(log).To(Equal([]fired{
 			{"first", 2 * time.Second}, {"second", 2 * time.Second}, {"third", 2 * time.Second},
 			{"registered later, same instant", 2 * time.Second}, {"scheduled by second", 2 * time.Second},
@@ -68,7 +68,7 @@ var _ = Describe("the virtual clock", func() {
 		Expect(t.Stop()).To(BeFalse())
 		Expect(clock.Pending()).To(Equal(1))
 		keepAlive(time.Minute)
-		Expect(sim.Run(nil)).To(Succeed())
+		Expect(s.Run(nil)).To(Succeed())
 		Expect(log).To(Equal([]fired{{"kept", 2 * time.Second}}))
 	})
 
@@ -76,14 +76,14 @@ var _ = Describe("the virtual clock", func() {
 		t := clock.AfterFunc(time.Second, record("reset"))
 		clock.AfterFunc(10*time.Second, record("other"))
 		var pending []bool
-		sim.Go("resetter", func() {
+		s.Go("resetter", func() {
 			clock.Sleep(4 * time.Second)
 			pending = append(pending, t.Reset(6*time.Second)) // it fired at +1s; now due at +10s
 			clock.Sleep(time.Second)
 			pending = append(pending, t.Reset(5*time.Second)) // pending; due at +10s again, registered after "other"
 		})
 		keepAlive(time.Minute)
-		Expect(sim.Run(nil)).To(Succeed())
+		Expect(s.Run(nil)).To(Succeed())
 		Expect(pending).To(Equal([]bool{false, true}))
 		Expect(log).To(Equal([]fired{{"reset", time.Second}, {"other", 10 * time.Second}, {"reset", 10 * time.Second}}))
 	})
@@ -92,12 +92,12 @@ var _ = Describe("the virtual clock", func() {
 		timer := clock.NewTimer(3 * time.Second)
 		after := clock.After(4 * time.Second)
 		var got []time.Time
-		sim.Go("reader", func() {
+		s.Go("reader", func() {
 			clock.Sleep(5 * time.Second)
 			got = append(got, <-timer.Chan(), <-after)
 		})
-		Expect(sim.Run(nil)).To(Succeed())
-		Expect(got).To(Equal([]time.Time{harness.Epoch.Add(3 * time.Second), harness.Epoch.Add(4 * time.Second)}))
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(got).To(Equal([]time.Time{sim.Epoch.Add(3 * time.Second), sim.Epoch.Add(4 * time.Second)}))
 	})
 
 	It("a ticker ticks every period, keeps at most one tick waiting like time.Ticker, and Reset and Stop change it", func() {
@@ -106,12 +106,12 @@ var _ = Describe("the virtual clock", func() {
 		take := func() {
 			select {
 			case at := <-ticker.Chan():
-				got = append(got, at.Sub(harness.Epoch))
+				got = append(got, at.Sub(sim.Epoch))
 			default:
 				got = append(got, -1)
 			}
 		}
-		sim.Go("reader", func() {
+		s.Go("reader", func() {
 			clock.Sleep(35 * time.Second) // ticks at 10, 20, 30: only the first waits
 			take()
 			take()
@@ -122,7 +122,7 @@ var _ = Describe("the virtual clock", func() {
 			clock.Sleep(time.Minute)
 			take()
 		})
-		Expect(sim.Run(nil)).To(Succeed())
+		Expect(s.Run(nil)).To(Succeed())
 		Expect(got).To(Equal([]time.Duration{10 * time.Second, -1, 36 * time.Second, -1}))
 		Expect(clock.Pending()).To(BeZero())
 	})
@@ -130,12 +130,12 @@ var _ = Describe("the virtual clock", func() {
 	It("Sleep parks only the calling actor; Since and Until measure virtual time", func() {
 		start := clock.Now()
 		var order []string
-		sim.Go("sleeper", func() {
+		s.Go("sleeper", func() {
 			clock.Sleep(time.Hour)
 			order = append(order, "sleeper")
 		})
-		sim.Go("worker", func() { order = append(order, "worker") })
-		Expect(sim.Run(nil)).To(Succeed())
+		s.Go("worker", func() { order = append(order, "worker") })
+		Expect(s.Run(nil)).To(Succeed())
 		Expect(order).To(Equal([]string{"worker", "sleeper"}))
 		Expect(clock.Since(start)).To(Equal(time.Hour))
 		Expect(clock.Until(start.Add(90 * time.Minute))).To(Equal(30 * time.Minute))

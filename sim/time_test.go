@@ -1,0 +1,91 @@
+package sim_test
+
+import (
+	"errors"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/sim"
+)
+
+var _ = Describe("virtual time", func() {
+	It("a week of virtual timers runs in a few hundred steps, every timer at its instant", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var hourly, daily []time.Duration
+		s.Go("hourly", func() {
+			for range 7 * 24 {
+				clock.Sleep(time.Hour)
+				hourly = append(hourly, clock.Elapsed())
+			}
+		})
+		s.Go("daily", func() {
+			for range 7 {
+				clock.Sleep(24 * time.Hour)
+				daily = append(daily, clock.Elapsed())
+			}
+		})
+		var ticks int
+		var tick func()
+		tick = func() {
+			ticks++
+			clock.AfterFunc(15*time.Minute, tick)
+		}
+		clock.AfterFunc(15*time.Minute, tick)
+
+		Expect(s.RunFor(7 * 24 * time.Hour)).To(Succeed())
+		Expect(clock.Elapsed()).To(Equal(7 * 24 * time.Hour))
+		Expect(hourly).To(HaveLen(168))
+		Expect(hourly[0]).To(Equal(time.Hour))
+		Expect(hourly[167]).To(Equal(168 * time.Hour))
+		Expect(daily).To(Equal([]time.Duration{24 * time.Hour, 48 * time.Hour, 72 * time.Hour, 96 * time.Hour, 120 * time.Hour, 144 * time.Hour, 168 * time.Hour}))
+		Expect(ticks).To(Equal(7 * 24 * 4))
+		Expect(s.Steps()).To(Equal(168 + 1 + 7 + 1)) // one step per wake-up, plus each actor's last
+		Expect(s.Live()).To(BeEmpty())
+	})
+
+	It("virtual time starts at a fixed instant and moves only when nothing can run", func() {
+		s := sim.New(sim.Options{Seed: 3})
+		Expect(s.Clock().Now()).To(Equal(sim.Epoch))
+		var sawBusy time.Duration = -1
+		s.Go("sleeper", func() { s.Clock().Sleep(time.Minute) })
+		s.Go("busy", func() {
+			for range 50 {
+				s.Yield(core.Point{Kind: core.PointToolCall})
+			}
+			sawBusy = s.Clock().Elapsed()
+		})
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(sawBusy).To(Equal(time.Duration(0)))
+		Expect(s.Clock().Elapsed()).To(Equal(time.Minute))
+	})
+})
+
+var _ = Describe("deadlock detection", func() {
+	It("reports, when nothing can run and no timer is pending, what every actor waits on", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		approval := make(chan struct{})
+		done := make(chan struct{})
+		s.Go("reviewer", func() {
+			s.Wait("the approval inbox", approval)
+			close(done)
+		})
+		s.Go("coordinator", func() { s.Wait("the reviewer's verdict", done) })
+		s.Go("ticker", func() { s.Clock().Sleep(time.Second) })
+
+		err := s.Run(nil)
+		var dl *sim.DeadlockError
+		Expect(errors.As(err, &dl)).To(BeTrue(), "got %v", err)
+		Expect(dl.At).To(Equal(time.Second))
+		Expect(dl.Actors).To(HaveLen(2))
+		Expect(err.Error()).To(ContainSubstring("deadlock at +1s"))
+		Expect(err.Error()).To(ContainSubstring("reviewer waits on the approval inbox"))
+		Expect(err.Error()).To(ContainSubstring("coordinator waits on the reviewer's verdict"))
+		s.Kill()
+		Expect(s.Live()).To(BeEmpty())
+	})
+
+})
