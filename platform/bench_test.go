@@ -7,16 +7,16 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform"
-	"github.com/crux-sim/crux-sim/platform/internal/vsim"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // week runs 8 virtual days with the sweepers on (board and inbox every
 // 5 minutes, workspace every 6 hours) beside the loops that setup creates,
 // and returns how many scheduled runs fired.
 func week(b *testing.B, setup func(p *platform.Platform, root string)) int {
-	sim := vsim.New(epoch)
+	s := sim.New(sim.Options{ReplayStrict: true, Start: epoch})
 	model := scripted.New()
 	model.Answer("scout", func(req *core.Request) (*core.Response, error) {
 		if req.Step == 1 && len(req.Tools) > 0 && req.Tools[len(req.Tools)-1].Name == platform.ToolLoopWait {
@@ -25,7 +25,7 @@ func week(b *testing.B, setup func(p *platform.Platform, root string)) int {
 		return &core.Response{Text: "all quiet"}, nil
 	})
 	p, err := platform.New(platform.Options{
-		Core:     core.Options{Provider: model, Clock: sim, IDs: &core.SequentialIDs{}, Executor: sim},
+		Core:     core.Options{Provider: model, Clock: s.Clock(), IDs: &core.SequentialIDs{}, Executor: s},
 		Agents:   map[string]*core.Agent{"scout": {ID: "scout"}},
 		Store:    store.NewMemory(),
 		Instance: "bench",
@@ -38,10 +38,14 @@ func week(b *testing.B, setup func(p *platform.Platform, root string)) int {
 		b.Fatal(err)
 	}
 	setup(p, root)
-	sim.RunFor(8 * 24 * time.Hour)
+	if err := s.RunFor(8 * 24 * time.Hour); err != nil {
+		b.Fatal(err)
+	}
 	runs := len(ofType(p.Events(root), platform.EventScheduleFired))
 	_ = p.Close()
-	sim.Settle()
+	if err := s.Settle(); err != nil {
+		b.Fatal(err)
+	}
 	return runs
 }
 

@@ -80,7 +80,7 @@ func crashCampaign(seed uint64, crashes int) (int, int) {
 		crashed++
 		Expect(e.p.RestoreSession(root, platform.SessionOptions{Agent: "coordinator", User: "ada"})).To(Succeed())
 	}
-	e.sim.RunFor(3 * 24 * time.Hour)
+	e.runFor(3 * 24 * time.Hour)
 
 	attempts := 0
 	doneAt := map[string]time.Time{}
@@ -133,9 +133,9 @@ var _ = Describe("Determinism", func() {
 			e.model.Script("writer", say("w"))
 			root := e.root("coordinator")
 			taskDAG(e, root)
-			e.sim.RunFor(10 * time.Minute)
+			e.runFor(10 * time.Minute)
 			e.crash("proc-2")
-			e.sim.RunFor(24 * time.Hour)
+			e.runFor(24 * time.Hour)
 			// The observer's stream spans both processes.
 			b, err := json.Marshal(e.seen)
 			Expect(err).NotTo(HaveOccurred())

@@ -50,12 +50,12 @@ var _ = Describe("Delegation (delegate_task)", func() {
 		e.model.Script("researcher", scripted.Turn{Text: "it proves P != NP", Latency: 3 * time.Minute})
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 		// Still blocked: the parent's turn has not ended.
 		Expect(ofType(e.p.Events(root), platform.EventTurnEnd)).To(BeEmpty())
 		Expect(e.model.RequestsFor("coordinator")).To(HaveLen(1))
 
-		e.sim.RunFor(5 * time.Minute)
+		e.runFor(5 * time.Minute)
 		d := delegationResults(e.info(root))
 		Expect(d.Results).To(HaveLen(1))
 		Expect(d.Results[0].Status).To(Equal("completed"))
@@ -76,7 +76,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 			scripted.Turn{Text: "C", Latency: 5 * time.Minute})
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 
 		d := delegationResults(e.info(root))
 		Expect(d.Results).To(HaveLen(3))
@@ -101,7 +101,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 			scripted.Turn{Err: errors.New("model overloaded"), Latency: 2 * time.Minute})
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 
 		var deleg []platform.Event
 		for _, ev := range e.p.Events(root) {
@@ -131,7 +131,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 			scripted.Turn{Text: "too late", Latency: 5 * time.Hour})
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(6 * time.Hour)
+		e.runFor(6 * time.Hour)
 
 		d := delegationResults(e.info(root))
 		Expect(d.Results[0].Status).To(Equal("completed"))
@@ -163,7 +163,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 		e.model.ScriptRun("researcher", 2, busy...)
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(2 * time.Hour)
+		e.runFor(2 * time.Hour)
 
 		stale := ofType(e.p.Events(root), platform.EventDelegationStale)
 		Expect(stale).To(HaveLen(1), "one-shot, and only for the idle child")
@@ -186,7 +186,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 		e.model.Script("scout", say("scouted"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 
 		Expect(toolNames(e.model.RequestsFor("coordinator")[0])).To(ContainElement("delegate_task"))
 		Expect(toolNames(e.model.RequestsFor("researcher")[0])).To(ContainElement("delegate_task"), "orchestrator at depth 1")
@@ -211,7 +211,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 				"delegate_task", "read_file", "write_file", "create_artifact"}
 		})
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 
 		parent := toolNames(e.model.RequestsFor("coordinator")[0])
 		Expect(parent).To(ConsistOf("ask_user_question", "create_artifact", "delegate_task", "read_file",
@@ -231,7 +231,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 		e.model.Script("researcher", say("done"))
 		root := e.root("coordinator", func(o *platform.SessionOptions) { o.ExcludedTools = []string{"search"} })
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 		Expect(toolNames(e.model.RequestsFor("coordinator")[0])).To(ContainElement("fetch"))
 		Expect(toolNames(e.model.RequestsFor("coordinator")[0])).NotTo(ContainElement("search"))
 		Expect(toolNames(e.model.RequestsFor("researcher")[0])).To(ContainElement("fetch"))
@@ -259,7 +259,7 @@ var _ = Describe("Delegation (delegate_task)", func() {
 		e.model.Script("scout", calls(use("create_artifact", map[string]any{"name": "table.csv", "content": "a,b"})), say("tabled"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 
 		names := func(as []platform.Artifact) []string {
 			var out []string
@@ -300,7 +300,7 @@ var _ = Describe("The shared workspace", func() {
 		e.model.Script("writer", calls(use("write_file", map[string]any{"path": "draft.md", "content": "w"})), say("written"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 
 		d := delegationResults(e.info(root))
 		brief, ok := toolResult(e.info(d.Results[0].SessionID), "read_file")
@@ -322,13 +322,15 @@ var _ = Describe("The shared workspace", func() {
 		e.model.Script("coordinator",
 			calls(use("delegate_task", map[string]any{"goals": []string{"first", "second"}, "agent": "researcher"})),
 			say("merged"))
-		e.model.Script("researcher",
+		e.model.ScriptRun("researcher", 1,
 			scripted.Turn{Calls: []scripted.Call{use("write_file", map[string]any{"path": "out.md", "content": "from first"})}},
+			say("first done"))
+		e.model.ScriptRun("researcher", 2,
 			scripted.Turn{Calls: []scripted.Call{use("write_file", map[string]any{"path": "out.md", "content": "from second"})}, Latency: time.Minute},
-			say("first done"), say("second done"))
+			say("second done"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 
 		fs := e.p.Findings()
 		Expect(fs).To(HaveLen(1))

@@ -65,9 +65,8 @@
 // [Platform.Crash] simulates a process crash: sessions, logs, the board,
 // the inbox and running turns are dropped and no durable write happens
 // after it. Crash and Close wait for the dropped actors through the
-// executor; a simulator whose Wait works only inside actors calls
-// [Platform.CrashAsync] or [Platform.CloseAsync] from its driver and runs
-// until the returned channel is closed. A new Platform on the same store reaps the crashed attempts once
+// executor, from an actor or from a simulator's driver alike. A new
+// Platform on the same store reaps the crashed attempts once
 // their lease (the task timeout) lapses, and retries them. Sessions are
 // process-local; [Platform.RestoreSession] reopens a root under its old id so
 // that ownership checks and parked events find it.

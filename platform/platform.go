@@ -182,16 +182,12 @@ func (p *Platform) Instance() string { return p.instance }
 // writes nothing either: a task attempt interrupted by Close is left to be
 // reaped like a crashed one, because the process is going away.
 //
-// Close waits through the executor. Under a simulator whose Wait works only
-// inside actors, call it from an actor, or use CloseAsync from the driver.
+// Close waits through the executor, so it may be called from an actor or,
+// under a simulator, from its driver (whose wait runs the simulation).
 func (p *Platform) Close() error {
-	p.exec.Wait("platform close", p.CloseAsync())
+	p.exec.Wait("platform close", p.begin(errClosing))
 	return p.rt.Close()
 }
-
-// CloseAsync begins Close without waiting: it returns a channel that is
-// closed once the last actor has ended. It does not close the runtime.
-func (p *Platform) CloseAsync() <-chan struct{} { return p.begin(errClosing) }
 
 // Crash simulates a process crash: every process-local thing (sessions,
 // event logs, the board, the inbox, running turns, timers) is dropped and no
@@ -199,17 +195,11 @@ func (p *Platform) CloseAsync() <-chan struct{} { return p.begin(errClosing) }
 // Platform on the same store to restart. Crash waits for the dropped
 // actors to end, so that nothing leaks from a test; see Close on waiting.
 func (p *Platform) Crash() {
-	p.exec.Wait("platform crash", p.CrashAsync())
-	_ = p.rt.Close()
-}
-
-// CrashAsync begins Crash without waiting: from its return on, no durable
-// write happens. The channel is closed once the last actor has ended.
-func (p *Platform) CrashAsync() <-chan struct{} {
 	p.fence.Lock()
 	p.crashed = true
 	p.fence.Unlock()
-	return p.begin(errCrashed)
+	p.exec.Wait("platform crash", p.begin(errCrashed))
+	_ = p.rt.Close()
 }
 
 // begin stops the timers and cancels every turn with cause, and returns

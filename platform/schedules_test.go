@@ -66,7 +66,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 	createVia := func(args map[string]any) (string, bool) {
 		e.model.Script("scout", calls(use("cron_create", args)), say("scheduled"))
 		e.send(root, "schedule it")
-		e.sim.Settle()
+		e.settle()
 		out, ok := toolResult(e.info(root), "cron_create")
 		if !ok {
 			return out, false
@@ -84,7 +84,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 			prompts = append(prompts, lastUser(req))
 			return &core.Response{Text: "green"}
 		})
-		e.sim.RunFor(2*time.Hour + time.Minute)
+		e.runFor(2*time.Hour + time.Minute)
 
 		fired := runsOf(e.p.Events(root), id)
 		Expect(fired).To(HaveLen(4))
@@ -113,7 +113,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 		id, ok := createVia(map[string]any{"prompt": "remind me", "in": "2h"})
 		Expect(ok).To(BeTrue(), id)
 		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "reminder"} })
-		e.sim.RunFor(48 * time.Hour)
+		e.runFor(48 * time.Hour)
 		fired := runsOf(e.p.Events(root), id)
 		Expect(fired).To(HaveLen(1))
 		Expect(fired[0].Time).To(Equal(epoch.Add(2 * time.Hour)))
@@ -127,7 +127,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 		e.model.Script("writer", calls(use("cron_list", map[string]any{}), use("cron_delete", map[string]any{"id": id})), say("tried"))
 		other := e.root("writer", func(o *platform.SessionOptions) { o.User = "bob" })
 		e.send(other, "meddle")
-		e.sim.Settle()
+		e.settle()
 		list, _ := toolResult(e.info(other), "cron_list")
 		Expect(jsonOf(list)["schedules"]).To(BeEmpty())
 		out, ok := toolResult(e.info(other), "cron_delete")
@@ -135,12 +135,12 @@ var _ = Describe("Scheduled sessions and loops", func() {
 
 		e.model.Script("scout", calls(use("cron_list", map[string]any{})), calls(use("cron_delete", map[string]any{"id": id})), say("deleted"))
 		e.send(root, "list then delete")
-		e.sim.Settle()
+		e.settle()
 		list, _ = toolResult(e.info(root), "cron_list")
 		Expect(list).To(ContainSubstring(id))
 		del, ok := toolResult(e.info(root), "cron_delete")
 		Expect(ok).To(BeTrue(), del)
-		e.sim.RunFor(5 * time.Hour)
+		e.runFor(5 * time.Hour)
 		Expect(runsOf(e.p.Events(root), id)).To(BeEmpty())
 		rows, _ := e.p.Schedules("ada")
 		Expect(rows).To(BeEmpty())
@@ -153,7 +153,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 		id, ok := createVia(map[string]any{"prompt": "tick", "cron": "*/10 * * * *"})
 		Expect(ok).To(BeTrue())
 		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "ok"} })
-		e.sim.RunFor(time.Hour + time.Minute)
+		e.runFor(time.Hour + time.Minute)
 		Expect(sched(id).Runs).To(Equal(6))
 		// Leadership is a lease, so it may move between passes; across both
 		// processes every due instant fired exactly once.
@@ -173,7 +173,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 		Expect(rows[0].Kind).To(Equal(store.ScheduleLoop))
 		Expect(rows[0].Prompt).To(Equal("check the queue"))
 		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "queue ok"} })
-		e.sim.RunFor(5 * 24 * time.Hour)
+		e.runFor(5 * 24 * time.Hour)
 
 		fired := runsOf(e.p.Events(root), id)
 		Expect(fired).To(HaveLen(3 * 24 * 2))
@@ -193,7 +193,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 			}
 			return &core.Response{Text: "still deploying"}
 		})
-		e.sim.RunFor(24 * time.Hour)
+		e.runFor(24 * time.Hour)
 		rows, _ := e.p.Schedules("ada")
 		Expect(rows[0].Runs).To(Equal(3))
 		Expect(rows[0].State).To(Equal(store.ScheduleCompleted))
@@ -215,7 +215,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 			}
 			return toolCall("loop_wait", map[string]any{"completed": true})
 		})
-		e.sim.RunFor(24 * time.Hour)
+		e.runFor(24 * time.Hour)
 		rows, _ := e.p.Schedules("ada")
 		Expect(rows[0].Kind).To(Equal(store.ScheduleDynamic))
 		fired := runsOf(e.p.Events(root), rows[0].ID)
@@ -239,7 +239,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 			}
 			return &core.Response{Text: ""}
 		})
-		e.sim.RunFor(9 * 24 * time.Hour)
+		e.runFor(9 * 24 * time.Hour)
 		rows, _ := e.p.Schedules("ada")
 		Expect(rows[0].State).To(Equal(store.ScheduleCompleted))
 		Expect(rows[0].Reason).To(Equal("expired"))
@@ -257,7 +257,7 @@ var _ = Describe("Scheduled sessions and loops", func() {
 			}
 			return toolCall("loop_wait", map[string]any{"delay": "1h"})
 		})
-		e.sim.RunFor(10 * 24 * time.Hour)
+		e.runFor(10 * 24 * time.Hour)
 		rows, _ := e.p.Schedules("ada")
 		row := rows[0]
 		fired := runsOf(e.p.Events(root), row.ID)
@@ -301,11 +301,11 @@ var _ = Describe("Result delivery", func() {
 			root := e.root("scout", func(o *platform.SessionOptions) { o.Channel = ch })
 			e.model.Script("scout", say("hello"))
 			e.send(root, "hi")
-			e.sim.Settle()
+			e.settle()
 			before := e.info(root)
 			texts()
 			e.send(root, "/loop 1h report")
-			e.sim.RunFor(3*time.Hour + time.Minute)
+			e.runFor(3*time.Hour + time.Minute)
 
 			results := ofType(e.p.Events(root), platform.EventLoopResult)
 			Expect(results).To(HaveLen(3), ch)
@@ -326,7 +326,7 @@ var _ = Describe("Result delivery", func() {
 		root := e.root("scout", func(o *platform.SessionOptions) { o.Channel = "slack" })
 		texts()
 		e.send(root, "/loop 1h report")
-		e.sim.RunFor(3*time.Hour + time.Minute)
+		e.runFor(3*time.Hour + time.Minute)
 		posts := e.p.Posts()
 		Expect(posts).To(HaveLen(3))
 		for _, p := range posts {

@@ -37,9 +37,9 @@ var _ = Describe("A session's turns", func() {
 		e.model.Script("researcher", scripted.Turn{Text: "the findings", Latency: time.Minute})
 		root := e.root("analyst")
 		e.send(root, "start research")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 		e.send(root, "what did it find?")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 
 		out, ok := toolResult(e.info(root), "work")
 		Expect(ok).To(BeTrue(), out)
@@ -58,7 +58,7 @@ var _ = Describe("A session's turns", func() {
 		e.model.Script("researcher", say("two files"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 
 		reqs := e.model.RequestsFor("coordinator")
 		Expect(reqs).To(HaveLen(3))
@@ -78,7 +78,7 @@ var _ = Describe("A session's turns", func() {
 		e.model.Script("researcher", say("surveyed"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 
 		Expect(e.info(root).Children).To(HaveLen(1))
 		Expect(ofType(e.p.Events(root), platform.EventWorkerSpawned)).To(HaveLen(1))

@@ -12,9 +12,9 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform"
-	"github.com/crux-sim/crux-sim/platform/internal/vsim"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 func TestPlatform(t *testing.T) {
@@ -24,9 +24,10 @@ func TestPlatform(t *testing.T) {
 
 var epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
-// env is one platform on the virtual simulator, with a scripted model.
+// env is one platform on the simulator, in its fixed seedless order (the
+// first runnable actor goes), with a scripted model.
 type env struct {
-	sim   *vsim.Sim
+	sim   *sim.Sim
 	model *scripted.Provider
 	ids   *core.SequentialIDs
 	store *store.Memory
@@ -42,12 +43,12 @@ func agent(id string) *core.Agent {
 // newEnv makes a platform with agents coordinator, researcher, writer and
 // scout, sweepers off unless mod turns them on.
 func newEnv(mod ...func(*platform.Options)) *env {
-	e := &env{sim: vsim.New(epoch), ids: &core.SequentialIDs{}, store: store.NewMemory()}
+	e := &env{sim: sim.New(sim.Options{ReplayStrict: true, Start: epoch}), ids: &core.SequentialIDs{}, store: store.NewMemory()}
 	// Scripted latency passes on the virtual clock; an interrupted turn
 	// stops waiting.
 	e.model = scripted.New(scripted.Options{Sleep: func(ctx context.Context, d time.Duration) error {
 		done := make(chan struct{})
-		t := e.sim.AfterFunc(d, func() { close(done) })
+		t := e.sim.Clock().AfterFunc(d, func() { close(done) })
 		defer t.Stop()
 		if e.sim.Wait("model latency", done, ctx.Done()) == 1 {
 			return ctx.Err()
@@ -55,7 +56,7 @@ func newEnv(mod ...func(*platform.Options)) *env {
 		return nil
 	}})
 	e.opts = platform.Options{
-		Core:       core.Options{Provider: e.model, Clock: e.sim, IDs: e.ids, Executor: e.sim},
+		Core:       core.Options{Provider: e.model, Clock: e.sim.Clock(), IDs: e.ids, Executor: e.sim},
 		Agents:     map[string]*core.Agent{},
 		Store:      e.store,
 		NoSweepers: true,
@@ -86,9 +87,16 @@ func (e *env) crash(instance string) {
 
 func (e *env) close() {
 	Expect(e.p.Close()).To(Succeed())
-	e.sim.Settle()
-	Expect(e.sim.Actors()).To(BeZero(), "actors left: %s", e.sim.Blocked())
+	e.settle()
+	Expect(e.sim.Live()).To(BeEmpty(), "actors left")
 }
+
+// runFor lets d of virtual time pass; settle runs what can run now.
+func (e *env) runFor(d time.Duration) {
+	ExpectWithOffset(1, e.sim.RunFor(d)).To(Succeed())
+}
+
+func (e *env) settle() { ExpectWithOffset(1, e.sim.Settle()).To(Succeed()) }
 
 func (e *env) root(agentName string, opts ...func(*platform.SessionOptions)) string {
 	so := platform.SessionOptions{Agent: agentName, User: "ada"}
@@ -169,9 +177,9 @@ var _ = Describe("the spec environment", func() {
 	It("lets a virtual day pass in an idle platform with nothing left running", func() {
 		opt := leakCheck()
 		e := newEnv()
-		e.sim.RunFor(24 * time.Hour)
-		Expect(e.sim.Actors()).To(BeZero())
-		Expect(e.sim.Now()).To(Equal(epoch.Add(24 * time.Hour)))
+		e.runFor(24 * time.Hour)
+		Expect(e.sim.Live()).To(BeEmpty())
+		Expect(e.sim.Clock().Now()).To(Equal(epoch.Add(24 * time.Hour)))
 		e.close()
 		Expect(goleak.Find(opt)).To(Succeed())
 	})

@@ -77,14 +77,14 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 			say("queued"), say("noted"))
 		e.model.Script("researcher", scripted.Turn{Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "indexed"})}, Latency: 10 * time.Minute}, say("bye"))
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 		out, ok := toolResult(e.info(root), "spawn_task")
 		Expect(ok).To(BeTrue(), out)
 		id := jsonOf(out)["task_id"].(string)
 		Expect(ofType(e.p.Events(root), platform.EventTurnEnd)[0].Time).To(Equal(epoch))
 		Expect(task(id).State).To(Equal(store.TaskRunning))
 		Expect(task(id).Title).To(Equal("index"))
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 		Expect(task(id).State).To(Equal(store.TaskDone))
 	})
 
@@ -92,14 +92,14 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "never reported", Latency: 2 * time.Hour})
 		e.model.ScriptRun("researcher", 2, complete("done on retry", nil), say("ok"))
 		id := spawn("long job")
-		e.sim.RunFor(5 * time.Minute)
+		e.runFor(5 * time.Minute)
 		Expect(task(id).State).To(Equal(store.TaskRunning))
 
 		e.crash("proc-2")
 		Expect(e.p.Sessions()).To(BeEmpty(), "process-local sessions are gone")
 		Expect(task(id).State).To(Equal(store.TaskRunning), "the store kept the row as it was")
 
-		e.sim.RunFor(2 * time.Hour)
+		e.runFor(2 * time.Hour)
 		t := task(id)
 		Expect(t.State).To(Equal(store.TaskDone))
 		Expect(t.Result).To(Equal("done on retry"))
@@ -115,19 +115,12 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		Expect(done[0].Task).To(Equal(id))
 	})
 
-	It("a simulator driver can crash the process without waiting inside an actor (CrashAsync), and nothing durable is written after it", func() {
+	It("a simulator driver can crash the process from outside any actor, and nothing durable is written after it", func() {
 		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "never", Latency: time.Hour})
 		id := spawn("long")
-		e.sim.RunFor(time.Minute)
-		drained := e.p.CrashAsync()
-		Expect(e.sim.RunUntil(func() bool {
-			select {
-			case <-drained:
-				return true
-			default:
-				return false
-			}
-		})).To(BeTrue(), "every actor ended")
+		e.runFor(time.Minute)
+		e.p.Crash() // the driver's wait runs the simulation until every actor ended
+		Expect(e.sim.Live()).To(BeEmpty(), "every actor ended")
 		Expect(task(id).State).To(Equal(store.TaskRunning), "the interrupted attempt wrote nothing")
 		as, _ := e.p.Attempts(id)
 		Expect(as[0].Outcome).To(Equal(store.OutcomeRunning))
@@ -141,10 +134,10 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		a, b := spawn("a"), spawn("b")
 		c := spawn("c", a, b)
 		Expect(task(c).State).To(Equal(store.TaskTodo))
-		e.sim.RunFor(15 * time.Minute)
+		e.runFor(15 * time.Minute)
 		Expect(task(a).State).To(Equal(store.TaskDone))
 		Expect(task(c).State).To(Equal(store.TaskTodo), "one parent is not done yet")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 		Expect(task(c).State).To(Equal(store.TaskDone))
 		promoted := ofType(e.p.Events(root), platform.EventTaskPromoted)
 		Expect(promoted).To(HaveLen(1))
@@ -170,7 +163,7 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		childOfCancelled := spawn("child 1", toCancel)
 		childOfFailed := spawn("child 2", toFail)
 		e.send(root, "cancel the first")
-		e.sim.RunFor(48 * time.Hour)
+		e.runFor(48 * time.Hour)
 		Expect(task(toCancel).State).To(Equal(store.TaskCancelled))
 		Expect(task(toFail).State).To(Equal(store.TaskFailed))
 		Expect(task(childOfCancelled).State).To(Equal(store.TaskTodo))
@@ -184,7 +177,7 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		}
 		e.model.Script("coordinator", say("it failed"))
 		id := spawn("hopeless")
-		e.sim.RunFor(24 * time.Hour)
+		e.runFor(24 * time.Hour)
 		t := task(id)
 		Expect(t.State).To(Equal(store.TaskFailed))
 		Expect(t.MaxAttempts).To(Equal(3))
@@ -209,7 +202,7 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		e.model.Script("coordinator", onNotice("unblock_task", map[string]any{"context": "key=abc"}), say("unblocked"), say("done"))
 		t, err := e.p.SpawnTask(root, store.Task{Prompt: "p", Agent: "researcher", MaxAttempts: 2})
 		Expect(err).NotTo(HaveOccurred())
-		e.sim.RunFor(24 * time.Hour)
+		e.runFor(24 * time.Hour)
 		Expect(task(t.ID).State).To(Equal(store.TaskDone))
 		as, _ := e.p.Attempts(t.ID)
 		var outcomes []store.Outcome
@@ -231,12 +224,12 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		}}, complete("resumed from step 1", map[string]any{"tests_run": 3}), say("."))
 		e.model.Script("coordinator", onNotice("unblock_task", map[string]any{"context": "use main"}), say("unblocked"))
 		id := spawn("migrate the schema")
-		e.sim.RunFor(10 * time.Minute)
+		e.runFor(10 * time.Minute)
 		Expect(task(id).State).To(Equal(store.TaskRunning))
 		e.crash("proc-2")
 		Expect(e.p.RestoreSession(root, platform.SessionOptions{Agent: "coordinator", User: "ada"})).To(Succeed())
 		e.model.Script("coordinator", say("done"))
-		e.sim.RunFor(3 * time.Hour)
+		e.runFor(3 * time.Hour)
 
 		Expect(third).NotTo(BeNil())
 		prompt := third.Messages[0].Content
@@ -283,7 +276,7 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		}})
 		t, err := e.p.SpawnTask(root, store.Task{Prompt: "p", Agent: "researcher", MaxAttempts: 7})
 		Expect(err).NotTo(HaveOccurred())
-		e.sim.RunFor(24 * time.Hour)
+		e.runFor(24 * time.Hour)
 		Expect(task(t.ID).State).To(Equal(store.TaskDone))
 		Expect(seventh).NotTo(BeNil())
 		prompt := seventh.Messages[0].Content
@@ -302,7 +295,7 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 			return &core.Response{Text: "great"}, nil
 		}})
 		id := spawn("refactor")
-		e.sim.Settle()
+		e.settle()
 		t := task(id)
 		Expect(t.State).To(Equal(store.TaskDone))
 		Expect(t.Result).To(Equal("3 files changed"))
@@ -321,7 +314,7 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		e.model.ScriptRun("researcher", 2, complete("used the credentials", nil), say("."))
 		e.model.Script("coordinator", say("I will ask the user"))
 		id := spawn("deploy")
-		e.sim.Settle()
+		e.settle()
 		Expect(task(id).State).To(Equal(store.TaskBlocked))
 		Expect(task(id).BlockReason).To(Equal("need credentials"))
 		blocked := ofType(e.p.Events(root), platform.EventTaskBlocked)
@@ -333,7 +326,7 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 			use("cancel_task", map[string]any{"task_id": id})), say("refused"))
 		intruder := e.root("writer")
 		e.send(intruder, "meddle")
-		e.sim.Settle()
+		e.settle()
 		for _, tool := range []string{"unblock_task", "cancel_task"} {
 			out, ok := toolResult(e.info(intruder), tool)
 			Expect(ok).To(BeFalse(), tool)
@@ -341,10 +334,10 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		}
 		Expect(task(id).State).To(Equal(store.TaskBlocked))
 
-		e.sim.RunFor(2 * time.Hour)
+		e.runFor(2 * time.Hour)
 		e.model.Script("coordinator", calls(use("unblock_task", map[string]any{"task_id": id, "context": "token=xyz"})), say("resumed"), say("done"))
 		e.send(root, "here are the credentials")
-		e.sim.Settle()
+		e.settle()
 		t := task(id)
 		Expect(t.State).To(Equal(store.TaskDone))
 		Expect(t.Context).To(HaveLen(1))
@@ -358,12 +351,12 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		e.model.Script("coordinator", calls(use("cancel_task", map[string]any{"task_id": "task-1"})), say("cancelled"))
 		id := spawn("long")
 		Expect(id).To(Equal("task-1"))
-		e.sim.RunFor(5 * time.Minute)
+		e.runFor(5 * time.Minute)
 		as, _ := e.p.Attempts(id)
 		child := as[0].Session
 		Expect(e.info(child).State).To(Equal(platform.StateRunning))
 		e.send(root, "cancel it")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 		Expect(task(id).State).To(Equal(store.TaskCancelled))
 		Expect(e.info(child).State).To(Equal(platform.StateStopped))
 		end := ofType(e.p.Events(child), platform.EventTurnEnd)
@@ -399,9 +392,9 @@ var _ = Describe("Durable tasks on a shared SQL store", func() {
 		}}, say("."))
 		t, err := e.p.SpawnTask(root, store.Task{Prompt: "build", Agent: "researcher"})
 		Expect(err).NotTo(HaveOccurred())
-		e.sim.RunFor(time.Minute)
+		e.runFor(time.Minute)
 		e.crash("proc-2")
-		e.sim.RunFor(2 * time.Hour)
+		e.runFor(2 * time.Hour)
 		got, err := e.p.Task(t.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.State).To(Equal(store.TaskDone))

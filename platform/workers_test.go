@@ -41,7 +41,7 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		e.model.Script("coordinator", say("The worker found three papers."))
 		root := e.root("coordinator")
 		e.send(root, "research this")
-		e.sim.Settle()
+		e.settle()
 
 		out, ok := toolResult(e.info(root), "spawn_worker")
 		Expect(ok).To(BeTrue())
@@ -54,7 +54,7 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		Expect(ends[0].Time).To(Equal(epoch))
 		Expect(e.info(wid).State).To(Equal(platform.StateRunning))
 
-		e.sim.RunFor(10 * time.Minute)
+		e.runFor(10 * time.Minute)
 		Expect(e.info(wid).State).To(Equal(platform.StateCompleted))
 	})
 
@@ -68,7 +68,7 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		}
 		root := e.root("coordinator", func(o *platform.SessionOptions) { o.MaxIterations = 3 })
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 
 		tree, err := e.p.Tree(root)
 		Expect(err).NotTo(HaveOccurred())
@@ -100,7 +100,7 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		}})
 		root := e.root("coordinator")
 		e.send(root, "ask a worker")
-		e.sim.Settle()
+		e.settle()
 
 		done := ofType(e.p.Events(root), platform.EventWorkerComplete)
 		Expect(done).To(HaveLen(1))
@@ -122,7 +122,7 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		e.model.Script("coordinator", say("the worker failed"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(time.Hour)
+		e.runFor(time.Hour)
 
 		done := ofType(e.p.Events(root), platform.EventWorkerComplete)
 		Expect(done).To(HaveLen(1))
@@ -147,7 +147,7 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		e.model.Script("researcher", say("draft v1"), say("draft v2 with citations"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 
 		wid := e.info(root).Children[0]
 		steer, ok := toolResult(e.info(root), "send_worker_message")
@@ -173,13 +173,13 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		e.model.Script("researcher", scripted.Turn{Text: "never", Latency: time.Hour})
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.RunFor(time.Minute)
+		e.runFor(time.Minute)
 		wid := e.info(root).Children[0]
 		e.model.Script("coordinator",
 			calls(use("stop_worker", map[string]any{"worker_id": wid})),
 			say("stopped it"))
 		e.send(root, "stop it")
-		e.sim.RunFor(2 * time.Hour)
+		e.runFor(2 * time.Hour)
 
 		out, ok := toolResult(e.info(root), "stop_worker")
 		Expect(ok).To(BeTrue(), out)
@@ -199,7 +199,7 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		e.model.Script("coordinator", say("ok"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 
 		parentTools := toolNames(e.model.RequestsFor("coordinator")[0])
 		Expect(parentTools).To(ContainElements("spawn_worker", "send_worker_message", "stop_worker"))
@@ -220,14 +220,14 @@ var _ = Describe("Workers (spawn_worker)", func() {
 		e.model.Script("coordinator", say("ok"))
 		root := e.root("coordinator")
 		e.send(root, "go")
-		e.sim.Settle()
+		e.settle()
 		wid := e.info(root).Children[0]
 
 		e.model.Script("writer", calls(use("send_worker_message", map[string]any{"worker_id": wid, "message": "hijack"}),
 			use("stop_worker", map[string]any{"worker_id": wid})), say("tried"))
 		other := e.root("writer")
 		e.send(other, "go")
-		e.sim.Settle()
+		e.settle()
 		for _, tool := range []string{"send_worker_message", "stop_worker"} {
 			out, ok := toolResult(e.info(other), tool)
 			Expect(ok).To(BeFalse(), tool)

@@ -22,6 +22,7 @@ var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 type Clock struct {
 	sim    *Sim
 	now    time.Time
+	start  time.Time
 	timers timerHeap
 	seq    uint64
 }
@@ -74,8 +75,8 @@ func (c *Clock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 // Until returns the virtual time until t.
 func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.now) }
 
-// Elapsed returns the virtual time since Epoch.
-func (c *Clock) Elapsed() time.Duration { return c.now.Sub(Epoch) }
+// Elapsed returns the virtual time since the clock started.
+func (c *Clock) Elapsed() time.Duration { return c.now.Sub(c.start) }
 
 // Pending returns the number of scheduled timers.
 func (c *Clock) Pending() int { return len(c.timers) }

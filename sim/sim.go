@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 	"math/rand/v2"
@@ -42,6 +41,11 @@ type Sim struct {
 	decisions []Decision
 	// misfit is the first replayed choice that no runnable actor answered.
 	misfit *Misfit
+
+	// driving counts the calls on the stack that run the simulation (Run,
+	// RunFor, Step, a Wait from outside an actor): a Wait outside an actor
+	// while one runs is a timer callback or hook that would block.
+	driving int
 
 	// Hooks.
 	onStep func(a *Actor)
@@ -123,6 +127,9 @@ type Options struct {
 	Replay []int
 	// ReplayStrict picks the first runnable actor past the end of Replay
 	// (and for out-of-range choices) instead of drawing from the seed.
+	// With no Replay it is a fixed schedule that needs no seed: the first
+	// runnable actor, in creation order, always goes (the platform's own
+	// specs run so).
 	ReplayStrict bool
 	// StepLimit stops a run that takes more scheduling steps than this;
 	// default 1,000,000.
@@ -132,9 +139,11 @@ type Options struct {
 	OnStep func(a *Actor)
 	// OnJump is called when virtual time jumps.
 	OnJump func(from, to time.Time)
+	// Start is where the clock starts; default Epoch.
+	Start time.Time
 }
 
-// New returns a simulator at Epoch.
+// New returns a simulator whose clock reads Options.Start (default Epoch).
 func New(opts Options) *Sim {
 	s := &Sim{
 		seed: opts.Seed,
@@ -150,7 +159,11 @@ func New(opts Options) *Sim {
 	if s.limit <= 0 {
 		s.limit = 1_000_000
 	}
-	s.clock = &Clock{sim: s, now: Epoch}
+	start := opts.Start
+	if start.IsZero() {
+		start = Epoch
+	}
+	s.clock = &Clock{sim: s, now: start, start: start}
 	return s
 }
 
@@ -199,16 +212,48 @@ func (s *Sim) Yield(p core.Point) {
 	s.park(a)
 }
 
-// Wait parks the calling actor until one of the signals is closed.
+// Wait parks the calling actor until one of the signals is closed, and
+// returns the index of that signal.
+//
+// Called from outside any actor (a test, a user's main, a Close that waits
+// for actors to end), Wait drives the scheduler itself, as Run does, until
+// a signal closes; it panics with a *DeadlockError when nothing can run,
+// no timer is pending and no signal has closed. A timer callback or a hook
+// runs while the simulator is already being driven and must not block:
+// Wait panics there.
 func (s *Sim) Wait(reason string, signals ...<-chan struct{}) int {
 	a := s.cur
 	if a == nil {
-		panic("sim: Wait called outside a simulated actor (timer callbacks must not block)")
+		return s.drive(reason, signals)
 	}
 	a.state, a.signals, a.reason = stateWaiting, signals, reason
 	s.park(a)
 	a.signals = nil
 	return a.woke
+}
+
+// drive is Wait from outside any actor: it runs the simulation until a
+// signal closes.
+func (s *Sim) drive(reason string, signals []<-chan struct{}) int {
+	if s.driving > 0 {
+		panic("sim: Wait outside an actor while the simulator runs (timer callbacks and hooks must not block)")
+	}
+	s.driving++
+	defer func() { s.driving-- }()
+	for {
+		if i := poll(signals); i >= 0 {
+			return i
+		}
+		did, err := s.next(time.Time{}, false)
+		if err != nil {
+			panic(err)
+		}
+		if !did {
+			dl := s.deadlock()
+			dl.Driver = reason
+			panic(dl)
+		}
+	}
 }
 
 // park switches from the calling actor back to the scheduler. It returns
@@ -273,11 +318,17 @@ func poll(signals []<-chan struct{}) int {
 type DeadlockError struct {
 	At     time.Duration
 	Actors []Actor
+	// Driver is what a Wait from outside any actor waited on, when that
+	// is where the deadlock was found.
+	Driver string
 }
 
 func (e *DeadlockError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "deadlock at +%s: no actor can run and no timer is pending", e.At)
+	if e.Driver != "" {
+		fmt.Fprintf(&b, "\n  the driver waits on %s", e.Driver)
+	}
 	for _, a := range e.Actors {
 		fmt.Fprintf(&b, "\n  %s waits on %s", a.Name, a.Reason)
 	}
@@ -289,91 +340,129 @@ var ErrStepLimit = fmt.Errorf("simulation exceeded its step limit")
 
 // Run schedules actors until every actor has finished. It returns a
 // *DeadlockError when actors are left that can never run, and stops early
-// (killing the remaining actors) when until returns true after a step.
+// (leaving the remaining actors parked; Kill ends them) when until returns
+// true after a step.
 func (s *Sim) Run(until func() bool) error {
+	s.driving++
+	defer func() { s.driving-- }()
 	for {
 		if until != nil && until() {
 			return nil
 		}
-		s.runnable = s.runnable[:0]
-		for _, a := range s.actors {
-			switch a.state {
-			case stateNew, stateReady:
-				s.runnable = append(s.runnable, a)
-			case stateWaiting:
-				if i := poll(a.signals); i >= 0 {
-					a.woke = i
-					s.runnable = append(s.runnable, a)
-				}
-			}
+		if len(s.actors) == 0 {
+			return nil
 		}
-		if len(s.runnable) == 0 {
-			if len(s.actors) == 0 {
-				return nil
-			}
-			from := s.clock.now
-			if jumped, fired := s.clock.fireDue(); fired > 0 {
-				if jumped > 0 && s.onJump != nil {
-					s.onJump(from, s.clock.now)
-				}
-				continue
-			}
+		did, err := s.next(time.Time{}, false)
+		if err != nil {
+			return err
+		}
+		if !did {
 			return s.deadlock()
 		}
-		if s.steps >= s.limit {
-			return fmt.Errorf("%w (%d steps)", ErrStepLimit, s.limit)
-		}
-		a := s.runnable[s.choose()]
-		s.resume(a)
-		s.steps++
-		if a.state == stateDone {
-			s.remove(a)
-		}
-		if s.onStep != nil {
-			s.stepped = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone}
-			s.onStep(&s.stepped)
-		}
 	}
 }
 
-// RunUntilIdle runs until no actor can run and no timer is pending. Unlike
-// Run, actors left waiting are not a deadlock: a test driving the
-// simulation from outside releases them and runs again.
-func (s *Sim) RunUntilIdle() error {
-	err := s.Run(nil)
-	var dl *DeadlockError
-	if errors.As(err, &dl) {
-		return nil
-	}
-	return err
-}
-
-// RunFor runs until every actor finished or d of virtual time has passed,
-// whichever is first; timers past the horizon stay pending and the actors
-// waiting on them stay parked (Kill ends them).
+// RunFor runs actors and fires timers up to d of virtual time from now,
+// then leaves the clock at that horizon (run-until-horizon): timers past
+// it stay pending, and actors still waiting stay parked for the driver to
+// release, run on, or Kill. Timers fire even when no actor is alive,
+// since their callbacks may start actors. Actors left waiting are not a
+// deadlock here; Run reports those.
 func (s *Sim) RunFor(d time.Duration) error {
+	s.driving++
+	defer func() { s.driving-- }()
 	horizon := s.clock.now.Add(d)
-	return s.Run(func() bool {
-		if s.anyRunnable() {
-			return false
+	for {
+		did, err := s.next(horizon, true)
+		if err != nil {
+			return err
 		}
-		next, ok := s.clock.next()
-		return ok && next.After(horizon)
-	})
+		if !did {
+			break
+		}
+	}
+	if from := s.clock.now; horizon.After(from) {
+		s.clock.now = horizon
+		if s.onJump != nil {
+			s.onJump(from, horizon)
+		}
+	}
+	return nil
 }
 
-func (s *Sim) anyRunnable() bool {
+// Settle runs every actor that can run and fires the timers already due,
+// without moving the clock: RunFor(0).
+func (s *Sim) Settle() error { return s.RunFor(0) }
+
+// RunUntilIdle is Run without the deadlock: it runs until every actor has
+// finished or none can run and no timer is pending. Actors left waiting
+// are not an error: a test driving the simulation from outside releases
+// them and runs again.
+func (s *Sim) RunUntilIdle() error {
+	s.driving++
+	defer func() { s.driving-- }()
+	for len(s.actors) > 0 {
+		did, err := s.next(time.Time{}, false)
+		if err != nil || !did {
+			return err
+		}
+	}
+	return nil
+}
+
+// Step does one thing: it runs one actor step, or, when no actor can run,
+// fires the timers due at the earliest deadline however far ahead it is.
+// It reports whether there was anything to do. A crash campaign stops a
+// run after a chosen number of steps.
+func (s *Sim) Step() bool {
+	s.driving++
+	defer func() { s.driving-- }()
+	did, err := s.next(time.Time{}, false)
+	return did && err == nil
+}
+
+// next runs one runnable actor, chosen by the seed. When none can run it
+// jumps the clock to the earliest deadline and fires the timers due then,
+// unless bounded and that deadline is past horizon. It reports whether it
+// did either.
+func (s *Sim) next(horizon time.Time, bounded bool) (bool, error) {
+	s.runnable = s.runnable[:0]
 	for _, a := range s.actors {
 		switch a.state {
 		case stateNew, stateReady:
-			return true
+			s.runnable = append(s.runnable, a)
 		case stateWaiting:
-			if poll(a.signals) >= 0 {
-				return true
+			if i := poll(a.signals); i >= 0 {
+				a.woke = i
+				s.runnable = append(s.runnable, a)
 			}
 		}
 	}
-	return false
+	if len(s.runnable) == 0 {
+		at, ok := s.clock.next()
+		if !ok || bounded && at.After(horizon) {
+			return false, nil
+		}
+		from := s.clock.now
+		if jumped, _ := s.clock.fireDue(); jumped > 0 && s.onJump != nil {
+			s.onJump(from, s.clock.now)
+		}
+		return true, nil
+	}
+	if s.steps >= s.limit {
+		return false, fmt.Errorf("%w (%d steps)", ErrStepLimit, s.limit)
+	}
+	a := s.runnable[s.choose()]
+	s.resume(a)
+	s.steps++
+	if a.state == stateDone {
+		s.remove(a)
+	}
+	if s.onStep != nil {
+		s.stepped = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone}
+		s.onStep(&s.stepped)
+	}
+	return true, nil
 }
 
 func (s *Sim) choose() int {
@@ -440,7 +529,7 @@ func (s *Sim) remove(a *actor) {
 	}
 }
 
-func (s *Sim) deadlock() error {
+func (s *Sim) deadlock() *DeadlockError {
 	e := &DeadlockError{At: s.clock.Elapsed()}
 	for _, a := range s.actors {
 		e.Actors = append(e.Actors, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})

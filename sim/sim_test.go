@@ -3,6 +3,7 @@ package sim_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -123,9 +124,49 @@ var _ = Describe("the simulator", func() {
 		Expect(goleak.Find(before)).To(Succeed())
 	})
 
-	It("a wait outside any actor (a timer callback) is refused", func() {
+	It("a wait from outside any actor drives the scheduler until its signal closes", func() {
 		s := sim.New(sim.Options{Seed: 1})
-		Expect(func() { s.Wait("in a callback", make(chan struct{})) }).To(PanicWith(ContainSubstring("outside a simulated actor")))
+		done := make(chan struct{})
+		var order []string
+		s.Go("worker", func() {
+			s.Clock().Sleep(time.Hour)
+			order = append(order, "worker")
+			close(done)
+		})
+		s.Go("bystander", func() { s.Wait("a signal that never comes", make(chan struct{})) })
+		Expect(s.Wait("the worker", done)).To(Equal(0))
+		order = append(order, "driver")
+		Expect(order).To(Equal([]string{"worker", "driver"}))
+		Expect(s.Clock().Elapsed()).To(Equal(time.Hour), "the driver's wait moved virtual time as Run would")
+		Expect(s.Live()).To(HaveLen(1), "the bystander is left parked for the driver")
+		s.Kill()
+	})
+
+	It("a wait from outside any actor that nothing can end panics with the deadlock, naming what the driver waits on", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		s.Go("reviewer", func() { s.Wait("the approval inbox", make(chan struct{})) })
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			s.Wait("the review", make(chan struct{}))
+		}()
+		Expect(got).To(BeAssignableToTypeOf(&sim.DeadlockError{}))
+		Expect(got.(error).Error()).To(SatisfyAll(
+			ContainSubstring("the driver waits on the review"),
+			ContainSubstring("reviewer waits on the approval inbox")))
+		s.Kill()
+	})
+
+	It("a wait in a timer callback is refused: callbacks run while the simulator runs and must not block", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		var refused any
+		s.Clock().AfterFunc(time.Second, func() {
+			defer func() { refused = recover() }()
+			s.Wait("in a callback", make(chan struct{}))
+		})
+		s.Go("keep-alive", func() { s.Clock().Sleep(time.Minute) })
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(refused).To(ContainSubstring("must not block"))
 	})
 
 	It("stops a run that never settles at its step limit", func() {

@@ -62,6 +62,75 @@ var _ = Describe("virtual time", func() {
 		Expect(sawBusy).To(Equal(time.Duration(0)))
 		Expect(s.Clock().Elapsed()).To(Equal(time.Minute))
 	})
+
+	It("RunFor runs to its horizon: the clock ends there, timers past it stay pending, actors still waiting stay parked", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var woke []time.Duration
+		s.Go("sleeper", func() {
+			clock.Sleep(2 * time.Hour)
+			woke = append(woke, clock.Elapsed())
+		})
+		Expect(s.RunFor(90 * time.Minute)).To(Succeed())
+		Expect(clock.Elapsed()).To(Equal(90 * time.Minute))
+		Expect(woke).To(BeEmpty())
+		Expect(clock.Pending()).To(Equal(1))
+		Expect(s.Live()).To(HaveLen(1))
+		Expect(s.RunFor(time.Hour)).To(Succeed())
+		Expect(woke).To(Equal([]time.Duration{2 * time.Hour}))
+		Expect(clock.Elapsed()).To(Equal(150 * time.Minute))
+		Expect(s.Live()).To(BeEmpty())
+	})
+
+	It("timers fire up to the horizon with no actor alive, and an actor a callback starts runs at its instant", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var ran []time.Duration
+		var arm func()
+		arm = func() {
+			clock.AfterFunc(time.Hour, func() {
+				s.Go("job", func() { ran = append(ran, clock.Elapsed()) })
+				arm()
+			})
+		}
+		arm()
+		Expect(s.RunFor(3*time.Hour + time.Minute)).To(Succeed())
+		Expect(ran).To(Equal([]time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour}))
+	})
+
+	It("Settle runs what can run now and fires what is due now, without moving the clock", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var log []string
+		clock.AfterFunc(0, func() { log = append(log, "due now") })
+		clock.AfterFunc(time.Second, func() { log = append(log, "later") })
+		s.Go("actor", func() { log = append(log, "actor") })
+		Expect(s.Settle()).To(Succeed())
+		Expect(log).To(ConsistOf("actor", "due now"))
+		Expect(clock.Elapsed()).To(BeZero())
+	})
+
+	It("Step does one thing at a time: an actor step, or the timers of the earliest deadline", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		s.Go("sleeper", func() { clock.Sleep(time.Minute) })
+		Expect(s.Step()).To(BeTrue()) // the sleeper parks
+		Expect(clock.Elapsed()).To(BeZero())
+		Expect(s.Step()).To(BeTrue()) // the clock jumps and its timer fires
+		Expect(clock.Elapsed()).To(Equal(time.Minute))
+		Expect(s.Step()).To(BeTrue()) // the sleeper ends
+		Expect(s.Step()).To(BeFalse())
+		Expect(s.Steps()).To(Equal(2))
+	})
+
+	It("the clock starts at Options.Start when one is given, and Elapsed counts from there", func() {
+		monday := time.Date(2026, time.March, 2, 9, 0, 0, 0, time.UTC)
+		s := sim.New(sim.Options{Seed: 1, Start: monday})
+		s.Go("sleeper", func() { s.Clock().Sleep(time.Hour) })
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(s.Clock().Now()).To(Equal(monday.Add(time.Hour)))
+		Expect(s.Clock().Elapsed()).To(Equal(time.Hour))
+	})
 })
 
 var _ = Describe("deadlock detection", func() {
