@@ -3,7 +3,6 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
@@ -34,23 +33,6 @@ func PlatformInvariants() []Invariant {
 	}
 }
 
-// taskMoves are the task transitions each event reports: the states it may
-// leave and the state it enters.
-var taskMoves = map[platform.EventType]struct {
-	from []store.TaskState
-	to   store.TaskState
-}{
-	platform.EventTaskPromoted:   {[]store.TaskState{store.TaskTodo}, store.TaskReady},
-	platform.EventTaskStarted:    {[]store.TaskState{store.TaskReady}, store.TaskRunning},
-	platform.EventTaskBlocked:    {[]store.TaskState{store.TaskRunning}, store.TaskBlocked},
-	platform.EventTaskUnblocked:  {[]store.TaskState{store.TaskBlocked}, store.TaskReady},
-	platform.EventTaskRetry:      {[]store.TaskState{store.TaskRunning}, store.TaskReady},
-	platform.EventTaskFailed:     {[]store.TaskState{store.TaskRunning}, store.TaskFailed},
-	platform.EventWorkerComplete: {[]store.TaskState{store.TaskRunning}, store.TaskDone},
-	platform.EventTaskCancelled: {[]store.TaskState{store.TaskTodo, store.TaskReady, store.TaskRunning, store.TaskBlocked},
-		store.TaskCancelled},
-}
-
 // checkTaskLifecycle: a task is created todo or ready and moves only as
 // its state machine allows; a terminal task never moves again.
 func checkTaskLifecycle(s *State, e *platform.Event) string {
@@ -62,23 +44,23 @@ func checkTaskLifecycle(s *State, e *platform.Event) string {
 		switch {
 		case t != nil:
 			return fmt.Sprintf("%s was created twice", e.Task)
-		case e.Status != string(store.TaskTodo) && e.Status != string(store.TaskReady):
+		case e.Status != string(store.CreatedState(false)) && e.Status != string(store.CreatedState(true)):
 			return fmt.Sprintf("%s was created %s; a task is created todo or ready", e.Task, e.Status)
 		}
 		return ""
 	}
-	move, ok := taskMoves[e.Type]
+	move, ok := e.Type.TaskEvent()
 	if !ok {
 		return ""
 	}
 	if t == nil {
 		return fmt.Sprintf("%s for %s, which was never created", e.Type, e.Task)
 	}
-	if !slices.Contains(move.from, t.State) {
+	if _, err := store.NextTask(t.State, move); err != nil {
 		if t.State.Terminal() {
-			return fmt.Sprintf("%s was %s, a terminal state, and then %s reported it %s", e.Task, t.State, e.Type, move.to)
+			return fmt.Sprintf("%s was %s, a terminal state, and then %s reported it %s", e.Task, t.State, e.Type, move.Target())
 		}
-		return fmt.Sprintf("%s moved %s → %s (%s), which the task lifecycle does not allow", e.Task, t.State, move.to, e.Type)
+		return fmt.Sprintf("%s moved %s → %s (%s), which the task lifecycle does not allow", e.Task, t.State, move.Target(), e.Type)
 	}
 	if e.Type == platform.EventTaskCancelled && e.Status != string(t.State) {
 		return fmt.Sprintf("%s was cancelled from %s, but it was %s", e.Task, e.Status, t.State)
@@ -165,9 +147,9 @@ func (s *State) learnPlatform(e *platform.Event) {
 		}
 		return
 	}
-	if move, ok := taskMoves[e.Type]; ok {
+	if move, ok := e.Type.TaskEvent(); ok {
 		if t := s.Tasks[e.Task]; t != nil {
-			t.State = move.to
+			t.State = move.Target()
 		}
 	}
 }

@@ -3,6 +3,8 @@ package platform
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // EventType names a platform event. The dotted names are the seed's own
@@ -68,6 +70,27 @@ const (
 	// EventTaskPromoted: every parent of Task is done; it is ready.
 	EventTaskPromoted EventType = "task.promoted"
 )
+
+// taskEvents are the task lifecycle's moves that the task events report.
+var taskEvents = map[EventType]store.TaskEvent{
+	EventTaskPromoted:   store.TaskPromote,
+	EventTaskStarted:    store.TaskClaim,
+	EventTaskBlocked:    store.TaskBlock,
+	EventTaskUnblocked:  store.TaskUnblock,
+	EventTaskRetry:      store.TaskRetry,
+	EventTaskFailed:     store.TaskGiveUp,
+	EventWorkerComplete: store.TaskComplete,
+	EventTaskCancelled:  store.TaskCancel,
+}
+
+// TaskEvent says which move of the task lifecycle ([store.NextTask]) an
+// event about a task reports: task.started is a claim, task.failed gives
+// up, a worker.complete that carries a task id completes it. Task creation
+// (task.created) is no move: a task is created in [store.CreatedState].
+func (t EventType) TaskEvent() (store.TaskEvent, bool) {
+	e, ok := taskEvents[t]
+	return e, ok
+}
 
 // Workspace, artifacts, inbox and board events.
 const (

@@ -2,8 +2,8 @@
 // attempts, schedules and the ticker's leader lease, and the files of
 // session workspaces. It is what survives a simulated crash.
 //
-// [Store] is three small interfaces, [Tasks], [Schedules] and [Files], so
-// that each can live where it belongs ([Compose]). Two implementations:
+// [Store] is three small interfaces, [Tasks], [Schedules] and [Files]. Two
+// implementations:
 //
 //   - [Memory], the embedded default: maps and one mutex, no server.
 //   - [SQL], on database/sql, for several processes sharing one database.
@@ -18,6 +18,9 @@
 //
 // The task lifecycle (todo → ready → running → done | blocked | failed,
 // cancellable until terminal; a todo task with a failed or cancelled parent
-// is never promoted) is written once, in finishTask, and shared by both
-// implementations; their conformance specs are the same table run twice.
+// is never promoted) is a pure state machine with one transition table
+// ([TaskEvent], [NextTask]): both implementations move every row through
+// it, an illegal move is refused loudly, and the harness's platform
+// invariant checks a run's task events against the same table. Their
+// conformance specs are the same table run twice.
 package store

@@ -82,10 +82,7 @@ func (m *Memory) CreateTask(_ context.Context, t Task) (Task, error) {
 			allDone = false
 		}
 	}
-	t.State = TaskTodo
-	if allDone {
-		t.State = TaskReady
-	}
+	t.State = CreatedState(allDone)
 	t.UpdatedAt = t.CreatedAt
 	row := cloneTask(&t)
 	m.tasks[t.ID] = &row
@@ -148,11 +145,12 @@ func (m *Memory) Claim(_ context.Context, instance string, now time.Time, leaseF
 		if t.State != TaskReady {
 			continue
 		}
-		t.State = TaskRunning
+		if err := moveTask(t, TaskClaim, now); err != nil {
+			return Claim{}, false, err
+		}
 		t.Attempts++
 		t.ClaimedBy = instance
 		t.LeaseUntil = now.Add(leaseFor)
-		t.UpdatedAt = now
 		a := Attempt{Task: id, N: t.Attempts, Instance: instance, StartedAt: now, Outcome: OutcomeRunning}
 		m.attempts[id] = append(m.attempts[id], a)
 		return Claim{Task: cloneTask(t), Attempt: a}, true, nil
@@ -183,26 +181,30 @@ func (m *Memory) FinishAttempt(_ context.Context, task string, n int, instance s
 	if t.State != TaskRunning || t.Attempts != n || t.ClaimedBy != instance {
 		return cloneTask(t), nil, fmt.Errorf("task %s attempt %d: %w", task, n, ErrStale)
 	}
-	promoted := m.finishLocked(t, f)
-	return cloneTask(t), promoted, nil
+	promoted, err := m.finishLocked(t, f)
+	return cloneTask(t), promoted, err
 }
 
 // finishLocked ends t's current attempt. The caller checked it is running.
-func (m *Memory) finishLocked(t *Task, f Finish) []string {
+func (m *Memory) finishLocked(t *Task, f Finish) ([]string, error) {
+	if err := finishTask(t, f); err != nil {
+		return nil, err
+	}
 	as := m.attempts[t.ID]
 	endAttempt(&as[len(as)-1], f)
-	finishTask(t, f)
 	var promoted []string
 	if t.State == TaskDone {
 		for _, c := range m.children[t.ID] {
 			ct := m.tasks[c]
 			if ct.State == TaskTodo && m.parentsDoneLocked(ct) {
-				ct.State, ct.UpdatedAt = TaskReady, f.At
+				if err := moveTask(ct, TaskPromote, f.At); err != nil {
+					return promoted, err
+				}
 				promoted = append(promoted, c)
 			}
 		}
 	}
-	return promoted
+	return promoted, nil
 }
 
 func (m *Memory) parentsDoneLocked(t *Task) bool {
@@ -225,14 +227,14 @@ func (m *Memory) Unblock(_ context.Context, task, by, text string, now time.Time
 	if t.Spawner != by {
 		return Task{}, fmt.Errorf("unblock %s: %w", task, ErrNotOwner)
 	}
-	if t.State != TaskBlocked {
+	if _, err := NextTask(t.State, TaskUnblock); err != nil {
 		return cloneTask(t), fmt.Errorf("unblock %s (%s): %w", task, t.State, ErrState)
 	}
 	if strings.TrimSpace(text) != "" {
 		t.Context = append(t.Context, ContextEntry{At: now, Text: text})
 	}
-	t.State, t.UpdatedAt = TaskReady, now
-	return cloneTask(t), nil
+	err := moveTask(t, TaskUnblock, now)
+	return cloneTask(t), err
 }
 
 // Cancel implements Tasks.
@@ -247,14 +249,16 @@ func (m *Memory) Cancel(_ context.Context, task, by string, now time.Time) (Task
 		return Task{}, "", fmt.Errorf("cancel %s: %w", task, ErrNotOwner)
 	}
 	prev := t.State
-	if prev.Terminal() {
+	if _, err := NextTask(prev, TaskCancel); err != nil {
 		return cloneTask(t), prev, fmt.Errorf("cancel %s (%s): %w", task, prev, ErrState)
 	}
+	var err error
 	if prev == TaskRunning {
-		m.finishLocked(t, Finish{Outcome: OutcomeCancelled, At: now})
+		_, err = m.finishLocked(t, Finish{Outcome: OutcomeCancelled, At: now})
+	} else {
+		err = moveTask(t, TaskCancel, now)
 	}
-	t.State, t.UpdatedAt = TaskCancelled, now
-	return cloneTask(t), prev, nil
+	return cloneTask(t), prev, err
 }
 
 // Reap implements Tasks.
@@ -265,7 +269,9 @@ func (m *Memory) Reap(_ context.Context, now time.Time) ([]Task, error) {
 	for _, id := range m.order {
 		t := m.tasks[id]
 		if t.State == TaskRunning && !t.LeaseUntil.After(now) {
-			m.finishLocked(t, Finish{Outcome: OutcomeCrashed, At: now})
+			if _, err := m.finishLocked(t, Finish{Outcome: OutcomeCrashed, At: now}); err != nil {
+				return out, err
+			}
 			out = append(out, cloneTask(t))
 		}
 	}

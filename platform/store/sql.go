@@ -179,10 +179,7 @@ func (s *SQL) CreateTask(ctx context.Context, t Task) (Task, error) {
 				allDone = false
 			}
 		}
-		t.State = TaskTodo
-		if allDone {
-			t.State = TaskReady
-		}
+		t.State = CreatedState(allDone)
 		t.UpdatedAt = t.CreatedAt
 		body, err := json.Marshal(t)
 		if err != nil {
@@ -335,7 +332,10 @@ func (s *SQL) Claim(ctx context.Context, instance string, now time.Time, lease t
 			if err != nil {
 				return err
 			}
-			t.State, t.ClaimedBy, t.LeaseUntil, t.UpdatedAt = TaskRunning, instance, now.Add(lease), now
+			if err := moveTask(&t, TaskClaim, now); err != nil {
+				return err
+			}
+			t.ClaimedBy, t.LeaseUntil = instance, now.Add(lease)
 			t.Attempts++
 			ok, err := s.saveTask(ctx, tx, t, TaskReady)
 			if err != nil || !ok {
@@ -377,12 +377,14 @@ func (s *SQL) finish(ctx context.Context, tx *sql.Tx, t *Task, f Finish) ([]stri
 	if err != nil {
 		return nil, err
 	}
+	from := t.State
+	if err := finishTask(t, f); err != nil {
+		return nil, err
+	}
 	endAttempt(&a, f)
 	if err := s.putAttempt(ctx, tx, a, false); err != nil {
 		return nil, err
 	}
-	from := t.State
-	finishTask(t, f)
 	if err := s.mustSave(ctx, tx, *t, from); err != nil {
 		return nil, err
 	}
@@ -420,7 +422,9 @@ func (s *SQL) finish(ctx context.Context, tx *sql.Tx, t *Task, f Finish) ([]stri
 		if notDone > 0 {
 			continue
 		}
-		ct.State, ct.UpdatedAt = TaskReady, f.At
+		if err := moveTask(&ct, TaskPromote, f.At); err != nil {
+			return nil, err
+		}
 		if err := s.mustSave(ctx, tx, ct, TaskTodo); err != nil {
 			return nil, err
 		}
@@ -459,13 +463,15 @@ func (s *SQL) Unblock(ctx context.Context, task, by, text string, now time.Time)
 		if t.Spawner != by {
 			return fmt.Errorf("unblock %s: %w", task, ErrNotOwner)
 		}
-		if t.State != TaskBlocked {
+		if _, err := NextTask(t.State, TaskUnblock); err != nil {
 			return fmt.Errorf("unblock %s (%s): %w", task, t.State, ErrState)
 		}
 		if strings.TrimSpace(text) != "" {
 			t.Context = append(t.Context, ContextEntry{At: now, Text: text})
 		}
-		t.State, t.UpdatedAt = TaskReady, now
+		if err := moveTask(&t, TaskUnblock, now); err != nil {
+			return err
+		}
 		return s.mustSave(ctx, tx, t, TaskBlocked)
 	})
 	return t, err
@@ -484,14 +490,16 @@ func (s *SQL) Cancel(ctx context.Context, task, by string, now time.Time) (Task,
 			return fmt.Errorf("cancel %s: %w", task, ErrNotOwner)
 		}
 		prev = t.State
-		if prev.Terminal() {
+		if _, err := NextTask(prev, TaskCancel); err != nil {
 			return fmt.Errorf("cancel %s (%s): %w", task, prev, ErrState)
 		}
 		if prev == TaskRunning {
 			_, err := s.finish(ctx, tx, &t, Finish{Outcome: OutcomeCancelled, At: now})
 			return err
 		}
-		t.State, t.UpdatedAt = TaskCancelled, now
+		if err := moveTask(&t, TaskCancel, now); err != nil {
+			return err
+		}
 		return s.mustSave(ctx, tx, t, prev)
 	})
 	if err != nil {

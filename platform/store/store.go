@@ -4,20 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
 
-// TaskState is where a durable task is in its life.
-//
-//	todo ──(every parent done)──▶ ready ──claim──▶ running ──complete──▶ done
-//	                                ▲                │ ──block──▶ blocked ──unblock──▶ ready
-//	                                └──retry─────────┤ (crash/timeout/error, attempts left)
-//	                                                 └──(max consecutive)──▶ failed
-//	any non-terminal state ──cancel──▶ cancelled
-//
-// A todo task whose parent is failed or cancelled stays todo: it is never
-// promoted.
+// TaskState is where a durable task is in its life. Which state follows
+// which is the task lifecycle's business: see [TaskEvent] and [NextTask].
 type TaskState string
 
 // Task states.
@@ -302,45 +295,46 @@ type Store interface {
 	Files
 }
 
-// Compose makes a Store from parts, so that tasks can live in a shared SQL
-// database while schedules and files stay embedded.
-func Compose(t Tasks, s Schedules, f Files) Store {
-	return composed{t, s, f}
-}
-
-type composed struct {
-	Tasks
-	Schedules
-	Files
-}
-
 // endAttempt records an attempt's outcome.
 func endAttempt(a *Attempt, f Finish) {
 	a.EndedAt, a.Outcome, a.Summary, a.Metadata = f.At, f.Outcome, f.Summary, slices.Clone(f.Metadata)
 	a.BlockReason, a.Error = f.BlockReason, f.Error
 }
 
-// finishTask is the task transition of an attempt's end, shared by every
-// Tasks implementation so that the rules live in one place: completed is
-// done; blocked is blocked; a retryable outcome is ready again until
-// MaxAttempts consecutive ones make it failed; cancelled is cancelled.
-// Promoting children is the caller's part.
-func finishTask(t *Task, f Finish) {
-	t.ClaimedBy, t.LeaseUntil, t.UpdatedAt = "", time.Time{}, f.At
-	switch {
-	case f.Outcome == OutcomeCompleted:
-		t.State, t.Result, t.Metadata, t.Consecutive = TaskDone, f.Summary, slices.Clone(f.Metadata), 0
-		t.BlockReason = ""
-	case f.Outcome == OutcomeBlocked:
-		t.State, t.BlockReason, t.Consecutive = TaskBlocked, f.BlockReason, 0
-	case f.Outcome.Retryable():
-		t.Consecutive++
-		if t.Consecutive >= t.MaxAttempts {
-			t.State = TaskFailed
-		} else {
-			t.State = TaskReady
-		}
-	default:
-		t.State = TaskCancelled
+// finishTask ends t's running attempt with f: the lifecycle says what
+// the task becomes ([FinishEvent], [NextTask]), and finishTask keeps the
+// row's fields in step (result and metadata of a completion, the block
+// reason, the run of consecutive failures, the claim). Both stores call
+// it; promoting children is the caller's part.
+func finishTask(t *Task, f Finish) error {
+	consecutive := t.Consecutive
+	if f.Outcome.Retryable() {
+		consecutive++
 	}
+	ev := FinishEvent(f.Outcome, consecutive, t.MaxAttempts)
+	to, err := NextTask(t.State, ev)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	t.State, t.ClaimedBy, t.LeaseUntil, t.UpdatedAt = to, "", time.Time{}, f.At
+	switch ev {
+	case TaskComplete:
+		t.Result, t.Metadata, t.Consecutive, t.BlockReason = f.Summary, slices.Clone(f.Metadata), 0, ""
+	case TaskBlock:
+		t.BlockReason, t.Consecutive = f.BlockReason, 0
+	case TaskRetry, TaskGiveUp:
+		t.Consecutive = consecutive
+	}
+	return nil
+}
+
+// moveTask applies a lifecycle event that changes nothing but the state
+// (claim, promote, unblock, cancel of a task not running).
+func moveTask(t *Task, e TaskEvent, now time.Time) error {
+	to, err := NextTask(t.State, e)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	t.State, t.UpdatedAt = to, now
+	return nil
 }
