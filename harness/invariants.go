@@ -23,6 +23,19 @@ type Invariant struct {
 	// Platform, when set, checks each event of a platform run (recorded
 	// as a platform entry) before Check sees the entry.
 	Platform func(s *State, e *platform.Event) string
+	// End, when set, is checked once, when the run ends: after the last
+	// step of a run of top-level agents, at the horizon of a platform run
+	// (before its process closes).
+	End func(s *State, end *End) string
+}
+
+// End is what an end-of-run check sees.
+type End struct {
+	// At is the virtual time the run ended at.
+	At time.Time
+	// Platform is the process alive at the end of a platform run; nil for
+	// a run of top-level agents.
+	Platform *platform.Platform
 }
 
 // Violation is a broken invariant, with where it broke.
@@ -102,6 +115,7 @@ type checker struct {
 	seen       int
 	logSeen    int // log lines checked so far
 	violations []Violation
+	ended      bool
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
@@ -135,6 +149,22 @@ func (c *checker) step(a *sim.Actor) {
 		c.state.learn(e)
 	}
 	c.checkLogs()
+}
+
+// end checks the end-of-run invariants, once.
+func (c *checker) end(e *End) {
+	if c.ended {
+		return
+	}
+	c.ended = true
+	for _, inv := range c.invs {
+		if inv.End == nil {
+			continue
+		}
+		if msg := inv.End(&c.state, e); msg != "" {
+			c.violate(inv.Name, c.r.rec.Len(), msg)
+		}
+	}
 }
 
 // learn updates the facts after the invariants have looked at an entry, so

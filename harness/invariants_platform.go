@@ -3,10 +3,12 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // TaskFacts is what a platform run's events said of one durable task.
@@ -28,9 +30,35 @@ func PlatformInvariants() []Invariant {
 		// Checked once, at the horizon: every task is terminal, blocked
 		// (waiting for its spawner), todo behind a parent that is not
 		// done, or in the hands of a live process or of one whose lease
-		// has not lapsed yet.
-		{Name: "no-lost-task"},
+		// has not lapsed yet (the platform's rule, Platform.LostTasks).
+		{Name: "no-lost-task", End: checkNoLostTask},
 	}
+}
+
+// checkNoLostTask: at the end of a platform run, the live process finds
+// no task that nothing will ever move again.
+func checkNoLostTask(_ *State, end *End) string {
+	if end.Platform == nil {
+		return ""
+	}
+	lost, err := end.Platform.LostTasks(end.At)
+	if err != nil {
+		return "the store could not list tasks: " + err.Error()
+	}
+	msgs := make([]string, len(lost))
+	for i, l := range lost {
+		t := l.Task
+		switch l.Reason {
+		case platform.LostUnreaped:
+			msgs[i] = fmt.Sprintf("%s is running in %s, which is gone, and its lease lapsed at %s without a process reaping it",
+				t.ID, t.ClaimedBy, trace.Offset(t.LeaseUntil.Sub(sim.Epoch)))
+		case platform.LostUnclaimed:
+			msgs[i] = fmt.Sprintf("%s has been ready since %s and no process claims it", t.ID, trace.Offset(t.UpdatedAt.Sub(sim.Epoch)))
+		default:
+			msgs[i] = fmt.Sprintf("%s is todo though every parent is done", t.ID)
+		}
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // checkTaskLifecycle: a task is created todo or ready and moves only as

@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -37,8 +36,8 @@ type platformRun struct {
 }
 
 type namedSession struct {
-	name, id string
-	opts     platform.SessionOptions
+	name string
+	platform.Root
 }
 
 // process is one incarnation of the platform. Once dead (crashed, or past
@@ -90,8 +89,20 @@ func (r *run) startPlatform(out *Outcome) error {
 	return nil
 }
 
-// newProcess starts a platform process on the durable store.
+// newProcess starts the first platform process on the durable store.
 func (r *run) newProcess() error {
+	opts, proc := r.processOptions()
+	p, err := platform.New(opts)
+	if err != nil {
+		return err
+	}
+	r.live(proc, p)
+	return nil
+}
+
+// processOptions are the options of the run's next platform process, and
+// the process they will run as.
+func (r *run) processOptions() (platform.Options, *process) {
 	pr := r.plat
 	pr.procs++
 	proc := &process{instance: fmt.Sprintf("proc-%d", pr.procs)}
@@ -125,14 +136,14 @@ func (r *run) newProcess() error {
 			}
 		}
 	})
-	p, err := platform.New(opts)
-	if err != nil {
-		return err
-	}
+	return opts, proc
+}
+
+// live makes p, running as proc, the run's current process.
+func (r *run) live(proc *process, p *platform.Platform) {
 	proc.p = p
-	pr.proc = proc
+	r.plat.proc = proc
 	r.rt = p.Runtime()
-	return nil
 }
 
 // platformEvent records a platform event in the trace, keeps it for the
@@ -159,11 +170,11 @@ func (r *run) setUp() error {
 		if err != nil {
 			return fmt.Errorf("session %s: %w", s.Name, err)
 		}
-		pr.sessions = append(pr.sessions, namedSession{name: s.Name, id: id, opts: s.SessionOptions})
+		pr.sessions = append(pr.sessions, namedSession{name: s.Name, Root: platform.Root{ID: id, Options: s.SessionOptions}})
 	}
 	for i, s := range pr.sc.Sessions {
 		for _, msg := range s.Send {
-			if err := p.Send(pr.sessions[i].id, msg); err != nil {
+			if err := p.Send(pr.sessions[i].ID, msg); err != nil {
 				return fmt.Errorf("session %s: %w", s.Name, err)
 			}
 		}
@@ -195,7 +206,7 @@ func (r *run) setUp() error {
 func (pr *platformRun) sessionID(name string) string {
 	for _, s := range pr.sessions {
 		if s.name == name {
-			return s.id
+			return s.ID
 		}
 	}
 	return ""
@@ -204,7 +215,8 @@ func (pr *platformRun) sessionID(name string) string {
 // crashPlatform is a crash fault on a platform run: the process exits, with
 // every session, event log, running turn, the board and the inbox, and a
 // new process starts on the durable store, reopening the scenario's root
-// sessions under their ids. It runs in the fault's actor.
+// sessions under their ids (platform.Restart). It runs in the fault's
+// actor.
 func (r *run) crashPlatform() {
 	pr := r.plat
 	old := pr.proc
@@ -222,18 +234,18 @@ func (r *run) crashPlatform() {
 		old.instance, live, len(tasks), running)})
 	pr.keep(old.p)
 	old.dead = true
-	old.p.Crash()
 	pr.crashes++
-	if err := r.newProcess(); err != nil {
+	roots := make([]platform.Root, len(pr.sessions))
+	for i, s := range pr.sessions {
+		roots[i] = s.Root
+	}
+	opts, proc := r.processOptions()
+	p, restored, err := old.p.Restart(opts, roots)
+	if err != nil {
 		r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Note, Detail: "restart failed: " + err.Error()})
 		return
 	}
-	restored := make([]string, 0, len(pr.sessions))
-	for _, s := range pr.sessions {
-		if err := pr.proc.p.RestoreSession(s.id, s.opts); err == nil {
-			restored = append(restored, s.id)
-		}
-	}
+	r.live(proc, p)
 	r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("restart: %s on the durable store; root sessions reopened: %s",
 		pr.proc.instance, orNone(strings.Join(restored, ", ")))})
 }
@@ -244,8 +256,9 @@ func (pr *platformRun) keep(p *platform.Platform) {
 	pr.posts = append(pr.posts, p.Posts()...)
 }
 
-// atHorizon records the end of virtual time, checks that no task was lost
-// and keeps the platform's final state for the expectations.
+// atHorizon records the end of virtual time, checks the end-of-run
+// invariants (no task lost) and keeps the platform's final state for the
+// expectations.
 func (r *run) atHorizon() {
 	pr := r.plat
 	now := r.sim.Clock().Now()
@@ -254,52 +267,8 @@ func (r *run) atHorizon() {
 	if r.opts.atHorizon != nil {
 		r.opts.atHorizon(pr.store, now)
 	}
-	if msg := pr.lostTasks(now, pr.proc.instance); msg != "" && slices.ContainsFunc(r.checker.invs, func(inv Invariant) bool { return inv.Name == "no-lost-task" }) {
-		r.checker.violate("no-lost-task", r.rec.Len(), msg)
-	}
+	r.checker.end(&End{At: now, Platform: pr.proc.p})
 	pr.keep(pr.proc.p)
-}
-
-// lostTasks names the tasks that, at the horizon, nothing will ever move
-// again: a running attempt of a dead process whose lease lapsed and that no
-// process reaped, a ready task no process claims while there is room, a
-// todo task whose parents are all done.
-func (pr *platformRun) lostTasks(now time.Time, instance string) string {
-	tasks, err := pr.store.ListTasks(bg, store.TaskFilter{})
-	if err != nil {
-		return "the store could not list tasks: " + err.Error()
-	}
-	state := map[string]store.TaskState{}
-	runningHere := 0
-	for _, t := range tasks {
-		state[t.ID] = t.State
-		if t.State == store.TaskRunning && t.ClaimedBy == instance {
-			runningHere++
-		}
-	}
-	limit := pr.sc.Options.MaxRunningTasks
-	if limit <= 0 {
-		limit = platform.DefaultMaxRunningTasks
-	}
-	var lost []string
-	for _, t := range tasks {
-		switch t.State {
-		case store.TaskRunning:
-			if t.ClaimedBy != instance && !now.Before(t.LeaseUntil.Add(2*time.Minute)) {
-				lost = append(lost, fmt.Sprintf("%s is running in %s, which is gone, and its lease lapsed at %s without a process reaping it",
-					t.ID, t.ClaimedBy, trace.Offset(t.LeaseUntil.Sub(sim.Epoch))))
-			}
-		case store.TaskReady:
-			if runningHere < limit && now.Sub(t.UpdatedAt) > time.Minute {
-				lost = append(lost, fmt.Sprintf("%s has been ready since %s and no process claims it", t.ID, trace.Offset(t.UpdatedAt.Sub(sim.Epoch))))
-			}
-		case store.TaskTodo:
-			if len(t.Parents) > 0 && !slices.ContainsFunc(t.Parents, func(p string) bool { return state[p] != store.TaskDone }) {
-				lost = append(lost, fmt.Sprintf("%s is todo though every parent is done", t.ID))
-			}
-		}
-	}
-	return strings.Join(lost, "; ")
 }
 
 // platformResult reads the durable state for the expectations.

@@ -13,6 +13,7 @@ import (
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // These specs run seed 03's platform through scenarios on the harness's
@@ -233,5 +234,49 @@ var _ = Describe("the platform invariants", func() {
 		Expect(o.Violations[0].Invariant).To(Equal("no-lost-task"))
 		Expect(o.Violations[0].Message).To(ContainSubstring("task-99 is running in proc-ghost, which is gone"))
 		Expect(strings.Count(o.Violations[0].Message, "task-")).To(Equal(1))
+	})
+
+	It("an end-of-run invariant is checked once, at a platform run's horizon, and sees the process still alive", func() {
+		var calls []string
+		probe := harness.Invariant{Name: "probe", End: func(_ *harness.State, end *harness.End) string {
+			calls = append(calls, fmt.Sprintf("%s %s", trace.Offset(end.At.Sub(sim.Epoch)), end.Platform.Instance()))
+			return "the probe always objects"
+		}}
+		o := harness.Run(builtin("task-dag-crash"), harness.Options{Seed: 1, Invariants: []harness.Invariant{probe}})
+		Expect(calls).To(HaveLen(1))
+		Expect(calls[0]).To(HaveSuffix(" proc-2"), "the process that restarted after the crash")
+		Expect(o.Violations).To(HaveLen(1))
+		Expect(o.Violations[0].Invariant).To(Equal("probe"))
+		Expect(o.Violations[0].Entry).To(Equal(len(o.Trace.Entries)), "found at the end of the trace, the horizon's note being last")
+	})
+
+	It("an end-of-run invariant is checked once after a run of top-level agents, with no platform", func() {
+		var ends []*harness.End
+		probe := harness.Invariant{Name: "probe", End: func(_ *harness.State, end *harness.End) string {
+			ends = append(ends, end)
+			return ""
+		}}
+		o := harness.Run(builtin("research-coordinator"), harness.Options{Seed: 1, Invariants: []harness.Invariant{probe}})
+		Expect(o.Passed()).To(BeTrue())
+		Expect(ends).To(HaveLen(1))
+		Expect(ends[0].Platform).To(BeNil())
+		Expect(ends[0].At.Sub(sim.Epoch)).To(Equal(o.Elapsed))
+	})
+
+	It("no-lost-task is an invariant like any other: left out of Options.Invariants, it is not checked", func() {
+		hook := func(s store.Store, now time.Time) {
+			_, err := s.CreateTask(context.Background(), store.Task{ID: "task-99", Prompt: "orphan", Spawner: "nobody", MaxAttempts: 3, CreatedAt: now.Add(-3 * time.Hour)})
+			Expect(err).NotTo(HaveOccurred())
+			_, _, err = s.Claim(context.Background(), "proc-ghost", now.Add(-2*time.Hour), 30*time.Minute)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		var others []harness.Invariant
+		for _, inv := range harness.PlatformInvariants() {
+			if inv.Name != "no-lost-task" {
+				others = append(others, inv)
+			}
+		}
+		o := harness.Run(builtin("task-dag-crash"), harness.WithHorizonHook(harness.Options{Seed: 1, Invariants: others}, hook))
+		Expect(o.Violations).To(BeEmpty())
 	})
 })

@@ -220,6 +220,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 			r.sim.Kill()
 			out.Err = err
 		}
+		r.checker.end(&End{At: r.sim.Clock().Now()})
 	}
 	r.finish(out)
 	return out

@@ -47,6 +47,14 @@ type Options struct {
 	// MaxRunningTasks bounds the attempts this process runs at once.
 	// Default 4.
 	MaxRunningTasks int
+	// ReapGrace is how long past a lapsed lease the reaper waits before it
+	// marks the attempt crashed, so that a live process's own timeout
+	// always reports its attempt first. Default 1m.
+	ReapGrace time.Duration
+	// LostTaskGrace is how long past the moment a task should have moved
+	// (its lapsed lease reaped, a ready task claimed while there is room)
+	// LostTasks waits before it calls the task lost. Default 1m.
+	LostTaskGrace time.Duration
 	// TaskPollInterval, when set, makes the dispatcher poll the store for
 	// ready tasks (needed when other processes share it). Default off: the
 	// dispatcher is woken by this process's own changes and by lease
@@ -92,6 +100,8 @@ const (
 	DefaultTaskMaxAttempts     = 3
 	DefaultTaskTimeout         = 30 * time.Minute
 	DefaultMaxRunningTasks     = 4
+	DefaultReapGrace           = time.Minute
+	DefaultLostTaskGrace       = time.Minute
 	DefaultRecoveryInterval    = time.Hour
 	DefaultLeaderTTL           = 2 * time.Minute
 	DefaultBoardSweepInterval  = 5 * time.Minute
@@ -130,6 +140,8 @@ func (o *Options) defaults() {
 	seti(&o.TaskMaxAttempts, DefaultTaskMaxAttempts)
 	set(&o.TaskTimeout, DefaultTaskTimeout)
 	seti(&o.MaxRunningTasks, DefaultMaxRunningTasks)
+	set(&o.ReapGrace, DefaultReapGrace)
+	set(&o.LostTaskGrace, DefaultLostTaskGrace)
 	set(&o.ScheduleRecoveryInterval, DefaultRecoveryInterval)
 	set(&o.LeaderTTL, DefaultLeaderTTL)
 	set(&o.BoardSweepInterval, DefaultBoardSweepInterval)

@@ -202,6 +202,36 @@ func (p *Platform) Crash() {
 	_ = p.rt.Close()
 }
 
+// Root is a root session to reopen after a restart: its id and how it was
+// opened.
+type Root struct {
+	ID      string
+	Options SessionOptions
+}
+
+// Restart is a crash followed by a new process on the durable store: p
+// crashes (Crash: every process-local thing is lost), a new Platform is
+// made from opts on p's store (opts.Store is ignored), and the given root
+// sessions are reopened under their ids (RestoreSession), so that their
+// tasks' ownership checks and parked events find them. It returns the new
+// process and the ids of the roots it reopened; a root that cannot be
+// reopened (its agent is unknown to opts) is left out.
+func (p *Platform) Restart(opts Options, roots []Root) (*Platform, []string, error) {
+	p.Crash()
+	opts.Store = p.store
+	next, err := New(opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("platform: restart: %w", err)
+	}
+	restored := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if next.RestoreSession(r.ID, r.Options) == nil {
+			restored = append(restored, r.ID)
+		}
+	}
+	return next, restored, nil
+}
+
 // begin stops the timers and cancels every turn with cause, and returns
 // the drained channel.
 func (p *Platform) begin(cause error) <-chan struct{} {

@@ -76,12 +76,11 @@ func newEnv(mod ...func(*platform.Options)) *env {
 }
 
 // crash drops the process and starts a new one on the same store, clock
-// and id source.
+// and id source (platform.Restart, with no root to reopen).
 func (e *env) crash(instance string) {
-	e.p.Crash()
 	e.opts.Instance = instance
 	var err error
-	e.p, err = platform.New(e.opts)
+	e.p, _, err = e.p.Restart(e.opts, nil)
 	Expect(err).NotTo(HaveOccurred())
 }
 

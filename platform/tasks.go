@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
-
-// reapGrace is how long past a lapsed lease the reaper waits, so that a
-// live process's own timeout always reports its attempt first.
-const reapGrace = time.Minute
 
 // taskReport is what a task worker reported during its attempt.
 type taskReport struct {
@@ -363,7 +360,7 @@ func (p *Platform) armReapLocked() {
 		return
 	}
 	p.cancelSlotLocked(p.reapSlot)
-	p.reapSlot = p.afterLocked(at.Add(reapGrace).Sub(p.clock.Now()), "task-reaper", p.reap)
+	p.reapSlot = p.afterLocked(at.Add(p.opts.ReapGrace).Sub(p.clock.Now()), "task-reaper", p.reap)
 }
 
 func (p *Platform) reap() {
@@ -471,4 +468,66 @@ func AttemptPrompt(t store.Task, n int, prior []store.Attempt) string {
 		b.WriteString("\nCall worker_context for the full structured detail. The shared workspace still holds the files earlier attempts left: resume, do not start over.")
 	}
 	return b.String()
+}
+
+// LostReason says why LostTasks calls a task lost.
+type LostReason string
+
+// Why a task is lost.
+const (
+	// LostUnreaped: the task runs in a process that is gone, its lease
+	// lapsed more than ReapGrace+LostTaskGrace ago, and no process reaped
+	// it.
+	LostUnreaped LostReason = "unreaped"
+	// LostUnclaimed: the task has been ready for more than LostTaskGrace
+	// while this process had room to run it, and nothing claimed it.
+	LostUnclaimed LostReason = "unclaimed"
+	// LostUnpromoted: the task is todo though every parent is done.
+	LostUnpromoted LostReason = "unpromoted"
+)
+
+// LostTask is a task that nothing will ever move again.
+type LostTask struct {
+	Task   store.Task
+	Reason LostReason
+}
+
+// LostTasks is the platform's liveness rule for durable tasks, seen from
+// this process at now: it returns every task that nothing will ever move
+// again. A task is fine when it is terminal, blocked (waiting for its
+// spawner), todo behind a parent that is not done, ready or running in
+// this process, or running in another process whose lease has not lapsed
+// long enough for the reaper to have acted (Options.ReapGrace, then
+// Options.LostTaskGrace). The thresholds are this platform's options.
+func (p *Platform) LostTasks(now time.Time) ([]LostTask, error) {
+	tasks, err := p.store.ListTasks(p.ctx(), store.TaskFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("platform: lost tasks: %w", err)
+	}
+	state := make(map[string]store.TaskState, len(tasks))
+	runningHere := 0
+	for _, t := range tasks {
+		state[t.ID] = t.State
+		if t.State == store.TaskRunning && t.ClaimedBy == p.instance {
+			runningHere++
+		}
+	}
+	var lost []LostTask
+	for _, t := range tasks {
+		switch t.State {
+		case store.TaskRunning:
+			if t.ClaimedBy != p.instance && !now.Before(t.LeaseUntil.Add(p.opts.ReapGrace+p.opts.LostTaskGrace)) {
+				lost = append(lost, LostTask{Task: t, Reason: LostUnreaped})
+			}
+		case store.TaskReady:
+			if runningHere < p.opts.MaxRunningTasks && now.Sub(t.UpdatedAt) > p.opts.LostTaskGrace {
+				lost = append(lost, LostTask{Task: t, Reason: LostUnclaimed})
+			}
+		case store.TaskTodo:
+			if len(t.Parents) > 0 && !slices.ContainsFunc(t.Parents, func(id string) bool { return state[id] != store.TaskDone }) {
+				lost = append(lost, LostTask{Task: t, Reason: LostUnpromoted})
+			}
+		}
+	}
+	return lost, nil
 }
