@@ -214,6 +214,11 @@ func (p *Platform) dispatch() {
 		err := p.durable(func() error {
 			var err error
 			c, ok, err = p.store.Claim(p.ctx(), p.instance, p.clock.Now(), p.opts.TaskTimeout)
+			if errors.Is(err, store.ErrContended) {
+				// Other processes took the candidates: nothing to run
+				// now, and the next wake-up or poll tries again.
+				err = nil
+			}
 			return err
 		})
 		if err != nil || !ok {

@@ -96,17 +96,37 @@ func (s *SQL) sql(stmt string) string {
 	return b.String()
 }
 
-// tx runs fn in one transaction, rolled back if fn fails.
-func (s *SQL) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+// tx runs fn in one transaction, rolled back if fn fails. Its error is
+// wrapped with the operation and the id it was about (wrap).
+func (s *SQL) tx(ctx context.Context, op, id string, fn func(*sql.Tx) error) error {
 	t, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return wrap(op, id, err)
 	}
 	if err := fn(t); err != nil {
 		_ = t.Rollback()
-		return err
+		return wrap(op, id, err)
 	}
-	return t.Commit()
+	return wrap(op, id, t.Commit())
+}
+
+// wrap gives a database error the operation and the id it happened on,
+// keeping the driver's error for errors.Is and errors.As. An error of the
+// store's own (ErrNotFound, ErrStale, ...) already says what it is about,
+// in the words the memory store uses, and is returned as it is.
+func wrap(op, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, own := range []error{ErrNotFound, ErrExists, ErrNotOwner, ErrState, ErrStale, ErrContended} {
+		if errors.Is(err, own) {
+			return err
+		}
+	}
+	if id != "" {
+		op += " " + id
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
 }
 
 func nanos(t time.Time) int64 {
@@ -168,7 +188,7 @@ func (s *SQL) mustSave(ctx context.Context, tx *sql.Tx, t Task, from TaskState) 
 
 // CreateTask implements Tasks.
 func (s *SQL) CreateTask(ctx context.Context, t Task) (Task, error) {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "create task", t.ID, func(tx *sql.Tx) error {
 		allDone := true
 		for _, p := range t.Parents {
 			pt, err := s.loadTask(ctx, tx, p, true)
@@ -209,7 +229,7 @@ func (s *SQL) CreateTask(ctx context.Context, t Task) (Task, error) {
 // GetTask implements Tasks.
 func (s *SQL) GetTask(ctx context.Context, id string) (Task, error) {
 	var t Task
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "get task", id, func(tx *sql.Tx) error {
 		var err error
 		t, err = s.loadTask(ctx, tx, id, false)
 		return err
@@ -217,8 +237,8 @@ func (s *SQL) GetTask(ctx context.Context, id string) (Task, error) {
 	return t, err
 }
 
-// ListTasks implements Tasks.
-func (s *SQL) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
+// listTasks is ListTasks without the error's context.
+func (s *SQL) listTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
 	q := "SELECT body FROM {t}tasks WHERE 1 = 1"
 	var args []any
 	if f.Spawner != "" {
@@ -283,7 +303,8 @@ func (s *SQL) Attempts(ctx context.Context, id string) ([]Attempt, error) {
 	if _, err := s.GetTask(ctx, id); err != nil {
 		return nil, err
 	}
-	return s.attempts(ctx, s.db, id)
+	out, err := s.attempts(ctx, s.db, id)
+	return out, wrap("list attempts of", id, err)
 }
 
 func (s *SQL) putAttempt(ctx context.Context, tx *sql.Tx, a Attempt, insert bool) error {
@@ -312,14 +333,19 @@ func (s *SQL) loadAttempt(ctx context.Context, tx *sql.Tx, task string, n int) (
 	return a, err
 }
 
+// claimTries is how many candidates Claim tries before it reports
+// ErrContended.
+const claimTries = 8
+
 // Claim implements Tasks. It tries the oldest ready candidates in turn;
 // one that another process took between the read and the compare-and-set
-// is skipped.
+// is skipped. After claimTries lost in a row it reports ErrContended, so
+// that a caller knows ready work is left and can try again.
 func (s *SQL) Claim(ctx context.Context, instance string, now time.Time, lease time.Duration) (Claim, bool, error) {
-	for tries := 0; tries < 8; tries++ {
+	for range claimTries {
 		var c Claim
 		var got, lost bool
-		err := s.tx(ctx, func(tx *sql.Tx) error {
+		err := s.tx(ctx, "claim by", instance, func(tx *sql.Tx) error {
 			var id string
 			err := tx.QueryRowContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? ORDER BY seq, id LIMIT 1{fu}"), string(TaskReady)).Scan(&id)
 			if errors.Is(err, sql.ErrNoRows) {
@@ -356,12 +382,12 @@ func (s *SQL) Claim(ctx context.Context, instance string, now time.Time, lease t
 			return c, got, nil
 		}
 	}
-	return Claim{}, false, nil
+	return Claim{}, false, fmt.Errorf("store: claim by %s: %d ready candidates in a row were taken by other processes first: %w", instance, claimTries, ErrContended)
 }
 
 // SetAttemptSession implements Tasks.
 func (s *SQL) SetAttemptSession(ctx context.Context, task string, n int, session string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, "set attempt session", task, func(tx *sql.Tx) error {
 		a, err := s.loadAttempt(ctx, tx, task, n)
 		if err != nil {
 			return err
@@ -437,7 +463,7 @@ func (s *SQL) finish(ctx context.Context, tx *sql.Tx, t *Task, f Finish) ([]stri
 func (s *SQL) FinishAttempt(ctx context.Context, task string, n int, instance string, f Finish) (Task, []string, error) {
 	var t Task
 	var promoted []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "finish attempt", task, func(tx *sql.Tx) error {
 		var err error
 		t, err = s.loadTask(ctx, tx, task, true)
 		if err != nil {
@@ -455,7 +481,7 @@ func (s *SQL) FinishAttempt(ctx context.Context, task string, n int, instance st
 // Unblock implements Tasks.
 func (s *SQL) Unblock(ctx context.Context, task, by, text string, now time.Time) (Task, error) {
 	var t Task
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "unblock task", task, func(tx *sql.Tx) error {
 		var err error
 		if t, err = s.loadTask(ctx, tx, task, true); err != nil {
 			return err
@@ -481,7 +507,7 @@ func (s *SQL) Unblock(ctx context.Context, task, by, text string, now time.Time)
 func (s *SQL) Cancel(ctx context.Context, task, by string, now time.Time) (Task, TaskState, error) {
 	var t Task
 	var prev TaskState
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "cancel task", task, func(tx *sql.Tx) error {
 		var err error
 		if t, err = s.loadTask(ctx, tx, task, true); err != nil {
 			return err
@@ -511,7 +537,7 @@ func (s *SQL) Cancel(ctx context.Context, task, by string, now time.Time) (Task,
 // Reap implements Tasks.
 func (s *SQL) Reap(ctx context.Context, now time.Time) ([]Task, error) {
 	var out []Task
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "reap", "", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? AND lease_until <= ? ORDER BY seq, id{fu}"),
 			string(TaskRunning), now.UnixNano())
 		if err != nil {
@@ -542,8 +568,8 @@ func (s *SQL) Reap(ctx context.Context, now time.Time) ([]Task, error) {
 	return out, err
 }
 
-// NextLease implements Tasks.
-func (s *SQL) NextLease(ctx context.Context) (time.Time, bool, error) {
+// nextLease is NextLease without the error's context.
+func (s *SQL) nextLease(ctx context.Context) (time.Time, bool, error) {
 	var n sql.NullInt64
 	err := s.db.QueryRowContext(ctx, s.sql("SELECT MIN(lease_until) FROM {t}tasks WHERE state = ?"), string(TaskRunning)).Scan(&n)
 	if err != nil || !n.Valid {
@@ -599,7 +625,7 @@ func (s *SQL) saveSchedule(ctx context.Context, tx *sql.Tx, sc Schedule) error {
 
 // CreateSchedule implements Schedules.
 func (s *SQL) CreateSchedule(ctx context.Context, sc Schedule) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, "create schedule", sc.ID, func(tx *sql.Tx) error {
 		if _, err := s.loadSchedule(ctx, tx, sc.ID); err == nil {
 			return fmt.Errorf("schedule %s: %w", sc.ID, ErrExists)
 		}
@@ -620,7 +646,7 @@ func (s *SQL) CreateSchedule(ctx context.Context, sc Schedule) error {
 // GetSchedule implements Schedules.
 func (s *SQL) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 	var sc Schedule
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "get schedule", id, func(tx *sql.Tx) error {
 		var err error
 		sc, err = s.loadSchedule(ctx, tx, id)
 		return err
@@ -630,18 +656,22 @@ func (s *SQL) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 
 // ListSchedules implements Schedules.
 func (s *SQL) ListSchedules(ctx context.Context, user string) ([]Schedule, error) {
-	if user == "" {
-		return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state <> ? ORDER BY seq, id"), string(ScheduleDeleted)))
+	q, args := "SELECT body FROM {t}schedules WHERE state <> ? ORDER BY seq, id", []any{string(ScheduleDeleted)}
+	if user != "" {
+		q, args = "SELECT body FROM {t}schedules WHERE state <> ? AND usr = ? ORDER BY seq, id", append(args, user)
 	}
-	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state <> ? AND usr = ? ORDER BY seq, id"),
-		string(ScheduleDeleted), user))
+	out, err := s.scanSchedules(s.db.QueryContext(ctx, s.sql(q), args...))
+	return out, wrap("list schedules of", user, err)
 }
 
 // DeleteSchedule implements Schedules.
 func (s *SQL) DeleteSchedule(ctx context.Context, id, user string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, "delete schedule", id, func(tx *sql.Tx) error {
 		sc, err := s.loadSchedule(ctx, tx, id)
-		if err != nil || sc.State == ScheduleDeleted {
+		if err != nil {
+			return err // not found when there is no such row; the database's error otherwise
+		}
+		if sc.State == ScheduleDeleted {
 			return fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 		}
 		if sc.User != user {
@@ -654,14 +684,15 @@ func (s *SQL) DeleteSchedule(ctx context.Context, id, user string) error {
 
 // Due implements Schedules.
 func (s *SQL) Due(ctx context.Context, now time.Time) ([]Schedule, error) {
-	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND next_run <> 0 AND next_run <= ? ORDER BY next_run, seq, id"),
+	out, err := s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND next_run <> 0 AND next_run <= ? ORDER BY next_run, seq, id"),
 		string(ScheduleActive), now.UnixNano()))
+	return out, wrap("due schedules", "", err)
 }
 
 // Fire implements Schedules.
 func (s *SQL) Fire(ctx context.Context, id string, expect, next, now time.Time) (bool, error) {
 	fired := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "fire schedule", id, func(tx *sql.Tx) error {
 		sc, err := s.loadSchedule(ctx, tx, id)
 		if err != nil {
 			return err
@@ -689,7 +720,7 @@ func (s *SQL) Fire(ctx context.Context, id string, expect, next, now time.Time) 
 
 // SetNext implements Schedules.
 func (s *SQL) SetNext(ctx context.Context, id string, next time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, "set next run of schedule", id, func(tx *sql.Tx) error {
 		sc, err := s.loadSchedule(ctx, tx, id)
 		if err != nil || sc.State != ScheduleActive {
 			return err
@@ -702,7 +733,7 @@ func (s *SQL) SetNext(ctx context.Context, id string, next time.Time) error {
 // Complete implements Schedules.
 func (s *SQL) Complete(ctx context.Context, id, reason string) (bool, error) {
 	done := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "complete schedule", id, func(tx *sql.Tx) error {
 		sc, err := s.loadSchedule(ctx, tx, id)
 		if err != nil || sc.State != ScheduleActive {
 			return err
@@ -714,8 +745,8 @@ func (s *SQL) Complete(ctx context.Context, id, reason string) (bool, error) {
 	return done, err
 }
 
-// NextDue implements Schedules.
-func (s *SQL) NextDue(ctx context.Context) (time.Time, bool, error) {
+// nextDue is NextDue without the error's context.
+func (s *SQL) nextDue(ctx context.Context) (time.Time, bool, error) {
 	var n sql.NullInt64
 	err := s.db.QueryRowContext(ctx, s.sql("SELECT MIN(next_run) FROM {t}schedules WHERE state = ? AND next_run <> 0"), string(ScheduleActive)).Scan(&n)
 	if err != nil || !n.Valid {
@@ -726,14 +757,15 @@ func (s *SQL) NextDue(ctx context.Context) (time.Time, bool, error) {
 
 // Expired implements Schedules.
 func (s *SQL) Expired(ctx context.Context, now time.Time) ([]Schedule, error) {
-	return s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND expires_at <> 0 AND expires_at <= ? ORDER BY seq, id"),
+	out, err := s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND expires_at <> 0 AND expires_at <= ? ORDER BY seq, id"),
 		string(ScheduleActive), now.UnixNano()))
+	return out, wrap("expired schedules", "", err)
 }
 
 // TryLead implements Schedules.
 func (s *SQL) TryLead(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
 	led := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "take lease", name, func(tx *sql.Tx) error {
 		var h string
 		var until int64
 		err := tx.QueryRowContext(ctx, s.sql("SELECT holder, until FROM {t}leases WHERE name = ?{fu}"), name).Scan(&h, &until)
@@ -765,7 +797,7 @@ func (s *SQL) TryLead(ctx context.Context, name, holder string, now time.Time, t
 // PutFile implements Files.
 func (s *SQL) PutFile(ctx context.Context, key string, data []byte, writer string, now time.Time) (*FileMeta, error) {
 	var prev *FileMeta
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, "put file", key, func(tx *sql.Tx) error {
 		var m FileMeta
 		var updated int64
 		err := tx.QueryRowContext(ctx, s.sql("SELECT writer, version, updated, LENGTH(data) FROM {t}files WHERE k = ?{fu}"), key).
@@ -787,8 +819,8 @@ func (s *SQL) PutFile(ctx context.Context, key string, data []byte, writer strin
 	return prev, err
 }
 
-// GetFile implements Files.
-func (s *SQL) GetFile(ctx context.Context, key string) ([]byte, FileMeta, error) {
+// getFile is GetFile without the error's context.
+func (s *SQL) getFile(ctx context.Context, key string) ([]byte, FileMeta, error) {
 	m := FileMeta{Key: key}
 	var data []byte
 	var updated int64
@@ -806,8 +838,8 @@ func likePrefix(prefix string) string {
 	return r.Replace(prefix) + "%"
 }
 
-// ListFiles implements Files.
-func (s *SQL) ListFiles(ctx context.Context, prefix string) ([]FileMeta, error) {
+// listFiles is ListFiles without the error's context.
+func (s *SQL) listFiles(ctx context.Context, prefix string) ([]FileMeta, error) {
 	rows, err := s.db.QueryContext(ctx, s.sql(`SELECT k, writer, version, updated, LENGTH(data) FROM {t}files WHERE k LIKE ? ESCAPE '\' ORDER BY k`), likePrefix(prefix))
 	if err != nil {
 		return nil, err
@@ -826,12 +858,50 @@ func (s *SQL) ListFiles(ctx context.Context, prefix string) ([]FileMeta, error) 
 	return out, rows.Err()
 }
 
-// DeletePrefix implements Files.
-func (s *SQL) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+// deletePrefix is DeletePrefix without the error's context.
+func (s *SQL) deletePrefix(ctx context.Context, prefix string) (int, error) {
 	res, err := s.db.ExecContext(ctx, s.sql(`DELETE FROM {t}files WHERE k LIKE ? ESCAPE '\'`), likePrefix(prefix))
 	if err != nil {
 		return 0, err
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// ---- the operations, their errors wrapped with what they were about ----
+
+// ListTasks implements Tasks.
+func (s *SQL) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
+	out, err := s.listTasks(ctx, f)
+	return out, wrap("list tasks", "", err)
+}
+
+// NextLease implements Tasks.
+func (s *SQL) NextLease(ctx context.Context) (time.Time, bool, error) {
+	at, ok, err := s.nextLease(ctx)
+	return at, ok, wrap("next lease", "", err)
+}
+
+// NextDue implements Schedules.
+func (s *SQL) NextDue(ctx context.Context) (time.Time, bool, error) {
+	at, ok, err := s.nextDue(ctx)
+	return at, ok, wrap("next due schedule", "", err)
+}
+
+// GetFile implements Files.
+func (s *SQL) GetFile(ctx context.Context, key string) ([]byte, FileMeta, error) {
+	data, m, err := s.getFile(ctx, key)
+	return data, m, wrap("get file", key, err)
+}
+
+// ListFiles implements Files.
+func (s *SQL) ListFiles(ctx context.Context, prefix string) ([]FileMeta, error) {
+	out, err := s.listFiles(ctx, prefix)
+	return out, wrap("list files", prefix, err)
+}
+
+// DeletePrefix implements Files.
+func (s *SQL) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	n, err := s.deletePrefix(ctx, prefix)
+	return n, wrap("delete files under", prefix, err)
 }

@@ -137,6 +137,9 @@ var (
 	// ErrStale: the attempt the caller reports on is no longer the
 	// task's current claim (it was cancelled, reaped or re-claimed).
 	ErrStale = errors.New("attempt is no longer current")
+	// ErrContended: Claim ran out of retries because other processes took
+	// every ready candidate between its read and its write; try again.
+	ErrContended = errors.New("other processes took every candidate first")
 )
 
 // TaskFilter selects tasks; zero fields match everything.
