@@ -144,13 +144,9 @@ type SessionInfo struct {
 
 // NewSession starts a root session. It runs nothing until Send.
 func (p *Platform) NewSession(opts SessionOptions) (string, error) {
-	tmpl := p.opts.Agents[opts.Agent]
-	if tmpl == nil {
-		return "", fmt.Errorf("%w %q", ErrUnknownAgent, opts.Agent)
-	}
-	ch := opts.Channel
-	if ch == "" {
-		ch = "web"
+	tmpl, err := p.rootTemplate(opts)
+	if err != nil {
+		return "", err
 	}
 	p.mu.Lock()
 	defer p.unlock()
@@ -158,8 +154,7 @@ func (p *Platform) NewSession(opts SessionOptions) (string, error) {
 		return "", ErrClosed
 	}
 	id := p.ids.NewID(IDSession)
-	s := &session{id: id, root: id, kind: KindRoot, agentName: opts.Agent, tmpl: tmpl, user: opts.User, channel: ch,
-		excluded: slices.Clone(opts.ExcludedTools), allowed: slices.Clone(opts.AllowedTools), budget: opts.MaxIterations}
+	s := newRoot(id, tmpl, opts)
 	if _, err := p.variantLocked(s); err != nil {
 		return "", err
 	}
@@ -172,13 +167,9 @@ func (p *Platform) NewSession(opts SessionOptions) (string, error) {
 // gone with the crash; events addressed to it while it was not live are
 // delivered into its log.
 func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
-	tmpl := p.opts.Agents[opts.Agent]
-	if tmpl == nil {
-		return fmt.Errorf("%w %q", ErrUnknownAgent, opts.Agent)
-	}
-	ch := opts.Channel
-	if ch == "" {
-		ch = "web"
+	tmpl, err := p.rootTemplate(opts)
+	if err != nil {
+		return err
 	}
 	p.mu.Lock()
 	defer p.unlock()
@@ -188,13 +179,33 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	if p.sessions[id] != nil {
 		return fmt.Errorf("session %s is live", id)
 	}
-	s := &session{id: id, root: id, kind: KindRoot, agentName: opts.Agent, tmpl: tmpl, user: opts.User, channel: ch,
-		excluded: slices.Clone(opts.ExcludedTools), allowed: slices.Clone(opts.AllowedTools), budget: opts.MaxIterations}
+	s := newRoot(id, tmpl, opts)
 	p.addLocked(s)
 	s.log = append(s.log, p.parked[id]...)
 	delete(p.parked, id)
 	p.emitLocked(Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
 	return nil
+}
+
+// rootTemplate is the agent a root session runs.
+func (p *Platform) rootTemplate(opts SessionOptions) (*core.Agent, error) {
+	tmpl := p.opts.Agents[opts.Agent]
+	if tmpl == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, opts.Agent)
+	}
+	return tmpl, nil
+}
+
+// newRoot is the one constructor of a root session, new (NewSession) or
+// reopened under its old id (RestoreSession): its agent, its user, its
+// channel (web by default) and its own copies of the tool lists.
+func newRoot(id string, tmpl *core.Agent, opts SessionOptions) *session {
+	ch := opts.Channel
+	if ch == "" {
+		ch = "web"
+	}
+	return &session{id: id, root: id, kind: KindRoot, agentName: opts.Agent, tmpl: tmpl, user: opts.User, channel: ch,
+		excluded: slices.Clone(opts.ExcludedTools), allowed: slices.Clone(opts.AllowedTools), budget: opts.MaxIterations}
 }
 
 // sessionLog is the room a new session's log starts with: a turn of a
@@ -501,152 +512,6 @@ func (p *Platform) Tree(id string) (*TreeNode, error) {
 }
 
 // ---- toolsets ----
-
-// Tool families. The coordinator family is what a worker loses; the task
-// worker family exists only in task attempts; the loop tools only in loop
-// runs.
-var (
-	coordinatorFamily = []string{ToolSpawnWorker, ToolSendWorkerMessage, ToolStopWorker}
-	// delegateStripped is what every delegated child loses, whatever its
-	// preset or its parent's allowlist.
-	delegateStripped = []string{ToolAskUserQuestion, ToolSpawnWorker, ToolSendWorkerMessage, ToolStopWorker}
-	taskWorkerFamily = []string{ToolWorkerComplete, ToolWorkerBlock, ToolWorkerContext}
-	// generalTools are the platform tools every session kind may have,
-	// subject to the rules above and to allowlists and exclusions.
-	generalTools = []string{ToolAskUserQuestion, ToolBoardClaim, ToolBoardNote, ToolBoardRead, ToolCancelTask,
-		ToolCreateArtifact, ToolCronCreate, ToolCronDelete, ToolCronList, ToolDelegateTask, ToolListFiles,
-		ToolReadFile, ToolSendWorkerMessage, ToolSpawnTask, ToolSpawnWorker, ToolStopWorker, ToolUnblockTask,
-		ToolWriteFile}
-)
-
-// ToolNames lists every platform tool a session may be offered, sorted:
-// the general tools, the task worker's and the loop tools.
-func ToolNames() []string {
-	out := slices.Concat(generalTools, taskWorkerFamily, []string{ToolLoopComplete, ToolLoopWait})
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// platformToolsFor is the toolset policy: which platform tools a session
-// is offered. It is pure, so the rules live in one place.
-func platformToolsFor(s *session, maxDepth int) []string {
-	var out []string
-	for _, name := range generalTools {
-		if s.allowed != nil && !slices.Contains(s.allowed, name) {
-			continue
-		}
-		if slices.Contains(s.excluded, name) {
-			continue
-		}
-		switch s.kind {
-		case KindWorker, KindTask:
-			if slices.Contains(coordinatorFamily, name) {
-				continue
-			}
-		case KindDelegate:
-			if slices.Contains(delegateStripped, name) {
-				continue
-			}
-		}
-		if name == ToolDelegateTask && !canDelegate(s, maxDepth) {
-			continue
-		}
-		out = append(out, name)
-	}
-	if s.kind == KindTask {
-		out = append(out, taskWorkerFamily...)
-	}
-	if s.kind == KindScheduled {
-		switch s.scheduleKind {
-		case store.ScheduleLoop:
-			out = append(out, ToolLoopComplete)
-		case store.ScheduleDynamic:
-			out = append(out, ToolLoopWait)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// canDelegate: below the depth cap, and not a leaf child.
-func canDelegate(s *session, maxDepth int) bool {
-	if s.depth >= maxDepth {
-		return false
-	}
-	return s.kind != KindDelegate || s.role == RoleOrchestrator
-}
-
-type variantKey struct {
-	tmpl  *core.Agent
-	tools string
-}
-
-// variantLocked returns the agent a session runs: its template with the
-// authored tools it may use and the platform tools of its kind, and a
-// middleware that records provider-step activity. Variants are cached per
-// template and toolset, because the runtime prepares each *Agent once.
-func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
-	if s.variant != nil {
-		return s.variant, nil
-	}
-	// Most sessions have no allowlist and no exclusions: their toolset
-	// depends only on what kind of session they are, so the variant is
-	// found without computing the toolset (a loop makes a session an
-	// hour).
-	var quick quickKey
-	if s.allowed == nil && len(s.excluded) == 0 {
-		quick = quickKey{tmpl: s.tmpl, kind: s.kind, schedule: s.scheduleKind, delegates: canDelegate(s, p.opts.MaxDelegationDepth)}
-		if a := p.quick[quick]; a != nil {
-			s.variant = a
-			return a, nil
-		}
-	}
-	plat := platformToolsFor(s, p.opts.MaxDelegationDepth)
-	var authored []string
-	for _, name := range slices.Sorted(maps.Keys(s.tmpl.Tools)) {
-		if _, clash := p.tools[name]; clash {
-			return nil, fmt.Errorf("%w: agent %q, tool %q", ErrToolCollision, s.tmpl.ID, name)
-		}
-		if s.allowed != nil && !slices.Contains(s.allowed, name) || slices.Contains(s.excluded, name) {
-			continue
-		}
-		authored = append(authored, name)
-	}
-	key := variantKey{tmpl: s.tmpl, tools: strings.Join(authored, ",") + "|" + strings.Join(plat, ",")}
-	if a := p.variants[key]; a != nil {
-		s.variant = a
-		if quick.tmpl != nil {
-			p.quick[quick] = a
-		}
-		return a, nil
-	}
-	a := *s.tmpl
-	a.Prompt.Input = nil
-	a.Prompt.Render = nil
-	a.Tools = make(core.Tools, len(authored)+len(plat))
-	for _, name := range authored {
-		a.Tools[name] = s.tmpl.Tools[name]
-	}
-	for _, name := range plat {
-		a.Tools[name] = p.tools[name]
-	}
-	a.Use = append([]core.Middleware{p.activity}, s.tmpl.Use...)
-	p.variants[key] = &a
-	if quick.tmpl != nil {
-		p.quick[quick] = &a
-	}
-	s.variant = &a
-	return &a, nil
-}
-
-// quickKey is what decides the toolset of a session without an allowlist
-// or exclusions (see platformToolsFor).
-type quickKey struct {
-	tmpl      *core.Agent
-	kind      Kind
-	schedule  store.ScheduleKind
-	delegates bool
-}
 
 // activity records a session's provider steps, for the stale check.
 func (p *Platform) activity(ctx context.Context, req *core.Request, next core.StepFunc) (*core.Response, error) {

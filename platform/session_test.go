@@ -94,3 +94,26 @@ var _ = Describe("A session's turns", func() {
 		Expect(results[2].Content).To(ContainSubstring("conflict"))
 	})
 })
+
+var _ = Describe("Root sessions", func() {
+	It("a root reopened after a crash is the session a new one with the same options is: agent, user, channel and toolset", func() {
+		leak := leakCheck()
+		e := newEnv()
+		opts := platform.SessionOptions{Agent: "coordinator", User: "ada", Channel: "slack",
+			ExcludedTools: []string{platform.ToolSpawnWorker}, AllowedTools: []string{platform.ToolSpawnWorker, platform.ToolSpawnTask, platform.ToolCronCreate}}
+		fresh := e.root("coordinator", func(so *platform.SessionOptions) { *so = opts })
+		want := e.info(fresh)
+		e.crash("proc-2")
+		Expect(e.p.RestoreSession(fresh, opts)).To(Succeed())
+		got := e.info(fresh)
+		Expect(got.Agent).To(Equal(want.Agent))
+		Expect(got.User).To(Equal("ada"))
+		Expect(got.Channel).To(Equal("slack"))
+		Expect(got.Kind).To(Equal(platform.KindRoot))
+		Expect(got.Root).To(Equal(fresh))
+		Expect(want.Tools).To(Equal([]string{platform.ToolCronCreate, platform.ToolSpawnTask}))
+		Expect(got.Tools).To(Equal(want.Tools))
+		e.close()
+		Expect(goleak.Find(leak)).To(Succeed())
+	})
+})

@@ -1,0 +1,161 @@
+package platform
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/platform/store"
+)
+
+// The toolset policy: which platform tools each kind of session is
+// offered (platformToolsFor, pure, so that the rules live in one place),
+// and the agent variant a session runs with them (variantLocked).
+
+// Tool families. The coordinator family is what a worker loses; the task
+// worker family exists only in task attempts; the loop tools only in loop
+// runs.
+var (
+	coordinatorFamily = []string{ToolSpawnWorker, ToolSendWorkerMessage, ToolStopWorker}
+	// delegateStripped is what every delegated child loses, whatever its
+	// preset or its parent's allowlist.
+	delegateStripped = []string{ToolAskUserQuestion, ToolSpawnWorker, ToolSendWorkerMessage, ToolStopWorker}
+	taskWorkerFamily = []string{ToolWorkerComplete, ToolWorkerBlock, ToolWorkerContext}
+	// generalTools are the platform tools every session kind may have,
+	// subject to the rules above and to allowlists and exclusions.
+	generalTools = []string{ToolAskUserQuestion, ToolBoardClaim, ToolBoardNote, ToolBoardRead, ToolCancelTask,
+		ToolCreateArtifact, ToolCronCreate, ToolCronDelete, ToolCronList, ToolDelegateTask, ToolListFiles,
+		ToolReadFile, ToolSendWorkerMessage, ToolSpawnTask, ToolSpawnWorker, ToolStopWorker, ToolUnblockTask,
+		ToolWriteFile}
+)
+
+// ToolNames lists every platform tool a session may be offered, sorted:
+// the general tools, the task worker's and the loop tools.
+func ToolNames() []string {
+	out := slices.Concat(generalTools, taskWorkerFamily, []string{ToolLoopComplete, ToolLoopWait})
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// platformToolsFor is the toolset policy: which platform tools a session
+// is offered. It is pure, so the rules live in one place.
+func platformToolsFor(s *session, maxDepth int) []string {
+	var out []string
+	for _, name := range generalTools {
+		if s.allowed != nil && !slices.Contains(s.allowed, name) {
+			continue
+		}
+		if slices.Contains(s.excluded, name) {
+			continue
+		}
+		switch s.kind {
+		case KindWorker, KindTask:
+			if slices.Contains(coordinatorFamily, name) {
+				continue
+			}
+		case KindDelegate:
+			if slices.Contains(delegateStripped, name) {
+				continue
+			}
+		}
+		if name == ToolDelegateTask && !canDelegate(s, maxDepth) {
+			continue
+		}
+		out = append(out, name)
+	}
+	if s.kind == KindTask {
+		out = append(out, taskWorkerFamily...)
+	}
+	if s.kind == KindScheduled {
+		switch s.scheduleKind {
+		case store.ScheduleLoop:
+			out = append(out, ToolLoopComplete)
+		case store.ScheduleDynamic:
+			out = append(out, ToolLoopWait)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// canDelegate: below the depth cap, and not a leaf child.
+func canDelegate(s *session, maxDepth int) bool {
+	if s.depth >= maxDepth {
+		return false
+	}
+	return s.kind != KindDelegate || s.role == RoleOrchestrator
+}
+
+type variantKey struct {
+	tmpl  *core.Agent
+	tools string
+}
+
+// variantLocked returns the agent a session runs: its template with the
+// authored tools it may use and the platform tools of its kind, and a
+// middleware that records provider-step activity. Variants are cached per
+// template and toolset, because the runtime prepares each *Agent once.
+func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
+	if s.variant != nil {
+		return s.variant, nil
+	}
+	// Most sessions have no allowlist and no exclusions: their toolset
+	// depends only on what kind of session they are, so the variant is
+	// found without computing the toolset (a loop makes a session an
+	// hour).
+	var quick quickKey
+	if s.allowed == nil && len(s.excluded) == 0 {
+		quick = quickKey{tmpl: s.tmpl, kind: s.kind, schedule: s.scheduleKind, delegates: canDelegate(s, p.opts.MaxDelegationDepth)}
+		if a := p.quick[quick]; a != nil {
+			s.variant = a
+			return a, nil
+		}
+	}
+	plat := platformToolsFor(s, p.opts.MaxDelegationDepth)
+	var authored []string
+	for _, name := range slices.Sorted(maps.Keys(s.tmpl.Tools)) {
+		if _, clash := p.tools[name]; clash {
+			return nil, fmt.Errorf("%w: agent %q, tool %q", ErrToolCollision, s.tmpl.ID, name)
+		}
+		if s.allowed != nil && !slices.Contains(s.allowed, name) || slices.Contains(s.excluded, name) {
+			continue
+		}
+		authored = append(authored, name)
+	}
+	key := variantKey{tmpl: s.tmpl, tools: strings.Join(authored, ",") + "|" + strings.Join(plat, ",")}
+	if a := p.variants[key]; a != nil {
+		s.variant = a
+		if quick.tmpl != nil {
+			p.quick[quick] = a
+		}
+		return a, nil
+	}
+	a := *s.tmpl
+	a.Prompt.Input = nil
+	a.Prompt.Render = nil
+	a.Tools = make(core.Tools, len(authored)+len(plat))
+	for _, name := range authored {
+		a.Tools[name] = s.tmpl.Tools[name]
+	}
+	for _, name := range plat {
+		a.Tools[name] = p.tools[name]
+	}
+	a.Use = append([]core.Middleware{p.activity}, s.tmpl.Use...)
+	p.variants[key] = &a
+	if quick.tmpl != nil {
+		p.quick[quick] = &a
+	}
+	s.variant = &a
+	return &a, nil
+}
+
+// quickKey is what decides the toolset of a session without an allowlist
+// or exclusions (see platformToolsFor).
+type quickKey struct {
+	tmpl      *core.Agent
+	kind      Kind
+	schedule  store.ScheduleKind
+	delegates bool
+}
