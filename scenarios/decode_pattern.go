@@ -54,59 +54,10 @@ func (l *loader) pattern(n *node, what string, want trace.Kind) Pattern {
 		l.errorf(n, "%s must be a %s pattern, such as {%s: {status: {state: completed}}} or just its fields; found a %s pattern", what, want, want, kind)
 	}
 	f := l.fields(v, what, patternFields...)
-	p.Agent = l.agentRef(f["agent"], what+" agent")
-	p.Step = l.integer(f["step"], what+" step", 1)
-	if f["tools"] != nil {
-		p.Tools = l.strs(f["tools"], what+" tools")
-		if p.Tools == nil {
-			p.Tools = []string{}
-		}
+	for i := range patternTable {
+		field := &patternTable[i]
+		field.decode(l, f[field.key], what+" "+field.key, &p)
 	}
-	p.ToolsInclude = l.strs(f["tools-include"], what+" tools-include")
-	p.ToolsExclude = l.strs(f["tools-exclude"], what+" tools-exclude")
-	if sn := f["status"]; sn != nil {
-		p.Status = l.rowPattern(sn, what+" status")
-	}
-	p.NoStatus = l.boolean(f["no-status"], what+" no-status")
-	p.Message = l.str(f["message"], what+" message")
-	p.Guidance = l.str(f["guidance"], what+" guidance")
-	if tn := f["tool"]; tn != nil {
-		p.Tool = l.str(tn, what+" tool")
-		if !l.anyAgentHasTool(p.Tool) {
-			l.errorf(tn, "%s: no agent has a tool %q%s", what, p.Tool, suggest(p.Tool, l.allTools()))
-		}
-	}
-	p.InBackground = l.optBool(f["in-background"], what+" in-background")
-	if an := f["action"]; an != nil {
-		p.Action = l.str(an, what+" action")
-		if !slices.Contains(core.WorkActions, p.Action) {
-			l.errorf(an, "%s: %q is not a work action%s", what, p.Action, suggest(p.Action, core.WorkActions))
-		}
-	}
-	p.Work = l.ref(f["work"], what+" work")
-	p.WorkRef = l.optBool(f["work-ref"], what+" work-ref")
-	p.IsError = l.optBool(f["error"], what+" error")
-	p.Contains = l.str(f["contains"], what+" contains")
-	p.Equals = l.str(f["equals"], what+" equals")
-	p.NotFound = l.optBool(f["not-found"], what+" not-found")
-	p.From = l.state(f["from"], what+" from")
-	p.To = l.state(f["to"], what+" to")
-	if mn := f["mode"]; mn != nil {
-		p.Mode = l.str(mn, what+" mode")
-		if !slices.Contains([]string{"top", "foreground", "background"}, p.Mode) {
-			l.errorf(mn, "%s: mode is top, foreground or background, not %q", what, p.Mode)
-		}
-	}
-	p.Failed = l.optBool(f["failed"], what+" failed")
-	if en := f["event"]; en != nil {
-		p.Event = l.str(en, what+" event")
-		if p.Kind != "" && p.Kind != platform.TraceKind {
-			l.errorf(en, "%s: event is a field of platform patterns, such as {platform: {event: worker.complete}}", what)
-		}
-	}
-	p.At = l.offset(f["at"], what+" at")
-	p.NotBefore = l.offset(f["not-before"], what+" not-before")
-	p.NotAfter = l.offset(f["not-after"], what+" not-after")
 	return p
 }
 

@@ -56,10 +56,9 @@ var (
 var patternKinds = []string{"request", "response", "tool-call", "tool-result", "result", "work-call", "work",
 	"detach", "send", "guidance", "run-start", "run-end", "fault", "action", "clock", "note", "platform", "entry"}
 
-// patternFields are the fields of a pattern, whatever its kind.
-var patternFields = []string{"agent", "step", "tools", "tools-include", "tools-exclude", "status", "no-status",
-	"message", "guidance", "tool", "in-background", "action", "work", "work-ref", "error", "contains", "equals",
-	"not-found", "from", "to", "mode", "failed", "event", "at", "not-before", "not-after"}
+// patternFields are the fields of a pattern, whatever its kind: the keys
+// of patternTable, where everything about each field lives.
+var patternFields = patternFieldKeys()
 
 // KeySet is the keys allowed in one section of a scenario file.
 type KeySet struct {

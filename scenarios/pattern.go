@@ -129,207 +129,411 @@ func (p *Pattern) distance(t *trace.Trace, e *trace.Entry) ([]string, int) {
 func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []string, int) {
 	var why []string
 	dist := 0
-	// miss records a difference of a weight; it reports whether to go on
-	// looking.
-	miss := func(weight int, format string, args ...any) bool {
-		if explain {
-			why = append(why, fmt.Sprintf(format, args...))
-			dist += weight
-		}
-		return explain
-	}
 	if p.Kind != "" && e.Kind != p.Kind {
-		if !explain || !miss(4, "it is a %s, not a %s", e.Kind, p.Kind) {
-			return false, nil, 0
-		}
-	}
-	if p.Agent != "" && e.Agent != p.Agent {
-		if !explain || !miss(3, "its agent is %s, not %s", orNone(e.Agent), p.Agent) {
-			return false, nil, 0
-		}
-	}
-	if p.Step != 0 && e.Step != p.Step {
-		if !explain || !miss(1, "it is step %d, not %d", e.Step, p.Step) {
-			return false, nil, 0
-		}
-	}
-	if p.Tools != nil && !slices.Equal(p.Tools, e.Tools) {
-		if !explain || !miss(1, "it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ",")) {
-			return false, nil, 0
-		}
-	}
-	for _, name := range p.ToolsInclude {
-		if !slices.Contains(e.Tools, name) {
-			if !explain || !miss(1, "it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")) {
-				return false, nil, 0
-			}
-		}
-	}
-	for _, name := range p.ToolsExclude {
-		if slices.Contains(e.Tools, name) {
-			if !explain || !miss(1, "it offered %s", name) {
-				return false, nil, 0
-			}
-		}
-	}
-	if p.NoStatus && len(e.Status) > 0 {
-		if !explain || !miss(1, "it carried a status block (%s)", strings.Join(e.Status, "; ")) {
-			return false, nil, 0
-		}
-	}
-	if p.Status != nil && !p.Status.matchAny(t, e.Status) {
 		if !explain {
 			return false, nil, 0
 		}
-		rows := "no status block"
-		if len(e.Status) > 0 {
-			rows = "status " + strings.Join(e.Status, "; ")
-		}
-		if !explain || !miss(statusWeight(e), "no status row matches %s (it carried %s)", p.Status, rows) {
-			return false, nil, 0
-		}
+		why, dist = append(why, fmt.Sprintf("it is a %s, not a %s", e.Kind, p.Kind)), 4
 	}
-	if p.Message != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) }) {
-		if !explain || !miss(1, "no new message contains %q", p.Message) {
-			return false, nil, 0
+	for i := range patternTable {
+		f := &patternTable[i]
+		if f.match(p, t, e) {
+			continue
 		}
-	}
-	if p.Guidance != "" && !slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) }) {
-		if !explain || !miss(1, "no guidance message contains %q", p.Guidance) {
-			return false, nil, 0
-		}
-	}
-	if p.Tool != "" && !p.matchTool(e) {
-		if !explain || !miss(2, "it is about %s, not %s", orNone(strings.Join(toolsOf(e), ",")), p.Tool) {
-			return false, nil, 0
-		}
-	}
-	if p.InBackground != nil && !p.matchBackground(e) {
-		if !explain || !miss(1, "no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground) {
-			return false, nil, 0
-		}
-	}
-	if p.Action != "" && e.Action != p.Action {
-		if !explain || !miss(1, "its work action is %s, not %s", orNone(e.Action), p.Action) {
-			return false, nil, 0
-		}
-	}
-	if !p.Work.IsZero() {
-		id, ok := p.Work.Resolve(t)
-		switch {
-		case !ok:
-			if !explain || !miss(2, "no %s exists in the trace", p.Work) {
-				return false, nil, 0
-			}
-		case e.Work == id:
-		case e.Ref != nil && e.Ref.ID == id:
-		default:
-			if !explain || !miss(2, "it is about %s, not %s (%s)", orNone(e.Work), id, p.Work) {
-				return false, nil, 0
-			}
-		}
-	}
-	if p.WorkRef != nil && (e.Ref != nil) != *p.WorkRef {
 		if !explain {
 			return false, nil, 0
 		}
-		what := "it returned no work.ref"
-		if e.Ref != nil {
-			what = "it returned work.ref " + e.Ref.ID
-		}
-		if !explain || !miss(1, "%s", what) {
-			return false, nil, 0
-		}
-	}
-	if p.IsError != nil && e.IsError != *p.IsError {
-		if !explain {
-			return false, nil, 0
-		}
-		what := "it is not an error"
-		if e.IsError {
-			what = "it is an error"
-		}
-		if !explain || !miss(1, "%s", what) {
-			return false, nil, 0
-		}
-	}
-	if p.NotFound != nil && (e.Kind == trace.ToolResult && e.Content == NotFoundContent) != *p.NotFound {
-		if !explain {
-			return false, nil, 0
-		}
-		what := "it is not " + NotFoundContent
-		if !*p.NotFound {
-			what = "it is " + NotFoundContent
-		}
-		if !explain || !miss(1, "%s", what) {
-			return false, nil, 0
-		}
-	}
-	if p.Contains != "" && !entryContains(e, p.Contains) {
-		if !explain || !miss(1, "it does not contain %q", p.Contains) {
-			return false, nil, 0
-		}
-	}
-	if p.Equals != "" && e.Content != p.Equals {
-		if !explain || !miss(1, "its content is %q, not %q", e.Content, p.Equals) {
-			return false, nil, 0
-		}
-	}
-	if p.From != "" && e.From != p.From {
-		if !explain || !miss(1, "it moved from %s, not %s", orNone(e.From), p.From) {
-			return false, nil, 0
-		}
-	}
-	if p.To != "" && e.To != p.To {
-		if !explain || !miss(1, "it moved to %s, not %s", orNone(e.To), p.To) {
-			return false, nil, 0
-		}
-	}
-	if p.Mode != "" && e.Mode != p.Mode {
-		if !explain || !miss(1, "its mode is %s, not %s", orNone(e.Mode), p.Mode) {
-			return false, nil, 0
-		}
-	}
-	if p.Failed != nil && (e.Error != "") != *p.Failed {
-		if !explain {
-			return false, nil, 0
-		}
-		what := "it did not fail"
-		if e.Error != "" {
-			what = "it failed: " + e.Error
-		}
-		if !explain || !miss(1, "%s", what) {
-			return false, nil, 0
-		}
-	}
-	if p.Event != "" && !p.matchEvent(e) {
-		if !explain {
-			return false, nil, 0
-		}
-		what := "it is not a platform event"
-		if e.Kind == platform.TraceKind {
-			what = "its event is " + e.Label + ", not " + p.Event
-		}
-		if !explain || !miss(2, "%s", what) {
-			return false, nil, 0
-		}
-	}
-	if p.At != nil && e.At != *p.At {
-		if !explain || !miss(1, "it is at %s, not %s", trace.Offset(e.At), trace.Offset(*p.At)) {
-			return false, nil, 0
-		}
-	}
-	if p.NotBefore != nil && e.At < *p.NotBefore {
-		if !explain || !miss(1, "it is at %s, before %s", trace.Offset(e.At), trace.Offset(*p.NotBefore)) {
-			return false, nil, 0
-		}
-	}
-	if p.NotAfter != nil && e.At > *p.NotAfter {
-		if !explain || !miss(1, "it is at %s, after %s", trace.Offset(e.At), trace.Offset(*p.NotAfter)) {
-			return false, nil, 0
-		}
+		msgs, weight := f.why(p, t, e)
+		why, dist = append(why, msgs...), dist+weight
 	}
 	return len(why) == 0, why, dist
+}
+
+// patternField is one field of a Pattern, everything about it in one
+// place: its key in a scenario file, how a file sets it, whether an entry
+// matches it, how an entry differs from it and how it is shown. The
+// loader, Match, Mismatches, the nearest-miss distance and String all read
+// patternTable, so that a field is added or changed in one entry.
+type patternField struct {
+	// key is the field's key in a scenario file.
+	key string
+	// decode reads the field from a file (n is nil when the key is absent).
+	decode func(l *loader, n *node, what string, p *Pattern)
+	// match reports whether e satisfies the field; an unset field always
+	// does.
+	match func(p *Pattern, t *trace.Trace, e *trace.Entry) bool
+	// why says how e differs, and how far that puts it from matching: a
+	// different agent, tool or Work counts for more than a different step
+	// or text, so that a failure shows the entry a reader meant.
+	why func(p *Pattern, t *trace.Trace, e *trace.Entry) ([]string, int)
+	// show renders a set field's value for String ("" when unset).
+	show func(p *Pattern) string
+}
+
+// miss is one difference of a weight.
+func miss(weight int, format string, args ...any) ([]string, int) {
+	return []string{fmt.Sprintf(format, args...)}, weight
+}
+
+func showBool(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b)
+}
+
+func showQuoted(s string) string {
+	if s == "" {
+		return ""
+	}
+	return strconv.Quote(s)
+}
+
+func showList(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(l, ",") + "]"
+}
+
+func showOffset(d *time.Duration) string {
+	if d == nil {
+		return ""
+	}
+	return trace.Offset(*d)
+}
+
+// patternTable is every field of a Pattern, in the order a pattern is
+// checked and shown (and the file format documents them).
+var patternTable = []patternField{
+	{key: "agent",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Agent = l.agentRef(n, what) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Agent == "" || e.Agent == p.Agent },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(3, "its agent is %s, not %s", orNone(e.Agent), p.Agent)
+		},
+		show: func(p *Pattern) string { return p.Agent }},
+	{key: "step",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Step = l.integer(n, what, 1) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Step == 0 || e.Step == p.Step },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it is step %d, not %d", e.Step, p.Step)
+		},
+		show: func(p *Pattern) string {
+			if p.Step == 0 {
+				return ""
+			}
+			return strconv.Itoa(p.Step)
+		}},
+	{key: "tools",
+		decode: func(l *loader, n *node, what string, p *Pattern) {
+			if n != nil {
+				p.Tools = l.strs(n, what)
+				if p.Tools == nil {
+					p.Tools = []string{}
+				}
+			}
+		},
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.Tools == nil || slices.Equal(p.Tools, e.Tools)
+		},
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ","))
+		},
+		show: func(p *Pattern) string {
+			if p.Tools == nil {
+				return ""
+			}
+			return "[" + strings.Join(p.Tools, ",") + "]"
+		}},
+	{key: "tools-include",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.ToolsInclude = l.strs(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			for _, name := range p.ToolsInclude {
+				if !slices.Contains(e.Tools, name) {
+					return false
+				}
+			}
+			return true
+		},
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			var why []string
+			for _, name := range p.ToolsInclude {
+				if !slices.Contains(e.Tools, name) {
+					why = append(why, fmt.Sprintf("it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")))
+				}
+			}
+			return why, len(why)
+		},
+		show: func(p *Pattern) string { return showList(p.ToolsInclude) }},
+	{key: "tools-exclude",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.ToolsExclude = l.strs(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return !slices.ContainsFunc(p.ToolsExclude, func(name string) bool { return slices.Contains(e.Tools, name) })
+		},
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			var why []string
+			for _, name := range p.ToolsExclude {
+				if slices.Contains(e.Tools, name) {
+					why = append(why, "it offered "+name)
+				}
+			}
+			return why, len(why)
+		},
+		show: func(p *Pattern) string { return showList(p.ToolsExclude) }},
+	{key: "status",
+		decode: func(l *loader, n *node, what string, p *Pattern) {
+			if n != nil {
+				p.Status = l.rowPattern(n, what)
+			}
+		},
+		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
+			return p.Status == nil || p.Status.matchAny(t, e.Status)
+		},
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			// A request without any status block is further from a status
+			// pattern than one whose rows differ.
+			if len(e.Status) == 0 {
+				return miss(2, "no status row matches %s (it carried no status block)", p.Status)
+			}
+			return miss(1, "no status row matches %s (it carried status %s)", p.Status, strings.Join(e.Status, "; "))
+		},
+		show: func(p *Pattern) string {
+			if p.Status == nil {
+				return ""
+			}
+			return p.Status.String()
+		}},
+	{key: "no-status",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.NoStatus = l.boolean(n, what) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return !p.NoStatus || len(e.Status) == 0 },
+		why: func(_ *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it carried a status block (%s)", strings.Join(e.Status, "; "))
+		},
+		show: func(p *Pattern) string {
+			if !p.NoStatus {
+				return ""
+			}
+			return "true"
+		}},
+	{key: "message",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Message = l.str(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.Message == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) })
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			return miss(1, "no new message contains %q", p.Message)
+		},
+		show: func(p *Pattern) string { return showQuoted(p.Message) }},
+	{key: "guidance",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Guidance = l.str(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.Guidance == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) })
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			return miss(1, "no guidance message contains %q", p.Guidance)
+		},
+		show: func(p *Pattern) string { return showQuoted(p.Guidance) }},
+	{key: "tool",
+		decode: func(l *loader, n *node, what string, p *Pattern) {
+			if n != nil {
+				p.Tool = l.str(n, what)
+				if !l.anyAgentHasTool(p.Tool) {
+					l.errorf(n, "%s: no agent has a tool %q%s", strings.TrimSuffix(what, " tool"), p.Tool, suggest(p.Tool, l.allTools()))
+				}
+			}
+		},
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Tool == "" || p.matchTool(e) },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(2, "it is about %s, not %s", orNone(strings.Join(toolsOf(e), ",")), p.Tool)
+		},
+		show: func(p *Pattern) string { return p.Tool }},
+	{key: "in-background",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.InBackground = l.optBool(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.InBackground == nil || p.matchBackground(e)
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			return miss(1, "no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground)
+		},
+		show: func(p *Pattern) string { return showBool(p.InBackground) }},
+	{key: "action",
+		decode: func(l *loader, n *node, what string, p *Pattern) {
+			if n != nil {
+				p.Action = l.str(n, what)
+				if !slices.Contains(core.WorkActions, p.Action) {
+					l.errorf(n, "%s: %q is not a work action%s", strings.TrimSuffix(what, " action"), p.Action, suggest(p.Action, core.WorkActions))
+				}
+			}
+		},
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Action == "" || e.Action == p.Action },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "its work action is %s, not %s", orNone(e.Action), p.Action)
+		},
+		show: func(p *Pattern) string { return p.Action }},
+	{key: "work",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Work = l.ref(n, what) },
+		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
+			if p.Work.IsZero() {
+				return true
+			}
+			id, ok := p.Work.Resolve(t)
+			return ok && (e.Work == id || e.Ref != nil && e.Ref.ID == id)
+		},
+		why: func(p *Pattern, t *trace.Trace, e *trace.Entry) ([]string, int) {
+			id, ok := p.Work.Resolve(t)
+			if !ok {
+				return miss(2, "no %s exists in the trace", p.Work)
+			}
+			return miss(2, "it is about %s, not %s (%s)", orNone(e.Work), id, p.Work)
+		},
+		show: func(p *Pattern) string {
+			if p.Work.IsZero() {
+				return ""
+			}
+			return "(" + p.Work.String() + ")"
+		}},
+	{key: "work-ref",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.WorkRef = l.optBool(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.WorkRef == nil || (e.Ref != nil) == *p.WorkRef
+		},
+		why: func(_ *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			if e.Ref != nil {
+				return miss(1, "it returned work.ref %s", e.Ref.ID)
+			}
+			return miss(1, "it returned no work.ref")
+		},
+		show: func(p *Pattern) string { return showBool(p.WorkRef) }},
+	{key: "error",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.IsError = l.optBool(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.IsError == nil || e.IsError == *p.IsError
+		},
+		why: func(_ *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			if e.IsError {
+				return miss(1, "it is an error")
+			}
+			return miss(1, "it is not an error")
+		},
+		show: func(p *Pattern) string { return showBool(p.IsError) }},
+	{key: "not-found",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotFound = l.optBool(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.NotFound == nil || (e.Kind == trace.ToolResult && e.Content == NotFoundContent) == *p.NotFound
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			if *p.NotFound {
+				return miss(1, "it is not %s", NotFoundContent)
+			}
+			return miss(1, "it is %s", NotFoundContent)
+		},
+		show: func(p *Pattern) string { return showBool(p.NotFound) }},
+	{key: "contains",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Contains = l.str(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.Contains == "" || entryContains(e, p.Contains)
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			return miss(1, "it does not contain %q", p.Contains)
+		},
+		show: func(p *Pattern) string { return showQuoted(p.Contains) }},
+	{key: "equals",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Equals = l.str(n, what) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Equals == "" || e.Content == p.Equals },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "its content is %q, not %q", e.Content, p.Equals)
+		},
+		show: func(p *Pattern) string { return showQuoted(p.Equals) }},
+	{key: "from",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.From = l.state(n, what) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.From == "" || e.From == p.From },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it moved from %s, not %s", orNone(e.From), p.From)
+		},
+		show: func(p *Pattern) string { return p.From }},
+	{key: "to",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.To = l.state(n, what) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.To == "" || e.To == p.To },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it moved to %s, not %s", orNone(e.To), p.To)
+		},
+		show: func(p *Pattern) string { return p.To }},
+	{key: "mode",
+		decode: func(l *loader, n *node, what string, p *Pattern) {
+			if n != nil {
+				p.Mode = l.str(n, what)
+				if !slices.Contains(modeNames, p.Mode) {
+					l.errorf(n, "%s: mode is top, foreground or background, not %q", strings.TrimSuffix(what, " mode"), p.Mode)
+				}
+			}
+		},
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Mode == "" || e.Mode == p.Mode },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "its mode is %s, not %s", orNone(e.Mode), p.Mode)
+		},
+		show: func(p *Pattern) string { return p.Mode }},
+	{key: "failed",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.Failed = l.optBool(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.Failed == nil || (e.Error != "") == *p.Failed
+		},
+		why: func(_ *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			if e.Error != "" {
+				return miss(1, "it failed: %s", e.Error)
+			}
+			return miss(1, "it did not fail")
+		},
+		show: func(p *Pattern) string { return showBool(p.Failed) }},
+	{key: "event",
+		decode: func(l *loader, n *node, what string, p *Pattern) {
+			if n != nil {
+				p.Event = l.str(n, what)
+				if p.Kind != "" && p.Kind != platform.TraceKind {
+					l.errorf(n, "%s: event is a field of platform patterns, such as {platform: {event: worker.complete}}", strings.TrimSuffix(what, " event"))
+				}
+			}
+		},
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Event == "" || p.matchEvent(e) },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			if e.Kind == platform.TraceKind {
+				return miss(2, "its event is %s, not %s", e.Label, p.Event)
+			}
+			return miss(2, "it is not a platform event")
+		},
+		show: func(p *Pattern) string { return p.Event }},
+	{key: "at",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.At = l.offset(n, what) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.At == nil || e.At == *p.At },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it is at %s, not %s", trace.Offset(e.At), trace.Offset(*p.At))
+		},
+		show: func(p *Pattern) string { return showOffset(p.At) }},
+	{key: "not-before",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotBefore = l.offset(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			return p.NotBefore == nil || e.At >= *p.NotBefore
+		},
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it is at %s, before %s", trace.Offset(e.At), trace.Offset(*p.NotBefore))
+		},
+		show: func(p *Pattern) string { return showOffset(p.NotBefore) }},
+	{key: "not-after",
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotAfter = l.offset(n, what) },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.NotAfter == nil || e.At <= *p.NotAfter },
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, "it is at %s, after %s", trace.Offset(e.At), trace.Offset(*p.NotAfter))
+		},
+		show: func(p *Pattern) string { return showOffset(p.NotAfter) }},
+}
+
+// patternFieldKeys are the keys of patternTable, in its order.
+func patternFieldKeys() []string {
+	keys := make([]string, len(patternTable))
+	for i, f := range patternTable {
+		keys[i] = f.key
+	}
+	return keys
 }
 
 func (p *Pattern) matchEvent(e *trace.Entry) bool {
@@ -340,15 +544,6 @@ func (p *Pattern) matchEvent(e *trace.Entry) bool {
 		return strings.HasPrefix(e.Label, prefix)
 	}
 	return e.Label == p.Event
-}
-
-// statusWeight makes a request without any status block further from a
-// status pattern than one whose rows differ.
-func statusWeight(e *trace.Entry) int {
-	if len(e.Status) == 0 {
-		return 2
-	}
-	return 1
 }
 
 func orNone(s string) string {
@@ -461,94 +656,18 @@ func (r *RowPattern) match(row, id string) bool {
 
 // String describes the pattern the way a failure message should.
 func (p *Pattern) String() string {
-	var parts []string
-	add := func(k, v string) { parts = append(parts, k+"="+v) }
 	kind := string(p.Kind)
 	if kind == "" {
 		kind = "entry"
 	}
-	if p.Agent != "" {
-		add("agent", p.Agent)
+	var b strings.Builder
+	b.WriteString(kind)
+	for i := range patternTable {
+		if v := patternTable[i].show(p); v != "" {
+			b.WriteString(" " + patternTable[i].key + "=" + v)
+		}
 	}
-	if p.Step != 0 {
-		add("step", strconv.Itoa(p.Step))
-	}
-	if p.Tools != nil {
-		add("tools", "["+strings.Join(p.Tools, ",")+"]")
-	}
-	if len(p.ToolsInclude) > 0 {
-		add("tools-include", "["+strings.Join(p.ToolsInclude, ",")+"]")
-	}
-	if len(p.ToolsExclude) > 0 {
-		add("tools-exclude", "["+strings.Join(p.ToolsExclude, ",")+"]")
-	}
-	if p.Status != nil {
-		add("status", p.Status.String())
-	}
-	if p.NoStatus {
-		add("no-status", "true")
-	}
-	if p.Message != "" {
-		add("message", strconv.Quote(p.Message))
-	}
-	if p.Guidance != "" {
-		add("guidance", strconv.Quote(p.Guidance))
-	}
-	if p.Tool != "" {
-		add("tool", p.Tool)
-	}
-	if p.InBackground != nil {
-		add("in-background", strconv.FormatBool(*p.InBackground))
-	}
-	if p.Action != "" {
-		add("action", p.Action)
-	}
-	if !p.Work.IsZero() {
-		add("work", "("+p.Work.String()+")")
-	}
-	if p.WorkRef != nil {
-		add("work-ref", strconv.FormatBool(*p.WorkRef))
-	}
-	if p.IsError != nil {
-		add("error", strconv.FormatBool(*p.IsError))
-	}
-	if p.NotFound != nil {
-		add("not-found", strconv.FormatBool(*p.NotFound))
-	}
-	if p.Contains != "" {
-		add("contains", strconv.Quote(p.Contains))
-	}
-	if p.Equals != "" {
-		add("equals", strconv.Quote(p.Equals))
-	}
-	if p.From != "" {
-		add("from", p.From)
-	}
-	if p.To != "" {
-		add("to", p.To)
-	}
-	if p.Mode != "" {
-		add("mode", p.Mode)
-	}
-	if p.Failed != nil {
-		add("failed", strconv.FormatBool(*p.Failed))
-	}
-	if p.Event != "" {
-		add("event", p.Event)
-	}
-	if p.At != nil {
-		add("at", trace.Offset(*p.At))
-	}
-	if p.NotBefore != nil {
-		add("not-before", trace.Offset(*p.NotBefore))
-	}
-	if p.NotAfter != nil {
-		add("not-after", trace.Offset(*p.NotAfter))
-	}
-	if len(parts) == 0 {
-		return kind
-	}
-	return kind + " " + strings.Join(parts, " ")
+	return b.String()
 }
 
 func (r *RowPattern) String() string {
