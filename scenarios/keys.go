@@ -10,8 +10,8 @@ var (
 	scenarioKeys = []string{"name", "description", "tags", "agents", "run", "platform", "options", "script", "faults", "expect"}
 	agentKeys    = []string{"description", "prompt", "tools", "max-steps"}
 	promptKeys   = []string{"id", "input", "output", "system", "template"}
-	// toolKinds are the single keys of a tool entry.
-	toolKinds = []string{"tool", "background-tool", "agent", "background"}
+	// toolKinds are the single keys of a tool entry (the toolKind values).
+	toolKinds = toolKindKeys()
 	// funcToolKeys are the fields of a tool or background-tool.
 	funcToolKeys = []string{"description", "input", "result", "echo", "error", "latency"}
 	runKeys      = []string{"id", "model", "agents", "context"}
