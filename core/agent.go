@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
@@ -49,22 +48,6 @@ type Prompt struct {
 	// Tools are tools the resolved prompt contributes besides the agent's.
 	// Only an Agent's own Tools map may hold Backgroundable children.
 	Tools Tools
-}
-
-// Typed adapts a prompt function over a Go type: the input is decoded into T
-// through its JSON form.
-func Typed[T any](render func(T) (string, error)) func(any) (string, error) {
-	return func(input any) (string, error) {
-		var in T
-		raw, err := json.Marshal(input)
-		if err != nil {
-			return "", err
-		}
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return "", fmt.Errorf("prompt input: %w", err)
-		}
-		return render(in)
-	}
 }
 
 // Field renders one string property of an object input, the Go spelling of

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -428,6 +427,3 @@ func (m *sizeMemo) remember(sc *scenarios.Scenario, n int) {
 		m.sizes[sc] = n
 	}
 }
-
-// FormatSeed renders a seed for commands and headers.
-func FormatSeed(seed int64) string { return strconv.FormatInt(seed, 10) }

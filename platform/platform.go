@@ -285,12 +285,6 @@ func (p *Platform) goLocked(name string, fn func()) bool {
 	return true
 }
 
-func (p *Platform) goActor(name string, fn func()) {
-	p.mu.Lock()
-	p.goLocked(name, fn)
-	p.mu.Unlock()
-}
-
 // timerSlot is a clock timer the platform owns; Close stops it.
 type timerSlot struct {
 	t   clockwork.Timer
