@@ -36,7 +36,7 @@ func BenchmarkResearchCoordinator(b *testing.B) {
 		{"background", func() []scripted.Turn {
 			return []scripted.Turn{
 				scripted.Calls(scripted.Use("research", map[string]any{"question": autumn, "run_in_background": true})),
-				scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})),
+				scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research")})),
 				scripted.Say(finalAnswer),
 			}
 		}, 1},

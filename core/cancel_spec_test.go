@@ -268,7 +268,7 @@ var _ = Describe("cancel of a run", func() {
 		f.model.Script(researchID, scripted.Final(findings("S")))
 		f.model.Script(coordinatorID,
 			scripted.Calls(scripted.Use("middle", map[string]any{"run_in_background": true})),
-			scripted.Calls(scripted.Use("work", map[string]any{"action": "cancel", "id": scripted.WorkID("middle")})),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "cancel", "id": scripted.WorkOf("middle")})),
 			scripted.Say("ok"))
 
 		r := f.start(ctx, coordinator, nil)

@@ -474,7 +474,7 @@ func bgID(id, q string) scripted.Call {
 // work is a call of the automatic work tool on the most recent research
 // Work, with extra arguments.
 func work(action string, extra ...any) scripted.Call {
-	args := map[string]any{"action": action, "id": scripted.WorkID("research")}
+	args := map[string]any{"action": action, "id": scripted.WorkOf("research")}
 	for i := 0; i+1 < len(extra); i += 2 {
 		args[extra[i].(string)] = extra[i+1]
 	}

@@ -402,10 +402,10 @@ var _ = Describe("The automatic work tool", func() {
 			Expect(res.Output.Raw).To(Equal("done"))
 			Expect(errorCode(toolResults(res.Messages, "work")[0])).To(Equal("invalid_arguments"))
 		},
-		Entry("an unknown action", map[string]any{"action": "pause", "id": scripted.WorkID("research")}, within),
-		Entry("an extra property", map[string]any{"action": "status", "id": scripted.WorkID("research"), "force": true}, within),
-		Entry("send without a message", map[string]any{"action": "send", "id": scripted.WorkID("research")}, within),
-		Entry("send with an empty message", map[string]any{"action": "send", "id": scripted.WorkID("research"), "message": ""}, within),
+		Entry("an unknown action", map[string]any{"action": "pause", "id": scripted.WorkOf("research")}, within),
+		Entry("an extra property", map[string]any{"action": "status", "id": scripted.WorkOf("research"), "force": true}, within),
+		Entry("send without a message", map[string]any{"action": "send", "id": scripted.WorkOf("research")}, within),
+		Entry("send with an empty message", map[string]any{"action": "send", "id": scripted.WorkOf("research"), "message": ""}, within),
 	)
 })
 

@@ -299,7 +299,7 @@ func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
 
 func (r *registry) cancelLocked(w *work) CancelReceipt {
 	at := timestamp(r.rt.clock.Now())
-	if r.rt.opts.Mutations.CancelOverwritesTerminal && w.state.Terminal() && w.state != lifecycle.Cancelled {
+	if r.rt.opts.Testing.Defects.CancelOverwritesTerminal && w.state.Terminal() && w.state != lifecycle.Cancelled {
 		// A planted defect: bypass the lifecycle, as a buggy runtime would.
 		from := w.state
 		w.state = lifecycle.Cancelled
@@ -410,7 +410,7 @@ func (r *registry) statusRows(owner string, now time.Time) []StatusRow {
 			end = w.finished
 		}
 		label := w.label
-		if r.rt.opts.Mutations.LeakOutputInStatus && w.output != nil {
+		if r.rt.opts.Testing.Defects.LeakOutputInStatus && w.output != nil {
 			label += " " + w.output.Raw // a planted defect
 		}
 		rows = append(rows, StatusRow{

@@ -17,7 +17,7 @@ import (
 // Seed 02, "Test the behavior": the research coordinator, built as in the
 // seed, run through Parallel on the scripted provider. The specs assert the
 // semantic request sequence and never a particular generated Work id: the
-// scripts name the Work symbolically (scripted.WorkID("research")).
+// scripts name the Work symbolically (scripted.WorkOf("research")).
 
 const finalAnswer = "Leaves change color in autumn because chlorophyll breaks down and carotenoids show."
 
@@ -86,7 +86,7 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		f.model.Script(coordinatorID,
 			scripted.Calls(scripted.Use("research", map[string]any{"question": autumn, "run_in_background": true})),
 			scripted.Turn{Text: "Outline: 1. pigments 2. weather. Findings pending.",
-				Calls: []scripted.Call{scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})}},
+				Calls: []scripted.Call{scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research")})}},
 			scripted.Say(finalAnswer))
 		f.model.Script(researchID, scripted.Final(exact))
 

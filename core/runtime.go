@@ -55,14 +55,23 @@ type Options struct {
 	// Model is passed to the provider in every request unless a Parallel
 	// run names one.
 	Model string
-	// Mutations plant known defects, so that a harness or a test suite can
-	// prove it catches them (mutation testing). Never set them elsewhere.
-	Mutations Mutations
+
+	// Testing is for testing the testers, not for running agents: leave
+	// it zero.
+	Testing Testing
 }
 
-// Mutations are defects the runtime can be told to have. Each breaks one
-// rule of the Work contract on purpose.
-type Mutations struct {
+// Testing is the testing group of Options: what a harness or a test suite
+// sets to prove that its checks catch a broken runtime. Production code
+// leaves it zero.
+type Testing struct {
+	// Defects are planted in the runtime (mutation testing).
+	Defects Defects
+}
+
+// Defects are planted defects: each breaks one rule of the Work contract
+// on purpose, so that a check can show it catches the break.
+type Defects struct {
 	// CancelOverwritesTerminal lets a cancel move terminal Work to
 	// cancelled, breaking "terminal states never change".
 	CancelOverwritesTerminal bool

@@ -357,7 +357,7 @@ var _ = Describe("send", func() {
 				},
 			}
 			a := &core.Agent{ID: "crawler", Tools: core.Tools{"fetch": core.BackgroundTool("fetcher", fetch)}}
-			args["action"], args["id"] = "send", scripted.WorkID("fetch")
+			args["action"], args["id"] = "send", scripted.WorkOf("fetch")
 			f.model.Script("crawler",
 				scripted.Calls(scripted.Use("fetch", map[string]any{"url": "https://example.test", "run_in_background": true})),
 				scripted.Calls(scripted.Use("work", args)),

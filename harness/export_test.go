@@ -8,17 +8,18 @@ import (
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
-// WithPlant returns opts with a planter: after every entry recorded from a
-// runtime event, plant's entries are recorded too. Only tests plant.
-func WithPlant(opts Options, plant func(e trace.Entry) []trace.Entry) Options {
-	opts.plant = plant
+// WithTraceDefect returns opts with a defect planted in the trace: after
+// every entry recorded from a runtime event, defect's entries are recorded
+// too. Only tests plant defects.
+func WithTraceDefect(opts Options, defect func(e trace.Entry) []trace.Entry) Options {
+	opts.traceDefect = defect
 	return opts
 }
 
-// WithPlatformPlant returns opts with a planter of platform events: after
-// every event of a platform run, plant's events are recorded too.
-func WithPlatformPlant(opts Options, plant func(e platform.Event) []platform.Event) Options {
-	opts.plantPlatform = plant
+// WithPlatformDefect returns opts with a defect planted in a platform run's
+// events: after every event, defect's events are recorded too.
+func WithPlatformDefect(opts Options, defect func(e platform.Event) []platform.Event) Options {
+	opts.platformDefect = defect
 	return opts
 }
 

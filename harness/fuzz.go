@@ -45,8 +45,8 @@ type CampaignOptions struct {
 	Shard Shard
 	// Swarm gives every seed its own fault mix (on by default in the CLI).
 	Swarm bool
-	// Mutations plant defects in the runtime under test.
-	Mutations core.Mutations
+	// Testing plants defects in the runtime under test (core.Testing).
+	Testing core.Testing
 	// ShrinkRuns bounds the replays spent shrinking one failure; default
 	// 2000.
 	ShrinkRuns int
@@ -81,8 +81,8 @@ type Target struct {
 	Load Load
 }
 
-// Failure is a failing schedule, shrunk.
-type Failure struct {
+// CampaignFailure is a failing schedule a campaign found, shrunk.
+type CampaignFailure struct {
 	Scenario string
 	Target   string
 	Seed     int64
@@ -92,7 +92,7 @@ type Failure struct {
 	Outcome *Outcome
 	Shrunk  *Outcome
 	// Schedule is the shrunk, replayable artifact.
-	Schedule *Schedule
+	Schedule *ScheduleFile
 	// ShrinkRuns counts the replays shrinking took.
 	ShrinkRuns int
 }
@@ -100,7 +100,7 @@ type Failure struct {
 // CampaignResult sums a campaign up.
 type CampaignResult struct {
 	Schedules int64
-	Failures  []*Failure
+	Failures  []*CampaignFailure
 	Elapsed   time.Duration
 	// Stopped says why the campaign ended early, if it did.
 	Stopped string
@@ -171,7 +171,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					}
 					cache[j.target] = sc
 				}
-				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Mutations: opts.Mutations})
+				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing})
 				if o.Crashed {
 					crashed.Add(1)
 					if o.Platform != nil {
@@ -249,7 +249,7 @@ func Signature(o *Outcome) string {
 	return ""
 }
 
-func sortFailures(fs []*Failure) {
+func sortFailures(fs []*CampaignFailure) {
 	for i := 1; i < len(fs); i++ {
 		for j := i; j > 0 && (fs[j].Scenario < fs[j-1].Scenario || fs[j].Scenario == fs[j-1].Scenario && fs[j].Seed < fs[j-1].Seed); j-- {
 			fs[j], fs[j-1] = fs[j-1], fs[j]

@@ -24,7 +24,7 @@ func workCallScenario(args string) *scenarios.Scenario {
 			scripted.Calls(scripted.Call{Name: "work", Args: args}),
 			scripted.Say("done")).
 		Script("research-agent", scripted.Say("findings of the research child")).
-		Expect(scenarios.Outcome{Agent: "coordinator", Equals: "done"})
+		Expect(scenarios.AgentEnds{Agent: "coordinator", Equals: "done"})
 }
 
 // FuzzWorkToolInput: whatever arguments a model sends the work tool, the

@@ -21,7 +21,7 @@ func builtinTarget(name string) harness.Target {
 func TestFuzzFindsAndShrinksAPlantedCancelOverwriteDefect(t *testing.T) {
 	targets := []harness.Target{builtinTarget("cancel-vs-complete")}
 	opts := harness.CampaignOptions{Seeds: 200, Start: 1, Jobs: 2, Swarm: true, MaxFailures: 1,
-		Mutations: core.Mutations{CancelOverwritesTerminal: true}}
+		Testing: core.Testing{Defects: core.Defects{CancelOverwritesTerminal: true}}}
 	res := harness.Fuzz(context.Background(), targets, opts)
 	if len(res.Failures) == 0 {
 		t.Fatalf("the planted defect was not found in %d schedules", res.Schedules)
@@ -62,7 +62,7 @@ func TestFuzzFindsAndShrinksAPlantedCancelOverwriteDefect(t *testing.T) {
 		t.Error("the replayed schedule's trace differs from the shrunk run's")
 	}
 
-	opts.Mutations = core.Mutations{}
+	opts.Testing = core.Testing{}
 	opts.MaxFailures = 0
 	clean := harness.Fuzz(context.Background(), targets, opts)
 	if len(clean.Failures) != 0 {
@@ -77,7 +77,7 @@ func TestFuzzFindsAndShrinksAPlantedCancelOverwriteDefect(t *testing.T) {
 // no-child-content invariant.
 func TestFuzzFindsAPlantedOutputLeakIntoStatus(t *testing.T) {
 	res := harness.Fuzz(context.Background(), []harness.Target{builtinTarget("research-coordinator")},
-		harness.CampaignOptions{Seeds: 50, Start: 1, Jobs: 2, MaxFailures: 1, Mutations: core.Mutations{LeakOutputInStatus: true}})
+		harness.CampaignOptions{Seeds: 50, Start: 1, Jobs: 2, MaxFailures: 1, Testing: core.Testing{Defects: core.Defects{LeakOutputInStatus: true}}})
 	if len(res.Failures) == 0 {
 		t.Fatal("the planted leak was not found")
 	}

@@ -81,11 +81,11 @@ var _ = Describe("fuzz seed ranges", func() {
 var _ = Describe("schedule files", func() {
 	// plantedFailure fuzzes a copy of cancel-vs-complete in its own
 	// directory with a planted defect and returns the failure.
-	plantedFailure := func(scenarioPath string) *harness.Failure {
+	plantedFailure := func(scenarioPath string) *harness.CampaignFailure {
 		GinkgoHelper()
 		target := harness.Target{Name: scenarioPath, Load: func() (*scenarios.Scenario, error) { return scenarios.LoadFile(scenarioPath) }}
 		res := harness.Fuzz(context.Background(), []harness.Target{target}, harness.CampaignOptions{Seeds: 200, Jobs: 2, MaxFailures: 1,
-			Mutations: core.Mutations{CancelOverwritesTerminal: true}})
+			Testing: core.Testing{Defects: core.Defects{CancelOverwritesTerminal: true}}})
 		Expect(res.Failures).NotTo(BeEmpty())
 		return res.Failures[0]
 	}
@@ -146,10 +146,10 @@ var _ = Describe("schedule files", func() {
 
 	It("flags a replayed choice that no runnable actor answers to", func() {
 		sc := builtin("queued-cancel")
-		s := &harness.Schedule{Version: harness.ScheduleVersion, Scenario: sc.Name, Target: sc.Name, Choices: []int{99}}
+		s := &harness.ScheduleFile{Version: harness.ScheduleVersion, Scenario: sc.Name, Target: sc.Name, Choices: []int{99}}
 		o := s.Replay(sc)
 		Expect(o.Misfit).NotTo(BeNil())
 		Expect(s.Fits(o)).To(MatchError(ContainSubstring("choice 1 is 99, but only 1 actors could run at that step")))
-		Expect(s.Fits(harness.Run(sc, (&harness.Schedule{Choices: []int{0}}).Options()))).To(Succeed())
+		Expect(s.Fits(harness.Run(sc, (&harness.ScheduleFile{Choices: []int{0}}).Options()))).To(Succeed())
 	})
 })

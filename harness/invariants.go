@@ -15,18 +15,18 @@ import (
 )
 
 // Invariant is a rule that must hold after every step of every run. It
-// reads the trace entries recorded since the previous step; State carries
+// reads the trace entries recorded since the previous step; Facts carries
 // what the invariants have learnt so far.
 type Invariant struct {
 	Name  string
-	Check func(s *State, e *trace.Entry) string
+	Check func(s *Facts, e *trace.Entry) string
 	// Platform, when set, checks each event of a platform run (recorded
 	// as a platform entry) before Check sees the entry.
-	Platform func(s *State, e *platform.Event) string
+	Platform func(s *Facts, e *platform.Event) string
 	// End, when set, is checked once, when the run ends: after the last
 	// step of a run of top-level agents, at the horizon of a platform run
 	// (before its process closes).
-	End func(s *State, end *End) string
+	End func(s *Facts, end *End) string
 }
 
 // End is what an end-of-run check sees.
@@ -53,8 +53,8 @@ func (v Violation) String() string {
 	return fmt.Sprintf("invariant %q broken at step %d (entry #%d, seed %d): %s", v.Invariant, v.Step, v.Entry, v.Seed, v.Message)
 }
 
-// State is what the checker knows of a run so far.
-type State struct {
+// Facts is what the checker knows of a run so far.
+type Facts struct {
 	// Works maps a Work id to what is known of it; Order lists the ids in
 	// creation order, for deterministic iteration.
 	Works map[string]*WorkFacts
@@ -111,7 +111,7 @@ var defaultInvariants = []Invariant{
 type checker struct {
 	r          *run
 	invs       []Invariant
-	state      State
+	state      Facts
 	seen       int
 	logSeen    int // log lines checked so far
 	violations []Violation
@@ -119,7 +119,7 @@ type checker struct {
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
-	return &checker{r: r, invs: invs, state: State{
+	return &checker{r: r, invs: invs, state: Facts{
 		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}, Sends: map[string]string{},
 	}}
 }
@@ -169,7 +169,7 @@ func (c *checker) end(e *End) {
 
 // learn updates the facts after the invariants have looked at an entry, so
 // that each invariant sees the state as it was before the entry.
-func (s *State) learn(e *trace.Entry) {
+func (s *Facts) learn(e *trace.Entry) {
 	s.justDetached = ""
 	switch e.Kind {
 	case trace.Work:
@@ -219,7 +219,7 @@ func (s *State) learn(e *trace.Entry) {
 	}
 }
 
-func checkLegal(s *State, e *trace.Entry) string {
+func checkLegal(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.Work {
 		return ""
 	}
@@ -238,7 +238,7 @@ func checkLegal(s *State, e *trace.Entry) string {
 	return ""
 }
 
-func checkTerminal(s *State, e *trace.Entry) string {
+func checkTerminal(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.Work || e.From == "" {
 		return ""
 	}
@@ -250,7 +250,7 @@ func checkTerminal(s *State, e *trace.Entry) string {
 
 // checkSecrets: no child output or failure text in a status block, a list
 // or status projection, or an unfinished result's projection.
-func checkSecrets(s *State, e *trace.Entry) string {
+func checkSecrets(s *Facts, e *trace.Entry) string {
 	if len(s.Secrets) == 0 {
 		return ""
 	}
@@ -284,7 +284,7 @@ func isProjection(content string) bool {
 // checkOutputOnlyThroughResult: until a result call returned a child's
 // output to its owner, the owner's requests and other tool results do not
 // carry it.
-func checkOutputOnlyThroughResult(s *State, e *trace.Entry) string {
+func checkOutputOnlyThroughResult(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.Request && e.Kind != trace.ToolResult {
 		return ""
 	}
@@ -318,7 +318,7 @@ func checkOutputOnlyThroughResult(s *State, e *trace.Entry) string {
 
 // checkNotFound: an id action on a detached, foreign or unknown id answers
 // exactly {"status":"not_found"}.
-func checkNotFound(s *State, e *trace.Entry) string {
+func checkNotFound(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.ToolResult || e.Action == "" || e.Action == "list" || e.Work == "" {
 		return ""
 	}
@@ -352,7 +352,7 @@ func checkNotFound(s *State, e *trace.Entry) string {
 
 // checkSendIdempotent: one tool-call identity gets one receipt, and
 // accepted cursors count up by one per Work.
-func checkSendIdempotent(s *State, e *trace.Entry) string {
+func checkSendIdempotent(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.ToolResult || e.Action != "send" || e.IsError {
 		return ""
 	}
@@ -375,7 +375,7 @@ func checkSendIdempotent(s *State, e *trace.Entry) string {
 
 // checkCaps: at most 12 status rows, 50 listed entries, and no result wait
 // past 30 s.
-func checkCaps(s *State, e *trace.Entry) string {
+func checkCaps(s *Facts, e *trace.Entry) string {
 	switch {
 	case e.Kind == trace.Request && len(e.Status) > core.MaxStatusRows:
 		return fmt.Sprintf("a status block of %s has %d rows (cap %d)", e.Run, len(e.Status), core.MaxStatusRows)

@@ -37,7 +37,7 @@ func PlatformInvariants() []Invariant {
 
 // checkNoLostTask: at the end of a platform run, the live process finds
 // no task that nothing will ever move again.
-func checkNoLostTask(_ *State, end *End) string {
+func checkNoLostTask(_ *Facts, end *End) string {
 	if end.Platform == nil {
 		return ""
 	}
@@ -63,7 +63,7 @@ func checkNoLostTask(_ *State, end *End) string {
 
 // checkTaskLifecycle: a task is created todo or ready and moves only as
 // its state machine allows; a terminal task never moves again.
-func checkTaskLifecycle(s *State, e *platform.Event) string {
+func checkTaskLifecycle(s *Facts, e *platform.Event) string {
 	if e.Task == "" {
 		return ""
 	}
@@ -98,7 +98,7 @@ func checkTaskLifecycle(s *State, e *platform.Event) string {
 
 // checkParentsFirst: a task is promoted or started only once every parent
 // is done.
-func checkParentsFirst(s *State, e *platform.Event) string {
+func checkParentsFirst(s *Facts, e *platform.Event) string {
 	if e.Type != platform.EventTaskStarted && e.Type != platform.EventTaskPromoted {
 		return ""
 	}
@@ -127,7 +127,7 @@ func verbOf(t platform.EventType) string {
 
 // checkOwnerEvents: only the session that spawned a task unblocks or
 // cancels it.
-func checkOwnerEvents(s *State, e *platform.Event) string {
+func checkOwnerEvents(s *Facts, e *platform.Event) string {
 	if e.Type != platform.EventTaskUnblocked && e.Type != platform.EventTaskCancelled {
 		return ""
 	}
@@ -146,7 +146,7 @@ func pastOf(t platform.EventType) string {
 
 // checkOwnerCalls: an unblock_task or cancel_task call by any session but
 // the spawner is refused.
-func checkOwnerCalls(s *State, e *trace.Entry) string {
+func checkOwnerCalls(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.ToolResult || e.IsError || e.Call == nil ||
 		(e.Call.Name != platform.ToolUnblockTask && e.Call.Name != platform.ToolCancelTask) {
 		return ""
@@ -165,7 +165,7 @@ func checkOwnerCalls(s *State, e *trace.Entry) string {
 
 // learnPlatform updates the task facts after the invariants have seen an
 // event.
-func (s *State) learnPlatform(e *platform.Event) {
+func (s *Facts) learnPlatform(e *platform.Event) {
 	if e.Task == "" {
 		return
 	}

@@ -15,14 +15,14 @@ import (
 const coordinator = "research-coordinator#1"
 
 // once plants its entries after the first entry that when accepts.
-func once(when func(e trace.Entry) bool, plant func(e trace.Entry) []trace.Entry) func(trace.Entry) []trace.Entry {
+func once(when func(e trace.Entry) bool, defect func(e trace.Entry) []trace.Entry) func(trace.Entry) []trace.Entry {
 	done := false
 	return func(e trace.Entry) []trace.Entry {
 		if done || !when(e) {
 			return nil
 		}
 		done = true
-		return plant(e)
+		return defect(e)
 	}
 }
 
@@ -47,10 +47,10 @@ var _ = Describe("invariants", func() {
 	})
 
 	DescribeTable("each catches a violation planted in a run, and reports it with the seed, the step and the entry",
-		func(invariant string, plant func(trace.Entry) []trace.Entry, planted string) {
+		func(invariant string, defect func(trace.Entry) []trace.Entry, planted string) {
 			const seed = 7
 			sc := load(coordinatorYAML("planted", researchScript, ""))
-			o := harness.Run(sc, harness.WithPlant(harness.Options{Seed: seed}, plant))
+			o := harness.Run(sc, harness.WithTraceDefect(harness.Options{Seed: seed}, defect))
 
 			var caught *harness.Violation
 			for i := range o.Violations {
@@ -69,7 +69,7 @@ var _ = Describe("invariants", func() {
 			Expect(o.Passed()).To(BeFalse())
 
 			clean := harness.Run(load(coordinatorYAML("planted", researchScript, "")), harness.Options{Seed: seed})
-			Expect(clean.Violations).To(BeEmpty(), "without the plant the run is clean")
+			Expect(clean.Violations).To(BeEmpty(), "without the defect the run is clean")
 		},
 		Entry("legal-transitions: running never goes back to queued", "legal-transitions",
 			once(transitionTo("running"), func(e trace.Entry) []trace.Entry {
@@ -126,7 +126,7 @@ research-agent:
 `, ""))
 		results := 0
 		// At +35s, answer as a result the call made at +0s: a wait of 35 s.
-		plant := func(e trace.Entry) []trace.Entry {
+		defect := func(e trace.Entry) []trace.Entry {
 			if e.Kind != trace.ToolResult || e.Action != "result" {
 				return nil
 			}
@@ -136,7 +136,7 @@ research-agent:
 			return []trace.Entry{{Kind: trace.ToolResult, Run: e.Run, Agent: e.Agent, Step: 1, Action: "result", Work: "w-1",
 				Call: &core.ToolCall{ID: "call-1", Name: "work"}, Content: projection}}
 		}
-		o := harness.Run(sc, harness.WithPlant(harness.Options{Seed: 3}, plant))
+		o := harness.Run(sc, harness.WithTraceDefect(harness.Options{Seed: 3}, defect))
 		Expect(o.Violations).To(ContainElement(SatisfyAll(
 			HaveField("Invariant", "caps"), HaveField("Seed", int64(3)),
 			HaveField("Message", ContainSubstring("waited 35s (cap 30s)")))), transcript(o))

@@ -24,7 +24,7 @@ import (
 // checks every answer and every state against a model of the seed's rules.
 // A failing sequence is shrunk by rapid to a minimal one.
 func TestWorkLifecycleAgainstAModel(t *testing.T) {
-	rapid.Check(t, lifecycleProperty(core.Mutations{}))
+	rapid.Check(t, lifecycleProperty(core.Defects{}))
 }
 
 // The model test is only worth something if it fails on a broken runtime:
@@ -38,7 +38,7 @@ func TestWorkLifecycleModelCatchesAPlantedDefect(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rapid.Check(rec, lifecycleProperty(core.Mutations{CancelOverwritesTerminal: true}))
+		rapid.Check(rec, lifecycleProperty(core.Defects{CancelOverwritesTerminal: true}))
 	}()
 	<-done
 	if !rec.failed {
@@ -68,9 +68,9 @@ func (r *failureRecorder) FailNow()                  { r.failed = true; runtime.
 func (r *failureRecorder) Fail()                     { r.failed = true }
 func (r *failureRecorder) Failed() bool              { return r.failed }
 
-func lifecycleProperty(mutations core.Mutations) func(*rapid.T) {
+func lifecycleProperty(defects core.Defects) func(*rapid.T) {
 	return func(t *rapid.T) {
-		d := newDriver(t, mutations)
+		d := newDriver(t, defects)
 		defer d.cleanup()
 		t.Repeat(map[string]func(*rapid.T){
 			"start":  d.start,
@@ -119,7 +119,7 @@ type driver struct {
 	runOf map[string]string // Work id → the child's run id
 }
 
-func newDriver(t *rapid.T, mutations core.Mutations) *driver {
+func newDriver(t *rapid.T, defects core.Defects) *driver {
 	d := &driver{t: t, ready: make(chan struct{}), gates: map[string]chan struct{}{}, outcome: map[string]string{},
 		steps: map[string]int{}, runOf: map[string]string{}}
 	d.limit = rapid.IntRange(1, 3).Draw(t, "concurrency")
@@ -135,7 +135,7 @@ func newDriver(t *rapid.T, mutations core.Mutations) *driver {
 		MaxConcurrent: d.limit,
 		MaxSteps:      100000,
 		Observer:      core.ObserverFunc(d.observe),
-		Mutations:     mutations,
+		Testing:       core.Testing{Defects: defects},
 	})
 	d.sim.Go("coordinator", func() { _, _ = d.rt.Run(context.Background(), coordinator, nil) })
 	d.idle()

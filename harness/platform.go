@@ -116,7 +116,7 @@ func (r *run) processOptions() (platform.Options, *process) {
 		MaxConcurrent:  r.sc.Options.MaxConcurrent,
 		MaxOutstanding: r.sc.Options.MaxOutstanding,
 		MaxSteps:       r.sc.Options.MaxSteps,
-		Mutations:      r.opts.Mutations,
+		Testing:        r.opts.Testing,
 		Observer: core.ObserverFunc(func(e core.Event) {
 			if !proc.dead {
 				r.observe(e)
@@ -129,8 +129,8 @@ func (r *run) processOptions() (platform.Options, *process) {
 			return
 		}
 		r.platformEvent(rec, e)
-		if r.opts.plantPlatform != nil {
-			for _, extra := range r.opts.plantPlatform(e) {
+		if r.opts.platformDefect != nil {
+			for _, extra := range r.opts.platformDefect(e) {
 				extra.Seq, extra.Time = e.Seq, e.Time
 				r.platformEvent(rec, extra)
 			}

@@ -155,14 +155,14 @@ var _ = Describe("a crash on the platform", func() {
 
 var _ = Describe("the platform invariants", func() {
 	// first plants its events after the first event that when accepts.
-	first := func(when func(e platform.Event) bool, plant func(e platform.Event) []platform.Event) func(platform.Event) []platform.Event {
+	first := func(when func(e platform.Event) bool, defect func(e platform.Event) []platform.Event) func(platform.Event) []platform.Event {
 		done := false
 		return func(e platform.Event) []platform.Event {
 			if done || !when(e) {
 				return nil
 			}
 			done = true
-			return plant(e)
+			return defect(e)
 		}
 	}
 	of := func(typ platform.EventType) func(e platform.Event) bool {
@@ -171,9 +171,9 @@ var _ = Describe("the platform invariants", func() {
 	withParents := func(e platform.Event) bool { return e.Type == platform.EventTaskCreated && len(e.Parents) > 0 }
 
 	DescribeTable("each catches a violation planted in a platform run, with the seed, the step and the entry",
-		func(scenario, invariant string, plant func(platform.Event) []platform.Event, planted string) {
+		func(scenario, invariant string, defect func(platform.Event) []platform.Event, planted string) {
 			const seed = 5
-			o := harness.Run(builtin(scenario), harness.WithPlatformPlant(harness.Options{Seed: seed}, plant))
+			o := harness.Run(builtin(scenario), harness.WithPlatformDefect(harness.Options{Seed: seed}, defect))
 			var caught *harness.Violation
 			for i := range o.Violations {
 				if o.Violations[i].Invariant == invariant {
@@ -189,7 +189,7 @@ var _ = Describe("the platform invariants", func() {
 			Expect(transcript(o)).To(ContainSubstring(fmt.Sprintf("FAIL invariant %q broken at step %d (entry #%d, seed %d)", invariant, caught.Step, caught.Entry, seed)))
 
 			clean := harness.Run(builtin(scenario), harness.Options{Seed: seed})
-			Expect(clean.Violations).To(BeEmpty(), "without the plant the run is clean")
+			Expect(clean.Violations).To(BeEmpty(), "without the defect the run is clean")
 		},
 		Entry("task-lifecycle-legal: a done task never starts again", "task-dag-crash", "task-lifecycle-legal",
 			first(of(platform.EventWorkerComplete), func(e platform.Event) []platform.Event {
@@ -206,7 +206,7 @@ var _ = Describe("the platform invariants", func() {
 	)
 
 	It("unblock-and-cancel-by-spawner catches an unblock_task by another session that was not refused", func() {
-		plant := func(e trace.Entry) []trace.Entry {
+		defect := func(e trace.Entry) []trace.Entry {
 			if e.Kind != trace.ToolResult || e.Call == nil || e.Call.Name != platform.ToolUnblockTask || !e.IsError {
 				return nil
 			}
@@ -214,7 +214,7 @@ var _ = Describe("the platform invariants", func() {
 			ok.IsError, ok.Content = false, `{"task_id":"task-1","state":"ready"}`
 			return []trace.Entry{ok}
 		}
-		o := harness.Run(builtin("task-block-unblock"), harness.WithPlant(harness.Options{Seed: 2}, plant))
+		o := harness.Run(builtin("task-block-unblock"), harness.WithTraceDefect(harness.Options{Seed: 2}, defect))
 		Expect(o.Violations).NotTo(BeEmpty())
 		Expect(o.Violations[0].Invariant).To(Equal("unblock-and-cancel-by-spawner"))
 		Expect(o.Violations[0].Message).To(ContainSubstring("unblock_task of task-1 by"))
@@ -238,7 +238,7 @@ var _ = Describe("the platform invariants", func() {
 
 	It("an end-of-run invariant is checked once, at a platform run's horizon, and sees the process still alive", func() {
 		var calls []string
-		probe := harness.Invariant{Name: "probe", End: func(_ *harness.State, end *harness.End) string {
+		probe := harness.Invariant{Name: "probe", End: func(_ *harness.Facts, end *harness.End) string {
 			calls = append(calls, fmt.Sprintf("%s %s", trace.Offset(end.At.Sub(sim.Epoch)), end.Platform.Instance()))
 			return "the probe always objects"
 		}}
@@ -252,7 +252,7 @@ var _ = Describe("the platform invariants", func() {
 
 	It("an end-of-run invariant is checked once after a run of top-level agents, with no platform", func() {
 		var ends []*harness.End
-		probe := harness.Invariant{Name: "probe", End: func(_ *harness.State, end *harness.End) string {
+		probe := harness.Invariant{Name: "probe", End: func(_ *harness.Facts, end *harness.End) string {
 			ends = append(ends, end)
 			return ""
 		}}

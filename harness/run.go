@@ -39,8 +39,9 @@ type Options struct {
 	// is enabled or not, and extra provider latency is drawn at a rate of
 	// the seed's choosing (swarm testing).
 	Swarm bool
-	// Mutations plant defects in the runtime (see core.Mutations).
-	Mutations core.Mutations
+	// Testing plants defects in the runtime (see core.Testing), to show
+	// that a campaign or an invariant catches them.
+	Testing core.Testing
 	// Provider, when set, plays the model instead of the scenario's
 	// scripts: a real provider being recorded, or a cassette being
 	// replayed. Faults still apply in front of it.
@@ -57,12 +58,13 @@ type Options struct {
 	// logContent, set only by the package's tests, asks the runtime to log
 	// content: a leak the log check must catch.
 	logContent bool
-	// plant, set only by the package's own tests, sees every entry the
-	// runtime's events record and returns entries to record right after
-	// it: a planted violation, to prove an invariant catches it.
-	plant func(e trace.Entry) []trace.Entry
-	// plantPlatform does the same for a platform run's events.
-	plantPlatform func(e platform.Event) []platform.Event
+	// traceDefect, set only by the package's own tests, sees every entry
+	// the runtime's events record and returns entries to record right
+	// after it: a defect planted in the trace, to prove an invariant
+	// catches it.
+	traceDefect func(e trace.Entry) []trace.Entry
+	// platformDefect does the same for a platform run's events.
+	platformDefect func(e platform.Event) []platform.Event
 	// atHorizon, set only by the package's tests, may change a platform
 	// run's durable store at the horizon, before the harness checks it.
 	atHorizon func(s store.Store, now time.Time)
@@ -191,7 +193,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		MaxOutstanding: sc.Options.MaxOutstanding,
 		MaxSteps:       sc.Options.MaxSteps,
 		Model:          sc.Run.Model,
-		Mutations:      opts.Mutations,
+		Testing:        opts.Testing,
 	})
 	invs := opts.Invariants
 	if invs == nil {
@@ -269,25 +271,25 @@ func (r *run) observe(e core.Event) {
 			r.ordinals[e.Run] = r.perAgent[e.Agent]
 		}
 	}
-	if r.opts.plant == nil {
+	if r.opts.traceDefect == nil {
 		r.rec.Observe(e)
 	} else {
-		r.plantAfter(e)
+		r.defectAfter(e)
 	}
 	if len(r.triggers) > 0 {
 		r.checkTriggers()
 	}
 }
 
-// plantAfter records e and then the entries a test plants after it.
-func (r *run) plantAfter(e core.Event) {
+// defectAfter records e and then the entries a test plants after it.
+func (r *run) defectAfter(e core.Event) {
 	n := r.rec.Len()
 	r.rec.Observe(e)
 	if r.rec.Len() == n {
 		return
 	}
 	entries := r.rec.Entries()
-	for _, extra := range r.opts.plant(entries[len(entries)-1]) {
+	for _, extra := range r.opts.traceDefect(entries[len(entries)-1]) {
 		r.rec.Add(e.Time, extra)
 	}
 }

@@ -29,10 +29,10 @@ var MaxScheduleSize int64 = 64 << 20
 // does not read, or names a scenario it does not fit.
 var ErrSchedule = errors.New("bad schedule file")
 
-// Schedule is a failing run made explicit: the scheduling choices and the
+// ScheduleFile is a failing run made explicit: the scheduling choices and the
 // faults that fired. Replaying it needs the scenario but not the seed's
 // random streams, so it stays valid when the code changes how it draws.
-type Schedule struct {
+type ScheduleFile struct {
 	Version  int    `json:"version"`
 	Scenario string `json:"scenario"`
 	// Target is the scenario to replay on: a built-in name, or the path
@@ -43,10 +43,11 @@ type Schedule struct {
 	Digest string `json:"digest,omitempty"`
 	// Seed is the seed the failure was found under (for reference; the
 	// replay does not draw from it).
-	Seed      int64          `json:"seed"`
-	Signature string         `json:"signature"`
-	Mutations core.Mutations `json:"mutations,omitzero"`
-	Plan      Plan           `json:"plan"`
+	Seed      int64  `json:"seed"`
+	Signature string `json:"signature"`
+	// Defects are the defects planted in the runtime when it failed.
+	Defects core.Defects `json:"defects,omitzero"`
+	Plan    Plan         `json:"plan"`
 	// Choices are the scheduling choices, index into the runnable actors
 	// at each step; past the end the first runnable actor goes.
 	Choices []int `json:"choices"`
@@ -59,16 +60,16 @@ type Schedule struct {
 }
 
 // Options replays the schedule.
-func (s *Schedule) Options() Options {
+func (s *ScheduleFile) Options() Options {
 	plan := s.Plan
-	return Options{Seed: s.Seed, Replay: s.Choices, ReplayStrict: true, Plan: &plan, Mutations: s.Mutations}
+	return Options{Seed: s.Seed, Replay: s.Choices, ReplayStrict: true, Plan: &plan, Testing: core.Testing{Defects: s.Defects}}
 }
 
 // Replay runs the schedule on the scenario.
-func (s *Schedule) Replay(sc *scenarios.Scenario) *Outcome { return Run(sc, s.Options()) }
+func (s *ScheduleFile) Replay(sc *scenarios.Scenario) *Outcome { return Run(sc, s.Options()) }
 
 // Describe renders the schedule for people.
-func (s *Schedule) Describe() string {
+func (s *ScheduleFile) Describe() string {
 	var b strings.Builder
 	nonzero := 0
 	for _, c := range s.Choices {
@@ -89,7 +90,7 @@ func (s *Schedule) Describe() string {
 // WriteFile writes the schedule as indented JSON. A target that is a file
 // is written relative to the schedule file's directory, which is where
 // ReadSchedule looks for it.
-func (s *Schedule) WriteFile(path string) error {
+func (s *ScheduleFile) WriteFile(path string) error {
 	out := *s
 	if s.targetFile != "" {
 		dir, err := filepath.Abs(filepath.Dir(path))
@@ -111,9 +112,9 @@ func (s *Schedule) WriteFile(path string) error {
 
 // newSchedule starts the schedule of a failing run of sc, found by
 // replaying target.
-func newSchedule(sc *scenarios.Scenario, target string, failed *Outcome, sig string, m core.Mutations) *Schedule {
-	s := &Schedule{Version: ScheduleVersion, Scenario: sc.Name, Target: target, Digest: sc.Digest, Seed: failed.Seed,
-		Signature: sig, Mutations: m, Plan: failed.Fired, Choices: choices(failed.Decisions)}
+func newSchedule(sc *scenarios.Scenario, target string, failed *Outcome, sig string, d core.Defects) *ScheduleFile {
+	s := &ScheduleFile{Version: ScheduleVersion, Scenario: sc.Name, Target: target, Digest: sc.Digest, Seed: failed.Seed,
+		Signature: sig, Defects: d, Plan: failed.Fired, Choices: choices(failed.Decisions)}
 	if isFileSource(sc) {
 		if abs, err := filepath.Abs(sc.Source); err == nil {
 			s.targetFile = abs
@@ -132,12 +133,12 @@ func isFileSource(sc *scenarios.Scenario) bool {
 // MaxScheduleSize bytes, with every field in range (a negative choice, a
 // fault's negative latency or an unknown fault kind is an error, not
 // something to coerce).
-func ReadSchedule(path string) (*Schedule, error) {
+func ReadSchedule(path string) (*ScheduleFile, error) {
 	b, err := inputfile.Read(path, inputfile.Limit{Bytes: MaxScheduleSize, What: "a schedule file", Raise: "--max-file-size (harness.MaxScheduleSize in Go)"})
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrSchedule, path, err)
 	}
-	var s Schedule
+	var s ScheduleFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
@@ -156,7 +157,7 @@ func ReadSchedule(path string) (*Schedule, error) {
 // validate checks what a schedule says on its own; Check checks it against
 // its scenario, and a replay that meets a choice no actor answers to says
 // so (Fits).
-func (s *Schedule) validate() error {
+func (s *ScheduleFile) validate() error {
 	if s.Scenario == "" || s.Target == "" {
 		return errors.New("a schedule names its scenario and target")
 	}
@@ -196,7 +197,7 @@ func (s *Schedule) validate() error {
 // Check reports whether sc is the scenario the schedule was found on: the
 // same name, the same source (when both record a digest), and a fault for
 // every planned fault's source.
-func (s *Schedule) Check(sc *scenarios.Scenario) error {
+func (s *ScheduleFile) Check(sc *scenarios.Scenario) error {
 	where := s.path
 	if where == "" {
 		where = "the schedule"
@@ -219,7 +220,7 @@ func (s *Schedule) Check(sc *scenarios.Scenario) error {
 // range: a choice past the runnable actors means the schedule was made
 // for another run (the scenario or the runtime changed), and what ran is
 // not what it recorded.
-func (s *Schedule) Fits(o *Outcome) error {
+func (s *ScheduleFile) Fits(o *Outcome) error {
 	m := o.Misfit
 	if m == nil {
 		return nil
@@ -238,7 +239,7 @@ func (s *Schedule) Fits(o *Outcome) error {
 // scenarios.MaxFileSize bytes; its digest is checked before it is parsed,
 // and no error quotes what it holds, since a schedule file can name any
 // file at all.
-func (s *Schedule) LoadTarget() (*scenarios.Scenario, error) {
+func (s *ScheduleFile) LoadTarget() (*scenarios.Scenario, error) {
 	where := s.path
 	if _, ok := scenarios.BuiltinSource(s.Target); ok && !strings.ContainsAny(s.Target, `/\`) {
 		sc, err := scenarios.Builtin(s.Target)

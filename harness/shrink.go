@@ -8,16 +8,16 @@ import (
 // (the same Signature): it drops faults, shortens latencies and jitter,
 // truncates the choices and turns choices into "the first runnable actor",
 // greedily, until nothing more helps or the replay budget is spent.
-func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts CampaignOptions) *Failure {
+func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts CampaignOptions) *CampaignFailure {
 	budget := opts.ShrinkRuns
 	if budget <= 0 {
 		budget = 2000
 	}
 	sig := Signature(failed)
-	best := newSchedule(sc, target, failed, sig, opts.Mutations)
-	f := &Failure{Scenario: sc.Name, Target: target, Seed: failed.Seed, Signature: sig, Outcome: failed}
+	best := newSchedule(sc, target, failed, sig, opts.Testing.Defects)
+	f := &CampaignFailure{Scenario: sc.Name, Target: target, Seed: failed.Seed, Signature: sig, Outcome: failed}
 
-	try := func(cand *Schedule) bool {
+	try := func(cand *ScheduleFile) bool {
 		if f.ShrinkRuns >= budget {
 			return false
 		}
@@ -108,7 +108,7 @@ func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts Campaig
 	return f
 }
 
-func (s *Schedule) clone() *Schedule {
+func (s *ScheduleFile) clone() *ScheduleFile {
 	c := *s
 	c.Plan.Faults = append([]PlannedFault(nil), s.Plan.Faults...)
 	c.Choices = append([]int(nil), s.Choices...)

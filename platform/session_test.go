@@ -32,7 +32,7 @@ var _ = Describe("A session's turns", func() {
 		e.model.Script("analyst",
 			calls(use("research", map[string]any{"run_in_background": true})),
 			say("started"),
-			calls(use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})),
+			calls(use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research")})),
 			say("rejoined"))
 		e.model.Script("researcher", scripted.Turn{Text: "the findings", Latency: time.Minute})
 		root := e.root("analyst")

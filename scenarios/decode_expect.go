@@ -109,7 +109,7 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 		if f["agent"] == nil {
 			l.errorf(v, "%s is missing key \"agent\": the top-level agent whose run it is about", what)
 		}
-		return Outcome{Agent: l.agentRef(f["agent"], what+" agent"), Contains: l.str(f["contains"], what+" contains"),
+		return AgentEnds{Agent: l.agentRef(f["agent"], what+" agent"), Contains: l.str(f["contains"], what+" contains"),
 			Equals: l.str(f["equals"], what+" equals"), Failed: l.optBool(f["failed"], what+" failed")}
 	case "prepare-fails":
 		f := l.fields(v, what, prepareFailsKeys...)

@@ -199,7 +199,7 @@ func (l *loader) args(a *agentDecl, n *node, what string, unchecked bool) any {
 			if i := strings.LastIndexByte(spec, '#'); i >= 0 {
 				if k, err := strconv.Atoi(spec[i+1:]); err != nil || k < 1 {
 					l.errorf(n.vals[0], "%s work-of %q: the number after # must be a positive integer, such as %q", what, spec, spec[:i]+"#1")
-					return scripted.WorkID(spec)
+					return scripted.WorkOf(spec)
 				}
 				tool = spec[:i]
 			}
@@ -210,7 +210,7 @@ func (l *loader) args(a *agentDecl, n *node, what string, unchecked bool) any {
 				}
 				l.errorf(n.vals[0], "%s refers to the work of %q, but %q has no backgroundable tool of that name%s", what, tool, a.id, hint)
 			}
-			return scripted.WorkID(spec)
+			return scripted.WorkOf(spec)
 		}
 		m := make(map[string]any, len(n.keys))
 		for i, k := range n.keys {

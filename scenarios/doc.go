@@ -1,7 +1,7 @@
 // Package scenarios describes runs of background agents and what must be
 // true of them, in Go for Ginkgo specs and in YAML files for the CLI.
 //
-// A [Scenario] names the top-level agents and their input ([Run]), what the
+// A [Scenario] names the top-level agents and their input ([TopLevel]), what the
 // model does at each step of each agent ([Script], turns of the scripted
 // provider), what goes wrong ([Fault]) and what must hold ([Expectation]).
 // It describes a run; package harness performs it, on virtual time under a
@@ -29,7 +29,7 @@
 // started it ([WorkOf]("research")). Expectations combine patterns
 // ([InOrder], [InAnyOrder], [Subset], [Never], [Count]) or check seed 02's
 // rules directly ([OutputOnlyViaResult], [ForegroundOutput]), as well as
-// end states ([WorkEnds], [Outcome], [PrepareFails]). They read only the
+// end states ([WorkEnds], [AgentEnds], [PrepareFails]). They read only the
 // trace, so they hold for scripted and recorded runs alike. A [Failure]
 // says what is wrong and, with [Failure.Report], quotes the transcript
 // around the entry at fault, naming the nearest miss.

@@ -200,28 +200,28 @@ var _ = Describe("Expectations", func() {
 		})
 	})
 
-	Describe("Outcome", func() {
+	Describe("AgentEnds", func() {
 		It("holds for a top-level run that succeeded with the output", func() {
-			Expect(check(run, Outcome{Agent: coordinator, Contains: "anthocyanins"})).To(BeEmpty())
-			Expect(check(run, Outcome{Agent: coordinator, Equals: answer, Failed: Bool(false)})).To(BeEmpty())
+			Expect(check(run, AgentEnds{Agent: coordinator, Contains: "anthocyanins"})).To(BeEmpty())
+			Expect(check(run, AgentEnds{Agent: coordinator, Equals: answer, Failed: Bool(false)})).To(BeEmpty())
 		})
 
 		It("fails on other output, quoting the end of the run", func() {
-			msg := check(run, Outcome{Agent: coordinator, Contains: "photosynthesis"})
+			msg := check(run, AgentEnds{Agent: coordinator, Contains: "photosynthesis"})
 			Expect(msg).To(HavePrefix(`research-coordinator's final output does not contain "photosynthesis"`))
 			Expect(msg).To(ContainSubstring("  > #25  +4s     research-coordinator#1 end output"))
-			Expect(check(run, Outcome{Agent: coordinator, Equals: "Done."})).To(HavePrefix(`research-coordinator's final output is "Leaves change colour`))
+			Expect(check(run, AgentEnds{Agent: coordinator, Equals: "Done."})).To(HavePrefix(`research-coordinator's final output is "Leaves change colour`))
 		})
 
 		It("fails a run that failed, or one that should have and did not", func() {
 			failing := simulate(backgroundResearch().Inject(Fault{Kind: FaultProviderError, Agent: coordinator, Step: 1, Message: "overloaded"}))
-			Expect(check(failing, Outcome{Agent: coordinator})).To(HavePrefix("research-coordinator failed: "))
-			Expect(check(failing, Outcome{Agent: coordinator, Failed: Bool(true), Contains: "overloaded"})).To(BeEmpty())
-			Expect(check(run, Outcome{Agent: coordinator, Failed: Bool(true)})).To(HavePrefix("research-coordinator succeeded, but it should have failed"))
+			Expect(check(failing, AgentEnds{Agent: coordinator})).To(HavePrefix("research-coordinator failed: "))
+			Expect(check(failing, AgentEnds{Agent: coordinator, Failed: Bool(true), Contains: "overloaded"})).To(BeEmpty())
+			Expect(check(run, AgentEnds{Agent: coordinator, Failed: Bool(true)})).To(HavePrefix("research-coordinator succeeded, but it should have failed"))
 		})
 
 		It("fails for an agent that never finished a top-level run", func() {
-			Expect(check(run, Outcome{Agent: researcher})).To(HavePrefix("research-agent never finished a top-level run; the trace ends here"))
+			Expect(check(run, AgentEnds{Agent: researcher})).To(HavePrefix("research-agent never finished a top-level run; the trace ends here"))
 		})
 	})
 

@@ -131,9 +131,9 @@ func (l *loader) scenario(root *node) *Scenario {
 	return sc
 }
 
-func (l *loader) run(n *node) Run {
+func (l *loader) run(n *node) TopLevel {
 	f := l.fields(n, "run", runKeys...)
-	r := Run{ID: l.str(f["id"], "run id"), Model: l.str(f["model"], "run model"), Agents: map[string]*core.Agent{}}
+	r := TopLevel{ID: l.str(f["id"], "run id"), Model: l.str(f["model"], "run model"), Agents: map[string]*core.Agent{}}
 	an := f["agents"]
 	switch {
 	case an == nil:

@@ -197,5 +197,5 @@ func FailPreparation(target error) types.GomegaMatcher {
 // Finish matches when the top-level agent's run succeeded with output
 // containing the text (empty for any output).
 func Finish(agent, contains string) types.GomegaMatcher {
-	return named("Finish", Outcome{Agent: agent, Contains: contains})
+	return named("Finish", AgentEnds{Agent: agent, Contains: contains})
 }

@@ -110,7 +110,7 @@ var _ = Describe("Pattern", func() {
 	It("matches model-facing tool errors with IsError", func() {
 		bad := simulate(backgroundResearch(
 			scripted.Calls(research(true)),
-			scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research"), "timeout": "soon"})),
+			scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research"), "timeout": "soon"})),
 			scripted.Calls(workResult("")),
 			scripted.Say(answer)))
 		Expect(matching(bad, Pattern{Kind: trace.ToolResult, IsError: Bool(true), Contains: "timeout"})).To(HaveLen(1))

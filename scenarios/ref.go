@@ -19,7 +19,8 @@ type Ref struct {
 	Agent string
 }
 
-// WorkOf refers to the Work the first background call of tool returned.
+// WorkOf refers to the Work the first background call of tool returned. A
+// script names a Work the same way, with scripted.WorkOf.
 func WorkOf(tool string) Ref { return Ref{Tool: tool} }
 
 // IsZero reports an unset reference.

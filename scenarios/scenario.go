@@ -21,7 +21,7 @@ type Scenario struct {
 	Digest string
 	Tags   []string
 
-	Run          Run
+	Run          TopLevel
 	Scripts      []Script
 	Faults       []Fault
 	Expectations []Expectation
@@ -32,8 +32,8 @@ type Scenario struct {
 	Platform *Platform
 }
 
-// Run names the top-level agents, which start at once on one context.
-type Run struct {
+// TopLevel names the top-level agents, which start at once on one context.
+type TopLevel struct {
 	ID string
 	// Agents are the top-level agents by name.
 	Agents map[string]*core.Agent
@@ -112,7 +112,7 @@ type Fault struct {
 
 // New starts a Go scenario.
 func New(name string) *Scenario {
-	return &Scenario{Name: name, Source: "go:" + name, Run: Run{ID: name, Agents: map[string]*core.Agent{}}}
+	return &Scenario{Name: name, Source: "go:" + name, Run: TopLevel{ID: name, Agents: map[string]*core.Agent{}}}
 }
 
 // Describe sets the one-line description.

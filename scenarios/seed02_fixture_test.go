@@ -72,7 +72,7 @@ func research(background bool) scripted.Call {
 
 // workResult is a work result call for the Work research returned.
 func workResult(timeout string) scripted.Call {
-	args := map[string]any{"action": "result", "id": scripted.WorkID("research")}
+	args := map[string]any{"action": "result", "id": scripted.WorkOf("research")}
 	if timeout != "" {
 		args["timeout"] = timeout
 	}

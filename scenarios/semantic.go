@@ -228,8 +228,8 @@ func (w WorkEnds) Describe() string {
 	return fmt.Sprintf("%s ends %s", w.Work, strings.Join(w.States, " or "))
 }
 
-// Outcome claims how a top-level agent's run ended.
-type Outcome struct {
+// AgentEnds claims how a top-level agent's run ended.
+type AgentEnds struct {
 	// Agent is the agent's ID.
 	Agent    string
 	Contains string
@@ -239,7 +239,7 @@ type Outcome struct {
 }
 
 // Check implements Expectation.
-func (o Outcome) Check(r *Result) *Failure {
+func (o AgentEnds) Check(r *Result) *Failure {
 	t := r.Trace
 	for i := len(t.Entries) - 1; i >= 0; i-- {
 		e := &t.Entries[i]
@@ -268,7 +268,7 @@ func (o Outcome) Check(r *Result) *Failure {
 }
 
 // Describe implements Expectation.
-func (o Outcome) Describe() string {
+func (o AgentEnds) Describe() string {
 	s := o.Agent + " "
 	switch {
 	case o.Failed != nil && *o.Failed:

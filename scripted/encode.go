@@ -8,7 +8,7 @@ import (
 )
 
 // appendJSON appends the JSON encoding of v to b, exactly as json.Marshal
-// would encode it, resolving symbolic references (WorkID, ResultField)
+// would encode it, resolving symbolic references (WorkOf, ResultField)
 // against the request as it goes (with no request, a reference is written
 // as the text it holds). Scripts hold plain values and encoding them is on
 // the path of every scripted step, so internal/jsonenc writes them without
@@ -41,7 +41,7 @@ type refEncoder struct{ req *core.Request }
 // Substitute implements jsonenc.Leaf.
 func (e refEncoder) Substitute(v any) (any, bool, error) {
 	switch t := v.(type) {
-	case WorkID, ResultField:
+	case WorkOf, ResultField:
 		plain, err := resolve(e.req, t)
 		return plain, err == nil, err
 	}

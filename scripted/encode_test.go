@@ -89,15 +89,15 @@ func randomOf(r *rand.Rand, k, depth int) any {
 	}
 }
 
-func TestWorkIDsInArgumentsResolveToTheIDTheHistoryShows(t *testing.T) {
+func TestWorkOfInArgumentsResolveToTheIDTheHistoryShows(t *testing.T) {
 	req := &core.Request{Messages: []core.Message{
 		{Role: core.RoleTool, ToolName: "research", Content: `{"kind":"work.ref","id":"w-7","targetId":"r","guarantees":{"execution":"process-local","rejoin":"process-local"}}`},
 	}}
-	got, err := appendJSON(nil, req, map[string]any{"action": "result", "id": WorkID("research")})
+	got, err := appendJSON(nil, req, map[string]any{"action": "result", "id": WorkOf("research")})
 	if err != nil || string(got) != `{"action":"result","id":"w-7"}` {
 		t.Errorf("got %s, %v", got, err)
 	}
-	if _, err := appendJSON(nil, req, []any{WorkID("other")}); err == nil {
+	if _, err := appendJSON(nil, req, []any{WorkOf("other")}); err == nil {
 		t.Error("a reference to a tool that returned no work.ref encoded without error")
 	}
 }

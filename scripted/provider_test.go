@@ -98,11 +98,11 @@ func TestScriptRunGivesTheNthRunOfAnAgentItsOwnScriptBeforeTheSharedOne(t *testi
 	}
 }
 
-func TestWorkIDResolvesToTheMostRecentWorkRefOfTheToolOrTheNth(t *testing.T) {
+func TestWorkOfResolvesToTheMostRecentWorkRefOfTheToolOrTheNth(t *testing.T) {
 	p := scripted.New().Script("coordinator",
-		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})),
-		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research#1")})),
-		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("summarize")})),
+		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research")})),
+		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research#1")})),
+		scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("summarize")})),
 	)
 	history := []core.Message{refMessage("research", "w-1"), refMessage("research", "w-2")}
 	if got := step(t, p, req("coordinator", "r1", 2, history...)).ToolCalls[0].Arguments; got != `{"action":"result","id":"w-2"}` {

@@ -9,13 +9,16 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 )
 
-// WorkID is a symbolic reference, usable anywhere in a call's Args, to the
+// WorkOf is a symbolic reference, usable anywhere in a call's Args, to the
 // Work id that the most recent call of the named tool returned, as the
 // request's history shows it; "research#2" names the second Work that
 // research returned in this run. Scripts never need to know generated ids.
+// It is the script's spelling of scenarios.WorkOf, which names the same
+// Work in an expectation (read from the trace, where without "#n" it is the
+// first such Work).
 //
-//	scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkID("research")})
-type WorkID string
+//	scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research")})
+type WorkOf string
 
 // FindWorkRef returns the work.ref of the most recent result of the named
 // tool in the request's history; "tool#n" returns the n-th from the start.
@@ -92,7 +95,7 @@ func plainJSONString(s string) bool {
 // resolve replaces symbolic references in v.
 func resolve(req *core.Request, v any) (any, error) {
 	switch t := v.(type) {
-	case WorkID:
+	case WorkOf:
 		if req == nil {
 			return string(t), nil // nothing to resolve against
 		}

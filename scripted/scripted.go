@@ -330,7 +330,7 @@ func encodeJSON(v any) (json.RawMessage, error) {
 		return json.Marshal(t)
 	}
 	// Outputs hold no references: resolving against no request finds none,
-	// and a WorkID in an output is encoded as json.Marshal would (a string).
+	// and a WorkOf in an output is encoded as json.Marshal would (a string).
 	var scratch [1024]byte
 	raw, err := appendJSON(scratch[:0], nil, v)
 	if err != nil {

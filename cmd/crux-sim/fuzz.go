@@ -54,7 +54,7 @@ func newFuzzCmd() *cobra.Command {
 		outDir       string
 		jsonOut      string
 		merge        bool
-		plant        []string
+		defectNames  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "fuzz [--seeds N] [--start S] [--jobs J] [--time D] [--shard i/n] NAME|FILE...",
@@ -86,7 +86,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 					return usagef("%v", err)
 				}
 			}
-			mutations, err := parsePlant(plant)
+			defects, err := parseDefects(defectNames)
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 				}
 			}
 			opts := harness.CampaignOptions{Seeds: seeds, Start: start, Jobs: jobs, Budget: budget, Shard: shard,
-				Swarm: !noSwarm, Mutations: mutations}
+				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}}
 			if err := opts.CheckSeeds(); err != nil {
 				return usagef("%v", err)
 			}
@@ -128,7 +128,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 				summary.Scenarios = append(summary.Scenarios, sc.Name)
 			}
 			for _, f := range res.Failures {
-				ff, err := reportFailure(out, f, outDir, !noSwarm, plant)
+				ff, err := reportFailure(out, f, outDir, !noSwarm, defectNames)
 				if err != nil {
 					return err
 				}
@@ -163,13 +163,14 @@ Shards split the seed space: --shard i/n runs the seeds s with
 	f.StringVar(&outDir, "out", "crux-sim-failures", "where to write shrunk schedules and reports of failures")
 	f.StringVar(&jsonOut, "json", "", "also write a machine-readable summary to this file (for --merge)")
 	f.BoolVar(&merge, "merge", false, "merge the --json summaries given as arguments instead of fuzzing")
-	f.StringSliceVar(&plant, "plant", nil, "plant a known defect in the runtime to check the fuzzer catches it: cancel-overwrites-terminal, leak-output-in-status")
-	_ = f.MarkHidden("plant")
+	f.StringSliceVar(&defectNames, "defect", nil, "plant a known defect in the runtime to check the fuzzer catches it: cancel-overwrites-terminal, leak-output-in-status")
+	_ = f.MarkHidden("defect")
 	return cmd
 }
 
-func parsePlant(names []string) (core.Mutations, error) {
-	var m core.Mutations
+// parseDefects reads --defect: the planted defects (core.Defects) by name.
+func parseDefects(names []string) (core.Defects, error) {
+	var m core.Defects
 	for _, n := range names {
 		switch n {
 		case "cancel-overwrites-terminal":
@@ -177,7 +178,7 @@ func parsePlant(names []string) (core.Mutations, error) {
 		case "leak-output-in-status":
 			m.LeakOutputInStatus = true
 		default:
-			return m, usagef("--plant %q: known defects are cancel-overwrites-terminal and leak-output-in-status", n)
+			return m, usagef("--defect %q: known defects are cancel-overwrites-terminal and leak-output-in-status", n)
 		}
 	}
 	return m, nil
@@ -206,9 +207,9 @@ func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.Pr
 
 // reportFailure prints a failure, writes its shrunk schedule and returns
 // its summary entry.
-func reportFailure(out io.Writer, f *harness.Failure, dir string, swarm bool, plant []string) (fuzzFailure, error) {
+func reportFailure(out io.Writer, f *harness.CampaignFailure, dir string, swarm bool, defects []string) (fuzzFailure, error) {
 	ff := fuzzFailure{Scenario: f.Scenario, Seed: f.Seed, Signature: f.Signature,
-		Reproduce: reproduce(f.Seed, swarm, plant, f.Target), Shrunk: f.Schedule.Describe()}
+		Reproduce: reproduce(f.Seed, swarm, defects, f.Target), Shrunk: f.Schedule.Describe()}
 	fmt.Fprintf(out, "FAIL %s seed %d: %s\n", f.Scenario, f.Seed, f.Signature)
 	if msg := firstMessage(f.Shrunk); msg != "" {
 		fmt.Fprintf(out, "  %s\n", msg)
@@ -236,7 +237,7 @@ func reportFailure(out io.Writer, f *harness.Failure, dir string, swarm bool, pl
 
 // writeFailureArtifacts writes the shrunk run's transcript and its HTML
 // timeline next to its schedule.
-func writeFailureArtifacts(base string, f *harness.Failure) error {
+func writeFailureArtifacts(base string, f *harness.CampaignFailure) error {
 	file, err := os.Create(base + ".txt")
 	if err != nil {
 		return err

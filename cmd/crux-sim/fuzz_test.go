@@ -15,11 +15,11 @@ var summaryLine = regexp.MustCompile(`(?m)^(\d+) schedules, (\d+) failures, \d+ 
 // report, ends with the summary line and exits 1; a clean campaign exits 0.
 func TestFuzzCommandReportsAShrunkReproducibleFailure(t *testing.T) {
 	dir := t.TempDir()
-	code, out := runCLI(t, "fuzz", "--seeds", "60", "--jobs", "2", "--out", dir, "--plant", "cancel-overwrites-terminal", "cancel-vs-complete")
+	code, out := runCLI(t, "fuzz", "--seeds", "60", "--jobs", "2", "--out", dir, "--defect", "cancel-overwrites-terminal", "cancel-vs-complete")
 	if code != 1 {
 		t.Fatalf("fuzz with a planted defect exited %d, want 1:\n%s", code, out)
 	}
-	for _, want := range []string{"FAIL cancel-vs-complete seed ", "reproduce: crux-sim run --seed ", "--plant cancel-overwrites-terminal",
+	for _, want := range []string{"FAIL cancel-vs-complete seed ", "reproduce: crux-sim run --seed ", "--defect cancel-overwrites-terminal",
 		"shrunk:", "replay:    crux-sim run --replay ", "report:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the fuzz output lacks %q:\n%s", want, out)
@@ -64,7 +64,7 @@ func TestFuzzShardsMerge(t *testing.T) {
 	for _, shard := range []string{"0/2", "1/2"} {
 		path := filepath.Join(dir, "shard-"+shard[:1]+".json")
 		code, out := runCLI(t, "fuzz", "--seeds", "40", "--shard", shard, "--json", path, "--out", dir,
-			"--plant", "cancel-overwrites-terminal", "cancel-vs-complete")
+			"--defect", "cancel-overwrites-terminal", "cancel-vs-complete")
 		if code != 1 {
 			t.Fatalf("shard %s exited %d:\n%s", shard, code, out)
 		}

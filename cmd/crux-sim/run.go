@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
@@ -134,18 +135,18 @@ func isFile(arg string) bool {
 // scheduleFlags say which schedule of a scenario runs; run and report
 // share them.
 type scheduleFlags struct {
-	seed   int64
-	swarm  bool
-	replay string
-	plant  []string
+	seed    int64
+	swarm   bool
+	replay  string
+	defects []string
 }
 
 func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.seed, "seed", 1, "the seed that chooses the schedule, faults and latencies")
 	fs.BoolVar(&f.swarm, "swarm", false, "give the seed its own fault mix, as crux-sim fuzz does")
 	fs.StringVar(&f.replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
-	fs.StringSliceVar(&f.plant, "plant", nil, "plant a known defect (see crux-sim fuzz)")
-	_ = fs.MarkHidden("plant")
+	fs.StringSliceVar(&f.defects, "defect", nil, "plant a known defect (see crux-sim fuzz)")
+	_ = fs.MarkHidden("defect")
 }
 
 // resolve returns the harness options the flags ask for, the scenario
@@ -153,14 +154,14 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 // run to its scenario: with no arguments it loads the schedule's target
 // (resolved relative to the schedule file, never quoted), and any scenario
 // given must be the one the schedule was found on.
-func (f *scheduleFlags) resolve(args []string) (harness.Options, []*scenarios.Scenario, *harness.Schedule, error) {
-	mutations, err := parsePlant(f.plant)
+func (f *scheduleFlags) resolve(args []string) (harness.Options, []*scenarios.Scenario, *harness.ScheduleFile, error) {
+	defects, err := parseDefects(f.defects)
 	if err != nil {
 		return harness.Options{}, nil, nil, err
 	}
 	if f.replay == "" {
 		scs, err := loadArgs(args)
-		return harness.Options{Seed: f.seed, Swarm: f.swarm, Mutations: mutations}, scs, nil, err
+		return harness.Options{Seed: f.seed, Swarm: f.swarm, Testing: core.Testing{Defects: defects}}, scs, nil, err
 	}
 	sched, err := harness.ReadSchedule(f.replay)
 	if err != nil {
@@ -194,13 +195,13 @@ func loadArgs(args []string) ([]*scenarios.Scenario, error) {
 }
 
 // reproduce is the crux-sim run command for a seed's schedule of a target.
-func reproduce(seed int64, swarm bool, plant []string, target string) string {
+func reproduce(seed int64, swarm bool, defects []string, target string) string {
 	cmd := "crux-sim run --seed " + strconv.FormatInt(seed, 10)
 	if swarm {
 		cmd += " --swarm"
 	}
-	for _, p := range plant {
-		cmd += " --plant " + shellQuote(p)
+	for _, d := range defects {
+		cmd += " --defect " + shellQuote(d)
 	}
 	return cmd + " " + shellQuote(target)
 }
