@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crux-sim/crux-sim/core"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -19,13 +20,13 @@ import (
 // work result (waiting for the child when it has not finished), final answer.
 // foreground: research inline, final answer; for comparison.
 func BenchmarkResearchCoordinator(b *testing.B) {
-	research := newResearchAgent()
-	coordinator := newCoordinator(research)
+	research := shared.ResearchAgent()
+	coordinator := shared.Coordinator(research)
 	exact := findings("Chlorophyll breaks down in the cold")
 	run := core.ParallelRun{
 		ID:      "background-research-run",
 		Agents:  map[string]*core.Agent{"coordinator": coordinator},
-		Context: ask(autumn),
+		Context: shared.Ask(shared.Question),
 		Model:   "gpt-4o-mini",
 	}
 	paths := []struct {
@@ -35,14 +36,14 @@ func BenchmarkResearchCoordinator(b *testing.B) {
 	}{
 		{"background", func() []scripted.Turn {
 			return []scripted.Turn{
-				scripted.Calls(scripted.Use("research", map[string]any{"question": autumn, "run_in_background": true})),
+				scripted.Calls(scripted.Use("research", map[string]any{"question": shared.Question, "run_in_background": true})),
 				scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research")})),
 				scripted.Say(finalAnswer),
 			}
 		}, 1},
 		{"foreground", func() []scripted.Turn {
 			return []scripted.Turn{
-				scripted.Calls(scripted.Use("research", map[string]any{"question": autumn})),
+				scripted.Calls(scripted.Use("research", map[string]any{"question": shared.Question})),
 				scripted.Say(finalAnswer),
 			}
 		}, 0},
@@ -53,8 +54,8 @@ func BenchmarkResearchCoordinator(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				p := scripted.New().
-					Script(coordinatorID, path.turns()...).
-					Script(researchID, scripted.Final(exact))
+					Script(shared.CoordinatorID, path.turns()...).
+					Script(shared.ResearchID, scripted.Final(exact))
 				rt := core.New(core.Options{Provider: p})
 				res, err := rt.Parallel(ctx, run)
 				if err != nil {

@@ -10,13 +10,14 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
 // researchWithLookup is the research agent with one tool of its own, so
 // that its run has a tool-call boundary after its first provider step.
 func researchWithLookup(calls *atomic.Int32) *core.Agent {
-	a := newResearchAgent()
+	a := shared.ResearchAgent()
 	a.Tools = core.Tools{"lookup": &core.Tool{
 		Description: "Look a term up",
 		Run: func(context.Context, core.ToolCall, any) (any, error) {
@@ -30,15 +31,15 @@ func researchWithLookup(calls *atomic.Int32) *core.Agent {
 var _ = Describe("cancel", func() {
 	It("cancels queued Work at once: it becomes cancelled and never runs", func(ctx SpecContext) {
 		f := newFixture(ctx, withMaxConcurrent(1))
-		child := f.model.hold(researchID, 1)
-		f.model.Script(coordinatorID,
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("first"), bg("second")),
 			scripted.Calls(work("cancel")),
 			scripted.Calls(work("status")),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		refs := refsIn(res.Messages)
 		results := toolResults(res.Messages, "work")
@@ -54,26 +55,26 @@ var _ = Describe("cancel", func() {
 		child.Release()
 		Expect(f.awaitTerminal(ctx, refs[0].ID)).To(Equal(lifecycle.Completed))
 		Expect(f.events.transitions(refs[1].ID)).To(Equal([]lifecycle.State{lifecycle.Queued, lifecycle.Cancelled}))
-		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1), "only the first child ever asked the model")
+		Expect(f.model.RequestsFor(shared.ResearchID)).To(HaveLen(1), "only the first child ever asked the model")
 	}, within)
 
 	It("answers with {workId, accepted, state, acceptedAt}, moves running Work to cancel-requested, and the child stops as cancelled at its next boundary", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		var lookups atomic.Int32
-		child := f.model.deafHold(researchID, 1)
-		asking := f.model.hold(coordinatorID, 2) // cancel only once the child is in its provider step
-		parked := f.model.hold(coordinatorID, 4)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2) // cancel only once the child is in its provider step
+		parked := f.model.hold(shared.CoordinatorID, 4)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("cancel")),
 			scripted.Calls(work("status")),
 			scripted.Calls(work("status")),
 			scripted.Say("ok"))
-		f.model.Script(researchID,
+		f.model.Script(shared.ResearchID,
 			scripted.Calls(scripted.Use("lookup", map[string]any{"term": "chlorophyll"})),
 			scripted.Final(findings("S")))
 
-		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		asking.Release()
 		parked.Arrived(ctx)
@@ -96,24 +97,24 @@ var _ = Describe("cancel", func() {
 		Expect(obj(results[2].Content)["state"]).To(Equal("cancelled"))
 
 		Expect(lookups.Load()).To(BeZero(), "the child stopped before its tool call")
-		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1))
+		Expect(f.model.RequestsFor(shared.ResearchID)).To(HaveLen(1))
 		Expect(f.events.transitions(id)).To(Equal([]lifecycle.State{
 			lifecycle.Queued, lifecycle.Running, lifecycle.CancelRequested, lifecycle.Cancelled}))
 	}, within)
 
 	It("lets normal completion win the race: a child that produced its final output before its next boundary ends completed with its result available", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.deafHold(researchID, 1)
-		asking := f.model.hold(coordinatorID, 2)
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2)
 		exact := findings("Completion won")
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("cancel")),
 			scripted.Calls(work("result")),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(exact))
+		f.model.Script(shared.ResearchID, scripted.Final(exact))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		asking.Release()
 		id := f.awaitRef(ctx, 1).ID
@@ -132,16 +133,16 @@ var _ = Describe("cancel", func() {
 
 	It("keeps a failure unrelated to the cancel request failed", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.deafHold(researchID, 1)
-		asking := f.model.hold(coordinatorID, 2)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("cancel")),
 			scripted.Calls(work("result")),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Fail(errors.New("FAILURE-MARKER: upstream 502")))
+		f.model.Script(shared.ResearchID, scripted.Fail(errors.New("FAILURE-MARKER: upstream 502")))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		asking.Release()
 		id := f.awaitRef(ctx, 1).ID
@@ -172,15 +173,15 @@ var _ = Describe("cancel", func() {
 		DescribeTable("does not accept cancel on a child that has ended and reports its unchanged state",
 			func(ctx SpecContext, child scripted.Turn, want lifecycle.State) {
 				f := newFixture(ctx)
-				parked := f.model.hold(coordinatorID, 2)
-				f.model.Script(coordinatorID,
-					scripted.Calls(bg(autumn)),
+				parked := f.model.hold(shared.CoordinatorID, 2)
+				f.model.Script(shared.CoordinatorID,
+					scripted.Calls(bg(shared.Question)),
 					scripted.Calls(work("cancel")),
 					scripted.Calls(work("status")),
 					scripted.Say("ok"))
-				f.model.Script(researchID, child)
+				f.model.Script(shared.ResearchID, child)
 
-				r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+				r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 				parked.Arrived(ctx)
 				id := f.awaitRef(ctx, 1).ID
 				Expect(f.awaitTerminal(ctx, id)).To(Equal(want))
@@ -198,16 +199,16 @@ var _ = Describe("cancel", func() {
 
 		It("does not accept a second cancel on Work that is already cancelled", func(ctx SpecContext) {
 			f := newFixture(ctx, withMaxConcurrent(1))
-			f.model.hold(researchID, 1)
-			f.model.Script(coordinatorID,
+			f.model.hold(shared.ResearchID, 1)
+			f.model.Script(shared.CoordinatorID,
 				scripted.Calls(bg("blocker"), bg("target")),
 				scripted.Calls(work("cancel")),
 				scripted.Calls(work("cancel")),
 				scripted.Calls(work("status")),
 				scripted.Say("ok"))
-			f.model.Script(researchID, scripted.Final(findings("blocker done")))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("blocker done")))
 
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			target := refsIn(res.Messages)[1].ID
 			results := toolResults(res.Messages, "work")
@@ -219,16 +220,16 @@ var _ = Describe("cancel", func() {
 	It("accepts a repeat cancel of cancel-requested Work again and changes nothing", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		var lookups atomic.Int32
-		child := f.model.deafHold(researchID, 1)
-		asking := f.model.hold(coordinatorID, 2)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("cancel")),
 			scripted.Calls(work("cancel")),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Calls(scripted.Use("lookup", map[string]any{})))
+		f.model.Script(shared.ResearchID, scripted.Calls(scripted.Use("lookup", map[string]any{})))
 
-		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		asking.Release()
 		res, err := r.wait(ctx)
@@ -253,20 +254,20 @@ var _ = Describe("cancel", func() {
 // backgroundable research child of its own.
 func middleTree() *core.Agent {
 	middle := &core.Agent{ID: "middle", Description: "Delegates research",
-		Tools: core.Tools{"research": core.Backgroundable(newResearchAgent())}}
-	return &core.Agent{ID: coordinatorID, Tools: core.Tools{"middle": core.Backgroundable(middle)}}
+		Tools: core.Tools{"research": core.Backgroundable(shared.ResearchAgent())}}
+	return &core.Agent{ID: shared.CoordinatorID, Tools: core.Tools{"middle": core.Backgroundable(middle)}}
 }
 
 var _ = Describe("cancel of a run", func() {
 	It("cancels the background Work of a cancelled run, recursively: cancelling a middle child cancels the Work it started", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		coordinator := middleTree()
-		leaf := f.model.hold(researchID, 1)
+		leaf := f.model.hold(shared.ResearchID, 1)
 		middleWaits := f.model.hold("middle", 2)
-		cancelling := f.model.hold(coordinatorID, 2)
-		f.model.Script("middle", scripted.Calls(bg(autumn)), scripted.Say("never"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
-		f.model.Script(coordinatorID,
+		cancelling := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script("middle", scripted.Calls(bg(shared.Question)), scripted.Say("never"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(scripted.Use("middle", map[string]any{"run_in_background": true})),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "cancel", "id": scripted.WorkOf("middle")})),
 			scripted.Say("ok"))
@@ -293,13 +294,13 @@ var _ = Describe("cancel of a run", func() {
 
 	It("cancels the background Work of a top-level run whose context is cancelled", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		parked := f.model.hold(coordinatorID, 2)
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("never"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		child := f.model.hold(shared.ResearchID, 1)
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("never"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
 		runCtx, cancel := context.WithCancel(ctx)
-		r := f.start(runCtx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(runCtx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		parked.Arrived(ctx)
 		child.Arrived(ctx)
 		cancel()
@@ -314,10 +315,10 @@ var _ = Describe("cancel of a run", func() {
 	It("leaves the Work of a child run that ends normally running", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		coordinator := middleTree()
-		leaf := f.model.hold(researchID, 1)
-		f.model.Script("middle", scripted.Calls(bg(autumn)), scripted.Say("delegated"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
-		f.model.Script(coordinatorID,
+		leaf := f.model.hold(shared.ResearchID, 1)
+		f.model.Script("middle", scripted.Calls(bg(shared.Question)), scripted.Say("delegated"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(scripted.Use("middle", map[string]any{"run_in_background": true})),
 			scripted.Say("ok"))
 

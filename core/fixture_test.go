@@ -17,6 +17,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -399,59 +400,7 @@ func (s *syncBuffer) records() []map[string]any {
 	return out
 }
 
-// --- the agents of seed 02 -------------------------------------------------
-
-const (
-	researchID    = "research-agent"
-	coordinatorID = "research-coordinator"
-
-	researchSystem    = "Research the question carefully. Return a concise summary and concrete findings."
-	coordinatorSystem = `You coordinate a research task.
-1. Call research with run_in_background: true and retain its Work reference.
-2. While it runs, draft an answer outline without inventing findings.
-3. On a later model step, use the automatic work tool with action "result"
-   and the retained id. If status is returned, wait or continue independent work.
-4. Use the exact research result before writing the final answer.`
-
-	autumn = "Why do leaves change color in autumn?"
-)
-
-var (
-	questionSchema = core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"],"additionalProperties":false}`)
-	findingsSchema = core.MustSchema(`{"type":"object","properties":{"summary":{"type":"string"},"findings":{"type":"array","items":{"type":"string"}}},"required":["summary","findings"],"additionalProperties":false}`)
-)
-
-// newResearchAgent is the seed's research-agent.
-func newResearchAgent() *core.Agent {
-	return &core.Agent{
-		ID:          researchID,
-		Description: "Research one question and return concise findings",
-		Prompt: core.Prompt{
-			ID:     "research-question",
-			Input:  questionSchema,
-			Output: findingsSchema,
-			System: researchSystem,
-			Render: core.Field("question"),
-		},
-	}
-}
-
-// newCoordinator is the seed's research-coordinator around a research child.
-func newCoordinator(research *core.Agent) *core.Agent {
-	return &core.Agent{
-		ID:          coordinatorID,
-		Description: "Coordinates research and writes the final response",
-		Prompt: core.Prompt{
-			ID:     "coordinate-research",
-			Input:  questionSchema,
-			System: coordinatorSystem,
-			Render: core.Field("question"),
-		},
-		Tools: core.Tools{"research": core.Backgroundable(research)},
-	}
-}
-
-func ask(q string) map[string]any { return map[string]any{"question": q} }
+// --- seed 02's agents are internal/fixture's ------------------------------
 
 // findings is an exact child output, spaced unusually so that any
 // re-encoding on its way to the parent would show.
@@ -491,7 +440,7 @@ func workOn(action, id string, extra ...any) scripted.Call {
 // asked matches requests of a research child asked the question.
 func asked(q string) func(*core.Request) bool {
 	return func(r *core.Request) bool {
-		return r.Agent == researchID && len(r.Messages) > 0 && r.Messages[0].Content == q
+		return r.Agent == shared.ResearchID && len(r.Messages) > 0 && r.Messages[0].Content == q
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -23,34 +24,34 @@ var _ = Describe("Isolation", func() {
 		var lookups atomic.Int32
 		research := researchWithLookup(&lookups)
 		research.Use = []core.Middleware{childRail.use}
-		coordinator := newCoordinator(research)
+		coordinator := shared.Coordinator(research)
 		coordinator.Tools["calendar"] = okTool("PARENT-SIBLING-TOOL")
 		coordinator.Use = []core.Middleware{parentRail.use}
-		f.model.Script(coordinatorID,
+		f.model.Script(shared.CoordinatorID,
 			scripted.Turn{Text: "PARENT-THOUGHT: outline first", Calls: []scripted.Call{
 				scripted.Use("calendar", map[string]any{}),
 				bg("child question"),
 			}},
 			scripted.Calls(work("result")),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		_, err := f.run(coordinator, ask("PARENT-QUESTION"))
+		_, err := f.run(coordinator, shared.Ask("PARENT-QUESTION"))
 		Expect(err).NotTo(HaveOccurred())
-		reqs := f.model.RequestsFor(researchID)
+		reqs := f.model.RequestsFor(shared.ResearchID)
 		Expect(reqs).To(HaveLen(1))
 		req := reqs[0]
-		Expect(req.System).To(Equal(researchSystem))
+		Expect(req.System).To(Equal(shared.ResearchSystem))
 		Expect(req.Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: "child question"}}))
 		Expect(toolNames(req)).To(Equal([]string{"lookup"}))
 		Expect(req.Status).To(BeNil())
-		Expect(req.Output).To(BeIdenticalTo(findingsSchema))
-		Expect(req.Run).NotTo(Equal(f.model.RequestsFor(coordinatorID)[0].Run))
-		withoutMarkers(snapshot(req), "PARENT-", coordinatorSystem)
+		Expect(req.Output).To(BeIdenticalTo(shared.FindingsSchema))
+		Expect(req.Run).NotTo(Equal(f.model.RequestsFor(shared.CoordinatorID)[0].Run))
+		withoutMarkers(snapshot(req), "PARENT-", shared.CoordinatorSystem)
 
 		Expect(childRail.requests()).To(Equal(reqs), "the child's own use ran on its requests")
 		for _, r := range parentRail.requests() {
-			Expect(r.Agent).To(Equal(coordinatorID), "the parent's use never runs on the child's requests")
+			Expect(r.Agent).To(Equal(shared.CoordinatorID), "the parent's use never runs on the child's requests")
 		}
 	}, within)
 
@@ -58,17 +59,17 @@ var _ = Describe("Isolation", func() {
 		f := newFixture(ctx)
 		// The research child has a backgroundable child of its own, so
 		// it has a work tool; it aims it at the Work it runs as.
-		research := newResearchAgent()
+		research := shared.ResearchAgent()
 		research.Tools = core.Tools{"dig": core.Backgroundable(&core.Agent{ID: "digger", Description: "Dig deeper"})}
-		coordinator := newCoordinator(research)
+		coordinator := shared.Coordinator(research)
 		parentWork := func() string {
 			created := f.events.filter(func(e core.Event) bool {
-				return e.Kind == core.EventWorkTransition && e.From == "" && e.Agent == researchID
+				return e.Kind == core.EventWorkTransition && e.From == "" && e.Agent == shared.ResearchID
 			})
 			Expect(created).To(HaveLen(1))
 			return created[0].Work
 		}
-		f.model.Script(researchID,
+		f.model.Script(shared.ResearchID,
 			scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
 				id := parentWork()
 				var calls []core.ToolCall
@@ -82,13 +83,13 @@ var _ = Describe("Isolation", func() {
 			}},
 			scripted.Final(findings("S")))
 		f.model.Script("digger", scripted.Say("dug"))
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("result")),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
 
-		res, err := f.run(coordinator, ask(autumn))
+		res, err := f.run(coordinator, shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		id := refsIn(res.Messages)[0].ID
 		Expect(toolResults(res.Messages, "work")[0].IsError).To(BeFalse())
@@ -96,7 +97,7 @@ var _ = Describe("Isolation", func() {
 		Expect(f.work(id).Detached).To(BeFalse())
 		Expect(f.work(id).Sent).To(BeZero())
 
-		childReq := f.model.RequestsFor(researchID)[1]
+		childReq := f.model.RequestsFor(shared.ResearchID)[1]
 		answers := toolResults(childReq.Messages, "work")
 		Expect(answers).To(HaveLen(6))
 		for _, m := range answers[:5] {
@@ -117,15 +118,15 @@ var _ = Describe("Isolation", func() {
 var _ = Describe("The redacted request log", func() {
 	run := func(ctx SpecContext, opts ...option) *fixture {
 		f := newFixture(ctx, opts...)
-		f.model.Script(coordinatorID,
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("good"), bg("bad")),
 			scripted.Calls(work("result")),
 			scripted.Calls(work("status")),
 			scripted.Say("FINAL-ANSWER"))
-		f.model.Script(researchID,
+		f.model.Script(shared.ResearchID,
 			scripted.Turn{When: asked("good"), Output: findings("OUTPUT-MARKER")},
 			scripted.Turn{When: asked("bad"), Err: errors.New("FAILURE-MARKER: disk full")})
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		for _, ref := range refsIn(res.Messages) {
 			f.awaitTerminal(ctx, ref.ID)
@@ -176,8 +177,8 @@ var _ = Describe("The redacted request log", func() {
 var _ = Describe("The agent loop", func() {
 	It("answers a call of an unknown tool with a model-facing error, and the run goes on", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(scripted.Use("telepathy", map[string]any{})), scripted.Say("ok"))
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(scripted.Use("telepathy", map[string]any{})), scripted.Say("ok"))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Output.Raw).To(Equal("ok"))
 		msg := toolResults(res.Messages, "telepathy")[0]
@@ -188,8 +189,8 @@ var _ = Describe("The agent loop", func() {
 	DescribeTable("answers tool arguments that are not a JSON object with a model-facing error, and the run goes on",
 		func(ctx SpecContext, args string) {
 			f := newFixture(ctx)
-			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("ok"))
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			f.model.Script(shared.CoordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("ok"))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Output.Raw).To(Equal("ok"))
 			Expect(errorCode(toolResults(res.Messages, "research")[0])).To(Equal("invalid_arguments"))
@@ -202,26 +203,26 @@ var _ = Describe("The agent loop", func() {
 
 	It("ends a run that uses its step budget without a final output with ErrStepBudget", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		a := newCoordinator(newResearchAgent())
+		a := shared.Coordinator(shared.ResearchAgent())
 		a.MaxSteps = 3
-		f.model.Answer(coordinatorID, func(*core.Request) (*core.Response, error) {
+		f.model.Answer(shared.CoordinatorID, func(*core.Request) (*core.Response, error) {
 			return &core.Response{ToolCalls: []core.ToolCall{{ID: "l", Name: "work", Arguments: `{"action":"list"}`}}}, nil
 		})
-		_, err := f.run(a, ask(autumn))
+		_, err := f.run(a, shared.Ask(shared.Question))
 		Expect(err).To(MatchError(core.ErrStepBudget))
-		Expect(f.model.RequestsFor(coordinatorID)).To(HaveLen(3))
+		Expect(f.model.RequestsFor(shared.CoordinatorID)).To(HaveLen(3))
 	}, within)
 
 	It("fails background Work whose child uses its step budget, without telling the parent why", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		research := newResearchAgent()
+		research := shared.ResearchAgent()
 		research.MaxSteps = 2
 		research.Tools = core.Tools{"lookup": okTool("look")}
-		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) {
+		f.model.Answer(shared.ResearchID, func(*core.Request) (*core.Response, error) {
 			return &core.Response{ToolCalls: []core.ToolCall{{ID: "l", Name: "lookup", Arguments: `{}`}}}, nil
 		})
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")), scripted.Say("ok"))
-		res, err := f.run(newCoordinator(research), ask(autumn))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result")), scripted.Say("ok"))
+		res, err := f.run(shared.Coordinator(research), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		got := toolResults(res.Messages, "work")[0].Content
 		Expect(obj(got)["state"]).To(Equal("failed"))
@@ -230,24 +231,24 @@ var _ = Describe("The agent loop", func() {
 
 	It("runs Parallel's named agents on the shared context and returns each one's result by name", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		critic := &core.Agent{ID: "critic", Prompt: core.Prompt{Input: questionSchema, Render: core.Field("question")}}
-		f.model.Script(coordinatorID, scripted.Say("coordinated"))
+		critic := &core.Agent{ID: "critic", Prompt: core.Prompt{Input: shared.QuestionSchema, Render: core.Field("question")}}
+		f.model.Script(shared.CoordinatorID, scripted.Say("coordinated"))
 		f.model.Script("critic", scripted.Say("criticised"))
 
 		run, err := f.rt.Parallel(ctx, core.ParallelRun{
 			ID:      "background-research-run",
-			Agents:  map[string]*core.Agent{"coordinator": newCoordinator(newResearchAgent()), "critic": critic},
-			Context: ask(autumn),
+			Agents:  map[string]*core.Agent{"coordinator": shared.Coordinator(shared.ResearchAgent()), "critic": critic},
+			Context: shared.Ask(shared.Question),
 			Model:   "gpt-4o-mini",
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(run.ID).To(Equal("background-research-run"))
 		Expect(run.Results).To(HaveLen(2))
 		Expect(run.Results["coordinator"].Output.Raw).To(Equal("coordinated"))
-		Expect(run.Results["coordinator"].Agent).To(Equal(coordinatorID))
+		Expect(run.Results["coordinator"].Agent).To(Equal(shared.CoordinatorID))
 		Expect(run.Results["critic"].Output.Raw).To(Equal("criticised"))
 		for _, req := range f.model.Requests() {
-			Expect(req.Messages[0].Content).To(Equal(autumn), "%s got the shared context", req.Agent)
+			Expect(req.Messages[0].Content).To(Equal(shared.Question), "%s got the shared context", req.Agent)
 			Expect(req.Model).To(Equal("gpt-4o-mini"))
 		}
 	}, within)
@@ -255,13 +256,13 @@ var _ = Describe("The agent loop", func() {
 	It("returns every Parallel result by name even when one agent fails, and joins the errors", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		critic := &core.Agent{ID: "critic"}
-		f.model.Script(coordinatorID, scripted.Say("coordinated"))
+		f.model.Script(shared.CoordinatorID, scripted.Say("coordinated"))
 		f.model.Script("critic", scripted.Fail(errors.New("critic is down")))
 
 		run, err := f.rt.Parallel(ctx, core.ParallelRun{
 			ID:      "p",
-			Agents:  map[string]*core.Agent{"coordinator": newCoordinator(newResearchAgent()), "critic": critic},
-			Context: ask(autumn),
+			Agents:  map[string]*core.Agent{"coordinator": shared.Coordinator(shared.ResearchAgent()), "critic": critic},
+			Context: shared.Ask(shared.Question),
 		})
 		Expect(err).To(MatchError(ContainSubstring("critic is down")))
 		Expect(run.Results["coordinator"].Output.Raw).To(Equal("coordinated"))
@@ -311,18 +312,18 @@ var _ = Describe("The sealed request", func() {
 	It("is immutable: what middleware does to its Request reaches neither the history, the next request, nor another run's request", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		v := &vandal{}
-		research := newResearchAgent()
+		research := shared.ResearchAgent()
 		research.Use = []core.Middleware{v.use}
-		coordinator := newCoordinator(research)
+		coordinator := shared.Coordinator(research)
 		coordinator.Use = []core.Middleware{v.use}
 		for range 2 {
-			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", ask(autumn))), scripted.Say("ok"))
-			f.model.Script(researchID, scripted.Final(findings("S")))
+			f.model.Script(shared.CoordinatorID, scripted.Calls(scripted.Use("research", shared.Ask(shared.Question))), scripted.Say("ok"))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 		}
 
 		var results []*core.RunResult
 		for range 2 {
-			res, err := f.run(coordinator, ask(autumn))
+			res, err := f.run(coordinator, shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			results = append(results, res)
 		}
@@ -330,8 +331,8 @@ var _ = Describe("The sealed request", func() {
 			raw := string(mustJSON(res.Messages))
 			Expect(raw).NotTo(ContainSubstring("VANDALISED"))
 			Expect(raw).NotTo(ContainSubstring("vandalised"))
-			Expect(res.Messages[0].Content).To(Equal(autumn))
-			Expect(res.Messages[1].ToolCalls[0].Arguments).To(Equal(`{"question":"` + autumn + `"}`))
+			Expect(res.Messages[0].Content).To(Equal(shared.Question))
+			Expect(res.Messages[1].ToolCalls[0].Arguments).To(Equal(`{"question":"` + shared.Question + `"}`))
 			Expect(res.Messages[2].Content).To(Equal(string(findings("S"))))
 		}
 		Expect(v.seen).To(HaveLen(6), "two coordinator steps and one research step per run")

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -48,21 +49,21 @@ func okTool(desc string) *core.Tool {
 var _ = Describe("Backgroundable and preparation", func() {
 	It("keeps a Backgroundable wrapper inert until it is a child entry in an Agent's tools map", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		research := newResearchAgent()
+		research := shared.ResearchAgent()
 		wrapper := core.Backgroundable(research)
 
 		Expect(wrapper.Agent()).To(BeIdenticalTo(research))
 		Expect(f.model.Requests()).To(BeEmpty(), "making the wrapper must not run anything")
 		Expect(f.rt.Works()).To(BeEmpty())
 
-		req := firstRequest(f, newCoordinator(research), ask(autumn))
+		req := firstRequest(f, shared.Coordinator(research), shared.Ask(shared.Question))
 		Expect(toolNames(req)).To(Equal([]string{"research", "work"}), "in a tools map it becomes the research tool")
 	}, within)
 
 	It("fails preparation, before any provider call, when a Backgroundable is used outside an Agent's tools map", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		a := &core.Agent{ID: "misplaced", Prompt: core.Prompt{ID: "p",
-			Tools: core.Tools{"research": core.Backgroundable(newResearchAgent())}}}
+			Tools: core.Tools{"research": core.Backgroundable(shared.ResearchAgent())}}}
 
 		_, err := f.run(a, nil)
 		Expect(err).To(MatchError(core.ErrMisplacedBackgroundable))
@@ -78,10 +79,10 @@ var _ = Describe("Backgroundable and preparation", func() {
 
 	It("fails preparation, before any provider call, when a backgroundable child's object input schema declares run_in_background", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := newResearchAgent()
+		child := shared.ResearchAgent()
 		child.Prompt.Input = core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"},"run_in_background":{"type":"boolean"}}}`)
 
-		_, err := f.run(newCoordinator(child), ask(autumn))
+		_, err := f.run(shared.Coordinator(child), shared.Ask(shared.Question))
 		Expect(err).To(MatchError(core.ErrReservedField))
 		var pe *core.PrepareError
 		Expect(errors.As(err, &pe)).To(BeTrue())
@@ -92,21 +93,21 @@ var _ = Describe("Backgroundable and preparation", func() {
 
 	It("fails preparation, before any provider call, when an authored tool on the agent is named work and the agent has a backgroundable child", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		a := newCoordinator(newResearchAgent())
+		a := shared.Coordinator(shared.ResearchAgent())
 		a.Tools["work"] = okTool("an authored work tool")
 
 		Expect(f.rt.Prepare(a)).To(MatchError(core.ErrWorkToolCollision))
-		_, err := f.run(a, ask(autumn))
+		_, err := f.run(a, shared.Ask(shared.Question))
 		Expect(err).To(MatchError(core.ErrWorkToolCollision))
 		Expect(f.model.Requests()).To(BeEmpty())
 	}, within)
 
 	It("fails preparation, before any provider call, when the agent's resolved prompt has a tool named work and the agent has a backgroundable child", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		a := newCoordinator(newResearchAgent())
+		a := shared.Coordinator(shared.ResearchAgent())
 		a.Prompt.Tools = core.Tools{"work": okTool("a prompt's work tool")}
 
-		_, err := f.run(a, ask(autumn))
+		_, err := f.run(a, shared.Ask(shared.Question))
 		Expect(err).To(MatchError(core.ErrWorkToolCollision))
 		Expect(f.model.Requests()).To(BeEmpty())
 	}, within)
@@ -121,8 +122,8 @@ var _ = Describe("Backgroundable and preparation", func() {
 
 	It("fails preparation, before any provider call and naming the tool, when neither a backgroundable child nor its prompt has a description", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		silent := &core.Agent{ID: "silent", Prompt: core.Prompt{ID: "silent-prompt", Input: questionSchema}}
-		a := &core.Agent{ID: coordinatorID, Tools: core.Tools{"quiet": core.Backgroundable(silent)}}
+		silent := &core.Agent{ID: "silent", Prompt: core.Prompt{ID: "silent-prompt", Input: shared.QuestionSchema}}
+		a := &core.Agent{ID: shared.CoordinatorID, Tools: core.Tools{"quiet": core.Backgroundable(silent)}}
 		_, err := f.run(a, nil)
 		var pe *core.PrepareError
 		Expect(errors.As(err, &pe)).To(BeTrue(), "%v", err)
@@ -133,10 +134,10 @@ var _ = Describe("Backgroundable and preparation", func() {
 
 	It("describes a child tool by its prompt's description when the child agent has none", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		research := newResearchAgent()
+		research := shared.ResearchAgent()
 		research.Description = ""
 		research.Prompt.Description = "Research a question, as the prompt says"
-		req := firstRequest(f, newCoordinator(research), ask(autumn))
+		req := firstRequest(f, shared.Coordinator(research), shared.Ask(shared.Question))
 		Expect(req.Tools[0].Description).To(Equal("Research a question, as the prompt says"))
 	}, within)
 
@@ -172,14 +173,14 @@ var _ = Describe("Backgroundable and preparation", func() {
 var _ = Describe("The child tool", func() {
 	It("is named by its tools-map key and described by the child's description", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		req := firstRequest(f, newCoordinator(newResearchAgent()), ask(autumn))
+		req := firstRequest(f, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(req.Tools[0].Name).To(Equal("research"))
 		Expect(req.Tools[0].Description).To(Equal("Research one question and return concise findings"))
 	}, within)
 
 	It("gains an optional boolean run_in_background when the child's input is an object", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		p := params(firstRequest(f, newCoordinator(newResearchAgent()), ask(autumn)), "research")
+		p := params(firstRequest(f, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question)), "research")
 
 		Expect(p["type"]).To(Equal("object"))
 		props := p["properties"].(map[string]any)
@@ -283,7 +284,7 @@ var _ = Describe("The child tool", func() {
 	DescribeTable("removes run_in_background before the child sees its input",
 		func(ctx SpecContext, flag any) {
 			f := newFixture(ctx)
-			child := &core.Agent{ID: "echo", Description: "Echo the input", Prompt: core.Prompt{Input: questionSchema}} // renders its input as JSON
+			child := &core.Agent{ID: "echo", Description: "Echo the input", Prompt: core.Prompt{Input: shared.QuestionSchema}} // renders its input as JSON
 			parent := &core.Agent{ID: "caller", Tools: core.Tools{"echo": core.Backgroundable(child)}}
 			args := map[string]any{"question": "Q"}
 			if flag != nil {
@@ -316,7 +317,7 @@ var _ = Describe("The automatic work tool", func() {
 			Tools: core.Tools{
 				"zeta":     okTool("z"),
 				"alpha":    okTool("a"),
-				"research": core.Backgroundable(newResearchAgent()),
+				"research": core.Backgroundable(shared.ResearchAgent()),
 				"notes":    core.Backgroundable(&core.Agent{ID: "note-taker", Description: "Take notes"}),
 				"critic":   &core.Agent{ID: "critic"},
 			}}
@@ -326,7 +327,7 @@ var _ = Describe("The automatic work tool", func() {
 
 	It("is not added to an agent with only ordinary tools and foreground child agents", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		a := &core.Agent{ID: "lead", Tools: core.Tools{"alpha": okTool("a"), "research": newResearchAgent()}}
+		a := &core.Agent{ID: "lead", Tools: core.Tools{"alpha": okTool("a"), "research": shared.ResearchAgent()}}
 		req := firstRequest(f, a, nil)
 		Expect(toolNames(req)).To(Equal([]string{"alpha", "research"}))
 		Expect(params(req, "research")["properties"]).NotTo(HaveKey("run_in_background"),
@@ -335,7 +336,7 @@ var _ = Describe("The automatic work tool", func() {
 
 	It("takes exactly {action: list|status|result|cancel|detach|send, id?, timeout?, message?}", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		p := params(firstRequest(f, newCoordinator(newResearchAgent()), ask(autumn)), "work")
+		p := params(firstRequest(f, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question)), "work")
 
 		Expect(p["type"]).To(Equal("object"))
 		props := p["properties"].(map[string]any)
@@ -352,15 +353,15 @@ var _ = Describe("The automatic work tool", func() {
 
 	It("keeps its schema the same for every request of a backgroundable run while the status changes", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("result")),
 			scripted.Say("done"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		_, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		_, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
-		reqs := f.model.RequestsFor(coordinatorID)
+		reqs := f.model.RequestsFor(shared.CoordinatorID)
 		Expect(reqs).To(HaveLen(3))
 		Expect(reqs[0].Status).To(BeNil())
 		Expect(reqs[2].Status).NotTo(BeNil())
@@ -372,10 +373,10 @@ var _ = Describe("The automatic work tool", func() {
 	DescribeTable("answers an id action without an id with a model-facing error, and the run goes on",
 		func(ctx SpecContext, action string) {
 			f := newFixture(ctx)
-			f.model.Script(coordinatorID,
+			f.model.Script(shared.CoordinatorID,
 				scripted.Calls(scripted.Use("work", map[string]any{"action": action, "message": "m"})),
 				scripted.Say("done"))
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Output.Raw).To(Equal("done"))
 			msg := toolResults(res.Messages, "work")[0]
@@ -392,12 +393,12 @@ var _ = Describe("The automatic work tool", func() {
 	DescribeTable("answers malformed work input with a model-facing error, and the run goes on",
 		func(ctx SpecContext, args map[string]any) {
 			f := newFixture(ctx)
-			f.model.Script(coordinatorID,
-				scripted.Calls(bg(autumn)),
+			f.model.Script(shared.CoordinatorID,
+				scripted.Calls(bg(shared.Question)),
 				scripted.Calls(scripted.Use("work", args)),
 				scripted.Say("done"))
-			f.model.Script(researchID, scripted.Final(findings("S")))
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Output.Raw).To(Equal("done"))
 			Expect(errorCode(toolResults(res.Messages, "work")[0])).To(Equal("invalid_arguments"))

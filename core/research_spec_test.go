@@ -11,6 +11,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -42,8 +43,8 @@ func (f *fixture) startParallel(ctx context.Context, pr core.ParallelRun) *paral
 func researchRun() core.ParallelRun {
 	return core.ParallelRun{
 		ID:      "background-research-run",
-		Agents:  map[string]*core.Agent{"coordinator": newCoordinator(newResearchAgent())},
-		Context: ask(autumn),
+		Agents:  map[string]*core.Agent{"coordinator": shared.Coordinator(shared.ResearchAgent())},
+		Context: shared.Ask(shared.Question),
 		Model:   "gpt-4o-mini",
 	}
 }
@@ -52,7 +53,7 @@ func researchRun() core.ParallelRun {
 func responses(f *fixture) []trace.Entry {
 	var out []trace.Entry
 	for _, e := range f.trace.Trace().Entries {
-		if e.Kind == trace.Response && e.Agent == coordinatorID {
+		if e.Kind == trace.Response && e.Agent == shared.CoordinatorID {
 			out = append(out, e)
 		}
 	}
@@ -81,14 +82,14 @@ func jsonEscaped(s string) string {
 var _ = Describe("Seed 02: the background research coordinator", func() {
 	It("background path: calls research in the background, sees a work.ref and safe status, and gets the exact output only through an explicit work result", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
+		child := f.model.hold(shared.ResearchID, 1)
 		exact := findings("Chlorophyll breaks down in the cold")
-		f.model.Script(coordinatorID,
-			scripted.Calls(scripted.Use("research", map[string]any{"question": autumn, "run_in_background": true})),
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(scripted.Use("research", map[string]any{"question": shared.Question, "run_in_background": true})),
 			scripted.Turn{Text: "Outline: 1. pigments 2. weather. Findings pending.",
 				Calls: []scripted.Call{scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("research")})}},
 			scripted.Say(finalAnswer))
-		f.model.Script(researchID, scripted.Final(exact))
+		f.model.Script(shared.ResearchID, scripted.Final(exact))
 
 		r := f.startParallel(ctx, researchRun())
 		child.Arrived(ctx)
@@ -99,12 +100,12 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		Expect(r.err).NotTo(HaveOccurred())
 		Expect(r.res.Results["coordinator"].Output.Raw).To(Equal(finalAnswer))
 
-		reqs := f.model.RequestsFor(coordinatorID)
+		reqs := f.model.RequestsFor(shared.CoordinatorID)
 		resps := responses(f)
 		Expect(reqs).To(HaveLen(3))
 		Expect(resps).To(HaveLen(3))
-		Expect(reqs[0].System).To(Equal(coordinatorSystem))
-		Expect(reqs[0].Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: autumn}}))
+		Expect(reqs[0].System).To(Equal(shared.CoordinatorSystem))
+		Expect(reqs[0].Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: shared.Question}}))
 		Expect(reqs[0].Model).To(Equal("gpt-4o-mini"))
 
 		By("1. the first request offers research and the automatic work tool, and the coordinator calls research with run_in_background: true")
@@ -112,7 +113,7 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		Expect(reqs[0].Status).To(BeNil())
 		Expect(resps[0].Calls).To(HaveLen(1))
 		Expect(resps[0].Calls[0].Name).To(Equal("research"))
-		Expect(args(resps[0].Calls[0])).To(Equal(map[string]any{"question": autumn, "run_in_background": true}))
+		Expect(args(resps[0].Calls[0])).To(Equal(map[string]any{"question": shared.Question, "run_in_background": true}))
 
 		By("2. its continuation receives a work.ref, but not the child result")
 		last := reqs[1].Messages[len(reqs[1].Messages)-1]
@@ -120,7 +121,7 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		Expect(last.ToolCallID).To(Equal(resps[0].Calls[0].ID))
 		ref := obj(last.Content)
 		Expect(ref["kind"]).To(Equal("work.ref"))
-		Expect(ref["targetId"]).To(Equal(researchID))
+		Expect(ref["targetId"]).To(Equal(shared.ResearchID))
 		Expect(ref["guarantees"]).To(Equal(map[string]any{"execution": "process-local", "rejoin": "process-local"}))
 		id := ref["id"].(string)
 
@@ -151,7 +152,7 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		entries := f.trace.Trace().Entries
 		for i := range entries {
 			e := &entries[i]
-			if e.Agent == coordinatorID && strings.Contains(e.Content, string(exact)) {
+			if e.Agent == shared.CoordinatorID && strings.Contains(e.Content, string(exact)) {
 				first = e
 				break
 			}
@@ -165,14 +166,14 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 
 	It("background path, rejoining later: a result that times out returns safe status, the coordinator continues, and a later result returns the exact output", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
+		child := f.model.hold(shared.ResearchID, 1)
 		exact := findings("Anthocyanins redden maples")
-		f.model.Script(coordinatorID,
-			scripted.Calls(scripted.Use("research", map[string]any{"question": autumn, "run_in_background": true})),
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(scripted.Use("research", map[string]any{"question": shared.Question, "run_in_background": true})),
 			scripted.Calls(work("result", "timeout", "5s")),
 			scripted.Turn{Text: "Still running; drafting the outline meanwhile.", Calls: []scripted.Call{work("result", "timeout", "30s")}},
 			scripted.Say(finalAnswer))
-		f.model.Script(researchID, scripted.Final(exact))
+		f.model.Script(shared.ResearchID, scripted.Final(exact))
 
 		r := f.startParallel(ctx, researchRun())
 		child.Arrived(ctx)
@@ -185,7 +186,7 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		Expect(r.err).NotTo(HaveOccurred())
 		Expect(r.res.Results["coordinator"].Output.Raw).To(Equal(finalAnswer))
 
-		reqs := f.model.RequestsFor(coordinatorID)
+		reqs := f.model.RequestsFor(shared.CoordinatorID)
 		Expect(reqs).To(HaveLen(4))
 		timedOut := obj(reqs[2].Messages[len(reqs[2].Messages)-1].Content)
 		Expect(timedOut["state"]).To(Equal("running"))
@@ -199,14 +200,14 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		func(ctx SpecContext, call map[string]any) {
 			f := newFixture(ctx)
 			exact := findings("Chlorophyll breaks down in the cold")
-			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", call)), scripted.Say(finalAnswer))
-			f.model.Script(researchID, scripted.Final(exact))
+			f.model.Script(shared.CoordinatorID, scripted.Calls(scripted.Use("research", call)), scripted.Say(finalAnswer))
+			f.model.Script(shared.ResearchID, scripted.Final(exact))
 
 			res, err := f.rt.Parallel(ctx, researchRun())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Results["coordinator"].Output.Raw).To(Equal(finalAnswer))
 
-			reqs := f.model.RequestsFor(coordinatorID)
+			reqs := f.model.RequestsFor(shared.CoordinatorID)
 			Expect(reqs).To(HaveLen(2))
 			Expect(toolNames(reqs[0])).To(Equal([]string{"research", "work"}))
 			resps := responses(f)
@@ -216,9 +217,9 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 			Expect(f.rt.Works()).To(BeEmpty())
 			Expect(reqs[1].Status).To(BeNil())
 			Expect(refsIn(reqs[1].Messages)).To(BeEmpty(), "no work.ref in the foreground")
-			Expect(f.model.RequestsFor(researchID)[0].Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: autumn}}))
+			Expect(f.model.RequestsFor(shared.ResearchID)[0].Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: shared.Question}}))
 		},
-		Entry("run_in_background omitted", map[string]any{"question": autumn}, within),
-		Entry("run_in_background false", map[string]any{"question": autumn, "run_in_background": false}, within),
+		Entry("run_in_background omitted", map[string]any{"question": shared.Question}, within),
+		Entry("run_in_background false", map[string]any{"question": shared.Question, "run_in_background": false}, within),
 	)
 })

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -27,14 +28,14 @@ func bgCalls(n int) []scripted.Call {
 var _ = Describe("Admission", func() {
 	It("runs at most 8 background children at once by default, so further Work is queued", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		children := f.model.hold(researchID, 1)
-		f.model.Answer(researchID, quickFindings)
-		f.model.Script(coordinatorID,
+		children := f.model.hold(shared.ResearchID, 1)
+		f.model.Answer(shared.ResearchID, quickFindings)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bgCalls(9)...),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		list := objs(toolResults(res.Messages, "work")[0].Content)
 		Expect(list).To(HaveLen(9))
@@ -51,20 +52,20 @@ var _ = Describe("Admission", func() {
 
 	It("answers a background call past the owner's 32 outstanding Work with a retryable capacity error and starts nothing", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		children := f.model.hold(researchID, 1)
-		retry := f.model.hold(coordinatorID, 2)
-		f.model.Answer(researchID, quickFindings)
+		children := f.model.hold(shared.ResearchID, 1)
+		retry := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Answer(shared.ResearchID, quickFindings)
 		over := bgID("call-over", "one too many")
-		f.model.Script(coordinatorID,
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(append(bgCalls(32), over)...),
 			scripted.Calls(bgID("call-retry", "one too many")),
 			scripted.Say("ok"))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		retry.Arrived(ctx)
 		Expect(f.rt.Works()).To(HaveLen(32), "the 33rd call started nothing")
 		Expect(f.events.filter(func(e core.Event) bool {
-			return e.Kind == core.EventRunStart && e.Agent == researchID && fmt.Sprint(e.Input) == fmt.Sprint(ask("one too many"))
+			return e.Kind == core.EventRunStart && e.Agent == shared.ResearchID && fmt.Sprint(e.Input) == fmt.Sprint(shared.Ask("one too many"))
 		})).To(BeEmpty())
 		children.Release()
 		for _, w := range f.rt.Works() {
@@ -87,15 +88,15 @@ var _ = Describe("Admission", func() {
 	It("frees the slot of cancelled queued Work", func(ctx SpecContext) {
 		f := newFixture(ctx, withMaxConcurrent(1), withMaxOutstanding(2))
 		first := f.model.holdWhen(asked("first"), false)
-		f.model.Answer(researchID, quickFindings)
-		f.model.Script(coordinatorID,
+		f.model.Answer(shared.ResearchID, quickFindings)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("first"), bg("second")),
 			scripted.Calls(bg("third")), // refused: two outstanding
 			scripted.Calls(work("cancel")),
 			scripted.Calls(bg("fourth")),
 			scripted.Say("ok"))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(errorCode(results[2])).To(Equal("capacity_exceeded"))
@@ -114,11 +115,11 @@ var _ = Describe("Admission", func() {
 var _ = Describe("Lifetime", func() {
 	It("keeps Work running after its owner's run has ended, until it finishes", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		id := refsIn(res.Messages)[0].ID
 		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunEnd && e.Run == res.Run })).To(HaveLen(1))
@@ -131,11 +132,11 @@ var _ = Describe("Lifetime", func() {
 
 	It("cancels and drains every Work when the Runtime closes, and refuses new runs", func(ctx SpecContext) {
 		f := newFixture(ctx, withMaxConcurrent(2))
-		children := f.model.hold(researchID, 1)
-		f.model.Answer(researchID, quickFindings)
-		f.model.Script(coordinatorID, scripted.Calls(bgCalls(3)...), scripted.Say("ok"))
+		children := f.model.hold(shared.ResearchID, 1)
+		f.model.Answer(shared.ResearchID, quickFindings)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bgCalls(3)...), scripted.Say("ok"))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		children.Arrived(ctx)
 		children.Arrived(ctx)
@@ -151,7 +152,7 @@ var _ = Describe("Lifetime", func() {
 			lifecycle.Queued, lifecycle.Running, lifecycle.CancelRequested, lifecycle.Cancelled}))
 		Expect(f.events.transitions(refs[2].ID)).To(Equal([]lifecycle.State{lifecycle.Queued, lifecycle.Cancelled}))
 
-		_, err = f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		_, err = f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).To(MatchError(core.ErrClosed))
 		Expect(f.rt.Close()).To(Succeed(), "closing twice is harmless")
 	}, within)
@@ -173,15 +174,15 @@ func onEachRef(action string) scripted.Turn {
 var _ = Describe("Admission after detach", func() {
 	It("frees the owner's outstanding slot when Work is detached, while the detached Work keeps its concurrency slot", func(ctx SpecContext) {
 		f := newFixture(ctx, withMaxOutstanding(2), withMaxConcurrent(2))
-		children := f.model.hold(researchID, 1)
-		f.model.Answer(researchID, quickFindings)
-		f.model.Script(coordinatorID,
+		children := f.model.hold(shared.ResearchID, 1)
+		f.model.Answer(shared.ResearchID, quickFindings)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("first"), bg("second")),
 			onEachRef("detach"),
 			scripted.Calls(bg("third")),
 			scripted.Say("ok"))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(results).To(HaveLen(3))
@@ -222,8 +223,8 @@ var _ = Describe("History", func() {
 
 	It("keeps a structured final output in the history as the document the model produced", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(researchID, scripted.Final(findings("S")))
-		res, err := f.run(newResearchAgent(), ask(autumn))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		res, err := f.run(shared.ResearchAgent(), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Messages).To(HaveLen(2))
 		Expect(res.Messages[1]).To(Equal(core.Message{Role: core.RoleAssistant, Content: string(findings("S"))}))

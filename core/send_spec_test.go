@@ -13,6 +13,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -73,9 +74,9 @@ var _ = Describe("send", func() {
 	// while a provider call of the child is in flight.
 	sendFixture := func(ctx SpecContext, opts ...option) (*fixture, *hold, *hold) {
 		f := newFixture(ctx, opts...)
-		child := f.model.deafHold(researchID, 1)
-		asking := f.model.hold(coordinatorID, 2)
-		f.model.Answer(researchID, stepwiseResearch)
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Answer(shared.ResearchID, stepwiseResearch)
 		return f, child, asking
 	}
 
@@ -84,8 +85,8 @@ var _ = Describe("send", func() {
 	// returns the coordinator's result; the children stay parked.
 	sendToTwo := func(ctx SpecContext, list ...sendTo) (*fixture, *hold, *core.RunResult) {
 		f, child, asking := sendFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(bg("one"), bg("two")), sends(list...), scripted.Say("ok"))
-		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg("one"), bg("two")), sends(list...), scripted.Say("ok"))
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		child.Arrived(ctx)
 		asking.Release()
@@ -122,15 +123,15 @@ var _ = Describe("send", func() {
 		rail := &guardrail{}
 		research := researchWithLookup(&lookups)
 		research.Use = []core.Middleware{rail.use}
-		sent := f.model.hold(coordinatorID, 3)
-		exact := findings("findings of " + autumn)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		sent := f.model.hold(shared.CoordinatorID, 3)
+		exact := findings("findings of " + shared.Question)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			sends(sendTo{"s-1", 0, "Focus on pigments."}, sendTo{"s-2", 0, "Cite one source."}),
 			scripted.Calls(work("result")),
 			scripted.Say("ok"))
 
-		r := f.start(ctx, newCoordinator(research), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(research), shared.Ask(shared.Question))
 		inFlight := child.Arrived(ctx)
 		before := snapshot(inFlight)
 		asking.Release()
@@ -142,7 +143,7 @@ var _ = Describe("send", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(toolResults(res.Messages, "work")[2].Content).To(Equal(string(exact)))
 
-		reqs := f.model.RequestsFor(researchID)
+		reqs := f.model.RequestsFor(shared.ResearchID)
 		Expect(reqs).To(HaveLen(2))
 		Expect(reqs[0]).To(BeIdenticalTo(inFlight))
 		Expect(snapshot(reqs[0])).To(Equal(before), "the request in flight never changed")
@@ -167,15 +168,15 @@ var _ = Describe("send", func() {
 	It("delivers guidance accepted for queued Work at the child's first provider request", func(ctx SpecContext) {
 		f := newFixture(ctx, withMaxConcurrent(1))
 		blocker := f.model.holdWhen(asked("blocker"), false)
-		f.model.Answer(researchID, func(req *core.Request) (*core.Response, error) {
+		f.model.Answer(shared.ResearchID, func(req *core.Request) (*core.Response, error) {
 			return &core.Response{Output: findings("S")}, nil
 		})
-		f.model.Script(coordinatorID,
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("blocker"), bg("target")),
 			scripted.Calls(work("send", "message", "Be brief.")),
 			scripted.Say("ok"))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj(toolResults(res.Messages, "work")[0].Content)["cursor"]).To(Equal("1"))
 		target := refsIn(res.Messages)[1].ID
@@ -183,7 +184,7 @@ var _ = Describe("send", func() {
 		blocker.Release()
 		f.awaitTerminal(ctx, target)
 		var first *core.Request
-		for _, r := range f.model.RequestsFor(researchID) {
+		for _, r := range f.model.RequestsFor(shared.ResearchID) {
 			if asked("target")(r) {
 				first = r
 			}
@@ -198,14 +199,14 @@ var _ = Describe("send", func() {
 
 	It("is idempotent by tool-call identity: a repeated identity returns the same receipt and enqueues nothing", func(ctx SpecContext) {
 		f, child, asking := sendFixture(ctx)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			sends(sendTo{"same-call", 0, "Focus on pigments."}, sendTo{"same-call", 0, "Focus on pigments."}),
 			scripted.Calls(work("result")),
 			scripted.Say("ok"))
 
-		sent := f.model.hold(coordinatorID, 3)
-		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		sent := f.model.hold(shared.CoordinatorID, 3)
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		asking.Release()
 		sent.Arrived(ctx)
@@ -221,7 +222,7 @@ var _ = Describe("send", func() {
 		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventSendAccepted })).To(HaveLen(1))
 		Expect(f.work(id).Sent).To(Equal(1))
 		var guidance []core.Message
-		for _, m := range f.model.RequestsFor(researchID)[1].Messages {
+		for _, m := range f.model.RequestsFor(shared.ResearchID)[1].Messages {
 			if m.Guidance {
 				guidance = append(guidance, m)
 			}
@@ -246,7 +247,7 @@ var _ = Describe("send", func() {
 			Expect(f.awaitTerminal(ctx, ref.ID)).To(Equal(lifecycle.Completed))
 		}
 		var guidance []string
-		for _, req := range f.model.RequestsFor(researchID) {
+		for _, req := range f.model.RequestsFor(shared.ResearchID) {
 			for _, m := range req.Messages {
 				if m.Guidance {
 					guidance = append(guidance, m.Content)
@@ -259,12 +260,12 @@ var _ = Describe("send", func() {
 	It("keeps only a SHA-256 digest of the message in the identity record, never its text", func(ctx SpecContext) {
 		f, child, asking := sendFixture(ctx)
 		const message = "SECRET-GUIDANCE: prefer the 2019 survey"
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			sends(sendTo{"s-1", 0, message}),
 			scripted.Say("ok"))
 
-		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		asking.Release()
 		_, err := r.wait(ctx)
@@ -283,14 +284,14 @@ var _ = Describe("send", func() {
 
 	It("answers the same tool-call identity with a different message with a conflict error and enqueues nothing", func(ctx SpecContext) {
 		f, child, asking := sendFixture(ctx)
-		sent := f.model.hold(coordinatorID, 3)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		sent := f.model.hold(shared.CoordinatorID, 3)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			sends(sendTo{"same-call", 0, "Focus on pigments."}, sendTo{"same-call", 0, "Focus on weather."}),
 			scripted.Calls(work("result")),
 			scripted.Say("ok"))
 
-		r := f.start(ctx, newCoordinator(researchWithLookup(&lookups)), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		asking.Release()
 		sent.Arrived(ctx)
@@ -303,7 +304,7 @@ var _ = Describe("send", func() {
 		Expect(obj(results[0].Content)["cursor"]).To(Equal("1"))
 		Expect(errorCode(results[1])).To(Equal("conflict"))
 		var guidance []string
-		for _, m := range f.model.RequestsFor(researchID)[1].Messages {
+		for _, m := range f.model.RequestsFor(shared.ResearchID)[1].Messages {
 			if m.Guidance {
 				guidance = append(guidance, m.Content)
 			}
@@ -314,14 +315,14 @@ var _ = Describe("send", func() {
 	DescribeTable("rejects send to terminal Work with a clear model-facing error",
 		func(ctx SpecContext, turn scripted.Turn, want lifecycle.State) {
 			f := newFixture(ctx)
-			parked := f.model.hold(coordinatorID, 2)
-			f.model.Script(coordinatorID,
-				scripted.Calls(bg(autumn)),
+			parked := f.model.hold(shared.CoordinatorID, 2)
+			f.model.Script(shared.CoordinatorID,
+				scripted.Calls(bg(shared.Question)),
 				scripted.Calls(work("send", "message", "one more thing")),
 				scripted.Say("ok"))
-			f.model.Script(researchID, turn)
+			f.model.Script(shared.ResearchID, turn)
 
-			r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+			r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			parked.Arrived(ctx)
 			id := f.awaitRef(ctx, 1).ID
 			Expect(f.awaitTerminal(ctx, id)).To(Equal(want))

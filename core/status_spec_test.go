@@ -15,6 +15,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -36,9 +37,9 @@ func rowLines(b *core.StatusBlock) []string {
 var _ = Describe("Status context", func() {
 	It("adds no status block to a request while the owner has no Work", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", ask(autumn))), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
-		_, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(scripted.Use("research", shared.Ask(shared.Question))), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		_, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		for _, req := range f.model.Requests() {
 			Expect(req.Status).To(BeNil(), "%s step %d", req.Agent, req.Step)
@@ -47,17 +48,17 @@ var _ = Describe("Status context", func() {
 
 	It("samples a trailing, non-cacheable \"Background work:\" block before every request: `- w-1 · research · running 4s`, later `completed 9s · Result available`", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		second := f.model.hold(coordinatorID, 2)
-		third := f.model.hold(coordinatorID, 3)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		child := f.model.hold(shared.ResearchID, 1)
+		second := f.model.hold(shared.CoordinatorID, 2)
+		third := f.model.hold(shared.CoordinatorID, 3)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("status")),
 			scripted.Calls(work("status")),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		req2 := second.Arrived(ctx)
 		id := f.awaitRef(ctx, 1).ID
 		f.clock.Advance(4700 * time.Millisecond)
@@ -71,9 +72,9 @@ var _ = Describe("Status context", func() {
 		third.Release()
 		res, err := r.wait(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		req4 := f.model.RequestsFor(coordinatorID)[3]
+		req4 := f.model.RequestsFor(shared.CoordinatorID)[3]
 
-		Expect(f.model.RequestsFor(coordinatorID)[0].Status).To(BeNil())
+		Expect(f.model.RequestsFor(shared.CoordinatorID)[0].Status).To(BeNil())
 		Expect(req2.Status.Text).To(Equal("Background work:\n- " + id + " · research · running 0s"))
 		Expect(req3.Status.Text).To(Equal("Background work:\n- " + id + " · research · running 4s"))
 		Expect(req4.Status.Text).To(Equal("Background work:\n- " + id + " · research · completed 9s · Result available"))
@@ -99,14 +100,14 @@ var _ = Describe("Status context", func() {
 		for _, q := range []string{"q1", "q2", "q3", "q4"} {
 			gates[q] = f.model.holdWhen(asked(q), false)
 		}
-		parked := f.model.hold(coordinatorID, 2)
-		f.model.Script(coordinatorID,
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("q1"), bg("q2"), bg("q3"), bg("q4")),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
-		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) { return &core.Response{Output: findings("S")}, nil })
+		f.model.Answer(shared.ResearchID, func(*core.Request) (*core.Response, error) { return &core.Response{Output: findings("S")}, nil })
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		parked.Arrived(ctx)
 		refs := map[string]string{}
 		for i, q := range []string{"q1", "q2", "q3", "q4"} {
@@ -121,7 +122,7 @@ var _ = Describe("Status context", func() {
 		_, err := r.wait(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
-		block := f.model.RequestsFor(coordinatorID)[2].Status
+		block := f.model.RequestsFor(shared.CoordinatorID)[2].Status
 		var order []string
 		for _, row := range block.Rows {
 			order = append(order, row.ID)
@@ -137,19 +138,19 @@ var _ = Describe("Status context", func() {
 
 	It("caps the block at 12 rows", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.hold(researchID, 1)
+		f.model.hold(shared.ResearchID, 1)
 		calls := make([]scripted.Call, 14)
 		for i := range calls {
 			calls[i] = bg(fmt.Sprintf("q%02d", i+1))
 		}
-		f.model.Script(coordinatorID, scripted.Calls(calls...), scripted.Say("ok"))
-		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) { return &core.Response{Output: findings("S")}, nil })
+		f.model.Script(shared.CoordinatorID, scripted.Calls(calls...), scripted.Say("ok"))
+		f.model.Answer(shared.ResearchID, func(*core.Request) (*core.Response, error) { return &core.Response{Output: findings("S")}, nil })
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		refs := refsIn(res.Messages)
 		Expect(refs).To(HaveLen(14))
-		block := f.model.RequestsFor(coordinatorID)[1].Status
+		block := f.model.RequestsFor(shared.CoordinatorID)[1].Status
 		Expect(block.Rows).To(HaveLen(core.MaxStatusRows))
 		Expect(rowLines(block)).To(HaveLen(12))
 		for i, row := range block.Rows {
@@ -161,17 +162,17 @@ var _ = Describe("Status context", func() {
 	DescribeTable("writes labels on one line: each run of control characters becomes a space, whitespace runs collapse, the ends are trimmed, and a label over 96 characters is cut to 95 plus …",
 		func(ctx SpecContext, key, want string) {
 			f := newFixture(ctx)
-			f.model.hold(researchID, 1)
-			a := &core.Agent{ID: coordinatorID, Tools: core.Tools{key: core.Backgroundable(newResearchAgent())}}
-			f.model.Script(coordinatorID,
-				scripted.Calls(scripted.Use(key, map[string]any{"question": autumn, "run_in_background": true})),
+			f.model.hold(shared.ResearchID, 1)
+			a := &core.Agent{ID: shared.CoordinatorID, Tools: core.Tools{key: core.Backgroundable(shared.ResearchAgent())}}
+			f.model.Script(shared.CoordinatorID,
+				scripted.Calls(scripted.Use(key, map[string]any{"question": shared.Question, "run_in_background": true})),
 				scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 				scripted.Say("ok"))
-			f.model.Script(researchID, scripted.Final(findings("S")))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
 			res, err := f.run(a, nil)
 			Expect(err).NotTo(HaveOccurred())
-			block := f.model.RequestsFor(coordinatorID)[1].Status
+			block := f.model.RequestsFor(shared.CoordinatorID)[1].Status
 			label := block.Rows[0].Label
 			Expect(label).To(Equal(want))
 			Expect(utf8.RuneCountInString(label)).To(BeNumerically("<=", core.MaxLabelLen))
@@ -194,16 +195,16 @@ var _ = Describe("Status context", func() {
 
 	It("writes a Work id on one line in its row, as it does a label", func(ctx SpecContext) {
 		f := newFixture(ctx, withIDs(&fixedWorkIDs{ids: []string{"w\n1\t\ttwo  "}}))
-		f.model.hold(researchID, 1)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
-		block := f.model.RequestsFor(coordinatorID)[1].Status
+		block := f.model.RequestsFor(shared.CoordinatorID)[1].Status
 		Expect(block.Text).To(Equal("Background work:\n- w 1 two · research · running 0s"))
 		Expect(block.Rows[0].ID).To(Equal("w 1 two"))
 		Expect(objs(toolResults(res.Messages, "work")[0].Content)[0]["work"].(map[string]any)["id"]).To(Equal("w\n1\t\ttwo  "),
@@ -214,14 +215,14 @@ var _ = Describe("Status context", func() {
 		f := newFixture(ctx, withMaxConcurrent(1))
 		first := f.model.holdWhen(asked("first"), false)
 		second := f.model.holdWhen(asked("second"), false)
-		parked := f.model.hold(coordinatorID, 2)
-		f.model.Answer(researchID, quickFindings)
-		f.model.Script(coordinatorID,
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Answer(shared.ResearchID, quickFindings)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("first"), bg("second")),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		parked.Arrived(ctx)
 		id1, id2 := f.awaitRef(ctx, 1).ID, f.awaitRef(ctx, 2).ID
 		first.Arrived(ctx)
@@ -234,11 +235,11 @@ var _ = Describe("Status context", func() {
 		_, err := r.wait(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
-		Expect(rowLines(f.model.RequestsFor(coordinatorID)[1].Status)).To(Equal([]string{
+		Expect(rowLines(f.model.RequestsFor(shared.CoordinatorID)[1].Status)).To(Equal([]string{
 			"- " + id1 + " · research · running 0s",
 			"- " + id2 + " · research · queued 0s",
 		}))
-		Expect(rowLines(f.model.RequestsFor(coordinatorID)[2].Status)).To(Equal([]string{
+		Expect(rowLines(f.model.RequestsFor(shared.CoordinatorID)[2].Status)).To(Equal([]string{
 			"- " + id2 + " · research · running 3s",
 			"- " + id1 + " · research · completed 10s · Result available",
 		}), "queued 10 s and running 3 s reads running 3s")
@@ -247,18 +248,18 @@ var _ = Describe("Status context", func() {
 
 	It("carries only id, label, state, elapsed time and result availability, never child output or failure text", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		parked := f.model.hold(coordinatorID, 2)
-		f.model.Script(coordinatorID,
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("good"), bg("bad"), bg("slow")),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
 		slow := f.model.holdWhen(asked("slow"), false)
-		f.model.Script(researchID,
+		f.model.Script(shared.ResearchID,
 			scripted.Turn{When: asked("good"), Output: findings("OUTPUT-MARKER")},
 			scripted.Turn{When: asked("bad"), Err: errors.New("FAILURE-MARKER: disk full")},
 			scripted.Turn{When: asked("slow"), Output: findings("SLOW")})
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		parked.Arrived(ctx)
 		f.awaitTerminal(ctx, f.awaitRef(ctx, 1).ID)
 		f.awaitTerminal(ctx, f.awaitRef(ctx, 2).ID)
@@ -267,7 +268,7 @@ var _ = Describe("Status context", func() {
 		Expect(err).NotTo(HaveOccurred())
 		slow.Release()
 
-		block := f.model.RequestsFor(coordinatorID)[2].Status
+		block := f.model.RequestsFor(shared.CoordinatorID)[2].Status
 		lines := strings.Split(block.Text, "\n")
 		Expect(lines[0]).To(Equal(core.StatusHeader))
 		Expect(lines[1:]).To(HaveLen(3))

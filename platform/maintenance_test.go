@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
@@ -19,18 +18,8 @@ import (
 )
 
 var _ = Describe("How results and progress are tracked", func() {
-	var (
-		e    *env
-		leak goleak.Option
-	)
-	BeforeEach(func() {
-		leak = leakCheck()
-		e = newEnv()
-	})
-	AfterEach(func() {
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
-	})
+	var e *env
+	BeforeEach(func() { e = newEnv() })
 
 	It("outcomes flow back as worker.*, delegation.* and task.* events on the parent's log, and to the observer in order", func() {
 		e.model.Script("coordinator",
@@ -120,17 +109,9 @@ var _ = Describe("How results and progress are tracked", func() {
 })
 
 var _ = Describe("Platform maintenance jobs", func() {
-	var (
-		e    *env
-		leak goleak.Option
-	)
+	var e *env
 	BeforeEach(func() {
-		leak = leakCheck()
 		e = newEnv(func(o *platform.Options) { o.NoSweepers = false })
-	})
-	AfterEach(func() {
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
 	})
 
 	It("board maintenance (~5 min) expires lapsed claims and purges old or orphaned notes", func() {
@@ -267,7 +248,6 @@ var _ = Describe("Platform maintenance jobs", func() {
 
 var _ = Describe("The platform's events in the semantic trace", func() {
 	It("interleave with the runtime's requests and tool calls in one recorder, one line per event", func() {
-		leak := leakCheck()
 		var rec *trace.Recorder
 		e := newEnv(func(o *platform.Options) {
 			rec = trace.NewRecorder(epoch)
@@ -287,7 +267,5 @@ var _ = Describe("The platform's events in the semantic trace", func() {
 			kinds = append(kinds, en.Kind)
 		}
 		Expect(kinds).To(ContainElements(trace.Request, trace.ToolResult, platform.TraceKind))
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
 	})
 })

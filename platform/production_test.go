@@ -9,16 +9,16 @@ import (
 	"github.com/jonboulle/clockwork"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
 var _ = Describe("The production executor", func() {
 	It("runs workers and a delegated fan-out on real goroutines without races or leaks", func(ctx SpecContext) {
-		leak := leakCheck()
+		noLeaks := fixture.LeakCheck()
 		model := scripted.New()
 		model.Answer("coordinator", func(req *core.Request) (*core.Response, error) {
 			if req.Step == 1 && lastUser(req) == "go" {
@@ -90,7 +90,7 @@ var _ = Describe("The production executor", func() {
 		Expect(out).To(ContainSubstring(`"response":"X"`))
 		Expect(out).To(ContainSubstring(`"response":"Z"`))
 		Expect(len(p.Findings())).To(BeNumerically(">=", 2), "three workers wrote shared.md")
-		Expect(goleak.Find(leak)).To(Succeed())
+		Expect(noLeaks()).To(Succeed())
 	}, SpecTimeout(30*time.Second))
 })
 

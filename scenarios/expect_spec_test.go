@@ -9,6 +9,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	. "github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
 )
@@ -227,7 +228,7 @@ var _ = Describe("Expectations", func() {
 
 	Describe("PrepareFails", func() {
 		reserved := func() *harness.Outcome {
-			child := researchAgent()
+			child := fixture.ResearchAgent()
 			child.Prompt.Input = core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"},"run_in_background":{"type":"boolean"}}}`)
 			parent := researchCoordinator()
 			parent.Tools = core.Tools{"research": core.Backgroundable(child)}

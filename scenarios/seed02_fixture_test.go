@@ -5,17 +5,18 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
-// Seed 02's research coordinator, built with the Go API: the same agents
-// as scenarios/builtin/research-coordinator.yaml.
+// Seed 02's research coordinator, built with the Go API from the shared
+// fixture: the same agents as scenarios/builtin/research-coordinator.yaml.
 
 const (
-	question    = "Why do leaves change color in autumn?"
-	coordinator = "research-coordinator"
-	researcher  = "research-agent"
+	question    = fixture.Question
+	coordinator = fixture.CoordinatorID
+	researcher  = fixture.ResearchID
 	answer      = "Leaves change colour in autumn because shorter days stop chlorophyll production, " +
 		"revealing carotenoids, while anthocyanins form from trapped sugars."
 )
@@ -33,33 +34,7 @@ var findings = map[string]any{
 // findingsJSON is findings as the child returns it, byte for byte.
 const findingsJSON = `{"findings":["Shorter days and cooler nights halt chlorophyll production.","Carotenoids (yellow, orange) were present all summer and become visible.","Anthocyanins (red, purple) are newly made from sugars trapped in the leaf."],"summary":"Chlorophyll breaks down as days shorten, unmasking other pigments."}`
 
-func researchAgent() *core.Agent {
-	return &core.Agent{
-		ID:          researcher,
-		Description: "Research one question and return concise findings",
-		Prompt: core.Prompt{
-			ID:     "research-question",
-			Input:  core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`),
-			Output: core.MustSchema(`{"type":"object","properties":{"summary":{"type":"string"},"findings":{"type":"array","items":{"type":"string"}}},"required":["summary","findings"]}`),
-			System: "Research the question carefully. Return a concise summary and concrete findings.",
-			Render: core.Field("question"),
-		},
-	}
-}
-
-func researchCoordinator() *core.Agent {
-	return &core.Agent{
-		ID:          coordinator,
-		Description: "Coordinates research and writes the final response",
-		Prompt: core.Prompt{
-			ID:     "coordinate-research",
-			Input:  core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`),
-			System: "You coordinate a research task. Call research with run_in_background: true, draft while it runs, then use work result before the final answer.",
-			Render: core.Field("question"),
-		},
-		Tools: core.Tools{"research": core.Backgroundable(researchAgent())},
-	}
-}
+func researchCoordinator() *core.Agent { return fixture.Coordinator(fixture.ResearchAgent()) }
 
 // research is the coordinator's call of the research tool.
 func research(background bool) scripted.Call {

@@ -5,7 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 // The specs of package scenarios: patterns, expectations and the Gomega
@@ -19,7 +20,5 @@ func TestScenarios(t *testing.T) {
 // TestMain fails the package when a run leaves anything behind: every
 // harness run closes its runtime, which cancels and drains its Work.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Ginkgo's own interrupt handler outlives RunSpecs by design.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	fixture.VerifyNoLeaks(m)
 }

@@ -12,41 +12,23 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/openai"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 const (
-	coordinatorSystem = "You coordinate research. Start research in the background, then collect its result."
-	researchSystem    = "You research one question and report your findings."
-	findings          = `{"findings":"Chlorophyll breaks down in autumn, revealing carotenoids."}`
-	finalAnswer       = "Leaves change colour because chlorophyll breaks down and reveals other pigments."
+	findings    = `{"summary":"Chlorophyll breaks down in autumn, revealing carotenoids.","findings":["Carotenoids were there all summer."]}`
+	finalAnswer = "Leaves change colour because chlorophyll breaks down and reveals other pigments."
 )
 
-// researchAgents is the coordinator of seed 02 in miniature: a coordinator
-// with one backgroundable research child.
-func researchAgents() *core.Agent {
-	research := &core.Agent{
-		ID:          "research-agent",
-		Description: "Researches one question and reports findings.",
-		Prompt: core.Prompt{
-			Input:  core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`),
-			Output: core.MustSchema(`{"type":"object","properties":{"findings":{"type":"string"}},"required":["findings"],"additionalProperties":false}`),
-			System: researchSystem,
-			Render: core.Field("question"),
-		},
-	}
-	return &core.Agent{
-		ID:     "research-coordinator",
-		Prompt: core.Prompt{System: coordinatorSystem},
-		Tools:  core.Tools{"research": core.Backgroundable(research)},
-	}
-}
+// researchAgents is seed 02's research coordinator (the shared fixture).
+func researchAgents() *core.Agent { return fixture.Coordinator(fixture.ResearchAgent()) }
 
 // modelPlaysCoordinator answers like a model would, from what each request
 // shows: it first sends a call whose arguments are broken JSON, corrects it
 // after the runtime's error, starts research in the background, asks for
 // the result by the id in the work.ref, and answers once the result is in.
 func modelPlaysCoordinator(_ int, req wireRequest) reply {
-	if req.Messages[0].text() == researchSystem {
+	if req.Messages[0].text() == fixture.ResearchSystem {
 		return textReply(findings)
 	}
 	var last wireMessage
@@ -89,13 +71,13 @@ var _ = Describe("A coordinator with a backgroundable child, against an OpenAI-c
 		})
 		DeferCleanup(rt.Close)
 
-		res, err := rt.Run(context.Background(), researchAgents(), "Why do leaves change colour?")
+		res, err := rt.Run(context.Background(), researchAgents(), fixture.Ask("Why do leaves change colour?"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Output.Raw).To(Equal(finalAnswer))
 
 		var coord, child []wireRequest
 		for _, r := range srv.received() {
-			if r.Body.Messages[0].text() == researchSystem {
+			if r.Body.Messages[0].text() == fixture.ResearchSystem {
 				child = append(child, r.Body)
 			} else {
 				coord = append(coord, r.Body)
@@ -163,7 +145,7 @@ var _ = Describe("A coordinator with a backgroundable child, against an OpenAI-c
 
 	It("fails a background child whose provider keeps failing, and the coordinator sees only the failed state", func() {
 		srv := newChatServer(func(n int, req wireRequest) reply {
-			if req.Messages[0].text() == researchSystem {
+			if req.Messages[0].text() == fixture.ResearchSystem {
 				return errorReply(400, "Invalid 'response_format': secret internal detail", "invalid_request_error", nil, nil)
 			}
 			return modelPlaysCoordinator(n, req)
@@ -177,7 +159,7 @@ var _ = Describe("A coordinator with a backgroundable child, against an OpenAI-c
 		})
 		DeferCleanup(rt.Close)
 
-		res, err := rt.Run(context.Background(), researchAgents(), "Why do leaves change colour?")
+		res, err := rt.Run(context.Background(), researchAgents(), fixture.Ask("Why do leaves change colour?"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Output.Raw).To(Equal("The research failed; I cannot answer."))
 		var resultMsg string

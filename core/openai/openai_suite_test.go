@@ -5,7 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 func TestOpenAI(t *testing.T) {
@@ -16,7 +17,5 @@ func TestOpenAI(t *testing.T) {
 // TestMain fails the package when any spec leaves a goroutine behind: an
 // HTTP connection, a retry timer, a background child of the runtime.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Ginkgo's own interrupt handler outlives RunSpecs by design.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	fixture.VerifyNoLeaks(m)
 }

@@ -3,10 +3,10 @@ package trace
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 // TestMain fails the package when any goroutine outlives its tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	fixture.VerifyNoLeaks(m)
 }

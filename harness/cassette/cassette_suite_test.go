@@ -5,7 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"go.uber.org/goleak"
+
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 func TestCassette(t *testing.T) {
@@ -16,7 +17,5 @@ func TestCassette(t *testing.T) {
 // TestMain fails the package when a spec leaves a goroutine behind: a
 // runtime's background child, a loopback connection, a replay sleeping.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Ginkgo's own interrupt handler outlives RunSpecs by design.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"))
+	fixture.VerifyNoLeaks(m)
 }

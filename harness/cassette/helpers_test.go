@@ -21,34 +21,17 @@ import (
 	"github.com/crux-sim/crux-sim/core/openai"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness/cassette"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 const (
-	coordinatorSystem = "You coordinate research. Start research in the background, check on it, then collect its result."
-	researchSystem    = "You research one question and report your findings."
-	question          = "Why do leaves change colour?"
-	findings          = `{"findings":"Chlorophyll breaks down in autumn, revealing carotenoids."}`
-	finalAnswer       = "Leaves change colour because chlorophyll breaks down and reveals other pigments."
+	question    = "Why do leaves change colour?"
+	findings    = `{"summary":"Chlorophyll breaks down in autumn, revealing carotenoids.","findings":["Carotenoids were there all summer."]}`
+	finalAnswer = "Leaves change colour because chlorophyll breaks down and reveals other pigments."
 )
 
-// researchAgents is seed 02's coordinator in miniature.
-func researchAgents() *core.Agent {
-	research := &core.Agent{
-		ID:          "research-agent",
-		Description: "Researches one question and reports findings.",
-		Prompt: core.Prompt{
-			Input:  core.MustSchema(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`),
-			Output: core.MustSchema(`{"type":"object","properties":{"findings":{"type":"string"}},"required":["findings"],"additionalProperties":false}`),
-			System: researchSystem,
-			Render: core.Field("question"),
-		},
-	}
-	return &core.Agent{
-		ID:     "research-coordinator",
-		Prompt: core.Prompt{System: coordinatorSystem},
-		Tools:  core.Tools{"research": core.Backgroundable(research)},
-	}
-}
+// researchAgents is seed 02's research coordinator (the shared fixture).
+func researchAgents() *core.Agent { return fixture.Coordinator(fixture.ResearchAgent()) }
 
 // model is an OpenAI-compatible endpoint on loopback that plays the model
 // from what each request shows, speaking the real wire format.
@@ -99,7 +82,7 @@ func (m *model) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if body.Messages[0].text() == researchSystem {
+	if body.Messages[0].text() == fixture.ResearchSystem {
 		if m.child != nil {
 			status, b := m.child(r.Header.Get("Authorization"))
 			w.WriteHeader(status)
@@ -214,7 +197,7 @@ func (s session) run() (string, *core.RunResult, error) {
 	}
 	tr := trace.NewRecorder(s.clock.Now())
 	rt := core.New(core.Options{Provider: s.provider, Clock: s.clock, IDs: s.ids, Executor: &settleExecutor{}, Observer: tr, Model: "gpt-test"})
-	res, err := rt.Run(context.Background(), researchAgents(), question)
+	res, err := rt.Run(context.Background(), researchAgents(), fixture.Ask(question))
 	ExpectWithOffset(1, rt.Close()).To(Succeed())
 	return tr.Trace().Normalize().Text(), res, err
 }

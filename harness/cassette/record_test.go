@@ -16,6 +16,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness/cassette"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 // slow makes every step take d on the run's (fake) clock, as a provider's
@@ -50,7 +51,7 @@ var _ = Describe("Recording", func() {
 		Expect(ls).To(HaveLen(1 + 2*5 + 1))
 		Expect(ls[0]).To(Equal(fmt.Sprintf(`{"kind":"header","format":"crux-sim-cassette","version":2,"cruxSim":"v0.1.0-test","scenario":"leaves","seed":42,"model":"gpt-test","baseURL":"%s/v1","created":"2026-01-02T03:04:05Z"}`, m.URL)))
 		Expect(ls[len(ls)-1]).To(Equal(`{"kind":"end","exchanges":5}`))
-		Expect(ls[1]).To(MatchRegexp(`^\{"kind":"request","seq":1,"agent":"research-coordinator","ordinal":1,"run":"research-coordinator#1","step":1,"at":"0s","realAt":"0s","digest":"sha256:[0-9a-f]{64}","request":\{"model":"gpt-test","system":"You coordinate research\.`))
+		Expect(ls[1]).To(MatchRegexp(`^\{"kind":"request","seq":1,"agent":"research-coordinator","ordinal":1,"run":"research-coordinator#1","step":1,"at":"0s","realAt":"0s","digest":"sha256:[0-9a-f]{64}","request":\{"model":"gpt-test","system":"You coordinate a research task\.`))
 		Expect(ls[2]).To(Equal(`{"kind":"response","seq":1,"agent":"research-coordinator","step":1,"duration":"1.5s","realDuration":"0s","response":{"toolCalls":[{"id":"call_research","name":"research","arguments":"{\"question\":\"Why do leaves change colour?\",\"run_in_background\":true}"}],"usage":{"promptTokens":30,"completionTokens":9}}}`), "slow hides the adapter's finish reason")
 
 		c := mustRead(b, "leaves.cassette")
@@ -80,9 +81,9 @@ var _ = Describe("Recording", func() {
 		b, _ := record(openaiOn(m, ""), cassette.RecordOptions{Header: header()}, session{})
 		c := mustRead(b, "leaves.cassette")
 		child := c.Exchanges[1]
-		Expect(child.Request.System).To(Equal(researchSystem))
+		Expect(child.Request.System).To(Equal(fixture.ResearchSystem))
 		Expect(child.Request.Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: question}}))
-		Expect(child.Request.Output.JSON()).To(MatchJSON(`{"type":"object","properties":{"findings":{"type":"string"}},"required":["findings"],"additionalProperties":false}`))
+		Expect(child.Request.Output.JSON()).To(MatchJSON(fixture.FindingsSchema.JSON()))
 		Expect(child.Response.Output).To(MatchJSON(findings))
 		Expect(child.FinishReason).To(Equal("stop"))
 

@@ -8,12 +8,11 @@ import (
 	"syscall"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/crux-sim/crux-sim/internal/budget"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { fixture.VerifyNoLeaks(m) }
 
 var limit = Limit{Bytes: 64, What: "a test file", Raise: "--max-file-size"}
 
