@@ -18,7 +18,11 @@
 // illegal.
 package lifecycle
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/crux-sim/crux-sim/internal/fsm"
+)
 
 // State is a Work lifecycle state, spelled as the model sees it.
 type State string
@@ -80,58 +84,34 @@ func (e Event) String() string {
 // Events lists every event.
 var Events = []Event{Start, Complete, Fail, Cancel, Stop}
 
-type edge struct {
-	from State
-	on   Event
-}
-
 // transitions is the whole lifecycle. Keep it the only place that says which
 // state follows which.
-var transitions = map[edge]State{
-	{Queued, Start}:  Running,
-	{Queued, Cancel}: Cancelled,
+var transitions = fsm.Table[State, Event]{Name: "Work", Moves: map[fsm.Edge[State, Event]]State{
+	{From: Queued, On: Start}:  Running,
+	{From: Queued, On: Cancel}: Cancelled,
 
-	{Running, Complete}: Completed,
-	{Running, Fail}:     Failed,
-	{Running, Cancel}:   CancelRequested,
+	{From: Running, On: Complete}: Completed,
+	{From: Running, On: Fail}:     Failed,
+	{From: Running, On: Cancel}:   CancelRequested,
 
-	{CancelRequested, Complete}: Completed,
-	{CancelRequested, Fail}:     Failed,
-	{CancelRequested, Stop}:     Cancelled,
-	{CancelRequested, Cancel}:   CancelRequested,
-}
+	{From: CancelRequested, On: Complete}: Completed,
+	{From: CancelRequested, On: Fail}:     Failed,
+	{From: CancelRequested, On: Stop}:     Cancelled,
+	{From: CancelRequested, On: Cancel}:   CancelRequested,
+}}
 
 // IllegalTransitionError reports an event that the lifecycle does not allow
 // in the current state.
-type IllegalTransitionError struct {
-	From State
-	On   Event
-}
-
-func (e *IllegalTransitionError) Error() string {
-	return fmt.Sprintf("illegal Work transition: %s on %s", e.On, e.From)
-}
+type IllegalTransitionError = fsm.Illegal[State, Event]
 
 // Next returns the state that follows s on e, or an *IllegalTransitionError.
 // A Cancel on a terminal state is reported by [CancelOutcome], not here: for
 // Next it is illegal like any other event on a terminal state.
-func Next(s State, e Event) (State, error) {
-	if to, ok := transitions[edge{s, e}]; ok {
-		return to, nil
-	}
-	return s, &IllegalTransitionError{From: s, On: e}
-}
+func Next(s State, e Event) (State, error) { return transitions.Next(s, e) }
 
 // Legal reports whether the machine moves from one state to another on some
 // event. A self-loop (cancel on cancel-requested) counts as legal.
-func Legal(from, to State) bool {
-	for e, t := range transitions {
-		if e.from == from && t == to {
-			return true
-		}
-	}
-	return false
-}
+func Legal(from, to State) bool { return transitions.Legal(from, to) }
 
 // CancelOutcome answers a cancel request in state s: whether the request is
 // accepted and the state afterwards. Terminal Work is never accepted and does

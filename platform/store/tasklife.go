@@ -1,6 +1,10 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/crux-sim/crux-sim/internal/fsm"
+)
 
 // TaskEvent is something that happens to a durable task. The task
 // lifecycle is a pure state machine: every legal move is one entry of
@@ -50,59 +54,45 @@ func (e TaskEvent) String() string {
 	return fmt.Sprintf("task event(%d)", uint8(e))
 }
 
-type taskEdge struct {
-	from TaskState
+// taskMoves is the whole task lifecycle, event by event: the states an
+// event may happen in and the one state it leads to. Keep it the only
+// place that says which state follows which.
+var taskMoves = []struct {
 	on   TaskEvent
+	from []TaskState
+	to   TaskState
+}{
+	{TaskPromote, []TaskState{TaskTodo}, TaskReady},
+	{TaskClaim, []TaskState{TaskReady}, TaskRunning},
+	{TaskComplete, []TaskState{TaskRunning}, TaskDone},
+	{TaskBlock, []TaskState{TaskRunning}, TaskBlocked},
+	{TaskUnblock, []TaskState{TaskBlocked}, TaskReady},
+	{TaskRetry, []TaskState{TaskRunning}, TaskReady},
+	{TaskGiveUp, []TaskState{TaskRunning}, TaskFailed},
+	{TaskCancel, []TaskState{TaskTodo, TaskReady, TaskRunning, TaskBlocked}, TaskCancelled},
 }
 
-// taskTransitions is the whole task lifecycle. Keep it the only place that
-// says which state follows which.
-var taskTransitions = map[taskEdge]TaskState{
-	{TaskTodo, TaskPromote}: TaskReady,
-	{TaskTodo, TaskCancel}:  TaskCancelled,
-
-	{TaskReady, TaskClaim}:  TaskRunning,
-	{TaskReady, TaskCancel}: TaskCancelled,
-
-	{TaskRunning, TaskComplete}: TaskDone,
-	{TaskRunning, TaskBlock}:    TaskBlocked,
-	{TaskRunning, TaskRetry}:    TaskReady,
-	{TaskRunning, TaskGiveUp}:   TaskFailed,
-	{TaskRunning, TaskCancel}:   TaskCancelled,
-
-	{TaskBlocked, TaskUnblock}: TaskReady,
-	{TaskBlocked, TaskCancel}:  TaskCancelled,
-}
-
-// IllegalTaskTransitionError is an event the task lifecycle does not allow
-// in the task's state. It is an ErrState.
-type IllegalTaskTransitionError struct {
-	From TaskState
-	On   TaskEvent
-}
-
-func (e *IllegalTaskTransitionError) Error() string {
-	return fmt.Sprintf("illegal task transition: %s on %s", e.On, e.From)
-}
-
-// Is makes the error match ErrState, which callers branch on.
-func (e *IllegalTaskTransitionError) Is(target error) bool { return target == ErrState }
-
-// NextTask returns the state that follows s on e, or an
-// *IllegalTaskTransitionError (and s).
-func NextTask(s TaskState, e TaskEvent) (TaskState, error) {
-	if to, ok := taskTransitions[taskEdge{s, e}]; ok {
-		return to, nil
+// taskTransitions is taskMoves as a table. A refused move is an ErrState.
+var taskTransitions = func() *fsm.Table[TaskState, TaskEvent] {
+	t := &fsm.Table[TaskState, TaskEvent]{Name: "task", Sentinel: ErrState, Moves: map[fsm.Edge[TaskState, TaskEvent]]TaskState{}}
+	for _, m := range taskMoves {
+		for _, from := range m.from {
+			t.Moves[fsm.Edge[TaskState, TaskEvent]{From: from, On: m.on}] = m.to
+		}
 	}
-	return s, &IllegalTaskTransitionError{From: s, On: e}
-}
+	return t
+}()
+
+// NextTask returns the state that follows s on e, or s and an error that
+// names the refused move and is an ErrState.
+func NextTask(s TaskState, e TaskEvent) (TaskState, error) { return taskTransitions.Next(s, e) }
 
 // Target is the state e leads to, from whichever state allows it: each
 // event of the task lifecycle has one.
 func (e TaskEvent) Target() TaskState {
-	for edge, to := range taskTransitions {
-		if edge.on == e {
-			return to
+	for _, m := range taskMoves {
+		if m.on == e {
+			return m.to
 		}
 	}
 	return ""
