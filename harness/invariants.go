@@ -116,6 +116,7 @@ type checker struct {
 	logSeen    int // log lines checked so far
 	violations []Violation
 	ended      bool
+	final      End // what the end-of-run invariants see
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
@@ -152,16 +153,17 @@ func (c *checker) step(a *sim.Actor) {
 }
 
 // end checks the end-of-run invariants, once.
-func (c *checker) end(e *End) {
+func (c *checker) end(at time.Time, p *platform.Platform) {
 	if c.ended {
 		return
 	}
 	c.ended = true
+	c.final = End{At: at, Platform: p}
 	for _, inv := range c.invs {
 		if inv.End == nil {
 			continue
 		}
-		if msg := inv.End(&c.state, e); msg != "" {
+		if msg := inv.End(&c.state, &c.final); msg != "" {
 			c.violate(inv.Name, c.r.rec.Len(), msg)
 		}
 	}

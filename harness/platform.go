@@ -267,7 +267,7 @@ func (r *run) atHorizon() {
 	if r.opts.atHorizon != nil {
 		r.opts.atHorizon(pr.store, now)
 	}
-	r.checker.end(&End{At: now, Platform: pr.proc.p})
+	r.checker.end(now, pr.proc.p)
 	pr.keep(pr.proc.p)
 }
 

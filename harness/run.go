@@ -221,7 +221,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 			r.sim.Kill()
 			out.Err = err
 		}
-		r.checker.end(&End{At: r.sim.Clock().Now()})
+		r.checker.end(r.sim.Clock().Now(), nil)
 	}
 	r.finish(out)
 	return out
