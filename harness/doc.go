@@ -46,7 +46,10 @@
 //
 // [DefaultInvariants] are checked after every scheduling step against the
 // entries recorded since the previous one; a [Violation] carries the seed,
-// the step and the entry that broke it.
+// the step and the entry that broke it. An [Invariant] may also check a
+// platform run's events, and once, when the run ends, what is left
+// ([Invariant.End]): that is how no-lost-task asks the live platform
+// process whether any task is lost.
 //
 // # Speed
 //

@@ -66,10 +66,14 @@
 // the inbox and running turns are dropped and no durable write happens
 // after it. Crash and Close wait for the dropped actors through the
 // executor, from an actor or from a simulator's driver alike. A new
-// Platform on the same store reaps the crashed attempts once
-// their lease (the task timeout) lapses, and retries them. Sessions are
-// process-local; [Platform.RestoreSession] reopens a root under its old id so
-// that ownership checks and parked events find it.
+// Platform on the same store reaps the crashed attempts once their lease
+// (the task timeout) lapses by [Options.ReapGrace], and retries them.
+// Sessions are process-local; [Platform.RestoreSession] reopens a root under
+// its old id so that ownership checks and parked events find it.
+// [Platform.Restart] is the whole of it: crash, a new process on the store,
+// the roots reopened. [Platform.LostTasks] is the liveness rule that goes
+// with it: the tasks nothing will ever move again, seen from the live
+// process.
 //
 // # Determinism
 //

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -106,44 +107,60 @@ func (l *loader) anyAgentHasTool(name string) bool {
 // the way a script's when condition does: messages are the whole history,
 // and references resolve against the work.refs the history holds.
 func MatchRequest(p *Pattern, req *core.Request) bool {
-	e := trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Messages: req.Messages}
 	// A script asks this of every request of its agent: build only what
 	// the pattern reads.
 	if p.Agent != "" && p.Agent != req.Agent || p.Step != 0 && p.Step != req.Step {
 		return false
 	}
+	// The pattern's fields are functions of the table, which the compiler
+	// cannot see through: the entry and trace they read would escape to
+	// the heap on every call. They are reused instead.
+	m := requestMatches.Get().(*requestMatch)
+	defer m.put()
+	e, t := &m.entry, &m.trace
+	*e = trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Messages: req.Messages}
 	if p.Tools != nil || len(p.ToolsInclude) > 0 || len(p.ToolsExclude) > 0 {
 		e.Tools = make([]string, len(req.Tools))
 		for i, t := range req.Tools {
 			e.Tools[i] = t.Name
 		}
 	}
-	if p.Work.IsZero() && (p.Status == nil || p.Status.Work.IsZero()) {
-		if req.Status != nil && (p.Status != nil || p.NoStatus) {
-			e.Status = make([]string, len(req.Status.Rows))
-			for i, r := range req.Status.Rows {
-				e.Status[i] = r.String()
-			}
-		}
-		return p.Match(&trace.Trace{}, &e)
-	}
-	if req.Status != nil {
+	refs := !p.Work.IsZero() || p.Status != nil && !p.Status.Work.IsZero()
+	if req.Status != nil && (refs || p.Status != nil || p.NoStatus) {
 		e.Status = make([]string, len(req.Status.Rows))
 		for i, r := range req.Status.Rows {
 			e.Status[i] = r.String()
 		}
 	}
-	t := &trace.Trace{}
-	for _, m := range req.Messages {
-		if m.Role != core.RoleTool || m.IsError {
-			continue
-		}
-		if ref, ok := parseRef(m.Content); ok {
-			t.Entries = append(t.Entries, trace.Entry{Kind: trace.ToolResult, Agent: req.Agent, Run: req.Run,
-				Call: &core.ToolCall{ID: m.ToolCallID, Name: m.ToolName}, Ref: &ref})
+	if refs {
+		for _, msg := range req.Messages {
+			if msg.Role != core.RoleTool || msg.IsError {
+				continue
+			}
+			if ref, ok := parseRef(msg.Content); ok {
+				t.Entries = append(t.Entries, trace.Entry{Kind: trace.ToolResult, Agent: req.Agent, Run: req.Run,
+					Call: &core.ToolCall{ID: msg.ToolCallID, Name: msg.ToolName}, Ref: &ref})
+			}
 		}
 	}
-	return p.Match(t, &e)
+	return p.Match(t, e)
+}
+
+// requestMatch is the entry and trace MatchRequest builds a request into.
+type requestMatch struct {
+	entry trace.Entry
+	trace trace.Trace
+}
+
+var requestMatches = sync.Pool{New: func() any { return new(requestMatch) }}
+
+// put clears what the match held (so that the pool keeps no request
+// alive) and returns it to the pool.
+func (m *requestMatch) put() {
+	m.entry = trace.Entry{}
+	clear(m.trace.Entries)
+	m.trace.Entries = m.trace.Entries[:0]
+	requestMatches.Put(m)
 }
 
 // allTools lists every tool name of every agent, with work for agents that
