@@ -113,8 +113,9 @@ func (o InOrder) Check(r *Result) *Failure {
 	pos, last := 0, -1
 	for i := range o {
 		found := -1
+		c := o[i].compile()
 		for j := pos; j < len(t.Entries); j++ {
-			if o[i].Match(t, &t.Entries[j]) {
+			if c.match(t, &t.Entries[j]) {
 				found = j
 				break
 			}
@@ -149,8 +150,9 @@ func (u InAnyOrder) Check(r *Result) *Failure {
 	used := make([]bool, len(t.Entries))
 	for i := range u {
 		found := -1
+		c := u[i].compile()
 		for j := range t.Entries {
-			if !used[j] && u[i].Match(t, &t.Entries[j]) {
+			if !used[j] && c.match(t, &t.Entries[j]) {
 				found = j
 				break
 			}
@@ -180,9 +182,10 @@ type Subset struct {
 // Check implements Expectation.
 func (s Subset) Check(r *Result) *Failure {
 	t := r.Trace
+	of := s.Of.compile()
 	for j := range t.Entries {
 		e := &t.Entries[j]
-		if !s.Of.Match(t, e) {
+		if !of.match(t, e) {
 			continue
 		}
 		if !slices.ContainsFunc(s.Allowed, func(p Pattern) bool { return p.Match(t, e) }) {
@@ -215,9 +218,13 @@ func (n Never) Check(r *Result) *Failure {
 		}
 		from++
 	}
+	never := make([]compiled, len(n.Patterns))
+	for i := range n.Patterns {
+		never[i] = n.Patterns[i].compile()
+	}
 	for j := from; j < len(t.Entries); j++ {
-		for i := range n.Patterns {
-			if n.Patterns[i].Match(t, &t.Entries[j]) {
+		for i := range never {
+			if never[i].match(t, &t.Entries[j]) {
 				return fail(j, "entry #%d matches %s, which must never happen", j+1, &n.Patterns[i])
 			}
 		}
@@ -244,8 +251,9 @@ type Count struct {
 // Check implements Expectation.
 func (c Count) Check(r *Result) *Failure {
 	n, last := 0, -1
+	p := c.Pattern.compile()
 	for j := range r.Trace.Entries {
-		if c.Pattern.Match(r.Trace, &r.Trace.Entries[j]) {
+		if p.match(r.Trace, &r.Trace.Entries[j]) {
 			n++
 			last = j
 		}
@@ -305,8 +313,9 @@ func after(from int) string {
 }
 
 func firstMatch(t *trace.Trace, p *Pattern, from int) int {
+	c := p.compile()
 	for j := from; j < len(t.Entries); j++ {
-		if p.Match(t, &t.Entries[j]) {
+		if c.match(t, &t.Entries[j]) {
 			return j
 		}
 	}

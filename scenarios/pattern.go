@@ -3,6 +3,7 @@ package scenarios
 import (
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,26 +128,63 @@ func (p *Pattern) distance(t *trace.Trace, e *trace.Entry) ([]string, int) {
 // disagree. Without explain it stops at the first difference and formats
 // nothing.
 func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []string, int) {
+	if !explain {
+		c := p.compile()
+		return c.match(t, e), nil, 0
+	}
 	var why []string
 	dist := 0
 	if p.Kind != "" && e.Kind != p.Kind {
-		if !explain {
-			return false, nil, 0
-		}
 		why, dist = append(why, fmt.Sprintf("it is a %s, not a %s", e.Kind, p.Kind)), 4
 	}
 	for i := range patternTable {
 		f := &patternTable[i]
-		if f.match(p, t, e) {
+		if !f.set(p) || f.match(p, t, e) {
 			continue
-		}
-		if !explain {
-			return false, nil, 0
 		}
 		msgs, weight := f.why(p, t, e)
 		why, dist = append(why, msgs...), dist+weight
 	}
 	return len(why) == 0, why, dist
+}
+
+// compiled is a pattern with the fields it sets picked out of the table,
+// for matching it against many entries: a pattern sets a few of its
+// fields, and only those are looked at.
+type compiled struct {
+	p    *Pattern
+	bits uint64 // bit i: the pattern sets patternTable[i]
+}
+
+// compile picks out the fields p sets.
+func (p *Pattern) compile() compiled {
+	c := compiled{p: p}
+	for i := range patternTable {
+		if patternTable[i].set(p) {
+			c.bits |= 1 << i
+		}
+	}
+	return c
+}
+
+// match reports whether e matches every field the pattern sets.
+func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {
+	if c.p.Kind != "" && e.Kind != c.p.Kind {
+		return false
+	}
+	for b := c.bits; b != 0; b &= b - 1 {
+		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// A compiled pattern keeps one bit per field.
+func init() {
+	if len(patternTable) > 64 {
+		panic("scenarios: more pattern fields than a compiled pattern has bits")
+	}
 }
 
 // patternField is one field of a Pattern, everything about it in one
@@ -157,6 +195,8 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 type patternField struct {
 	// key is the field's key in a scenario file.
 	key string
+	// set reports whether the pattern sets the field.
+	set func(p *Pattern) bool
 	// decode reads the field from a file (n is nil when the key is absent).
 	decode func(l *loader, n *node, what string, p *Pattern)
 	// match reports whether e satisfies the field; an unset field always
@@ -207,6 +247,7 @@ func showOffset(d *time.Duration) string {
 // checked and shown (and the file format documents them).
 var patternTable = []patternField{
 	{key: "agent",
+		set:    func(p *Pattern) bool { return p.Agent != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Agent = l.agentRef(n, what) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Agent == "" || e.Agent == p.Agent },
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -214,6 +255,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return p.Agent }},
 	{key: "step",
+		set:    func(p *Pattern) bool { return p.Step != 0 },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Step = l.integer(n, what, 1) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Step == 0 || e.Step == p.Step },
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -226,6 +268,7 @@ var patternTable = []patternField{
 			return strconv.Itoa(p.Step)
 		}},
 	{key: "tools",
+		set: func(p *Pattern) bool { return p.Tools != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
 			if n != nil {
 				p.Tools = l.strs(n, what)
@@ -247,6 +290,7 @@ var patternTable = []patternField{
 			return "[" + strings.Join(p.Tools, ",") + "]"
 		}},
 	{key: "tools-include",
+		set:    func(p *Pattern) bool { return len(p.ToolsInclude) > 0 },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.ToolsInclude = l.strs(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			for _, name := range p.ToolsInclude {
@@ -267,6 +311,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showList(p.ToolsInclude) }},
 	{key: "tools-exclude",
+		set:    func(p *Pattern) bool { return len(p.ToolsExclude) > 0 },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.ToolsExclude = l.strs(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return !slices.ContainsFunc(p.ToolsExclude, func(name string) bool { return slices.Contains(e.Tools, name) })
@@ -282,6 +327,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showList(p.ToolsExclude) }},
 	{key: "status",
+		set: func(p *Pattern) bool { return p.Status != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
 			if n != nil {
 				p.Status = l.rowPattern(n, what)
@@ -305,6 +351,7 @@ var patternTable = []patternField{
 			return p.Status.String()
 		}},
 	{key: "no-status",
+		set:    func(p *Pattern) bool { return p.NoStatus },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.NoStatus = l.boolean(n, what) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return !p.NoStatus || len(e.Status) == 0 },
 		why: func(_ *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -317,6 +364,7 @@ var patternTable = []patternField{
 			return "true"
 		}},
 	{key: "message",
+		set:    func(p *Pattern) bool { return p.Message != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Message = l.str(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.Message == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) })
@@ -326,6 +374,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Message) }},
 	{key: "guidance",
+		set:    func(p *Pattern) bool { return p.Guidance != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Guidance = l.str(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.Guidance == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) })
@@ -335,6 +384,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Guidance) }},
 	{key: "tool",
+		set: func(p *Pattern) bool { return p.Tool != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
 			if n != nil {
 				p.Tool = l.str(n, what)
@@ -349,6 +399,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return p.Tool }},
 	{key: "in-background",
+		set:    func(p *Pattern) bool { return p.InBackground != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.InBackground = l.optBool(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.InBackground == nil || p.matchBackground(e)
@@ -358,6 +409,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showBool(p.InBackground) }},
 	{key: "action",
+		set: func(p *Pattern) bool { return p.Action != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
 			if n != nil {
 				p.Action = l.str(n, what)
@@ -372,6 +424,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return p.Action }},
 	{key: "work",
+		set:    func(p *Pattern) bool { return !p.Work.IsZero() },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Work = l.ref(n, what) },
 		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
 			if p.Work.IsZero() {
@@ -394,6 +447,7 @@ var patternTable = []patternField{
 			return "(" + p.Work.String() + ")"
 		}},
 	{key: "work-ref",
+		set:    func(p *Pattern) bool { return p.WorkRef != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.WorkRef = l.optBool(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.WorkRef == nil || (e.Ref != nil) == *p.WorkRef
@@ -406,6 +460,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showBool(p.WorkRef) }},
 	{key: "error",
+		set:    func(p *Pattern) bool { return p.IsError != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.IsError = l.optBool(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.IsError == nil || e.IsError == *p.IsError
@@ -418,6 +473,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showBool(p.IsError) }},
 	{key: "not-found",
+		set:    func(p *Pattern) bool { return p.NotFound != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotFound = l.optBool(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.NotFound == nil || (e.Kind == trace.ToolResult && e.Content == NotFoundContent) == *p.NotFound
@@ -430,6 +486,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showBool(p.NotFound) }},
 	{key: "contains",
+		set:    func(p *Pattern) bool { return p.Contains != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Contains = l.str(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.Contains == "" || entryContains(e, p.Contains)
@@ -439,6 +496,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Contains) }},
 	{key: "equals",
+		set:    func(p *Pattern) bool { return p.Equals != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Equals = l.str(n, what) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Equals == "" || e.Content == p.Equals },
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -446,6 +504,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Equals) }},
 	{key: "from",
+		set:    func(p *Pattern) bool { return p.From != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.From = l.state(n, what) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.From == "" || e.From == p.From },
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -453,6 +512,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return p.From }},
 	{key: "to",
+		set:    func(p *Pattern) bool { return p.To != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.To = l.state(n, what) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.To == "" || e.To == p.To },
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -460,6 +520,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return p.To }},
 	{key: "mode",
+		set: func(p *Pattern) bool { return p.Mode != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
 			if n != nil {
 				p.Mode = l.str(n, what)
@@ -474,6 +535,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return p.Mode }},
 	{key: "failed",
+		set:    func(p *Pattern) bool { return p.Failed != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Failed = l.optBool(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.Failed == nil || (e.Error != "") == *p.Failed
@@ -486,6 +548,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showBool(p.Failed) }},
 	{key: "event",
+		set: func(p *Pattern) bool { return p.Event != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
 			if n != nil {
 				p.Event = l.str(n, what)
@@ -503,6 +566,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return p.Event }},
 	{key: "at",
+		set:    func(p *Pattern) bool { return p.At != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.At = l.offset(n, what) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.At == nil || e.At == *p.At },
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -510,6 +574,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showOffset(p.At) }},
 	{key: "not-before",
+		set:    func(p *Pattern) bool { return p.NotBefore != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotBefore = l.offset(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.NotBefore == nil || e.At >= *p.NotBefore
@@ -519,6 +584,7 @@ var patternTable = []patternField{
 		},
 		show: func(p *Pattern) string { return showOffset(p.NotBefore) }},
 	{key: "not-after",
+		set:    func(p *Pattern) bool { return p.NotAfter != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotAfter = l.offset(n, what) },
 		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.NotAfter == nil || e.At <= *p.NotAfter },
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
@@ -663,6 +729,9 @@ func (p *Pattern) String() string {
 	var b strings.Builder
 	b.WriteString(kind)
 	for i := range patternTable {
+		if !patternTable[i].set(p) {
+			continue
+		}
 		if v := patternTable[i].show(p); v != "" {
 			b.WriteString(" " + patternTable[i].key + "=" + v)
 		}
