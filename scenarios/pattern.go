@@ -243,17 +243,45 @@ func showOffset(d *time.Duration) string {
 	return trace.Offset(*d)
 }
 
+// sameText is a field an entry matches when one of its strings is the
+// pattern's: field is the pattern's string, of the entry's, read how a file
+// sets it, and says how a difference reads (the entry's value first).
+func sameText(key string, weight int, field func(*Pattern) *string, of func(*trace.Entry) string,
+	read func(l *loader, n *node, what string) string, says string) patternField {
+	return patternField{key: key,
+		set:    func(p *Pattern) bool { return *field(p) != "" },
+		decode: func(l *loader, n *node, what string, p *Pattern) { *field(p) = read(l, n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			want := *field(p)
+			return want == "" || of(e) == want
+		},
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(weight, says, orNone(of(e)), *field(p))
+		},
+		show: func(p *Pattern) string { return *field(p) }}
+}
+
+// atOffset is a field about when an entry happened, as an offset from the
+// start of the run: holds compares the entry's offset with the pattern's.
+func atOffset(key string, field func(*Pattern) **time.Duration, holds func(at, want time.Duration) bool, says string) patternField {
+	return patternField{key: key,
+		set:    func(p *Pattern) bool { return *field(p) != nil },
+		decode: func(l *loader, n *node, what string, p *Pattern) { *field(p) = l.offset(n, what) },
+		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
+			want := *field(p)
+			return want == nil || holds(e.At, *want)
+		},
+		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
+			return miss(1, says, trace.Offset(e.At), trace.Offset(**field(p)))
+		},
+		show: func(p *Pattern) string { return showOffset(*field(p)) }}
+}
+
 // patternTable is every field of a Pattern, in the order a pattern is
 // checked and shown (and the file format documents them).
 var patternTable = []patternField{
-	{key: "agent",
-		set:    func(p *Pattern) bool { return p.Agent != "" },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.Agent = l.agentRef(n, what) },
-		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Agent == "" || e.Agent == p.Agent },
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(3, "its agent is %s, not %s", orNone(e.Agent), p.Agent)
-		},
-		show: func(p *Pattern) string { return p.Agent }},
+	sameText("agent", 3, func(p *Pattern) *string { return &p.Agent }, func(e *trace.Entry) string { return e.Agent },
+		(*loader).agentRef, "its agent is %s, not %s"),
 	{key: "step",
 		set:    func(p *Pattern) bool { return p.Step != 0 },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Step = l.integer(n, what, 1) },
@@ -408,21 +436,15 @@ var patternTable = []patternField{
 			return miss(1, "no call%s has run_in_background: %t", ofTool(p.Tool), *p.InBackground)
 		},
 		show: func(p *Pattern) string { return showBool(p.InBackground) }},
-	{key: "action",
-		set: func(p *Pattern) bool { return p.Action != "" },
-		decode: func(l *loader, n *node, what string, p *Pattern) {
-			if n != nil {
-				p.Action = l.str(n, what)
-				if !slices.Contains(core.WorkActions, p.Action) {
-					l.errorf(n, "%s: %q is not a work action%s", strings.TrimSuffix(what, " action"), p.Action, suggest(p.Action, core.WorkActions))
-				}
+	sameText("action", 1, func(p *Pattern) *string { return &p.Action }, func(e *trace.Entry) string { return e.Action },
+		func(l *loader, n *node, what string) string {
+			action := l.str(n, what)
+			if n != nil && !slices.Contains(core.WorkActions, action) {
+				l.errorf(n, "%s: %q is not a work action%s", strings.TrimSuffix(what, " action"), action, suggest(action, core.WorkActions))
 			}
+			return action
 		},
-		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Action == "" || e.Action == p.Action },
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "its work action is %s, not %s", orNone(e.Action), p.Action)
-		},
-		show: func(p *Pattern) string { return p.Action }},
+		"its work action is %s, not %s"),
 	{key: "work",
 		set:    func(p *Pattern) bool { return !p.Work.IsZero() },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Work = l.ref(n, what) },
@@ -503,37 +525,19 @@ var patternTable = []patternField{
 			return miss(1, "its content is %q, not %q", e.Content, p.Equals)
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Equals) }},
-	{key: "from",
-		set:    func(p *Pattern) bool { return p.From != "" },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.From = l.state(n, what) },
-		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.From == "" || e.From == p.From },
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "it moved from %s, not %s", orNone(e.From), p.From)
-		},
-		show: func(p *Pattern) string { return p.From }},
-	{key: "to",
-		set:    func(p *Pattern) bool { return p.To != "" },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.To = l.state(n, what) },
-		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.To == "" || e.To == p.To },
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "it moved to %s, not %s", orNone(e.To), p.To)
-		},
-		show: func(p *Pattern) string { return p.To }},
-	{key: "mode",
-		set: func(p *Pattern) bool { return p.Mode != "" },
-		decode: func(l *loader, n *node, what string, p *Pattern) {
-			if n != nil {
-				p.Mode = l.str(n, what)
-				if !slices.Contains(modeNames, p.Mode) {
-					l.errorf(n, "%s: mode is top, foreground or background, not %q", strings.TrimSuffix(what, " mode"), p.Mode)
-				}
+	sameText("from", 1, func(p *Pattern) *string { return &p.From }, func(e *trace.Entry) string { return e.From },
+		(*loader).state, "it moved from %s, not %s"),
+	sameText("to", 1, func(p *Pattern) *string { return &p.To }, func(e *trace.Entry) string { return e.To },
+		(*loader).state, "it moved to %s, not %s"),
+	sameText("mode", 1, func(p *Pattern) *string { return &p.Mode }, func(e *trace.Entry) string { return e.Mode },
+		func(l *loader, n *node, what string) string {
+			mode := l.str(n, what)
+			if n != nil && !slices.Contains(modeNames, mode) {
+				l.errorf(n, "%s: mode is top, foreground or background, not %q", strings.TrimSuffix(what, " mode"), mode)
 			}
+			return mode
 		},
-		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.Mode == "" || e.Mode == p.Mode },
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "its mode is %s, not %s", orNone(e.Mode), p.Mode)
-		},
-		show: func(p *Pattern) string { return p.Mode }},
+		"its mode is %s, not %s"),
 	{key: "failed",
 		set:    func(p *Pattern) bool { return p.Failed != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Failed = l.optBool(n, what) },
@@ -565,32 +569,9 @@ var patternTable = []patternField{
 			return miss(2, "it is not a platform event")
 		},
 		show: func(p *Pattern) string { return p.Event }},
-	{key: "at",
-		set:    func(p *Pattern) bool { return p.At != nil },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.At = l.offset(n, what) },
-		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.At == nil || e.At == *p.At },
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "it is at %s, not %s", trace.Offset(e.At), trace.Offset(*p.At))
-		},
-		show: func(p *Pattern) string { return showOffset(p.At) }},
-	{key: "not-before",
-		set:    func(p *Pattern) bool { return p.NotBefore != nil },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotBefore = l.offset(n, what) },
-		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
-			return p.NotBefore == nil || e.At >= *p.NotBefore
-		},
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "it is at %s, before %s", trace.Offset(e.At), trace.Offset(*p.NotBefore))
-		},
-		show: func(p *Pattern) string { return showOffset(p.NotBefore) }},
-	{key: "not-after",
-		set:    func(p *Pattern) bool { return p.NotAfter != nil },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.NotAfter = l.offset(n, what) },
-		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return p.NotAfter == nil || e.At <= *p.NotAfter },
-		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "it is at %s, after %s", trace.Offset(e.At), trace.Offset(*p.NotAfter))
-		},
-		show: func(p *Pattern) string { return showOffset(p.NotAfter) }},
+	atOffset("at", func(p *Pattern) **time.Duration { return &p.At }, func(at, want time.Duration) bool { return at == want }, "it is at %s, not %s"),
+	atOffset("not-before", func(p *Pattern) **time.Duration { return &p.NotBefore }, func(at, want time.Duration) bool { return at >= want }, "it is at %s, before %s"),
+	atOffset("not-after", func(p *Pattern) **time.Duration { return &p.NotAfter }, func(at, want time.Duration) bool { return at <= want }, "it is at %s, after %s"),
 }
 
 // patternFieldKeys are the keys of patternTable, in its order.
