@@ -46,6 +46,25 @@ func okTool(desc string) *core.Tool {
 }
 
 var _ = Describe("Backgroundable and preparation", func() {
+	It("tells, before any run, the tools every request of an agent offers, the work tool with the contract's schema last", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := newCoordinator(newResearchAgent())
+		specs, err := f.rt.ToolSpecs(a)
+		Expect(err).NotTo(HaveOccurred())
+		req := firstRequest(f, a, ask(autumn))
+		Expect(specs).To(Equal(req.Tools))
+		Expect(specs[len(specs)-1].Name).To(Equal(core.WorkToolName))
+		Expect(specs[len(specs)-1].Parameters).To(MatchJSON(core.WorkToolSchema()))
+
+		specs[0].Parameters[0] = 'X'
+		again, err := f.rt.ToolSpecs(a)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again).To(Equal(req.Tools), "each caller gets its own copy of the parameters")
+
+		_, err = f.rt.ToolSpecs(&core.Agent{ID: "bad", Tools: core.Tools{"work": okTool("mine"), "research": core.Backgroundable(newResearchAgent())}})
+		Expect(err).To(MatchError(ContainSubstring("work")), "an agent that cannot prepare has no tools to tell")
+	})
+
 	It("keeps a Backgroundable wrapper inert until it is a child entry in an Agent's tools map", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		research := newResearchAgent()

@@ -217,6 +217,22 @@ func (rt *Runtime) Prepare(a *Agent) error {
 	return err
 }
 
+// ToolSpecs prepares an agent and returns its tools as every request of
+// its runs offers them, in order (authored tools by name, then the
+// automatic work tool), each with its own copy of its parameters.
+func (rt *Runtime) ToolSpecs(a *Agent) ([]ToolSpec, error) {
+	p, err := rt.prepare(a)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ToolSpec, len(p.specs.list))
+	for i, sp := range p.specs.list {
+		sp.Parameters = slices.Clone(sp.Parameters)
+		out[i] = sp
+	}
+	return out, nil
+}
+
 func (rt *Runtime) prepare(a *Agent) (*prepared, error) {
 	rt.prepMu.Lock()
 	defer rt.prepMu.Unlock()

@@ -133,6 +133,29 @@ func Legal(from, to State) bool {
 	return false
 }
 
+// Reachable reports whether some sequence of events takes the machine from
+// one state to another (a state reaches itself). A checker that samples
+// Work states from outside, and so may miss the states in between, asks
+// this instead of Legal.
+func Reachable(from, to State) bool {
+	seen := map[State]bool{from: true}
+	frontier := []State{from}
+	for len(frontier) > 0 {
+		s := frontier[0]
+		frontier = frontier[1:]
+		if s == to {
+			return true
+		}
+		for e, t := range transitions {
+			if e.from == s && !seen[t] {
+				seen[t] = true
+				frontier = append(frontier, t)
+			}
+		}
+	}
+	return false
+}
+
 // CancelOutcome answers a cancel request in state s: whether the request is
 // accepted and the state afterwards. Terminal Work is never accepted and does
 // not change.
