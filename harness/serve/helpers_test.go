@@ -2,10 +2,10 @@ package serve_test
 
 import (
 	"context"
-	"runtime"
-	"sync/atomic"
 	"net/http/httptest"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"

@@ -59,10 +59,10 @@ type Server struct {
 	clock clockwork.Clock
 	start time.Time
 	model core.Provider
-	prov  *scripted.Provider  // the script, when no cassette
-	rep   *cassette.Replayer  // the cassette, when one
+	prov  *scripted.Provider // the script, when no cassette
+	rep   *cassette.Replayer // the cassette, when one
 	mux   *http.ServeMux
-	ctx   context.Context     // ends at finish: cancels latency in flight
+	ctx   context.Context // ends at finish: cancels latency in flight
 	stop  context.CancelFunc
 
 	agents map[string]*agentInfo // by agent id
