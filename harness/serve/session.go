@@ -109,7 +109,7 @@ func (ss *session) init(s *Server) {
 }
 
 func (ss *session) add(at time.Time, e trace.Entry) int {
-	e.At = at.Sub(ss.s.start)
+	e.At = at.Sub(ss.s.start).Round(time.Millisecond) // real time: milliseconds are plenty
 	ss.entries = append(ss.entries, slot{e: e})
 	return len(ss.entries) - 1
 }
@@ -631,7 +631,7 @@ func (ss *session) observed() harness.Observed {
 		e.Seq = len(out) + 1
 		out = append(out, e)
 	}
-	elapsed := ss.s.clock.Now().Sub(ss.s.start)
+	elapsed := ss.s.clock.Now().Sub(ss.s.start).Round(time.Millisecond)
 	return harness.Observed{Trace: &trace.Trace{Name: ss.s.sc.Name, Start: ss.s.start, Entries: out},
 		Findings: append([]string(nil), ss.findings...), Steps: ss.requests, Elapsed: elapsed}
 }
