@@ -17,6 +17,7 @@ import (
 	"github.com/crux-sim/crux-sim/core/openai"
 	"github.com/crux-sim/crux-sim/harness/serve"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/scripted"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -117,3 +118,7 @@ func (s *served) ownRuntime(ctx context.Context) *core.ParallelResult {
 	Expect(err).NotTo(HaveOccurred())
 	return pr
 }
+
+func scriptedOptions() scripted.Options { return scripted.Options{} }
+
+func scriptedError(msg string) scripted.Turn { return scripted.Fail(&scenarios.ScriptedError{Message: msg}) }

@@ -396,7 +396,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 // errorStatus says how a provider failure goes on the wire: a script's
 // own provider error is a server error (or the status it names), a script
-// that ran dry or a replay that left its cassette is the client's doing.
+// that ran dry (or could not answer this request) or a replay that left
+// its cassette is the client's doing, which a client does not retry.
 func errorStatus(err error) (int, string, string) {
 	var se *scenarios.ScriptedError
 	var div *cassette.Divergence
@@ -404,7 +405,7 @@ func errorStatus(err error) (int, string, string) {
 	case errors.As(err, &se):
 		return http.StatusInternalServerError, "server_error", ""
 	case errors.Is(err, scripted.ErrScript):
-		return http.StatusBadRequest, "invalid_request_error", "script_exhausted"
+		return http.StatusBadRequest, "invalid_request_error", "script_failed"
 	case errors.As(err, &div):
 		return http.StatusBadRequest, "invalid_request_error", "cassette_" + string(div.Kind)
 	case errors.Is(err, context.Canceled):
