@@ -121,4 +121,6 @@ func (s *served) ownRuntime(ctx context.Context) *core.ParallelResult {
 
 func scriptedOptions() scripted.Options { return scripted.Options{} }
 
-func scriptedError(msg string) scripted.Turn { return scripted.Fail(&scenarios.ScriptedError{Message: msg}) }
+func scriptedError(msg string) scripted.Turn {
+	return scripted.Fail(&scenarios.ScriptedError{Message: msg})
+}
