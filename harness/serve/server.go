@@ -123,7 +123,7 @@ func New(opts Options) (*Server, error) {
 	sleep := func(ctx context.Context, d time.Duration) error {
 		s.sleeping.Add(1)
 		defer s.sleeping.Add(-1)
-		return sleepOn(s.clock, ctx, d)
+		return core.SleepOn(s.clock, ctx, d)
 	}
 	if opts.Cassette != nil {
 		s.rep = cassette.NewReplayer(opts.Cassette, cassette.ReplayOptions{Sleep: sleep, IgnoreStatus: opts.IgnoreStatus})
@@ -146,21 +146,6 @@ func New(opts Options) (*Server, error) {
 		})
 	}
 	return s, nil
-}
-
-// sleepOn waits d on the clock, or until the context ends.
-func sleepOn(c clockwork.Clock, ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // ServeHTTP implements http.Handler. Nothing a client sends makes it panic:
