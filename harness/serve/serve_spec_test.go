@@ -15,6 +15,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/cassette"
 	"github.com/crux-sim/crux-sim/harness/serve"
@@ -258,6 +259,36 @@ var _ = Describe("serve, driven by go-openai", func() {
 			t := res.Outcome.Trace
 			Expect(t.Entries[len(t.Entries)-2].Error).To(Equal("scripted provider error: upstream exploded"))
 			Expect(t.Entries[len(t.Entries)-1].Kind).To(BeEquivalentTo("run-end"), "a run whose last step failed and that made no more requests ended with that error")
+		})
+
+		It("answers a scripted rate limit as OpenAI's 429, and a client's retry of the same history continues the same run", func(ctx SpecContext) {
+			sc := scenarios.New("limited").Agent("solo", &core.Agent{ID: "solo", Prompt: core.Prompt{System: "Say hi."}}).
+				Script("solo", scripted.Fail(&scenarios.ScriptedError{Message: "slow down", Status: http.StatusTooManyRequests}), scripted.Say("hi"))
+			s := serveScenario(sc, serve.Options{})
+			req := goopenai.ChatCompletionRequest{Model: "crux-sim/solo", Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: "one"}}}
+			_, err := s.client.CreateChatCompletion(ctx, req)
+			var apiErr *goopenai.APIError
+			Expect(errors.As(err, &apiErr)).To(BeTrue(), "%v", err)
+			Expect(apiErr.HTTPStatusCode).To(Equal(http.StatusTooManyRequests))
+			Expect(apiErr.Type).To(Equal("requests"))
+			Expect(apiErr.Code).To(Equal("rate_limit_exceeded"))
+			resp, err := s.client.CreateChatCompletion(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.Choices[0].Message.Content).To(Equal("hi"))
+			res := s.srv.Finish("done")
+			var lines []string
+			for i := range res.Outcome.Trace.Entries {
+				lines = append(lines, trace.Line(&res.Outcome.Trace.Entries[i]))
+			}
+			Expect(lines).To(Equal([]string{
+				"+0s     solo#1 start",
+				"+0s     solo#1 request 1\n          user: one",
+				"+0s     solo#1 response 1 error: scripted provider error: slow down",
+				"+0s     solo#1 request 2",
+				"+0s     solo#1 response 2\n          text \"hi\"",
+				"+0s     solo#1 end output \"hi\"",
+			}))
+			Expect(res.Passed()).To(BeTrue())
 		})
 
 		It("refuses unknown routes and requests after the session ended", func() {

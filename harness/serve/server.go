@@ -380,13 +380,20 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // errorStatus says how a provider failure goes on the wire: a script's
-// own provider error is a server error (or the status it names), a script
+// own provider error is a server error, or the status its error-status
+// names (429 as OpenAI's rate limit, which clients retry), a script
 // that ran dry (or could not answer this request) or a replay that left
 // its cassette is the client's doing, which a client does not retry.
 func errorStatus(err error) (int, string, string) {
 	var se *scenarios.ScriptedError
 	var div *cassette.Divergence
 	switch {
+	case errors.As(err, &se) && se.Status == http.StatusTooManyRequests:
+		return se.Status, "requests", "rate_limit_exceeded" // as OpenAI words a rate limit
+	case errors.As(err, &se) && se.Status >= 400 && se.Status < 500:
+		return se.Status, "invalid_request_error", ""
+	case errors.As(err, &se) && se.Status >= 500:
+		return se.Status, "server_error", ""
 	case errors.As(err, &se):
 		return http.StatusInternalServerError, "server_error", ""
 	case errors.Is(err, scripted.ErrScript):
