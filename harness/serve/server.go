@@ -18,7 +18,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/cassette"
 	"github.com/crux-sim/crux-sim/scenarios"
@@ -562,11 +561,4 @@ func (s *Server) candidates(ids []string) string {
 		names[i] = ModelPrefix + id
 	}
 	return strings.Join(names, ", ")
-}
-
-// observedTrace is a helper for tests and reports: the trace so far.
-func (s *Server) observedTrace() *trace.Trace {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sess.observed().Trace
 }
