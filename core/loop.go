@@ -267,6 +267,12 @@ func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	return &Output{Raw: doc, Value: v}, ""
 }
 
+// RenderPrompt renders the first user message a run of an agent with this
+// prompt starts with, from its input: the prompt function's text, else a
+// string input as it is, else the input as JSON (nothing for no input).
+// A checker of another runtime uses it to recognise a child's first request.
+func RenderPrompt(p Prompt, input any) (string, error) { return renderPrompt(p, input) }
+
 func renderPrompt(p Prompt, input any) (string, error) {
 	if p.Render != nil {
 		return p.Render(input)

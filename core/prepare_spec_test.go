@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -47,6 +48,37 @@ func okTool(desc string) *core.Tool {
 }
 
 var _ = Describe("Backgroundable and preparation", func() {
+	It("compiles a schema only from itself: a $ref to a file or a URL is an error, and nothing is opened", func() {
+		file := filepath.Join(GinkgoT().TempDir(), "string.json")
+		Expect(os.WriteFile(file, []byte(`{"type":"string"}`), 0o600)).To(Succeed())
+		for _, ref := range []string{"file://" + file, "http://127.0.0.1:1/schema.json"} {
+			_, err := core.ParseSchema(`{"type":"object","properties":{"q":{"$ref":"` + ref + `"}}}`)
+			Expect(err).To(MatchError(ContainSubstring("points outside the schema")), ref)
+		}
+		s, err := core.ParseSchema(`{"$defs":{"q":{"type":"string"}},"type":"object","properties":{"q":{"$ref":"#/$defs/q"}}}`)
+		Expect(err).NotTo(HaveOccurred(), "a reference within the schema is fine")
+		Expect(s.Validate(map[string]any{"q": 3})).NotTo(Succeed())
+	})
+
+	It("tells, before any run, the tools every request of an agent offers, the work tool with the contract's schema last", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := shared.Coordinator(shared.ResearchAgent())
+		specs, err := f.rt.ToolSpecs(a)
+		Expect(err).NotTo(HaveOccurred())
+		req := firstRequest(f, a, shared.Ask(shared.Question))
+		Expect(specs).To(Equal(req.Tools))
+		Expect(specs[len(specs)-1].Name).To(Equal(core.WorkToolName))
+		Expect(specs[len(specs)-1].Parameters).To(MatchJSON(core.WorkToolSchema()))
+
+		specs[0].Parameters[0] = 'X'
+		again, err := f.rt.ToolSpecs(a)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again).To(Equal(req.Tools), "each caller gets its own copy of the parameters")
+
+		_, err = f.rt.ToolSpecs(&core.Agent{ID: "bad", Tools: core.Tools{"work": okTool("mine"), "research": core.Backgroundable(shared.ResearchAgent())}})
+		Expect(err).To(MatchError(ContainSubstring("work")), "an agent that cannot prepare has no tools to tell")
+	})
+
 	It("keeps a Backgroundable wrapper inert until it is a child entry in an Agent's tools map", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		research := shared.ResearchAgent()

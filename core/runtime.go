@@ -158,14 +158,7 @@ type runtimeKey struct{}
 func Sleep(ctx context.Context, d time.Duration) error {
 	rt, _ := ctx.Value(runtimeKey{}).(*Runtime)
 	if rt == nil {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return SleepOn(clockwork.NewRealClock(), ctx, d)
 	}
 	if d <= 0 {
 		return ctx.Err()
@@ -177,6 +170,24 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// SleepOn waits d on a clock, ending early with the context's error; a
+// wait of zero or less only reports whether the context has ended. It is
+// the wait of code outside a runtime that has a clock of its own (a
+// provider's retries, a server's scripted latency).
+func SleepOn(c clockwork.Clock, ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Await waits until signal is closed or ctx is done, through the executor
@@ -224,6 +235,22 @@ func (rt *Runtime) emit(e Event) {
 func (rt *Runtime) Prepare(a *Agent) error {
 	_, err := rt.prepare(a)
 	return err
+}
+
+// ToolSpecs prepares an agent and returns its tools as every request of
+// its runs offers them, in order (authored tools by name, then the
+// automatic work tool), each with its own copy of its parameters.
+func (rt *Runtime) ToolSpecs(a *Agent) ([]ToolSpec, error) {
+	p, err := rt.prepare(a)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ToolSpec, len(p.specs.list))
+	for i, sp := range p.specs.list {
+		sp.Parameters = slices.Clone(sp.Parameters)
+		out[i] = sp
+	}
+	return out, nil
 }
 
 func (rt *Runtime) prepare(a *Agent) (*prepared, error) {

@@ -61,6 +61,11 @@ func compileSchema(raw []byte) (*Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	// A schema is self-contained: a reference to anything outside it (a
+	// file, a URL) is refused, never loaded. Schemas come from scenario
+	// files, from a provider's requests and from clients of crux-sim
+	// serve, none of which may make crux-sim open a path it names.
+	c.UseLoader(noLoader{})
 	// Every schema has a compiler of its own, so one fixed location
 	// serves all of them, and an error about a schema reads the same
 	// every time it is compiled.
@@ -77,6 +82,13 @@ func compileSchema(raw []byte) (*Schema, error) {
 		return nil, fmt.Errorf("schema is not valid JSON: %w", err)
 	}
 	return &Schema{raw: compact.Bytes(), doc: v, compiled: compiled}, nil
+}
+
+// noLoader refuses to load any schema by URL.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("$ref %q points outside the schema; refer within it, such as \"#/$defs/name\"", url)
 }
 
 // JSON returns a copy of the compact schema document: a Schema is

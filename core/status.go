@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,7 +103,7 @@ func buildStatus(rows []StatusRow) *StatusBlock {
 	if blk.Omitted > 0 {
 		b.WriteString("\n(")
 		b.WriteString(strconv.Itoa(blk.Omitted))
-		b.WriteString(` more not shown; use work with action "list")`)
+		b.WriteString(omittedTail)
 	}
 	blk.Rows = rows
 	blk.Text = b.String()
@@ -174,4 +175,128 @@ func singleLine(s string) bool {
 // which are not control characters but end a line all the same.
 func breaksLine(r rune) bool {
 	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+}
+
+// ParsedStatus is a status block read back from the text a model was
+// shown, by a checker that did not build it (crux-sim serve reads the
+// blocks another runtime wrote into its requests).
+type ParsedStatus struct {
+	// Block has the text as it was read, the rows that are in the
+	// block's format, and the count of an omitted-rows line.
+	Block StatusBlock
+	// Lines are the block's row lines as written, in order, whether or
+	// not they are in the format (the omitted-rows line excluded).
+	Lines []string
+	// Problems say how lines depart from the format, one per line.
+	Problems []string
+}
+
+// ParseStatus reads a status block: a text that starts with StatusHeader,
+// then one row per line as StatusRow.String renders it, and optionally the
+// line that counts rows left out by the cap. ok is false when the text is
+// not a status block at all (it does not start with the header).
+func ParseStatus(text string) (ps ParsedStatus, ok bool) {
+	rest, ok := strings.CutPrefix(text, StatusHeader)
+	if !ok {
+		return ParsedStatus{}, false
+	}
+	ps.Block.Text = text
+	lines := strings.Split(rest, "\n")
+	if lines[0] != "" {
+		ps.Problems = append(ps.Problems, fmt.Sprintf("the header %q is followed by %q on its line; rows start on the next line", StatusHeader, lines[0]))
+	}
+	for i, line := range lines[1:] {
+		if n, ok := omittedCount(line); ok && i == len(lines)-2 {
+			ps.Block.Omitted = n
+			continue
+		}
+		ps.Lines = append(ps.Lines, line)
+		row, err := ParseStatusRow(line)
+		if err != nil {
+			ps.Problems = append(ps.Problems, err.Error())
+			continue
+		}
+		ps.Block.Rows = append(ps.Block.Rows, row)
+	}
+	return ps, true
+}
+
+// omittedCount reads the last line of a capped block.
+func omittedCount(line string) (int, bool) {
+	num, ok := strings.CutPrefix(line, "(")
+	if !ok {
+		return 0, false
+	}
+	num, ok = strings.CutSuffix(num, omittedTail)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(num)
+	return n, err == nil && n > 0 && strconv.Itoa(n) == num
+}
+
+// omittedTail ends the line that counts rows left out by the cap.
+const omittedTail = ` more not shown; use work with action "list")`
+
+// ParseStatusRow reads one row exactly as StatusRow.String renders it,
+// "- w-1 · research · completed 9s · Result available": the id and label
+// single-line (SafeLabel leaves them as they are), one of the six states,
+// whole elapsed seconds, and nothing else. Any other line is an error that
+// quotes it.
+func ParseStatusRow(line string) (StatusRow, error) {
+	bad := func(why string) (StatusRow, error) {
+		return StatusRow{}, fmt.Errorf("status row %q: %s", line, why)
+	}
+	body, ok := strings.CutPrefix(line, "- ")
+	if !ok {
+		return bad(`a row starts with "- "`)
+	}
+	parts := strings.Split(body, " · ")
+	if len(parts) < 3 {
+		return bad("a row is id · label · state and elapsed seconds, optionally · Result available")
+	}
+	// The state field is the last one that reads "state Ns" (a label may
+	// itself hold the separator); after it comes at most "Result available".
+	at := -1
+	for k := len(parts) - 1; k >= 2 && at < 0; k-- {
+		if _, _, ok := stateField(parts[k]); ok {
+			at = k
+		}
+	}
+	if at < 0 {
+		last := parts[len(parts)-1]
+		if last == "Result available" && len(parts) > 3 {
+			last = parts[len(parts)-2]
+		}
+		state, secs, _ := strings.Cut(last, " ")
+		if !lifecycle.State(state).Valid() {
+			return bad(fmt.Sprintf("%q is not a Work state (one of queued, running, completed, failed, cancel-requested, cancelled)", state))
+		}
+		return bad(fmt.Sprintf("the state is followed by whole elapsed seconds, such as %s 4s; found %q", state, secs))
+	}
+	tail := parts[at+1:]
+	if len(tail) > 1 || (len(tail) == 1 && tail[0] != "Result available") {
+		return bad("it carries more than id, label, state, elapsed seconds and result availability: " + strconv.Quote(strings.Join(tail, " · ")))
+	}
+	state, n, _ := stateField(parts[at])
+	r := StatusRow{ID: parts[0], Label: strings.Join(parts[1:at], " · "), State: state, ResultAvailable: len(tail) == 1}
+	r.Elapsed = time.Duration(n) * time.Second
+	if r.ID == "" || SafeLabel(r.ID) != r.ID || r.Label == "" || SafeLabel(r.Label) != r.Label {
+		return bad("the id and the label are single-line and at most 96 characters")
+	}
+	if r.String() != line {
+		return bad("it is not in the row format")
+	}
+	return r, nil
+}
+
+// stateField reads a row's "state Ns" field.
+func stateField(f string) (lifecycle.State, int64, bool) {
+	state, secs, ok := strings.Cut(f, " ")
+	num, unit := strings.CutSuffix(secs, "s")
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || !unit || err != nil || n < 0 || strconv.FormatInt(n, 10) != num || !lifecycle.State(state).Valid() {
+		return "", 0, false
+	}
+	return lifecycle.State(state), n, true
 }

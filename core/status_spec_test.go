@@ -157,7 +157,62 @@ var _ = Describe("Status context", func() {
 			Expect(row.ID).To(Equal(refs[i].ID), "the oldest unfinished Work comes first")
 		}
 		Expect(block.Omitted).To(Equal(2))
+
+		By("reading the capped block back from its text: the same rows, the same count left out")
+		ps, ok := core.ParseStatus(block.Text)
+		Expect(ok).To(BeTrue())
+		Expect(ps.Problems).To(BeEmpty())
+		Expect(ps.Block.Omitted).To(Equal(2))
+		Expect(ps.Lines).To(Equal(rowLines(block)))
+		Expect(ps.Block.Rows).To(HaveLen(len(block.Rows)))
+		for i, row := range ps.Block.Rows {
+			Expect(row.String()).To(Equal(block.Rows[i].String()))
+			Expect(row.Elapsed).To(Equal(block.Rows[i].Elapsed.Truncate(time.Second)))
+		}
 	}, within)
+
+	DescribeTable("reads a row back only when it is exactly in the row format",
+		func(line, problem string) {
+			row, err := core.ParseStatusRow(line)
+			if problem == "" {
+				Expect(err).NotTo(HaveOccurred())
+				Expect(row.String()).To(Equal(line))
+				return
+			}
+			Expect(err).To(MatchError(ContainSubstring(problem)))
+			Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("%q", line)), "the error quotes the line")
+		},
+		Entry("a running row", "- w-1 · research · running 4s", ""),
+		Entry("a finished row with its result available", "- w-1 · research · completed 9s · Result available", ""),
+		Entry("a label that itself holds the separator", "- w-1 · deep · research · cancel-requested 0s", ""),
+		Entry("no leading dash", "w-1 · research · running 4s", `starts with "- "`),
+		Entry("an unknown state", "- w-1 · research · done 4s", "not a Work state"),
+		Entry("elapsed time that is not whole seconds", "- w-1 · research · running 4.5s", "whole elapsed seconds"),
+		Entry("elapsed time in another unit", "- w-1 · research · running 4ms", "whole elapsed seconds"),
+		Entry("no elapsed time", "- w-1 · research · running", "whole elapsed seconds"),
+		Entry("the child's output after the row", "- w-1 · research · completed 9s · Result available · {\"summary\":\"Anthocyanins\"}", "carries more than"),
+		Entry("a failure text in place of availability", "- w-1 · research · failed 2s · disk full", "carries more than"),
+		Entry("too few fields", "- w-1 · running 4s", "id · label · state"),
+		Entry("a label with a control character", "- w-1 · re\tsearch · running 4s", "single-line"),
+		Entry("a label over 96 characters", "- w-1 · "+strings.Repeat("r", 97)+" · running 4s", "single-line"),
+	)
+
+	It("reads a block's omitted-rows line only as the block's last line, and reports any other line as a problem", func() {
+		ps, ok := core.ParseStatus("Background work:\n- w-1 · research · running 4s\n(3 more not shown; use work with action \"list\")")
+		Expect(ok).To(BeTrue())
+		Expect(ps.Problems).To(BeEmpty())
+		Expect(ps.Block.Omitted).To(Equal(3))
+		Expect(ps.Lines).To(Equal([]string{"- w-1 · research · running 4s"}))
+
+		ps, _ = core.ParseStatus("Background work:\n(3 more not shown; use work with action \"list\")\n- w-1 · research · running 4s\nnotes: Anthocyanins")
+		Expect(ps.Block.Omitted).To(BeZero())
+		Expect(ps.Lines).To(HaveLen(3), "every line but a trailing omitted-rows line is a row line, well-formed or not")
+		Expect(ps.Block.Rows).To(HaveLen(1))
+		Expect(ps.Problems).To(HaveLen(2))
+
+		_, ok = core.ParseStatus("You coordinate a research task.")
+		Expect(ok).To(BeFalse(), "a text without the header is not a status block")
+	})
 
 	DescribeTable("writes labels on one line: each run of control characters becomes a space, whitespace runs collapse, the ends are trimmed, and a label over 96 characters is cut to 95 plus …",
 		func(ctx SpecContext, key, want string) {

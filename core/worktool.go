@@ -27,6 +27,11 @@ var workToolSchema = MustSchema(`{
   "additionalProperties": false
 }`)
 
+// WorkToolSchema returns the parameters the work tool is offered with: the
+// JSON Schema of the contract's WorkToolInput, exactly as every request
+// carries it. Checkers of other runtimes compare against it.
+func WorkToolSchema() json.RawMessage { return workToolSchema.JSON() }
+
 const workToolDescription = "Manage the background work you started: list it, check status, get a result (waiting up to a timeout), cancel, detach, or send guidance to a running child agent."
 
 // WorkInput is the work tool's input.

@@ -16,7 +16,11 @@ import (
 // violations, findings, and a summary line.
 func WriteReport(w io.Writer, o *Outcome) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "== %s · seed %d ==\n", trace.Escape(o.Scenario), o.Seed)
+	run := fmt.Sprintf("seed %d", o.Seed)
+	if o.Observed {
+		run = "served"
+	}
+	fmt.Fprintf(bw, "== %s · %s ==\n", trace.Escape(o.Scenario), run)
 	if o.PrepareErr != nil {
 		fmt.Fprintf(bw, "preparation failed: %s\n", trace.Escape(o.PrepareErr.Error()))
 	}
@@ -54,11 +58,15 @@ func WriteReport(w io.Writer, o *Outcome) error {
 	if !o.Passed() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(bw, "%s %s (seed %d): %d of %d expectations held", verdict, trace.Escape(o.Scenario), o.Seed, held, len(o.Verdicts))
+	fmt.Fprintf(bw, "%s %s (%s): %d of %d expectations held", verdict, trace.Escape(o.Scenario), run, held, len(o.Verdicts))
 	if len(o.Violations) > 0 {
 		fmt.Fprintf(bw, ", %d invariant violations", len(o.Violations))
 	}
-	fmt.Fprintf(bw, "; %d steps, %s virtual\n\n", o.Steps, trace.Offset(o.Elapsed))
+	if o.Observed {
+		fmt.Fprintf(bw, "; %d requests, %s\n\n", o.Steps, trace.Offset(o.Elapsed))
+	} else {
+		fmt.Fprintf(bw, "; %d steps, %s virtual\n\n", o.Steps, trace.Offset(o.Elapsed))
+	}
 	return bw.Flush()
 }
 

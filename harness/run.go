@@ -88,6 +88,10 @@ type Outcome struct {
 	Elapsed time.Duration
 	// Crashed is set when a crash fault dropped the process.
 	Crashed bool
+	// Observed is set for a run that happened outside the simulator (see
+	// Judge): it has no seed or schedule, Steps counts its provider
+	// requests, and Elapsed is real time.
+	Observed bool
 	// Fired is every fault that fired, as an explicit plan: replaying it
 	// (Options.Plan) with Decisions (Options.Replay, ReplayStrict)
 	// reproduces the run without the seed.
@@ -342,7 +346,7 @@ func (r *run) finish(out *Outcome) {
 	for _, w := range works {
 		switch {
 		case w.State == "completed" && !w.Rejoined:
-			out.Findings = append(out.Findings, fmt.Sprintf("%s (%s) completed but its result was never read", id(w.Ref.ID), w.Label))
+			out.Findings = append(out.Findings, unreadFinding(id(w.Ref.ID), w.Label))
 		case w.State == "cancelled" && !out.Crashed && r.closedByRuntime(norm, id(w.Ref.ID)):
 			out.Findings = append(out.Findings, fmt.Sprintf("%s (%s) was still running when the runtime closed and was cancelled", id(w.Ref.ID), w.Label))
 		}
@@ -351,10 +355,7 @@ func (r *run) finish(out *Outcome) {
 	}
 	if r.opts.Provider == nil {
 		out.ScriptFailures = r.prov.Failures()
-		unused := r.prov.Unused()
-		for _, agent := range slices.Sorted(maps.Keys(unused)) {
-			out.Findings = append(out.Findings, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
-		}
+		out.Findings = append(out.Findings, unusedFindings(r.prov.Unused())...)
 	}
 	out.Decisions = r.sim.Decisions()
 	out.Misfit = r.sim.Misfit()
@@ -363,17 +364,7 @@ func (r *run) finish(out *Outcome) {
 	out.Violations = r.checker.violations
 	out.Fired = Plan{Faults: r.fired}
 
-	for _, e := range r.sc.Expectations {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: e.Describe(), Failure: e.Check(out.Result)})
-	}
-	if out.PrepareErr != nil && !r.sc.ExpectsPrepareFailure() {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds",
-			Failure: &scenarios.Failure{Message: fmt.Sprintf("preparation failed, so nothing ran: %v (a scenario about that says so with a prepare-fails expectation)", out.PrepareErr), At: -1}})
-	}
-	for _, err := range out.ScriptFailures {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: "the script covers every provider step",
-			Failure: &scenarios.Failure{Message: err.Error(), At: -1}})
-	}
+	judge(r.sc, out)
 	if out.Err != nil {
 		var dl *sim.DeadlockError
 		desc := "the simulation settles"
@@ -382,6 +373,38 @@ func (r *run) finish(out *Outcome) {
 		}
 		out.Verdicts = append(out.Verdicts, Verdict{Description: desc, Failure: &scenarios.Failure{Message: out.Err.Error(), At: len(norm.Entries) - 1}})
 	}
+}
+
+// judge adds the verdicts every run gets, simulated or observed: the
+// scenario's expectations, then that preparation succeeded (unless the
+// scenario is about its failing) and that the script covered every step.
+func judge(sc *scenarios.Scenario, out *Outcome) {
+	for _, e := range sc.Expectations {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: e.Describe(), Failure: e.Check(out.Result)})
+	}
+	if out.PrepareErr != nil && !sc.ExpectsPrepareFailure() {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds",
+			Failure: &scenarios.Failure{Message: fmt.Sprintf("preparation failed, so nothing ran: %v (a scenario about that says so with a prepare-fails expectation)", out.PrepareErr), At: -1}})
+	}
+	for _, err := range out.ScriptFailures {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: "the script covers every provider step",
+			Failure: &scenarios.Failure{Message: err.Error(), At: -1}})
+	}
+}
+
+// unreadFinding is the finding for Work that completed and whose result
+// its owner never read.
+func unreadFinding(id, label string) string {
+	return fmt.Sprintf("%s (%s) completed but its result was never read", id, label)
+}
+
+// unusedFindings are the findings for scripted turns no request used.
+func unusedFindings(unused map[string]int) []string {
+	var out []string
+	for _, agent := range slices.Sorted(maps.Keys(unused)) {
+		out = append(out, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
+	}
+	return out
 }
 
 // closedByRuntime reports whether Work was cancelled by Close rather than

@@ -106,7 +106,15 @@ func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
 		t.Output = json.RawMessage(raw)
 	}
 	if en := f["error"]; en != nil {
-		t.Err = &ScriptedError{Message: l.str(en, what+" error")}
+		se := &ScriptedError{Message: l.str(en, what+" error")}
+		if sn := f["error-status"]; sn != nil {
+			if se.Status = l.integer(sn, what+" error-status", 400); se.Status > 599 {
+				l.errorf(sn, "%s error-status must be an HTTP error status, 400 to 599, such as 429 or 503; found %d", what, se.Status)
+			}
+		}
+		t.Err = se
+	} else if sn := f["error-status"]; sn != nil {
+		l.errorf(sn, "%s: error-status belongs to a turn that fails with error", what)
 	}
 	if wn := f["when"]; wn != nil {
 		p := l.pattern(wn, what+" when", trace.Request)
@@ -116,7 +124,13 @@ func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
 }
 
 // ScriptedError is a provider error a script asked for.
-type ScriptedError struct{ Message string }
+type ScriptedError struct {
+	Message string
+	// Status is the HTTP status crux-sim serve answers the step with, such
+	// as 429 or 503 (0: 500). It changes nothing in-process, where the
+	// runtime sees the error alone.
+	Status int
+}
 
 func (e *ScriptedError) Error() string { return "scripted provider error: " + e.Message }
 

@@ -25,7 +25,7 @@ var (
 	cronKeys    = []string{"session", "cron", "prompt"}
 	// channelNames are the channels a session may come from.
 	channelNames = []string{"web", "api", "slack", "telegram", "teams"}
-	turnKeys     = []string{"call", "args", "id", "calls", "text", "output", "error", "latency", "when", "label", "unchecked", "repeat"}
+	turnKeys     = []string{"call", "args", "id", "calls", "text", "output", "error", "error-status", "latency", "when", "label", "unchecked", "repeat"}
 	callKeys     = []string{"tool", "args", "id"}
 	// argRefKeys are the symbolic references allowed inside call args.
 	argRefKeys = []string{"work-of", "worker-of", "task-of"}

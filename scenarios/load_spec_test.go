@@ -206,6 +206,24 @@ script:
 		Expect(run.Passed()).To(BeTrue())
 	})
 
+	It("keeps an error turn's error-status for serve, and refuses one that is not an HTTP error status or not on an error turn", func() {
+		sc, err := Load("spec.yaml", []byte("name: spec\n"+agentsYAML+"script:\n  research-agent:\n    - {error: slow down, error-status: 429}\n"))
+		Expect(err).NotTo(HaveOccurred())
+		var se *ScriptedError
+		Expect(errors.As(sc.Scripts[0].Turns[0].Err, &se)).To(BeTrue())
+		Expect(*se).To(Equal(ScriptedError{Message: "slow down", Status: 429}))
+		Expect(se.Error()).To(Equal("scripted provider error: slow down"), "in-process the error reads as before")
+
+		_, err = Load("spec.yaml", []byte("name: spec\n"+agentsYAML+"script:\n  research-agent:\n    - {error: x, error-status: 200}\n    - {error: x, error-status: 600}\n    - {text: x, error-status: 429}\n"))
+		var le *LoadError
+		Expect(errors.As(err, &le)).To(BeTrue())
+		Expect(le.Problems).To(HaveLen(3))
+		Expect(le.Problems[0].Message).To(ContainSubstring("error-status must be at least 400, found 200"))
+		Expect(le.Problems[1].Message).To(ContainSubstring("error-status must be an HTTP error status, 400 to 599"))
+		Expect(le.Problems[2].Message).To(ContainSubstring("error-status belongs to a turn that fails with error"))
+		Expect(le.Problems[2].Line).To(Equal(28), "at the line of the misplaced key")
+	})
+
 	It("reports every problem of a file at once, each at its line and column", func() {
 		_, err := Load("two.yaml", []byte("name: two\nagents: {a: {tools: {t: {agent: b}}}}\nrun: {agents: {m: c}}\n"))
 		var le *LoadError

@@ -410,9 +410,9 @@ type replayed struct {
 // replayCassette runs the scenario a cassette carries (or scenarioFlag)
 // against the cassette, offline, under the recorded seed and model.
 func replayCassette(path, scenarioFlag string, ignoreStatus bool, limits cassette.ReadOptions) (*replayed, error) {
-	c, err := cassette.ReadFile(path, limits)
+	c, err := readCassette(path, limits)
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, err
 	}
 	sc, err := cassetteScenario(c, path, scenarioFlag)
 	if err != nil {
@@ -428,6 +428,15 @@ func replayCassette(path, scenarioFlag string, ignoreStatus bool, limits cassett
 	rep := cassette.NewReplayer(c, cassette.ReplayOptions{IgnoreStatus: ignoreStatus, Sleep: core.Sleep})
 	o := harness.Run(sc, harness.Options{Seed: seed, Provider: rep})
 	return &replayed{cassette: c, outcome: o, divergences: append(rep.Divergences(), rep.Extra()...)}, nil
+}
+
+// readCassette reads a cassette for replay or serve; a bad one is bad input.
+func readCassette(path string, limits cassette.ReadOptions) (*cassette.Cassette, error) {
+	c, err := cassette.ReadFile(path, limits)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return c, nil
 }
 
 // cassetteScenario is the scenario a replay runs: the one named on the

@@ -104,6 +104,6 @@ Exit codes: 0 every expectation held; 1 an expectation or invariant failed;
 		return nil
 	}
 	root.AddCommand(newListCmd(), newRunCmd(), newFuzzCmd(), newRecordCmd(), newReplayCmd())
-	root.AddCommand(newReportCmd())
+	root.AddCommand(newReportCmd(), newServeCmd())
 	return root
 }

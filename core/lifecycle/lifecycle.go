@@ -113,6 +113,12 @@ func Next(s State, e Event) (State, error) { return transitions.Next(s, e) }
 // event. A self-loop (cancel on cancel-requested) counts as legal.
 func Legal(from, to State) bool { return transitions.Legal(from, to) }
 
+// Reachable reports whether some sequence of events takes the machine from
+// one state to another (a state reaches itself). A checker that samples
+// Work states from outside, and so may miss the states in between, asks
+// this instead of Legal.
+func Reachable(from, to State) bool { return transitions.Reachable(from, to) }
+
 // CancelOutcome answers a cancel request in state s: whether the request is
 // accepted and the state afterwards. Terminal Work is never accepted and does
 // not change.

@@ -99,3 +99,35 @@ func TestLegal(t *testing.T) {
 		t.Error("a terminal state must never change")
 	}
 }
+
+// Reachable is what a checker that samples states from outside may see
+// between two samples: any path through the table, never a way out of a
+// terminal state.
+func TestReachableFollowsTheTableAcrossUnseenStates(t *testing.T) {
+	cases := []struct {
+		from, to lifecycle.State
+		want     bool
+	}{
+		{lifecycle.Queued, lifecycle.Completed, true},
+		{lifecycle.Queued, lifecycle.Queued, true},
+		{lifecycle.Queued, lifecycle.CancelRequested, true},
+		{lifecycle.Running, lifecycle.Cancelled, true},
+		{lifecycle.CancelRequested, lifecycle.Completed, true},
+		{lifecycle.Running, lifecycle.Queued, false},
+		{lifecycle.Completed, lifecycle.Running, false},
+		{lifecycle.Cancelled, lifecycle.Completed, false},
+		{lifecycle.Failed, lifecycle.Cancelled, false},
+	}
+	for _, c := range cases {
+		if got := lifecycle.Reachable(c.from, c.to); got != c.want {
+			t.Errorf("Reachable(%s, %s) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+	for _, from := range lifecycle.States {
+		for _, to := range lifecycle.States {
+			if lifecycle.Legal(from, to) && !lifecycle.Reachable(from, to) {
+				t.Errorf("%s → %s is legal but not reachable", from, to)
+			}
+		}
+	}
+}

@@ -279,17 +279,7 @@ func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionReq
 }
 
 func (p *Provider) wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := p.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return core.SleepOn(p.clock, ctx, d)
 }
 
 var errAttemptTimeout = errors.New("attempt timed out")

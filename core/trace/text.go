@@ -48,6 +48,9 @@ func writeEntry(b *bytes.Buffer, e *Entry) {
 	for n := len(at); n < 8; n++ {
 		b.WriteByte(' ')
 	}
+	if len(at) >= 8 {
+		b.WriteByte(' ') // a wide offset still ends before the column after it
+	}
 	// Every value a model, a file or a provider chose is escaped (see
 	// safe), so that none can paint the terminal or fake a line.
 	who, work, label, parent := safe(e.Run), safe(e.Work), safe(e.Label), safe(e.Parent)

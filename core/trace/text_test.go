@@ -3,6 +3,7 @@ package trace
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -77,5 +78,20 @@ func TestTextShowsPrintableValuesAsTheyAre(t *testing.T) {
 	tr := &Trace{Entries: []Entry{{Kind: Work, Run: "coördinator#1", Work: "w-1", Label: "recherche · 研究", To: "queued"}}}
 	if got, want := tr.Text(), "+0s     w-1 recherche · 研究 queued (owner coördinator#1)\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// The offset column is eight wide; an offset as wide or wider (a real-time
+// run's milliseconds, a run of hours) is still followed by a space, so the
+// run id never runs into it.
+func TestTextKeepsASpaceAfterAWideOffset(t *testing.T) {
+	for _, at := range []time.Duration{12345 * time.Millisecond, 2*time.Hour + 3*time.Minute + 4*time.Second} {
+		line := Line(&Entry{Kind: RunStart, Run: "coord#1", At: at})
+		if want := Offset(at) + " coord#1 start"; line != want {
+			t.Errorf("got %q, want %q", line, want)
+		}
+	}
+	if line := Line(&Entry{Kind: RunStart, Run: "coord#1", At: 5 * time.Second}); line != "+5s     coord#1 start" {
+		t.Errorf("a short offset is padded to the column: %q", line)
 	}
 }

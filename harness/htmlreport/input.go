@@ -80,6 +80,10 @@ func FromOutcome(o *harness.Outcome) Input {
 			{"scheduling decisions", strconv.Itoa(len(o.Decisions))},
 		},
 	}
+	if o.Observed {
+		in.Source = "served: a client's own runtime against crux-sim serve"
+		in.Facts = []Fact{{"requests", strconv.Itoa(o.Steps)}, {"real time", trace.Offset(o.Elapsed)}}
+	}
 	if o.PrepareErr != nil {
 		in.Verdicts = append(in.Verdicts, Verdict{Description: "the agents prepare", Message: o.PrepareErr.Error()})
 	}
@@ -99,9 +103,18 @@ func FromOutcome(o *harness.Outcome) Input {
 	for _, v := range o.Violations {
 		in.Violations = append(in.Violations, Violation{
 			Invariant: v.Invariant,
-			Message:   fmt.Sprintf("%s (step %d)", v.Message, v.Step),
+			Message:   violationMessage(o, v),
 			Entry:     v.Entry,
 		})
 	}
 	return in
+}
+
+// violationMessage says where a violation broke: at a scheduling step of a
+// simulated run; an observed run has no steps, only its entries.
+func violationMessage(o *harness.Outcome, v harness.Violation) string {
+	if o.Observed {
+		return v.Message
+	}
+	return fmt.Sprintf("%s (step %d)", v.Message, v.Step)
 }

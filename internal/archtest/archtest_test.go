@@ -29,7 +29,8 @@ const module = "github.com/crux-sim/crux-sim/"
 // a part may always import its own subpackages. Every arrow points down:
 // none points back up to a part that imports it.
 var allowed = map[string][]string{
-	"cmd/crux-sim":       {"harness", "harness/cassette", "harness/htmlreport", "scenarios", "scripted", "platform", "sim", "core", "internal"},
+	"cmd/crux-sim":       {"harness", "harness/serve", "harness/cassette", "harness/htmlreport", "scenarios", "scripted", "platform", "sim", "core", "internal"},
+	"harness/serve":      {"harness", "harness/cassette", "harness/htmlreport", "scenarios", "scripted", "core", "internal"},
 	"harness/htmlreport": {"harness", "core", "internal"},
 	"harness/cassette":   {"core", "internal"},
 	"harness":            {"scenarios", "scripted", "platform", "sim", "core", "internal"},

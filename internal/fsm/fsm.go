@@ -56,3 +56,26 @@ func (t *Table[S, E]) Legal(from, to S) bool {
 	}
 	return false
 }
+
+// Reachable reports whether some sequence of events takes the machine from
+// one state to another (a state reaches itself). A checker that samples
+// states from outside, and so may miss the states in between, asks this
+// instead of Legal.
+func (t *Table[S, E]) Reachable(from, to S) bool {
+	seen := map[S]bool{from: true}
+	frontier := []S{from}
+	for len(frontier) > 0 {
+		s := frontier[0]
+		frontier = frontier[1:]
+		if s == to {
+			return true
+		}
+		for edge, next := range t.Moves {
+			if edge.From == s && !seen[next] {
+				seen[next] = true
+				frontier = append(frontier, next)
+			}
+		}
+	}
+	return false
+}

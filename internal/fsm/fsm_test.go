@@ -43,3 +43,19 @@ func TestLegalReadsTheTable(t *testing.T) {
 		t.Error("Legal disagrees with the table")
 	}
 }
+
+func TestReachableFollowsMovesThroughTheStatesBetween(t *testing.T) {
+	chain := fsm.Table[string, string]{Name: "chain", Moves: map[fsm.Edge[string, string]]string{
+		{From: "queued", On: "start"}: "running",
+		{From: "running", On: "end"}:  "done",
+	}}
+	if chain.Legal("queued", "done") || !chain.Reachable("queued", "done") {
+		t.Error("queued reaches done through running, in two moves, not one")
+	}
+	if chain.Reachable("done", "queued") || chain.Reachable("running", "queued") {
+		t.Error("no move leads back")
+	}
+	if !chain.Reachable("done", "done") {
+		t.Error("a state reaches itself")
+	}
+}

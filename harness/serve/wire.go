@@ -1,0 +1,255 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The Chat Completions wire format, decoded into exactly the fields the
+// server reads (unknown fields are ignored, as every client sends some)
+// and encoded as OpenAI's clients expect it. It is written from the API's
+// documentation rather than from a client library's types, so that what is
+// checked is what crosses the wire.
+
+type chatRequest struct {
+	Model          string          `json:"model"`
+	Messages       []chatMessage   `json:"messages"`
+	Tools          []chatTool      `json:"tools"`
+	ResponseFormat *responseFormat `json:"response_format"`
+	Stream         bool            `json:"stream"`
+	StreamOptions  *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []chatToolCall  `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	// text is Content decoded: a string, the text parts of an array of
+	// parts joined, or empty for null.
+	text string
+}
+
+type chatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
+
+// decodeRequest reads a request body. A body that is not JSON is an error
+// naming the line and column; one that is JSON of the wrong shape names
+// the field.
+func decodeRequest(body []byte) (*chatRequest, error) {
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := lineCol(body, se.Offset)
+			return nil, fmt.Errorf("the body is not JSON: line %d, column %d: %v", line, col, se)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			line, col := lineCol(body, te.Offset)
+			return nil, fmt.Errorf("the body is not a chat completion request: line %d, column %d: %s is %s, want %s", line, col, orBody(te.Field), te.Value, te.Type)
+		}
+		return nil, fmt.Errorf("the body is not a chat completion request: %v", err)
+	}
+	if len(req.Messages) == 0 {
+		return nil, errors.New("the request has no messages")
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		text, err := contentText(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d].content: %v", i, err)
+		}
+		m.text = text
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			return nil, fmt.Errorf("messages[%d].role is %q, want system, developer, user, assistant or tool", i, m.Role)
+		}
+		if m.Role == "tool" && m.ToolCallID == "" {
+			return nil, fmt.Errorf("messages[%d] is a tool message without tool_call_id", i)
+		}
+	}
+	for i, t := range req.Tools {
+		if t.Function.Name == "" {
+			return nil, fmt.Errorf("tools[%d] has no function name", i)
+		}
+	}
+	return &req, nil
+}
+
+func orBody(field string) string {
+	if field == "" {
+		return "the body"
+	}
+	return field
+}
+
+// contentText reads a message's content: a string, null, or an array of
+// parts whose text parts are joined.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", fmt.Errorf("an array of content parts is expected: %v", err)
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String(), nil
+	}
+	return "", fmt.Errorf("want a string, null or an array of content parts, found %s", clip(string(raw), 40))
+}
+
+// lineCol turns a byte offset (just past the problem, as encoding/json
+// reports it) into a 1-based line and column.
+func lineCol(body []byte, off int64) (int, int) {
+	if off > int64(len(body)) {
+		off = int64(len(body))
+	}
+	if off > 0 {
+		off--
+	}
+	line, col := 1, 1
+	for _, c := range body[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// The response side.
+
+type completion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []choice `json:"choices"`
+	Usage   usage    `json:"usage"`
+}
+
+type choice struct {
+	Index        int         `json:"index"`
+	Message      respMessage `json:"message"`
+	Logprobs     *struct{}   `json:"logprobs"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+type respMessage struct {
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	Refusal   *string        `json:"refusal"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        delta     `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type delta struct {
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []deltaToolCall `json:"tool_calls,omitempty"`
+}
+
+type deltaToolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// apiError is OpenAI's error body.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func errorBody(typ, code, message string) apiError {
+	e := apiError{Error: apiErrorBody{Message: message, Type: typ}}
+	if code != "" {
+		e.Error.Code = &code
+	}
+	return e
+}
