@@ -287,16 +287,20 @@ func (pr *platformRun) result(id func(string) string) *scenarios.PlatformResult 
 	}
 	res.Schedules, _ = pr.store.ListSchedules(bg, "")
 	for _, f := range pr.findings {
-		f.Root, f.Writer, f.Previous = id(f.Root), id(f.Writer), id(f.Previous)
+		f.Root, f.Writer, f.Previous, f.Spawner = id(f.Root), id(f.Writer), id(f.Previous), id(f.Spawner)
 		res.Findings = append(res.Findings, f)
 	}
 	return res
 }
 
-// findingLines renders the workspace findings for the report.
+// findingLines renders the platform's findings for the report.
 func findingLines(fs []platform.Finding) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
+		if f.Kind == platform.FindingStranded {
+			out[i] = strandedLine(f)
+			continue
+		}
 		who := "another session"
 		if f.Siblings {
 			who = "its sibling"
@@ -305,6 +309,21 @@ func findingLines(fs []platform.Finding) []string {
 			f.Writer, f.Path, f.Root, who, f.Previous, trace.Offset(f.At.Sub(sim.Epoch)))
 	}
 	return out
+}
+
+// strandedLine says why a task is stranded and who was told.
+func strandedLine(f platform.Finding) string {
+	at := trace.Offset(f.At.Sub(sim.Epoch))
+	switch f.Reason {
+	case platform.StrandedSpawnerGone:
+		return fmt.Sprintf("%s is stranded: it is blocked and its spawner %s will never run again to unblock or cancel it (at %s)",
+			f.Task, f.Spawner, at)
+	case platform.StrandedParentCancelled:
+		return fmt.Sprintf("%s is stranded in todo: its parent %s was cancelled, so it is never promoted; %s was told (at %s)",
+			f.Task, f.Other, f.Spawner, at)
+	}
+	return fmt.Sprintf("%s is stranded in todo: its parent %s failed, so it is never promoted; %s was told (at %s)",
+		f.Task, f.Other, f.Spawner, at)
 }
 
 func orNone(s string) string {

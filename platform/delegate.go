@@ -162,7 +162,7 @@ func (p *Platform) armStaleLocked(d *delegation, wait time.Duration) {
 		if d.settled || d.stale {
 			return
 		}
-		idle := p.clock.Now().Sub(d.child.lastSeen)
+		idle := p.clock.Now().Sub(p.lastActiveLocked(d.child))
 		if idle >= p.opts.StaleThreshold {
 			d.stale = true
 			p.emitLocked(Event{Session: d.parent.id, Type: EventDelegationStale, Child: d.child.id, Goal: d.goal,
@@ -193,4 +193,20 @@ func (p *Platform) signalAfterLocked(d time.Duration) (<-chan struct{}, *timerSl
 		}
 	})
 	return ch, slot
+}
+
+// lastActiveLocked is when a delegated child last made progress: its own
+// last provider step, or the latest of its delegated descendants' while it
+// waits on them. Stale means idle: an orchestrator child waiting on busy
+// grandchildren is busy.
+func (p *Platform) lastActiveLocked(s *session) time.Time {
+	at := s.lastSeen
+	for _, c := range s.children {
+		if d := p.delegations[c]; d != nil && !d.settled {
+			if t := p.lastActiveLocked(d.child); t.After(at) {
+				at = t
+			}
+		}
+	}
+	return at
 }

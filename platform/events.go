@@ -69,6 +69,12 @@ const (
 	EventTaskCancelled EventType = "task.cancelled"
 	// EventTaskPromoted: every parent of Task is done; it is ready.
 	EventTaskPromoted EventType = "task.promoted"
+	// EventTaskStranded: nothing will ever move Task again, and it stays
+	// where it is (Status, the StrandedReason): a todo task whose parent
+	// (Other) failed or was cancelled is never promoted, and a blocked
+	// task whose spawner can no longer act is never unblocked. It is on
+	// the spawner's log and is also a finding.
+	EventTaskStranded EventType = "task.stranded"
 )
 
 // taskEvents are the task lifecycle's moves that the task events report.
@@ -130,6 +136,10 @@ const (
 	EventLoopResult EventType = "loop.result"
 	// EventChannelPost: a channel-origin run posted Text to Channel.
 	EventChannelPost EventType = "channel.post"
+	// EventSchedulerLeader: this process (Text, its instance) took the
+	// scheduled-work ticker's leader lease, which another process held or
+	// nobody did (platform log).
+	EventSchedulerLeader EventType = "scheduler.leader"
 )
 
 // Event is one entry of a session's event log. Which fields are set

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"maps"
@@ -184,7 +185,7 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 	}
 	for _, s := range scheds {
 		if s.State == store.ScheduleActive {
-			busy[s.Origin] = true
+			busy[cmp.Or(s.Root, s.Origin)] = true
 		}
 	}
 	p.mu.Lock()

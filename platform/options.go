@@ -61,11 +61,25 @@ type Options struct {
 	// expiry.
 	TaskPollInterval time.Duration
 
+	// SchedulePollInterval is the cadence at which the scheduled-work
+	// ticker polls the store for due rows, so that rows another process
+	// wrote, and a leader that died, are noticed within one poll: a
+	// surviving replica takes the lease at its first poll after the dead
+	// leader's lease lapsed. Rows this process writes are fired when they
+	// are due, without waiting for a poll. An idle poll costs one store
+	// read and no actor. Default 1m.
+	SchedulePollInterval time.Duration
 	// ScheduleRecoveryInterval is the cadence of the ticker's recovery pass
 	// that sweeps expired loops to completed. Default 1h.
 	ScheduleRecoveryInterval time.Duration
-	// LeaderTTL is the scheduled-work ticker's leader lease. Default 2m.
+	// LeaderTTL is the scheduled-work ticker's leader lease, taken and
+	// renewed through the store's TryLead on every pass that has work.
+	// Default 2m.
 	LeaderTTL time.Duration
+	// AllowCronEvery lets schedules use robfig/cron's "@every <duration>"
+	// descriptor. Off by default: a cadence is a 5-field cron expression
+	// (or one of the descriptors that name one, such as @hourly).
+	AllowCronEvery bool
 
 	// BoardSweepInterval (default 5m): expire lapsed board claims, purge
 	// notes older than NoteTTL (default 24h) or of trees no longer live.
@@ -103,6 +117,7 @@ const (
 	DefaultReapGrace           = time.Minute
 	DefaultLostTaskGrace       = time.Minute
 	DefaultRecoveryInterval    = time.Hour
+	DefaultSchedulePoll        = time.Minute
 	DefaultLeaderTTL           = 2 * time.Minute
 	DefaultBoardSweepInterval  = 5 * time.Minute
 	DefaultNoteTTL             = 24 * time.Hour
@@ -143,6 +158,7 @@ func (o *Options) defaults() {
 	set(&o.ReapGrace, DefaultReapGrace)
 	set(&o.LostTaskGrace, DefaultLostTaskGrace)
 	set(&o.ScheduleRecoveryInterval, DefaultRecoveryInterval)
+	set(&o.SchedulePollInterval, DefaultSchedulePoll)
 	set(&o.LeaderTTL, DefaultLeaderTTL)
 	set(&o.BoardSweepInterval, DefaultBoardSweepInterval)
 	set(&o.NoteTTL, DefaultNoteTTL)

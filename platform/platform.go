@@ -42,7 +42,7 @@ var (
 	ErrClosed         = errors.New("platform closed")
 	ErrUnknownSession = errors.New("unknown session")
 	ErrUnknownAgent   = errors.New("unknown agent")
-	ErrToolCollision  = errors.New("an authored tool has a platform tool's name")
+	ErrToolCollision  = errors.New("an agent's own tool and a platform tool offered to one session have the same name")
 )
 
 var (
@@ -93,6 +93,7 @@ type Platform struct {
 
 	delegations  map[string]*delegation // by child session id
 	findings     []Finding
+	stranded     map[string]StrandedReason // task id → why it was reported stranded
 	posts        []Post
 	board        map[string]*board // by root
 	inbox        []*InboxItem
@@ -106,7 +107,9 @@ type Platform struct {
 	tickAt                     time.Time
 	tickArmed                  bool
 	crons                      map[string]cron.Schedule
-	followUntil, notBefore     time.Time
+	notBefore                  time.Time
+	leading                    bool // this process held the leader lease at its last pass
+	announced                  bool // scheduler.leader was emitted since it took the lease
 	nextRecovery               time.Time
 
 	tools map[string]*core.Tool
@@ -147,6 +150,7 @@ func New(opts Options) (*Platform, error) {
 		delegations:  map[string]*delegation{},
 		board:        map[string]*board{},
 		artifacts:    map[string][]Artifact{},
+		stranded:     map[string]StrandedReason{},
 		runningTasks: map[string]*session{},
 		crons:        map[string]cron.Schedule{},
 	}

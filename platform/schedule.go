@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,10 +35,20 @@ func (p *Platform) Posts() []Post {
 	return slices.Clone(p.posts)
 }
 
-// ParseCron parses a 5-field cron expression (or a descriptor such as
-// @hourly) with robfig/cron's standard parser.
-func ParseCron(spec string) (cron.Schedule, error) {
-	return cron.ParseStandard(spec)
+// cronParser reads the 5-field cron rule: minute, hour, day of month,
+// month, day of week, and the fixed descriptors (@yearly, @annually,
+// @monthly, @weekly, @daily, @midnight, @hourly), each of which names a
+// 5-field expression.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseCron parses a schedule's cadence by the 5-field cron rule (see
+// cronParser). "@every <duration>" is no cron expression: it is refused
+// unless allowEvery (Options.AllowCronEvery) says otherwise.
+func ParseCron(spec string, allowEvery bool) (cron.Schedule, error) {
+	if strings.HasPrefix(strings.TrimSpace(spec), "@every") && !allowEvery {
+		return nil, errors.New("@every is not a 5-field cron expression; write the cadence in 5 fields (such as \"*/15 * * * *\"), or allow @every with the platform's AllowCronEvery option")
+	}
+	return cronParser.Parse(spec)
 }
 
 // parseCron parses through a per-platform cache: the ticker computes the
@@ -49,7 +60,7 @@ func (p *Platform) parseCron(spec string) (cron.Schedule, error) {
 	if ok {
 		return c, nil
 	}
-	c, err := ParseCron(spec)
+	c, err := ParseCron(spec, p.opts.AllowCronEvery)
 	if err != nil {
 		return nil, err
 	}
@@ -64,22 +75,23 @@ func (p *Platform) Schedules(user string) ([]store.Schedule, error) {
 	return p.store.ListSchedules(p.ctx(), user)
 }
 
-// Loop runs "/loop [interval] <prompt>" for a session: with an interval
-// (such as 5m, at least 1m) a fixed loop that expires after 3 days;
-// without, a dynamic loop whose runs choose the next delay with loop_wait
-// and that expires after 7 days. The first run is due at once.
-func (p *Platform) Loop(sessionID, command string) (store.Schedule, error) {
+// IsLoopCommand reports whether text is the slash command "/loop ...":
+// from a user (Send) or as a scheduled prompt that fires, it creates a
+// loop instead of reaching the model.
+func IsLoopCommand(text string) bool {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(text), "/loop")
+	return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n')
+}
+
+// parseLoop reads "/loop [interval] <prompt>" into the schedule it makes
+// at now: with an interval (such as 5m, at least 1m) a fixed loop that
+// expires after 3 days; without, a dynamic loop that expires after 7 days.
+// The first run is due at once.
+func parseLoop(command string, now time.Time) (store.Schedule, error) {
 	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(command), "/loop"))
 	if rest == "" {
 		return store.Schedule{}, errors.New("usage: /loop [interval] <prompt>")
 	}
-	p.mu.Lock()
-	s := p.sessions[sessionID]
-	p.mu.Unlock()
-	if s == nil {
-		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
-	}
-	now := p.clock.Now()
 	sch := store.Schedule{Kind: store.ScheduleDynamic, Prompt: rest, NextRun: now, ExpiresAt: now.Add(DynamicLoopLifetime)}
 	if first, after, ok := strings.Cut(rest, " "); ok {
 		if d, err := core.ParseDuration(first); err == nil {
@@ -89,6 +101,24 @@ func (p *Platform) Loop(sessionID, command string) (store.Schedule, error) {
 			sch.Kind, sch.Interval, sch.Prompt = store.ScheduleLoop, d, strings.TrimSpace(after)
 			sch.ExpiresAt = now.Add(FixedLoopLifetime)
 		}
+	}
+	return sch, nil
+}
+
+// Loop runs "/loop [interval] <prompt>" for a session: with an interval
+// (such as 5m, at least 1m) a fixed loop that expires after 3 days;
+// without, a dynamic loop whose runs choose the next delay with loop_wait
+// and that expires after 7 days. The first run is due at once.
+func (p *Platform) Loop(sessionID, command string) (store.Schedule, error) {
+	sch, err := parseLoop(command, p.clock.Now())
+	if err != nil {
+		return store.Schedule{}, err
+	}
+	p.mu.Lock()
+	s := p.sessions[sessionID]
+	p.mu.Unlock()
+	if s == nil {
+		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
 	}
 	return p.createSchedule(s, sch)
 }
@@ -102,22 +132,71 @@ func (p *Platform) Cron(sessionID, spec, prompt string) (store.Schedule, error) 
 	if s == nil {
 		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
 	}
-	sched, err := ParseCron(spec)
+	sched, err := ParseCron(spec, p.opts.AllowCronEvery)
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("cron %q: %w", spec, err)
+	}
+	if err := checkCommand(prompt); err != nil {
+		return store.Schedule{}, err
 	}
 	return p.createSchedule(s, store.Schedule{Kind: store.ScheduleCron, Cron: spec, Prompt: prompt,
 		NextRun: sched.Next(p.clock.Now())})
 }
 
+// Once schedules prompt for a session's user to run once at at, as
+// cron_create with at or in does.
+func (p *Platform) Once(sessionID string, at time.Time, prompt string) (store.Schedule, error) {
+	p.mu.Lock()
+	s := p.sessions[sessionID]
+	p.mu.Unlock()
+	if s == nil {
+		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
+	}
+	if !at.After(p.clock.Now()) {
+		return store.Schedule{}, fmt.Errorf("one-shot time %s is not in the future", at.UTC().Format(time.RFC3339))
+	}
+	if err := checkCommand(prompt); err != nil {
+		return store.Schedule{}, err
+	}
+	return p.createSchedule(s, store.Schedule{Kind: store.ScheduleOnce, Prompt: prompt, NextRun: at})
+}
+
+// checkCommand refuses a scheduled prompt that is a slash command which
+// would fail when it fires.
+func checkCommand(prompt string) error {
+	if !IsLoopCommand(prompt) {
+		return nil
+	}
+	_, err := parseLoop(prompt, time.Time{})
+	return err
+}
+
+// createSchedule writes a schedule that session s creates. It carries s's
+// authority, and it is delivered into the user's conversation (the tree's
+// root, on its channel) only if s has a path to the user; otherwise its
+// runs' results go to s's own log.
 func (p *Platform) createSchedule(s *session, sch store.Schedule) (store.Schedule, error) {
 	p.mu.Lock()
 	origin := p.sessions[s.root]
 	if origin == nil {
 		origin = s
 	}
+	sch.User, sch.Agent, sch.Root = s.user, s.agentName, s.root
+	sch.Authority = authority(s, p.opts.MaxDelegationDepth)
+	if reachesUser(s, p.opts.MaxDelegationDepth) {
+		sch.Origin, sch.Channel = origin.id, origin.channel
+	} else {
+		sch.Origin, sch.Channel = s.id, ""
+	}
+	p.mu.Unlock()
+	return p.writeSchedule(sch)
+}
+
+// writeSchedule stores a new schedule row (its user, agent, origin, root
+// and authority already set) and arms the ticker.
+func (p *Platform) writeSchedule(sch store.Schedule) (store.Schedule, error) {
+	p.mu.Lock()
 	sch.ID = p.ids.NewID(IDSchedule)
-	sch.User, sch.Agent, sch.Origin, sch.Channel = s.user, s.agentName, origin.id, origin.channel
 	sch.State, sch.CreatedAt = store.ScheduleActive, p.clock.Now()
 	p.mu.Unlock()
 	if err := p.durable(func() error { return p.store.CreateSchedule(p.ctx(), sch) }); err != nil {
@@ -147,9 +226,12 @@ func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall
 	if set != 1 {
 		return nil, modelErr("invalid_arguments", "give exactly one of cron (a 5-field expression), at (RFC 3339) or in (a delay)")
 	}
+	if err := checkCommand(in.Prompt); err != nil {
+		return nil, modelErr("invalid_arguments", "prompt: %v", err)
+	}
 	switch {
 	case in.Cron != "":
-		spec, err := ParseCron(in.Cron)
+		spec, err := ParseCron(in.Cron, p.opts.AllowCronEvery)
 		if err != nil {
 			return nil, modelErr("invalid_arguments", "cron %q: %v", in.Cron, err)
 		}
@@ -269,6 +351,11 @@ func (p *Platform) completeSchedule(id, reason, text string) error {
 
 // ---- the scheduled-work ticker ----
 
+// startScheduler arms the ticker's one persistent timer. It wakes at the
+// earliest of the next due row this process knows of, the next poll and
+// the next recovery pass. A wake-up with nothing due (an idle poll) only
+// reads the store's next due time and re-arms, inside the clock callback;
+// one with work starts the ticker actor.
 func (p *Platform) startScheduler() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -277,30 +364,46 @@ func (p *Platform) startScheduler() {
 	slot := &timerSlot{seq: p.actorSeq}
 	p.tickSlot = slot
 	p.timers[slot] = struct{}{}
-	slot.t = p.clock.AfterFunc(p.opts.ScheduleRecoveryInterval, func() {
+	slot.t = p.clock.AfterFunc(p.opts.SchedulePollInterval, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if _, live := p.timers[slot]; !live {
 			return
 		}
 		p.tickArmed = false
+		if !p.tickDueLocked(p.clock.Now()) {
+			p.armTickerLocked()
+			return
+		}
 		p.goLocked("scheduled-work ticker", func() {
 			p.tick()
 		})
 	})
-	p.tickAt, p.tickArmed = p.nextRecovery, true
+	p.tickAt, p.tickArmed = p.clock.Now().Add(p.opts.SchedulePollInterval), true
 	p.armTickerLocked()
 }
 
-// armTickerLocked arms the ticker at the earliest of the next due row and
-// the next recovery pass, unless it is armed earlier already.
+// tickDueLocked reports whether a pass of the ticker has work at now: a
+// row is due (in this process's view of the store) or the recovery pass is.
+func (p *Platform) tickDueLocked(now time.Time) bool {
+	if !now.Before(p.nextRecovery) {
+		return true
+	}
+	next, ok, err := p.store.NextDue(p.ctx())
+	return err == nil && ok && !next.After(now)
+}
+
+// armTickerLocked arms the ticker at the earliest of the next due row,
+// the next poll and the next recovery pass, unless it is armed earlier
+// already.
 func (p *Platform) armTickerLocked() {
-	at := p.nextRecovery
+	now := p.clock.Now()
+	at := now.Add(p.opts.SchedulePollInterval)
+	if p.nextRecovery.Before(at) {
+		at = p.nextRecovery
+	}
 	if next, ok, err := p.store.NextDue(p.ctx()); err == nil && ok && next.Before(at) {
 		at = next
-	}
-	if at.Before(p.followUntil) {
-		at = p.followUntil
 	}
 	if at.Before(p.notBefore) {
 		at = p.notBefore
@@ -317,15 +420,26 @@ func (p *Platform) armTickerAtLocked(at time.Time) {
 	p.tickSlot.t.Reset(at.Sub(p.clock.Now()))
 }
 
-// tick is one pass of the ticker: if this process leads, fire every due
-// row, and run the recovery pass when it is due. A follower checks again
-// when the leader's lease could have lapsed.
+// tick is one pass of the ticker with work to do: if this process takes
+// or holds the leader lease (the store's TryLead), fire every due row,
+// and run the recovery pass when it is due. A follower tries again at its
+// next poll, so it takes over at its first poll after a dead leader's
+// lease lapsed.
 func (p *Platform) tick() {
 	now := p.clock.Now()
-	lead, err := p.store.TryLead(p.ctx(), "scheduled-work", p.instance, now, p.opts.LeaderTTL)
+	lead, err := p.store.TryLead(p.ctx(), SchedulerLease, p.instance, now, p.opts.LeaderTTL)
 	lead = lead && err == nil
+	p.mu.Lock()
+	if !lead || !p.leading {
+		p.announced = false
+	}
+	p.leading = lead
+	p.mu.Unlock()
 	if lead {
 		due, _ := p.store.Due(p.ctx(), now)
+		if len(due) > 0 {
+			p.announceLeader()
+		}
 		for _, sch := range due {
 			p.fire(sch, now)
 		}
@@ -341,14 +455,35 @@ func (p *Platform) tick() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !lead {
-		p.followUntil = now.Add(p.opts.LeaderTTL)
+	if lead {
+		// Whatever is still due now could not be fired in this pass;
+		// never re-arm at this same instant.
+		p.notBefore = now.Add(time.Second)
+	} else {
+		// Another process leads: look again at the next poll.
+		p.notBefore = now.Add(p.opts.SchedulePollInterval)
+		if !now.Before(p.nextRecovery) {
+			p.nextRecovery = now.Add(p.opts.ScheduleRecoveryInterval)
+		}
 	}
-	// Whatever is still due now could not be fired in this pass; never
-	// re-arm at this same instant.
-	p.notBefore = now.Add(time.Second)
 	p.armTickerLocked()
 }
+
+// announceLeader emits scheduler.leader before the first row this process
+// fires or recovers since it took the lease, so that an idle pass logs
+// nothing and a takeover shows where it acts.
+func (p *Platform) announceLeader() {
+	p.mu.Lock()
+	defer p.unlock()
+	if !p.announced {
+		p.announced = true
+		p.emitLocked(Event{Type: EventSchedulerLeader, Text: p.instance})
+	}
+}
+
+// SchedulerLease is the name of the scheduled-work ticker's leader lease
+// in the store.
+const SchedulerLease = "scheduled-work"
 
 // fire starts one run of a due schedule on a fresh channel="scheduled"
 // session, or completes it if it expired.
@@ -388,6 +523,10 @@ func (p *Platform) fire(sch store.Schedule, now time.Time) {
 	if sch.Kind == store.ScheduleOnce {
 		_ = p.completeSchedule(sch.ID, "once", "")
 	}
+	if IsLoopCommand(sch.Prompt) {
+		p.fireCommand(sch, now)
+		return
+	}
 	p.mu.Lock()
 	defer p.unlock()
 	tmpl := p.opts.Agents[sch.Agent]
@@ -396,13 +535,38 @@ func (p *Platform) fire(sch store.Schedule, now time.Time) {
 	}
 	run := &session{id: p.ids.NewID(IDSession), kind: KindScheduled, agentName: sch.Agent, tmpl: tmpl, user: sch.User,
 		channel: "scheduled", schedule: sch.ID, scheduleKind: sch.Kind, origin: sch.Origin, originChannel: sch.Channel}
-	run.root = run.id
+	run.inherit(sch.Authority)
+	// The run works in its tree's workspace even when the origin is not
+	// live here (another process, or one that crashed and did not reopen
+	// it): a row from before roots were recorded falls back to the origin.
+	run.root = cmp.Or(sch.Root, sch.Origin, run.id)
 	if o := p.sessions[sch.Origin]; o != nil {
 		run.parent, run.root, run.depth = o.id, o.root, o.depth+1
 	}
 	p.addLocked(run)
 	p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleFired, Schedule: sch.ID, Child: run.id})
 	p.enqueueLocked(run, sch.Prompt)
+}
+
+// fireCommand runs a scheduled slash command as the command it is: a
+// scheduled "/loop [interval] <prompt>" creates the loop, for the
+// schedule's user and origin, with the schedule's authority, as if the
+// user had sent it then; nothing reaches the model.
+func (p *Platform) fireCommand(sch store.Schedule, now time.Time) {
+	loop, err := parseLoop(sch.Prompt, now)
+	ev := Event{Session: sch.Origin, Type: EventScheduleFired, Schedule: sch.ID, Status: "command", Text: sch.Prompt}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	p.mu.Lock()
+	p.emitLocked(ev)
+	p.unlock()
+	if err != nil {
+		return
+	}
+	loop.User, loop.Agent, loop.Origin, loop.Channel, loop.Root = sch.User, sch.Agent, sch.Origin, sch.Channel, sch.Root
+	loop.Authority = sch.Authority.Clone()
+	_, _ = p.writeSchedule(loop)
 }
 
 // scheduledTurnEnded delivers a run's result: channel-origin runs post to
@@ -436,6 +600,9 @@ func (p *Platform) recoveryPass(now time.Time) {
 	rows, err := p.store.Expired(p.ctx(), now)
 	if err != nil {
 		return
+	}
+	if len(rows) > 0 {
+		p.announceLeader()
 	}
 	for _, sch := range rows {
 		_ = p.completeSchedule(sch.ID, "expired", "")

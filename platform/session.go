@@ -95,6 +95,9 @@ type session struct {
 	// identity, so that a replayed provider response does not act twice.
 	calls map[callIdentity]callRecord
 
+	// spawned: the session spawned a durable task (so its end may strand
+	// a blocked one).
+	spawned bool
 	// task attempts
 	task     string
 	attempt  int
@@ -243,15 +246,15 @@ func (p *Platform) newChildLocked(parent *session, kind Kind, agent string) (*se
 		}
 	}
 	s := &session{id: p.ids.NewID(IDSession), parent: parent.id, root: parent.root, kind: kind, agentName: name,
-		tmpl: tmpl, user: parent.user, channel: parent.channel, depth: parent.depth + 1,
-		excluded: slices.Clone(parent.excluded), allowed: slices.Clone(parent.allowed), budget: parent.budget}
+		tmpl: tmpl, user: parent.user, channel: parent.channel, depth: parent.depth + 1, budget: parent.budget}
+	s.inherit(authority(parent, p.opts.MaxDelegationDepth))
 	return s, nil
 }
 
 // Send queues a user message for a root session and wakes it. A message
 // of the form "/loop [interval] <prompt>" creates a loop instead.
 func (p *Platform) Send(sessionID, text string) error {
-	if strings.HasPrefix(strings.TrimSpace(text), "/loop") {
+	if IsLoopCommand(text) {
 		_, err := p.Loop(sessionID, strings.TrimSpace(text))
 		return err
 	}
@@ -311,6 +314,8 @@ func (p *Platform) setStateLocked(s *session, st State) {
 	if st != StateRunning && st != StateIdle {
 		p.emitLocked(Event{Session: s.id, Type: EventSessionState, Status: string(st)})
 	}
+	// A spawner that will never run again strands its blocked tasks.
+	p.strandBlockedLocked(s)
 }
 
 // turnEnd is how one turn ended.

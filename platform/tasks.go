@@ -51,6 +51,9 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 	}
 	t.ID = p.ids.NewID(IDTask)
 	t.Spawner, t.Root, t.User, t.CreatedAt = s.id, s.root, s.user, p.clock.Now()
+	p.mu.Lock()
+	t.Authority = authority(s, p.opts.MaxDelegationDepth)
+	p.mu.Unlock()
 	var row store.Task
 	err := p.durable(func() error {
 		var err error
@@ -63,11 +66,28 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 	if err != nil {
 		return store.Task{}, err
 	}
+	var dead []store.Task // parents that ended failed or cancelled
+	for _, id := range row.Parents {
+		if pt, err := p.store.GetTask(p.ctx(), id); err == nil && (pt.State == store.TaskFailed || pt.State == store.TaskCancelled) {
+			dead = append(dead, pt)
+		}
+	}
 	p.mu.Lock()
+	s.spawned = true
 	p.emitLocked(Event{Session: s.id, Type: EventTaskCreated, Task: row.ID, Parents: row.Parents, Status: string(row.State),
 		Text: row.Title})
 	if row.State == store.TaskReady {
 		p.kickDispatchLocked()
+	}
+	// A task created behind a parent that already failed or was
+	// cancelled, or behind a stranded one, is stranded from the start.
+	for _, pt := range dead {
+		p.strandChildrenLocked(pt, []store.Task{row})
+	}
+	for _, id := range row.Parents {
+		if why, ok := p.stranded[id]; ok && why != StrandedSpawnerGone {
+			p.strandLocked(row, why, id)
+		}
 	}
 	p.unlock()
 	return row, nil
@@ -145,6 +165,7 @@ func (p *Platform) toolCancelTask(_ context.Context, s *session, _ core.ToolCall
 	if err != nil {
 		return nil, ownershipErr(err, in.TaskID)
 	}
+	stranded := p.strandedBy(t)
 	p.mu.Lock()
 	interrupted := ""
 	if prev == store.TaskRunning {
@@ -155,6 +176,7 @@ func (p *Platform) toolCancelTask(_ context.Context, s *session, _ core.ToolCall
 		}
 	}
 	p.emitLocked(Event{Session: s.id, Type: EventTaskCancelled, Task: t.ID, Status: string(prev), Child: interrupted})
+	p.strandChildrenLocked(t, stranded)
 	p.unlock()
 	return map[string]any{"task_id": t.ID, "state": t.State, "previous": prev, "interrupted": interrupted != ""}, nil
 }
@@ -256,8 +278,11 @@ func (p *Platform) startAttempt(c store.Claim) {
 	}
 	s := &session{id: p.ids.NewID(IDSession), root: t.Root, kind: KindTask, agentName: t.Agent, tmpl: tmpl,
 		user: t.User, channel: "task", depth: 1, task: t.ID, attempt: c.Attempt.N}
+	// The attempt runs with the spawner's authority from the row, so that
+	// it has no more after a crash, when the spawner is gone, than before.
+	s.inherit(t.Authority)
 	if sp := p.sessions[t.Spawner]; sp != nil {
-		s.parent, s.depth, s.excluded, s.allowed, s.budget = sp.id, sp.depth+1, sp.excluded, sp.allowed, sp.budget
+		s.parent, s.depth, s.budget = sp.id, sp.depth+1, sp.budget
 	}
 	p.addLocked(s)
 	p.runningTasks[t.ID] = s
@@ -322,6 +347,10 @@ func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
 			ct, _ := p.store.GetTask(p.ctx(), c)
 			spawners = append(spawners, ct.Spawner)
 		}
+		var stranded []store.Task
+		if err == nil {
+			stranded = p.strandedBy(t)
+		}
 		p.mu.Lock()
 		defer p.unlock()
 		if err == nil {
@@ -329,6 +358,7 @@ func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
 			for i, c := range promoted {
 				p.emitLocked(Event{Session: spawners[i], Type: EventTaskPromoted, Task: c})
 			}
+			p.strandChildrenLocked(t, stranded)
 		}
 		p.kickDispatchLocked()
 	}
@@ -347,6 +377,9 @@ func (p *Platform) taskEventsLocked(t store.Task, f store.Finish, n int, child s
 		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskBlocked, Task: t.ID, Attempt: n, Child: child,
 			Text: t.BlockReason})
 		p.notifyLocked(t.Spawner, notice{Event: EventTaskBlocked, TaskID: t.ID, Reason: t.BlockReason})
+		if sp := p.sessions[t.Spawner]; sp != nil && sp.over() {
+			p.strandLocked(t, StrandedSpawnerGone, "")
+		}
 	case store.TaskReady:
 		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskRetry, Task: t.ID, Attempt: n, Child: child,
 			Status: string(f.Outcome), Error: f.Error})
@@ -376,10 +409,15 @@ func (p *Platform) reap() {
 		reaped, err = p.store.Reap(p.ctx(), now)
 		return err
 	})
+	stranded := make([][]store.Task, len(reaped))
+	for i, t := range reaped {
+		stranded[i] = p.strandedBy(t)
+	}
 	p.mu.Lock()
 	defer p.unlock()
-	for _, t := range reaped {
+	for i, t := range reaped {
 		p.taskEventsLocked(t, store.Finish{Outcome: store.OutcomeCrashed, Error: "lease lapsed"}, t.Attempts, "")
+		p.strandChildrenLocked(t, stranded[i])
 	}
 	p.reapSlot = nil
 	p.kickDispatchLocked()
@@ -535,4 +573,85 @@ func (p *Platform) LostTasks(now time.Time) ([]LostTask, error) {
 		}
 	}
 	return lost, nil
+}
+
+// StrandedReason says why a task is stranded.
+type StrandedReason string
+
+// Why a task is stranded.
+const (
+	// StrandedParentFailed, StrandedParentCancelled: a parent of the todo
+	// task (directly or through other todo tasks) ended failed or
+	// cancelled, so the task is never promoted.
+	StrandedParentFailed    StrandedReason = "parent_failed"
+	StrandedParentCancelled StrandedReason = "parent_cancelled"
+	// StrandedSpawnerGone: the task is blocked and its spawner, the only
+	// session that may unblock or cancel it, will never run again (a
+	// delegated child that finished, a closed root).
+	StrandedSpawnerGone StrandedReason = "spawner_gone"
+)
+
+// strandedBy returns the todo tasks that a parent ending failed or
+// cancelled strands: its todo children, and theirs, transitively. It reads
+// the store, so it is called outside the lock.
+func (p *Platform) strandedBy(parent store.Task) []store.Task {
+	if parent.State != store.TaskFailed && parent.State != store.TaskCancelled {
+		return nil
+	}
+	todo, err := p.store.ListTasks(p.ctx(), store.TaskFilter{States: []store.TaskState{store.TaskTodo}})
+	if err != nil || len(todo) == 0 {
+		return nil
+	}
+	dead := map[string]bool{parent.ID: true}
+	var out []store.Task
+	for grew := true; grew; {
+		grew = false
+		for _, t := range todo {
+			if !dead[t.ID] && slices.ContainsFunc(t.Parents, func(id string) bool { return dead[id] }) {
+				dead[t.ID], grew = true, true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// strandLocked reports a stranded task once: an event on its spawner's log
+// and a finding.
+func (p *Platform) strandLocked(t store.Task, reason StrandedReason, other string) {
+	if _, done := p.stranded[t.ID]; done {
+		return
+	}
+	p.stranded[t.ID] = reason
+	p.findings = append(p.findings, Finding{Kind: FindingStranded, Root: t.Root, Task: t.ID, Spawner: t.Spawner,
+		Reason: reason, Other: other, At: p.clock.Now()})
+	p.emitLocked(Event{Session: t.Spawner, Type: EventTaskStranded, Task: t.ID, Status: string(reason), Other: other,
+		Text: t.Title})
+}
+
+// strandChildrenLocked reports the tasks a failed or cancelled parent
+// strands (found by strandedBy).
+func (p *Platform) strandChildrenLocked(parent store.Task, children []store.Task) {
+	reason := StrandedParentFailed
+	if parent.State == store.TaskCancelled {
+		reason = StrandedParentCancelled
+	}
+	for _, c := range children {
+		p.strandLocked(c, reason, parent.ID)
+	}
+}
+
+// strandBlockedLocked reports the blocked tasks of a spawner that will
+// never run again. Only a session that spawned tasks reads the store.
+func (p *Platform) strandBlockedLocked(s *session) {
+	if !s.spawned || !s.over() {
+		return
+	}
+	blocked, err := p.store.ListTasks(p.ctx(), store.TaskFilter{Spawner: s.id, States: []store.TaskState{store.TaskBlocked}})
+	if err != nil {
+		return
+	}
+	for _, t := range blocked {
+		p.strandLocked(t, StrandedSpawnerGone, "")
+	}
 }

@@ -19,9 +19,14 @@ import (
 // runs.
 var (
 	coordinatorFamily = []string{ToolSpawnWorker, ToolSendWorkerMessage, ToolStopWorker}
+	// cronFamily is the user-owned schedules' tools.
+	cronFamily = []string{ToolCronCreate, ToolCronDelete, ToolCronList}
 	// delegateStripped is what every delegated child loses, whatever its
-	// preset or its parent's allowlist.
-	delegateStripped = []string{ToolAskUserQuestion, ToolSpawnWorker, ToolSendWorkerMessage, ToolStopWorker}
+	// preset or its parent's allowlist: the path to the user
+	// (ask_user_question, and the user-owned schedules whose runs post
+	// into the user's conversation) and the coordinator family. A
+	// delegated child keeps spawn_task: its tasks run with its authority.
+	delegateStripped = slices.Concat([]string{ToolAskUserQuestion}, coordinatorFamily, cronFamily)
 	taskWorkerFamily = []string{ToolWorkerComplete, ToolWorkerBlock, ToolWorkerContext}
 	// generalTools are the platform tools every session kind may have,
 	// subject to the rules above and to allowlists and exclusions.
@@ -30,6 +35,12 @@ var (
 		ToolReadFile, ToolSendWorkerMessage, ToolSpawnTask, ToolSpawnWorker, ToolStopWorker, ToolUnblockTask,
 		ToolWriteFile}
 )
+
+// PlatformToolPrefix qualifies a name in excluded or allowed tools as the
+// platform's tool only: excluded_tools: [platform:read_file] removes the
+// platform's read_file and keeps an agent's own read_file. A bare name
+// means the agent's tool and the platform's alike.
+const PlatformToolPrefix = "platform:"
 
 // ToolNames lists every platform tool a session may be offered, sorted:
 // the general tools, the task worker's and the loop tools.
@@ -44,10 +55,7 @@ func ToolNames() []string {
 func platformToolsFor(s *session, maxDepth int) []string {
 	var out []string
 	for _, name := range generalTools {
-		if s.allowed != nil && !slices.Contains(s.allowed, name) {
-			continue
-		}
-		if slices.Contains(s.excluded, name) {
+		if !permits(s.allowed, s.excluded, name, true) {
 			continue
 		}
 		switch s.kind {
@@ -78,6 +86,52 @@ func platformToolsFor(s *session, maxDepth int) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// permits applies an allowlist (nil: none) and exclusions to a tool name,
+// a platform tool's (which "platform:NAME" also names) or an agent's own.
+func permits(allowed, excluded []string, name string, platformTool bool) bool {
+	named := func(list []string) bool {
+		return slices.Contains(list, name) || platformTool && slices.Contains(list, PlatformToolPrefix+name)
+	}
+	return (allowed == nil || named(allowed)) && !named(excluded)
+}
+
+// authority is what a session may do, as every session it creates starts
+// from it and every durable row it creates (a task, a schedule) carries
+// it: its own exclusions and allowlist, and every general platform tool
+// its kind or depth denies it, as platform:NAME so that an agent's own tool
+// of that name is not touched. So whatever a session creates, by any
+// route, runs with no more authority than it had.
+func authority(s *session, maxDepth int) store.Authority {
+	a := store.Authority{Excluded: slices.Clone(s.excluded), Restricted: s.allowed != nil, Allowed: slices.Clone(s.allowed)}
+	offered := platformToolsFor(s, maxDepth)
+	for _, name := range generalTools {
+		if !slices.Contains(offered, name) && permits(s.allowed, s.excluded, name, true) {
+			a.Excluded = append(a.Excluded, PlatformToolPrefix+name)
+		}
+	}
+	return a
+}
+
+// inherit gives a new session the authority it starts from.
+func (s *session) inherit(a store.Authority) {
+	s.excluded = slices.Clone(a.Excluded)
+	s.allowed = nil
+	if a.Restricted {
+		s.allowed = slices.Clone(a.Allowed)
+		if s.allowed == nil {
+			s.allowed = []string{}
+		}
+	}
+}
+
+// reachesUser reports whether a session has a path to the user, so that
+// the runs of a schedule it creates may post into the user's conversation:
+// a root session is that conversation; any other session only while it is
+// offered ask_user_question.
+func reachesUser(s *session, maxDepth int) bool {
+	return s.kind == KindRoot || slices.Contains(platformToolsFor(s, maxDepth), ToolAskUserQuestion)
 }
 
 // canDelegate: below the depth cap, and not a leaf child.
@@ -116,11 +170,16 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	plat := platformToolsFor(s, p.opts.MaxDelegationDepth)
 	var authored []string
 	for _, name := range slices.Sorted(maps.Keys(s.tmpl.Tools)) {
-		if _, clash := p.tools[name]; clash {
-			return nil, fmt.Errorf("%w: agent %q, tool %q", ErrToolCollision, s.tmpl.ID, name)
-		}
-		if s.allowed != nil && !slices.Contains(s.allowed, name) || slices.Contains(s.excluded, name) {
+		if !permits(s.allowed, s.excluded, name, false) {
 			continue
+		}
+		// Only a clash among the tools actually offered is one: a platform
+		// tool this session's kind, allowlist or exclusions remove leaves
+		// the name to the agent's own tool.
+		if slices.Contains(plat, name) {
+			return nil, fmt.Errorf("%w: agent %q has its own tool %q and this %s session is also offered the platform's %q; "+
+				"rename the agent's tool, or keep only the agent's with excluded_tools: [%s%s]",
+				ErrToolCollision, s.tmpl.ID, name, s.kind, name, PlatformToolPrefix, name)
 		}
 		authored = append(authored, name)
 	}

@@ -137,10 +137,12 @@ type notice struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
-// notifyLocked re-enqueues a session with a notice and wakes it.
+// notifyLocked re-enqueues a session with a notice and wakes it. A session
+// that will never run again (a finished delegated child, task attempt or
+// scheduled run) is not woken: the event on its log is the notice.
 func (p *Platform) notifyLocked(sessionID string, n notice) {
 	s := p.sessions[sessionID]
-	if s == nil || s.state.Terminal() {
+	if s == nil || s.over() {
 		return
 	}
 	b, _ := json.Marshal(n)

@@ -29,15 +29,37 @@ func cleanPath(p string) (string, error) {
 	return strings.TrimPrefix(c, "/"), nil
 }
 
+// FindingKind says what a finding is about.
+type FindingKind string
+
+// Finding kinds.
+const (
+	// FindingOverwrite: one session overwrote another's workspace file
+	// (Root, Path, Writer, Previous, Siblings).
+	FindingOverwrite FindingKind = "workspace.overwrite"
+	// FindingStranded: a task nothing will ever move again stays where it
+	// is, as the seed says, and its spawner was told (Task, Spawner,
+	// Reason, Other).
+	FindingStranded FindingKind = "task.stranded"
+)
+
 // Finding is something a user of the platform wants to see that is not an
-// error: today, one session overwriting another's workspace file.
+// error: one session overwriting another's workspace file, or a task left
+// stranded.
 type Finding struct {
-	Root     string    `json:"root"`
-	Path     string    `json:"path"`
-	Writer   string    `json:"writer"`
-	Previous string    `json:"previous"`
-	Siblings bool      `json:"siblings"`
-	At       time.Time `json:"at"`
+	Kind     FindingKind `json:"kind"`
+	Root     string      `json:"root"`
+	Path     string      `json:"path,omitempty"`
+	Writer   string      `json:"writer,omitempty"`
+	Previous string      `json:"previous,omitempty"`
+	Siblings bool        `json:"siblings,omitempty"`
+	// Task, Spawner and Reason describe a stranded task; Other is the
+	// parent task that failed or was cancelled.
+	Task    string         `json:"task,omitempty"`
+	Spawner string         `json:"spawner,omitempty"`
+	Reason  StrandedReason `json:"reason,omitempty"`
+	Other   string         `json:"other,omitempty"`
+	At      time.Time      `json:"at"`
 }
 
 // Findings returns every finding so far, in order.
@@ -92,7 +114,7 @@ func (p *Platform) writeFile(s *session, file, content string) (map[string]any, 
 		if o := p.sessions[prev.Writer]; o != nil && o.parent != "" && o.parent == s.parent {
 			siblings = true
 		}
-		f := Finding{Root: s.root, Path: rel, Writer: s.id, Previous: prev.Writer, Siblings: siblings, At: now}
+		f := Finding{Kind: FindingOverwrite, Root: s.root, Path: rel, Writer: s.id, Previous: prev.Writer, Siblings: siblings, At: now}
 		p.findings = append(p.findings, f)
 		p.emitLocked(Event{Session: s.root, Type: EventWorkspaceOverwrite, Path: rel, Child: s.id, Other: prev.Writer,
 			Siblings: siblings})

@@ -116,7 +116,7 @@ func (l *loader) platformSection(n *node) *Platform {
 			l.errorf(it, "%s needs cron (a 5-field expression) and prompt, such as {cron: \"0 9 * * *\", prompt: Summarise the inbox}", what)
 		}
 		if c.Spec != "" {
-			if _, err := platform.ParseCron(c.Spec); err != nil {
+			if _, err := platform.ParseCron(c.Spec, false); err != nil {
 				l.errorf(cf["cron"], "%s: %q is not a 5-field cron expression: %v", what, c.Spec, err)
 			}
 		}

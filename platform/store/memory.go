@@ -57,8 +57,15 @@ func NewMemory() *Memory {
 
 var _ Store = (*Memory)(nil)
 
+func cloneSchedule(s *Schedule) Schedule {
+	c := *s
+	c.Authority = s.Authority.Clone()
+	return c
+}
+
 func cloneTask(t *Task) Task {
 	c := *t
+	c.Authority = t.Authority.Clone()
 	c.Parents = slices.Clone(t.Parents)
 	c.Context = slices.Clone(t.Context)
 	c.Metadata = slices.Clone(t.Metadata)
@@ -301,7 +308,7 @@ func (m *Memory) CreateSchedule(_ context.Context, s Schedule) error {
 	if _, dup := m.schedules[s.ID]; dup {
 		return fmt.Errorf("schedule %s: %w", s.ID, ErrExists)
 	}
-	row := s
+	row := cloneSchedule(&s)
 	m.schedules[s.ID] = &row
 	m.sorder = append(m.sorder, s.ID)
 	return nil
@@ -315,7 +322,7 @@ func (m *Memory) GetSchedule(_ context.Context, id string) (Schedule, error) {
 	if !ok {
 		return Schedule{}, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
 	}
-	return *s, nil
+	return cloneSchedule(s), nil
 }
 
 // ListSchedules implements Schedules.
@@ -328,7 +335,7 @@ func (m *Memory) ListSchedules(_ context.Context, user string) ([]Schedule, erro
 		if s.State == ScheduleDeleted || user != "" && s.User != user {
 			continue
 		}
-		out = append(out, *s)
+		out = append(out, cloneSchedule(s))
 	}
 	return out, nil
 }
@@ -356,7 +363,7 @@ func (m *Memory) Due(_ context.Context, now time.Time) ([]Schedule, error) {
 	for _, id := range m.sorder {
 		s := m.schedules[id]
 		if s.State == ScheduleActive && !s.NextRun.IsZero() && !s.NextRun.After(now) {
-			out = append(out, *s)
+			out = append(out, cloneSchedule(s))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].NextRun.Before(out[j].NextRun) })
@@ -427,7 +434,7 @@ func (m *Memory) Expired(_ context.Context, now time.Time) ([]Schedule, error) {
 	for _, id := range m.sorder {
 		s := m.schedules[id]
 		if s.State == ScheduleActive && !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(now) {
-			out = append(out, *s)
+			out = append(out, cloneSchedule(s))
 		}
 	}
 	return out, nil

@@ -57,6 +57,25 @@ type ContextEntry struct {
 	Text string    `json:"text"`
 }
 
+// Authority is what the session that created a row was allowed to do,
+// kept on the row so that every session the row later makes (a task
+// attempt, a scheduled run, a loop a scheduled /loop creates) runs with no
+// more authority than its creator had, even after a crash when the creator
+// is gone. Excluded are tool names the session never gets (a bare name is
+// an authored tool and a platform tool alike; "platform:NAME" is the
+// platform's tool only); when Restricted, Allowed is an allowlist. The zero
+// value restricts nothing.
+type Authority struct {
+	Excluded   []string `json:"excluded,omitempty"`
+	Restricted bool     `json:"restricted,omitempty"`
+	Allowed    []string `json:"allowed,omitempty"`
+}
+
+// Clone returns a copy that shares no slice with a.
+func (a Authority) Clone() Authority {
+	return Authority{Excluded: slices.Clone(a.Excluded), Restricted: a.Restricted, Allowed: slices.Clone(a.Allowed)}
+}
+
 // Task is one durable task row.
 type Task struct {
 	ID     string `json:"id"`
@@ -71,6 +90,8 @@ type Task struct {
 	Root    string   `json:"root"`
 	User    string   `json:"user,omitempty"`
 	Parents []string `json:"parents,omitempty"`
+	// Authority is the spawner's: every attempt runs with it.
+	Authority Authority `json:"authority,omitzero"`
 
 	State       TaskState `json:"state"`
 	MaxAttempts int       `json:"max_attempts"`
@@ -225,10 +246,16 @@ type Schedule struct {
 	Interval time.Duration `json:"interval,omitempty"`
 	Prompt   string        `json:"prompt"`
 	Agent    string        `json:"agent,omitempty"`
-	// Origin is the session that created the schedule, where results are
-	// delivered; Channel that session's channel.
+	// Origin is the session results are delivered to (the conversation
+	// that created the schedule); Channel that session's channel. Root is
+	// the tree whose workspace every run reads and writes, whether or not
+	// the origin is live.
 	Origin  string `json:"origin,omitempty"`
 	Channel string `json:"channel,omitempty"`
+	Root    string `json:"root,omitempty"`
+	// Authority is the creator's: every run, and every loop a run's
+	// slash command creates, runs with it.
+	Authority Authority `json:"authority,omitzero"`
 
 	State     ScheduleState `json:"state"`
 	Reason    string        `json:"reason,omitempty"`
