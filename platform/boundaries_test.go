@@ -458,4 +458,3 @@ var _ = Describe("Boundaries: crashes do not reroute files", func() {
 		Expect(e.p.ReadFile(root, "plan.md")).To(Equal("the plan"))
 	})
 })
-
