@@ -92,12 +92,25 @@ func (r *run) faultMix() ([]scenarios.Fault, []bool) {
 	return faults, enabled
 }
 
-// trigger fires an action or crash fault once its condition holds.
+// trigger closes due once its condition holds: an entry matches after,
+// or the Work work names exists. An action or crash fault, or a platform
+// action, waits on it.
 type trigger struct {
-	fault  *scenarios.Fault
-	source int
-	due    chan struct{}
-	fired  bool
+	after *scenarios.Pattern
+	work  scenarios.Ref
+	due   chan struct{}
+	fired bool
+}
+
+// newTrigger arms a trigger; with no condition it is due at once.
+func (r *run) newTrigger(after *scenarios.Pattern, work scenarios.Ref) *trigger {
+	tr := &trigger{after: after, work: work, due: make(chan struct{})}
+	if after == nil && work.IsZero() {
+		tr.fired = true
+		close(tr.due)
+	}
+	r.triggers = append(r.triggers, tr)
+	return tr
 }
 
 // armAll starts an actor per action or crash fault that will fire.
@@ -138,12 +151,7 @@ func (r *run) armAll() {
 
 func (r *run) arm(source, yields int, delay time.Duration) {
 	f := &r.faults[source]
-	tr := &trigger{fault: f, source: source, due: make(chan struct{})}
-	if f.After == nil && f.Work.IsZero() {
-		tr.fired = true
-		close(tr.due)
-	}
-	r.triggers = append(r.triggers, tr)
+	tr := r.newTrigger(f.After, f.Work)
 	// Recorded when armed, in arming order, so that a replayed plan makes
 	// the same actors in the same order and the choices keep their meaning.
 	r.fired = append(r.fired, PlannedFault{Source: source, Kind: f.Kind, Yields: yields, Delay: delay})
@@ -200,13 +208,12 @@ func (r *run) checkTriggers() {
 		if tr.fired {
 			continue
 		}
-		f := tr.fault
 		due := false
 		switch {
-		case f.After != nil:
-			due = f.After.Match(t, last)
-		case !f.Work.IsZero():
-			_, due = f.Work.Resolve(t)
+		case tr.after != nil:
+			due = tr.after.Match(t, last)
+		case !tr.work.IsZero():
+			_, due = tr.work.Resolve(t)
 		}
 		if due {
 			tr.fired = true

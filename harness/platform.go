@@ -1,8 +1,12 @@
 package harness
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +27,11 @@ type platformRun struct {
 	ids   *core.SequentialIDs
 	proc  *process
 	procs int
+	// replicas are the live processes on the store, the primary (proc,
+	// which hosts the sessions) first; leader is the instance that last
+	// took the scheduled-work ticker's lease.
+	replicas []*process
+	leader   string
 
 	// sessions maps the scenario's session names to ids, in the order they
 	// were made; opts holds what RestoreSession needs for each.
@@ -63,7 +72,17 @@ func (r *run) startPlatform(out *Outcome) error {
 	if err := r.newProcess(); err != nil {
 		return err
 	}
+	for range pr.sc.Replicas - 1 {
+		opts, proc := r.processOptions()
+		p, err := platform.New(opts)
+		if err != nil {
+			return err
+		}
+		proc.p = p
+		pr.replicas = append(pr.replicas, proc)
+	}
 	r.armAll()
+	r.armActions()
 	horizon := pr.sc.Horizon
 	if horizon <= 0 {
 		horizon = scenarios.DefaultHorizon
@@ -82,9 +101,10 @@ func (r *run) startPlatform(out *Outcome) error {
 		r.atHorizon()
 		// Past the horizon nothing is recorded: closing interrupts every
 		// turn still running, which is not part of the story.
-		proc := pr.proc
-		proc.dead = true
-		_ = proc.p.Close()
+		for _, proc := range pr.replicas {
+			proc.dead = true
+			_ = proc.p.Close()
+		}
 	})
 	return nil
 }
@@ -97,6 +117,7 @@ func (r *run) newProcess() error {
 		return err
 	}
 	r.live(proc, p)
+	r.plat.replicas = append(r.plat.replicas, proc)
 	return nil
 }
 
@@ -151,6 +172,9 @@ func (r *run) live(proc *process, p *platform.Platform) {
 func (r *run) platformEvent(rec platform.Observer, e platform.Event) {
 	r.flushJump()
 	rec.Observe(e)
+	if e.Type == platform.EventSchedulerLeader {
+		r.plat.leader = e.Text
+	}
 	if e.Task != "" {
 		// The platform invariants are about tasks: keep only their events.
 		r.platEvents = append(r.platEvents, platEvent{entry: r.rec.Len() - 1, ev: e})
@@ -196,11 +220,122 @@ func (r *run) setUp() error {
 		pr.tasks[t.Name] = row.ID
 	}
 	for _, c := range pr.sc.Crons {
+		if c.At > 0 {
+			if _, err := p.Once(pr.sessionID(c.Session), sim.Epoch.Add(c.At), c.Prompt); err != nil {
+				return fmt.Errorf("cron at %s: %w", c.At, err)
+			}
+			continue
+		}
 		if _, err := p.Cron(pr.sessionID(c.Session), c.Spec, c.Prompt); err != nil {
 			return fmt.Errorf("cron %q: %w", c.Spec, err)
 		}
 	}
 	return nil
+}
+
+// armActions starts an actor per platform action: it waits for the
+// action's time (an offset from the start) or for the trace entry it
+// comes after and its delay, then acts on the live processes.
+func (r *run) armActions() {
+	for i := range r.plat.sc.Actions {
+		a := &r.plat.sc.Actions[i]
+		tr := r.newTrigger(a.After, scenarios.Ref{})
+		r.sim.Go("platform action "+string(a.Kind), func() {
+			if r.sim.Wait("action due", tr.due, r.mainDone) == 1 {
+				return
+			}
+			wait := a.Delay
+			if a.After == nil {
+				wait = sim.Epoch.Add(a.At).Sub(r.sim.Clock().Now())
+			}
+			if wait > 0 {
+				wake := make(chan struct{})
+				t := r.sim.Clock().AfterFunc(wait, func() { close(wake) })
+				woke := r.sim.Wait("action time", wake, r.mainDone)
+				t.Stop()
+				if woke == 1 {
+					return
+				}
+			}
+			r.platformAction(a)
+		})
+	}
+}
+
+// platformAction does one action, as the user or the operator would, and
+// records it and its outcome in the trace.
+func (r *run) platformAction(a *scenarios.Action) {
+	pr := r.plat
+	now := r.sim.Clock().Now()
+	note := func(format string, args ...any) {
+		r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Action, Action: string(a.Kind), Detail: fmt.Sprintf(format, args...)})
+	}
+	p := pr.proc.p
+	switch a.Kind {
+	case scenarios.ActionSend:
+		id := pr.sessionID(a.Session)
+		r.add(now, trace.Entry{Kind: trace.Action, Action: string(a.Kind), Detail: fmt.Sprintf("the user sends %s %q", id, a.Text)})
+		if err := p.Send(id, a.Text); err != nil {
+			note("send to %s refused: %v", id, err)
+		}
+	case scenarios.ActionAnswer:
+		id := pr.sessionID(a.Session)
+		item, ok := pendingQuestion(p, id)
+		if !ok {
+			note("answer skipped: no question is pending in the tree of %s", id)
+			return
+		}
+		r.add(now, trace.Entry{Kind: trace.Action, Action: string(a.Kind), Detail: fmt.Sprintf("the user answers %s (%q) with %q", item.ID, item.Question, a.Text)})
+		if err := p.Answer(item.ID, a.Text); err != nil {
+			note("answer refused: %v", err)
+		}
+	case scenarios.ActionCollectTraining:
+		key, n, err := p.CollectTraining(a.Tenant)
+		if err != nil {
+			note("collect-training for %s failed: %v", a.Tenant, err)
+			return
+		}
+		note("collect-training for %s wrote %d rows to %s", a.Tenant, n, key)
+	case scenarios.ActionKillLeader:
+		r.killLeader(note)
+	}
+}
+
+// pendingQuestion is the oldest pending inbox item of a root's tree.
+func pendingQuestion(p *platform.Platform, root string) (platform.InboxItem, bool) {
+	for _, it := range p.Inbox() {
+		if it.State != platform.InboxPending {
+			continue
+		}
+		if info, ok := p.Session(it.Session); ok && info.Root == root {
+			return it, true
+		}
+	}
+	return platform.InboxItem{}, false
+}
+
+// killLeader crashes the live replica that holds the scheduled-work
+// ticker's lease, with no restart. When it was the primary, the next live
+// replica becomes the process the run reads; the sessions are gone with
+// their process.
+func (r *run) killLeader(note func(string, ...any)) {
+	pr := r.plat
+	i := slices.IndexFunc(pr.replicas, func(proc *process) bool { return proc.instance == pr.leader })
+	if i < 0 {
+		note("kill-leader skipped: no live replica leads the scheduled-work ticker")
+		return
+	}
+	proc := pr.replicas[i]
+	note("kill-leader: %s, which leads the scheduled-work ticker, dies; its lease lapses in at most %s", proc.instance,
+		cmp.Or(pr.sc.Options.LeaderTTL, platform.DefaultLeaderTTL))
+	pr.keep(proc.p)
+	proc.dead = true
+	pr.replicas = slices.Delete(pr.replicas, i, i+1)
+	proc.p.Crash()
+	if proc == pr.proc && len(pr.replicas) > 0 {
+		r.live(pr.replicas[0], pr.replicas[0].p)
+		note("%s is now the process the run reads; the sessions of %s are gone", pr.proc.instance, proc.instance)
+	}
 }
 
 func (pr *platformRun) sessionID(name string) string {
@@ -246,6 +381,9 @@ func (r *run) crashPlatform() {
 		return
 	}
 	r.live(proc, p)
+	if i := slices.Index(pr.replicas, old); i >= 0 {
+		pr.replicas[i] = proc
+	}
 	r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("restart: %s on the durable store; root sessions reopened: %s",
 		pr.proc.instance, orNone(strings.Join(restored, ", ")))})
 }
@@ -268,7 +406,9 @@ func (r *run) atHorizon() {
 		r.opts.atHorizon(pr.store, now)
 	}
 	r.checker.end(now, pr.proc.p)
-	pr.keep(pr.proc.p)
+	for _, proc := range pr.replicas {
+		pr.keep(proc.p)
+	}
 }
 
 // platformResult reads the durable state for the expectations.
@@ -286,11 +426,37 @@ func (pr *platformRun) result(id func(string) string) *scenarios.PlatformResult 
 		res.Attempts[t.ID] = as
 	}
 	res.Schedules, _ = pr.store.ListSchedules(bg, "")
+	res.Training = pr.training()
 	for _, f := range pr.findings {
 		f.Root, f.Writer, f.Previous, f.Spawner = id(f.Root), id(f.Writer), id(f.Previous), id(f.Spawner)
 		res.Findings = append(res.Findings, f)
 	}
 	return res
+}
+
+// training reads the rows of every JSONL file the training collector
+// wrote, in key order.
+func (pr *platformRun) training() []platform.Trajectory {
+	files, _ := pr.store.ListFiles(bg, "tenants/")
+	var out []platform.Trajectory
+	for _, f := range files {
+		if !strings.Contains(f.Key, "/training/") {
+			continue
+		}
+		data, _, err := pr.store.GetFile(bg, f.Key)
+		if err != nil {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		for {
+			var t platform.Trajectory
+			if dec.Decode(&t) != nil {
+				break
+			}
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // findingLines renders the platform's findings for the report.

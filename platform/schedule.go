@@ -41,12 +41,16 @@ func (p *Platform) Posts() []Post {
 // 5-field expression.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// ErrCronEvery: a cadence uses "@every", which is refused unless
+// Options.AllowCronEvery allows it.
+var ErrCronEvery = errors.New("@every is not a 5-field cron expression; write the cadence in 5 fields (such as \"*/15 * * * *\"), or allow @every with the platform's AllowCronEvery option")
+
 // ParseCron parses a schedule's cadence by the 5-field cron rule (see
 // cronParser). "@every <duration>" is no cron expression: it is refused
 // unless allowEvery (Options.AllowCronEvery) says otherwise.
 func ParseCron(spec string, allowEvery bool) (cron.Schedule, error) {
 	if strings.HasPrefix(strings.TrimSpace(spec), "@every") && !allowEvery {
-		return nil, errors.New("@every is not a 5-field cron expression; write the cadence in 5 fields (such as \"*/15 * * * *\"), or allow @every with the platform's AllowCronEvery option")
+		return nil, ErrCronEvery
 	}
 	return cronParser.Parse(spec)
 }

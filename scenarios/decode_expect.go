@@ -114,7 +114,7 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 	case "prepare-fails":
 		f := l.fields(v, what, prepareFailsKeys...)
 		return PrepareFails{Contains: l.str(f["contains"], what+" contains")}
-	case "tasks-end", "parents-first", "finding":
+	case "tasks-end", "parents-first", "finding", "training":
 		if !l.platform {
 			l.errorf(v, "%s is about durable tasks and findings of the platform; it belongs in a scenario with a platform section", what)
 		}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -40,6 +41,29 @@ func (l *loader) platformSection(n *node) *Platform {
 	o.TaskTimeout = l.positive(f["task-timeout"], "platform task-timeout")
 	o.MaxRunningTasks = l.integer(f["max-running-tasks"], "platform max-running-tasks", 1)
 	o.Skills = l.strs(f["skills"], "platform skills")
+	o.ReapGrace = l.positive(f["reap-grace"], "platform reap-grace")
+	o.LostTaskGrace = l.positive(f["lost-task-grace"], "platform lost-task-grace")
+	o.TaskPollInterval = l.positive(f["task-poll-interval"], "platform task-poll-interval")
+	o.SchedulePollInterval = l.positive(f["schedule-poll-interval"], "platform schedule-poll-interval")
+	o.ScheduleRecoveryInterval = l.positive(f["schedule-recovery-interval"], "platform schedule-recovery-interval")
+	o.LeaderTTL = l.positive(f["leader-ttl"], "platform leader-ttl")
+	if an := f["allow-cron-every"]; an != nil {
+		o.AllowCronEvery = l.boolean(an, "platform allow-cron-every")
+	}
+	o.BoardSweepInterval = l.positive(f["board-sweep-interval"], "platform board-sweep-interval")
+	o.NoteTTL = l.positive(f["note-ttl"], "platform note-ttl")
+	o.ClaimTTL = l.positive(f["claim-ttl"], "platform claim-ttl")
+	o.InboxSweepInterval = l.positive(f["inbox-sweep-interval"], "platform inbox-sweep-interval")
+	o.WorkspaceSweepInterval = l.positive(f["workspace-sweep-interval"], "platform workspace-sweep-interval")
+	o.WorkspaceGrace = l.positive(f["workspace-grace"], "platform workspace-grace")
+	pl.Replicas = 1
+	if rn := f["replicas"]; rn != nil {
+		pl.Replicas = l.integer(rn, "platform replicas", 1)
+		if pl.Replicas > maxReplicas {
+			l.errorf(rn, "platform replicas is %d; at most %d processes share one store in a run", pl.Replicas, maxReplicas)
+			pl.Replicas = maxReplicas
+		}
+	}
 
 	names := map[string]bool{}
 	items := l.seq(f["sessions"], "platform sessions")
@@ -112,17 +136,100 @@ func (l *loader) platformSection(n *node) *Platform {
 		what := fmt.Sprintf("cron %d", i+1)
 		cf := l.fields(it, what, cronKeys...)
 		c := Cron{Session: session(cf["session"], what+" session"), Spec: l.str(cf["cron"], what+" cron"), Prompt: l.str(cf["prompt"], what+" prompt")}
-		if cf["cron"] == nil || cf["prompt"] == nil {
-			l.errorf(it, "%s needs cron (a 5-field expression) and prompt, such as {cron: \"0 9 * * *\", prompt: Summarise the inbox}", what)
+		if (cf["cron"] == nil) == (cf["at"] == nil) || cf["prompt"] == nil {
+			l.errorf(it, "%s needs prompt and one of cron (a 5-field expression) or at (one-shot, an offset from the start), such as {cron: \"0 9 * * *\", prompt: Summarise the inbox} or {at: 2h, prompt: Remind me}", what)
+		}
+		if an := cf["at"]; an != nil {
+			if c.At = l.duration(an, what+" at"); c.At <= 0 {
+				l.errorf(an, "%s at must be a positive offset from the start of the run, such as 2h", what)
+			}
 		}
 		if c.Spec != "" {
-			if _, err := platform.ParseCron(c.Spec, false); err != nil {
+			if _, err := platform.ParseCron(c.Spec, o.AllowCronEvery); errors.Is(err, platform.ErrCronEvery) {
+				l.errorf(cf["cron"], "%s: %q is not a 5-field cron expression; write the cadence in 5 fields (such as \"*/15 * * * *\"), or set allow-cron-every: true", what, c.Spec)
+			} else if err != nil {
 				l.errorf(cf["cron"], "%s: %q is not a 5-field cron expression: %v", what, c.Spec, err)
 			}
 		}
 		pl.Crons = append(pl.Crons, c)
 	}
+	for i, it := range l.seq(f["actions"], "platform actions") {
+		pl.Actions = append(pl.Actions, l.platformAction(it, fmt.Sprintf("action %d", i+1), session))
+	}
+	if pl.Replicas < 2 {
+		for i, a := range pl.Actions {
+			if a.Kind == ActionKillLeader {
+				at := f["actions"].items[i]
+				l.errorf(at, "action %d kills the leader, but there is one replica; set replicas: 2 so that another can take over", i+1)
+			}
+		}
+	}
 	return pl
+}
+
+// maxReplicas bounds platform replicas.
+const maxReplicas = 8
+
+// platformAction reads one item of platform.actions: one of send, answer,
+// collect-training or kill-leader, and when (at an offset, or after a
+// trace entry, then a delay).
+func (l *loader) platformAction(n *node, what string, session func(*node, string) string) Action {
+	var a Action
+	known := append(slices.Clone(actionKinds), actionKeys...)
+	f := l.fields(n, what, known...)
+	kinds := 0
+	for _, k := range actionKinds {
+		if f[k] == nil {
+			continue
+		}
+		kinds++
+		if kinds > 1 {
+			l.errorf(f[k], "%s has %s and %s; give each action one of %s", what, a.Kind, k, strings.Join(actionKinds, ", "))
+			continue
+		}
+		a.Kind = ActionKind(k)
+		v := f[k]
+		switch a.Kind {
+		case ActionSend, ActionAnswer:
+			vf := l.fields(v, what+" "+k, "session", "text")
+			a.Session, a.Text = session(vf["session"], what+" session"), l.str(vf["text"], what+" text")
+			if vf["text"] == nil {
+				l.errorf(v, "%s %s needs text, such as {session: desk, text: Also book a hotel.}", what, k)
+			}
+		case ActionCollectTraining:
+			vf := l.fields(v, what+" "+k, "tenant")
+			if a.Tenant = l.str(vf["tenant"], what+" tenant"); a.Tenant == "" {
+				a.Tenant = "default"
+			}
+		case ActionKillLeader:
+			if !l.boolean(v, what+" kill-leader") {
+				l.errorf(v, "%s kill-leader takes true; leave the action out to not kill the leader", what)
+			}
+		}
+	}
+	if kinds == 0 {
+		l.errorf(n, "%s needs one of %s, such as {send: {session: desk, text: Also book a hotel.}, at: 10m}", what, strings.Join(actionKinds, ", "))
+	}
+	switch {
+	case (f["at"] == nil) == (f["after"] == nil):
+		l.errorf(n, "%s needs at (an offset from the start, such as 10m) or after (a pattern, such as {platform: {event: inbox.question}}), one of them", what)
+	case f["at"] != nil:
+		if a.At = l.duration(f["at"], what+" at"); a.At < 0 {
+			l.errorf(f["at"], "%s at must not be negative", what)
+		}
+		if f["delay"] != nil {
+			l.errorf(f["delay"], "%s: delay goes with after; with at, write the time itself", what)
+		}
+	default:
+		p := l.pattern(f["after"], what+" after", "")
+		a.After = &p
+		if f["delay"] != nil {
+			if a.Delay = l.duration(f["delay"], what+" delay"); a.Delay < 0 {
+				l.errorf(f["delay"], "%s delay must not be negative", what)
+			}
+		}
+	}
+	return a
 }
 
 func (pl *Platform) firstSession() string {
@@ -165,8 +272,9 @@ func (l *loader) platformSession(n *node, what string) Session {
 
 // positive reads a duration that must be above zero.
 func (l *loader) positive(n *node, what string) time.Duration {
+	before := len(l.problems)
 	d := l.duration(n, what)
-	if n != nil && d <= 0 {
+	if n != nil && d <= 0 && len(l.problems) == before {
 		l.errorf(n, "%s must be a positive duration", what)
 	}
 	return d
@@ -220,6 +328,30 @@ func (l *loader) platformExpectation(kind string, v *node, what string) Expectat
 			l.errorf(v, "%s takes true; leave it out to not check it", what)
 		}
 		return ParentsFirst{}
+	case "training":
+		f := l.fields(v, what, trainingKeys...)
+		x := TrainingRows{Type: l.str(f["type"], what+" type"), Agent: l.agentRef(f["agent"], what+" agent"),
+			Contains: l.str(f["contains"], what+" contains"), Min: 1, Max: -1}
+		if tn := f["type"]; tn != nil && x.Type != "delegation" && x.Type != "skill" {
+			l.errorf(tn, "%s type %q is not a trajectory type; it is delegation or skill", what, x.Type)
+		}
+		if rn := f["rows"]; rn != nil {
+			x.Min = l.integer(rn, what+" rows", 0)
+			x.Max = x.Min
+			if f["min"] != nil || f["max"] != nil {
+				l.errorf(rn, "%s: rows is an exact count; give rows, or min and max, not both", what)
+			}
+		}
+		if mn := f["min"]; mn != nil {
+			x.Min = l.integer(mn, what+" min", 0)
+		}
+		if mx := f["max"]; mx != nil {
+			x.Max = l.integer(mx, what+" max", 0)
+			if x.Max < x.Min {
+				l.errorf(mx, "%s max %d is below min %d", what, x.Max, x.Min)
+			}
+		}
+		return x
 	default:
 		f := l.fields(v, what, findingKeys...)
 		if f["contains"] == nil {

@@ -264,14 +264,17 @@ func (c Count) Check(r *Result) *Failure {
 	return nil
 }
 
-func (c Count) bounds() string {
+func (c Count) bounds() string { return bounds(c.Min, c.Max) }
+
+// bounds says a count's range (max -1: no upper bound).
+func bounds(lo, hi int) string {
 	switch {
-	case c.Max < 0:
-		return fmt.Sprintf("at least %d", c.Min)
-	case c.Min == c.Max:
-		return fmt.Sprintf("exactly %d", c.Min)
+	case hi < 0:
+		return fmt.Sprintf("at least %d", lo)
+	case lo == hi:
+		return fmt.Sprintf("exactly %d", lo)
 	default:
-		return fmt.Sprintf("between %d and %d", c.Min, c.Max)
+		return fmt.Sprintf("between %d and %d", lo, hi)
 	}
 }
 

@@ -18,11 +18,19 @@ var (
 	optionKeys   = []string{"max-concurrent", "max-outstanding", "max-steps", "settle"}
 	// platformKeys are the platform section's: what starts, for how long,
 	// and the platform's limits and cadences.
-	platformKeys = []string{"sessions", "tasks", "crons", "horizon", "sweepers", "max-iterations", "max-delegation-depth",
-		"delegation-ceiling", "stale-threshold", "task-max-attempts", "task-timeout", "max-running-tasks", "skills"}
+	platformKeys = []string{"sessions", "tasks", "crons", "actions", "replicas", "horizon", "sweepers", "max-iterations", "max-delegation-depth",
+		"delegation-ceiling", "stale-threshold", "task-max-attempts", "task-timeout", "max-running-tasks", "skills",
+		"reap-grace", "lost-task-grace", "task-poll-interval", "schedule-poll-interval", "schedule-recovery-interval",
+		"leader-ttl", "allow-cron-every", "board-sweep-interval", "note-ttl", "claim-ttl", "inbox-sweep-interval",
+		"workspace-sweep-interval", "workspace-grace"}
 	sessionKeys = []string{"name", "agent", "user", "channel", "excluded-tools", "allowed-tools", "max-iterations", "send"}
 	taskKeys    = []string{"name", "session", "prompt", "title", "agent", "parents", "max-attempts"}
-	cronKeys    = []string{"session", "cron", "prompt"}
+	cronKeys    = []string{"session", "cron", "at", "prompt"}
+	// actionKinds are the single keys of a platform action; actionKeys
+	// its when; actionTargetKeys the fields of its kind.
+	actionKinds      = []string{"send", "answer", "collect-training", "kill-leader"}
+	actionKeys       = []string{"at", "after", "delay"}
+	actionTargetKeys = []string{"session", "text", "tenant"}
 	// channelNames are the channels a session may come from.
 	channelNames = []string{"web", "api", "slack", "telegram", "teams"}
 	turnKeys     = []string{"call", "args", "id", "calls", "text", "output", "error", "error-status", "latency", "when", "label", "unchecked", "repeat"}
@@ -35,7 +43,7 @@ var (
 	latencyFaultKeys  = []string{"agent", "step", "run", "latency", "min", "max", "probability"}
 	crashFaultKeys    = []string{"after", "delay", "max-delay", "jitter", "probability"}
 	actionFaultKeys   = []string{"work", "message", "after", "jitter", "probability"}
-	expectationKinds  = []string{"ordered", "unordered", "subset", "never", "count", "output-only-via-result", "foreground-output", "work-ends", "outcome", "prepare-fails", "tasks-end", "parents-first", "finding"}
+	expectationKinds  = []string{"ordered", "unordered", "subset", "never", "count", "output-only-via-result", "foreground-output", "work-ends", "outcome", "prepare-fails", "tasks-end", "parents-first", "finding", "training"}
 	expectationKeys   = []string{"name", "if"}
 	subsetKeys        = []string{"of", "allowed"}
 	neverKeys         = []string{"patterns", "after"}
@@ -46,6 +54,7 @@ var (
 	prepareFailsKeys  = []string{"contains"}
 	tasksEndKeys      = []string{"task", "in"}
 	findingKeys       = []string{"contains"}
+	trainingKeys      = []string{"type", "agent", "contains", "rows", "min", "max"}
 	statusRowKeys     = []string{"work", "label", "state", "result-available", "contains"}
 	modeNames         = []string{"top", "foreground", "background"}
 )
@@ -83,6 +92,8 @@ func FileKeys() []KeySet {
 		{"sessions", sessionKeys},
 		{"tasks", taskKeys},
 		{"crons", cronKeys},
+		{"actions", append(slices.Clone(actionKinds), actionKeys...)},
+		{"action fields", actionTargetKeys},
 		{"script", turnKeys},
 		{"calls", callKeys},
 		{"args", argRefKeys},
@@ -101,6 +112,7 @@ func FileKeys() []KeySet {
 		{"prepare-fails", prepareFailsKeys},
 		{"tasks-end", tasksEndKeys},
 		{"finding", findingKeys},
+		{"training", trainingKeys},
 		{"pattern kinds", patternKinds},
 		{"pattern fields", patternFields},
 		{"status", statusRowKeys},

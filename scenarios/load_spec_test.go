@@ -254,17 +254,18 @@ script:
 })
 
 var _ = Describe("The built-in scenarios", func() {
-	It("are seed 02 in both forms, the five lifecycle races and seed 03's seven platform stories, each described", func() {
+	It("are seed 02 in both forms, the five lifecycle races and seed 03's eleven platform stories, each described", func() {
 		var names []string
 		for _, b := range Builtins() {
 			names = append(names, b.Name)
 			Expect(b.Description).NotTo(BeEmpty(), b.Name)
 		}
-		Expect(names).To(Equal([]string{"cancel-vs-complete", "delegate-fanout", "delegate-stale", "detach-vs-result",
-			"loop-week", "queued-cancel", "research-coordinator", "research-foreground", "result-timeout", "send-vs-exit",
-			"task-block-unblock", "task-dag-crash", "worker-fanout", "worker-steer-after-complete"}))
-		for _, name := range []string{"delegate-fanout", "delegate-stale", "loop-week", "task-block-unblock", "task-dag-crash",
-			"worker-fanout", "worker-steer-after-complete"} {
+		Expect(names).To(Equal([]string{"ask-answer", "cancel-vs-complete", "delegate-fanout", "delegate-stale", "detach-vs-result",
+			"follow-up-turns", "leader-failover", "loop-week", "queued-cancel", "research-coordinator", "research-foreground",
+			"result-timeout", "send-vs-exit", "task-block-unblock", "task-dag-crash", "training-export", "worker-fanout",
+			"worker-steer-after-complete"}))
+		for _, name := range []string{"ask-answer", "delegate-fanout", "delegate-stale", "follow-up-turns", "leader-failover",
+			"loop-week", "task-block-unblock", "task-dag-crash", "training-export", "worker-fanout", "worker-steer-after-complete"} {
 			sc, err := Builtin(name)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(sc.Platform).NotTo(BeNil(), name)

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,8 +35,60 @@ type Platform struct {
 	Tasks []Task
 	// Crons are schedules made at the start (as cron_create would).
 	Crons []Cron
+	// Actions are what happens to the platform during the run, from
+	// outside it: follow-up user messages, answers to ask_user_question,
+	// training collections and a leader's death.
+	Actions []Action
+	// Replicas is how many platform processes share the durable store
+	// (default 1). The sessions live on the first; every replica runs the
+	// dispatcher, the sweepers and the scheduled-work ticker, which one of
+	// them leads at a time.
+	Replicas int
 	// Horizon is how much virtual time the run covers. Default 24h.
 	Horizon time.Duration
+}
+
+// ActionKind is what a platform action does.
+type ActionKind string
+
+// Platform actions.
+const (
+	// ActionSend sends a user message to a session (Platform.Send): a
+	// follow-up turn, or "/loop ..." to create a loop.
+	ActionSend ActionKind = "send"
+	// ActionAnswer answers the oldest pending ask_user_question of a
+	// session's tree (Platform.Answer).
+	ActionAnswer ActionKind = "answer"
+	// ActionCollectTraining runs the training collector
+	// (Platform.CollectTraining) for a tenant.
+	ActionCollectTraining ActionKind = "collect-training"
+	// ActionKillLeader crashes the replica that holds the scheduled-work
+	// ticker's lease, with no restart: the others must take over.
+	ActionKillLeader ActionKind = "kill-leader"
+)
+
+// Action is one platform action: it happens At (an offset from the start
+// of the run), or once After matches an entry of the trace, then Delay
+// later.
+type Action struct {
+	Kind    ActionKind
+	Session string // send, answer: the session, by name
+	Text    string // send, answer
+	Tenant  string // collect-training
+	At      time.Duration
+	After   *Pattern
+	Delay   time.Duration
+}
+
+// Describe says what the action does, for the trace.
+func (a Action) Describe() string {
+	switch a.Kind {
+	case ActionSend, ActionAnswer:
+		return fmt.Sprintf("%s %s %q", a.Kind, a.Session, a.Text)
+	case ActionCollectTraining:
+		return fmt.Sprintf("%s for tenant %s", a.Kind, a.Tenant)
+	}
+	return string(a.Kind)
 }
 
 // DefaultHorizon is a platform run's virtual time when the scenario sets
@@ -67,10 +120,12 @@ type Task struct {
 	MaxAttempts int
 }
 
-// Cron is a schedule of a platform scenario.
+// Cron is a schedule of a platform scenario: on a cron cadence (Spec), or
+// one-shot At an offset from the start of the run.
 type Cron struct {
 	Session string
 	Spec    string
+	At      time.Duration
 	Prompt  string
 }
 
@@ -90,6 +145,9 @@ type PlatformResult struct {
 	Posts    []platform.Post
 	// Crashes counts the process crashes the run went through.
 	Crashes int
+	// Training are the rows of every JSONL file the training collector
+	// wrote, in order.
+	Training []platform.Trajectory
 }
 
 func (r *Result) platformResult() (*PlatformResult, *Failure) {
@@ -236,3 +294,52 @@ func (x FindingReported) Check(r *Result) *Failure {
 
 // Describe implements Expectation.
 func (x FindingReported) Describe() string { return fmt.Sprintf("a finding contains %q", x.Contains) }
+
+// TrainingRows claims how many rows of the training collector's JSONL
+// exports match: of a Type (delegation or skill), of an Agent, whose JSON
+// line Contains a text. Min and Max bound the count (Max -1: no bound).
+type TrainingRows struct {
+	Type, Agent, Contains string
+	Min, Max              int
+}
+
+// Check implements Expectation.
+func (x TrainingRows) Check(r *Result) *Failure {
+	pr, f := r.platformResult()
+	if f != nil {
+		return f
+	}
+	n := 0
+	rows := make([]string, len(pr.Training))
+	for i, t := range pr.Training {
+		rows[i] = fmt.Sprintf("%s of %s (%s%s) → %q", t.Type, t.Agent, t.Goal, t.Skill, t.Response+t.Result)
+		b, _ := json.Marshal(t)
+		if x.Type != "" && t.Type != x.Type || x.Agent != "" && t.Agent != x.Agent || !strings.Contains(string(b), x.Contains) {
+			continue
+		}
+		n++
+	}
+	if n >= x.Min && (x.Max < 0 || n <= x.Max) {
+		return nil
+	}
+	if len(rows) == 0 {
+		return fail(-1, "0 training rows match; want %s; nothing was exported (is there a collect-training action?)", bounds(x.Min, x.Max))
+	}
+	return fail(-1, "%d training rows match; want %s; the %d exported rows are:\n  %s", n, bounds(x.Min, x.Max), len(rows),
+		strings.Join(rows, "\n  "))
+}
+
+// Describe implements Expectation.
+func (x TrainingRows) Describe() string {
+	what := "training rows"
+	if x.Type != "" {
+		what = x.Type + " " + what
+	}
+	if x.Agent != "" {
+		what += " of " + x.Agent
+	}
+	if x.Contains != "" {
+		what += fmt.Sprintf(" containing %q", x.Contains)
+	}
+	return fmt.Sprintf("%s %s are exported", bounds(x.Min, x.Max), what)
+}
