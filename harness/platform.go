@@ -427,6 +427,10 @@ func (pr *platformRun) result(id func(string) string) *scenarios.PlatformResult 
 	}
 	res.Schedules, _ = pr.store.ListSchedules(bg, "")
 	res.Training = pr.training()
+	for i := range res.Training {
+		t := &res.Training[i]
+		t.Session, t.Parent = id(t.Session), id(t.Parent)
+	}
 	for _, f := range pr.findings {
 		f.Root, f.Writer, f.Previous, f.Spawner = id(f.Root), id(f.Writer), id(f.Previous), id(f.Spawner)
 		res.Findings = append(res.Findings, f)

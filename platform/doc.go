@@ -18,10 +18,16 @@
 // by a toolset policy that lives in one function: workers and task attempts
 // lose the coordinator family (spawn_worker, send_worker_message,
 // stop_worker); delegated children inherit excluded tools and always lose
-// ask_user_question and the coordinator family; only an orchestrator child
-// above the depth cap keeps delegate_task; task attempts get worker_complete,
-// worker_block and worker_context; loop runs get loop_complete (fixed) or
-// loop_wait (dynamic).
+// ask_user_question, the coordinator family and the cron tools (they keep
+// spawn_task); only an orchestrator child above the depth cap keeps
+// delegate_task; task attempts get worker_complete, worker_block and
+// worker_context; loop runs get loop_complete (fixed) or loop_wait
+// (dynamic). Whatever a session creates, by any route, runs with no more
+// authority than it had: a child starts from its creator's, and a task or
+// schedule row carries it ([store.Authority]) to every attempt and run it
+// makes, after a crash too. An agent's own tool may share a platform
+// tool's name as long as the session is not offered both
+// ("platform:NAME" in excluded or allowed tools names the platform's only).
 //
 // # The three primitives
 //
@@ -49,13 +55,19 @@
 //
 // # Time
 //
-// Schedules ([Platform.Cron], cron_create, [Platform.Loop] for "/loop") are
-// rows in the store. One persistent timer, the scheduled-work ticker, wakes
-// at the earliest due row; the process that holds the leader lease fires it
-// on a fresh channel="scheduled" session and delivers the run's text back:
-// a channel.post for slack, telegram and teams origins, a loop.result event
-// otherwise (never into the origin's context, never waking it). A recovery
-// pass completes loops that expired without firing again. The sweepers
+// Schedules ([Platform.Cron], [Platform.Once], cron_create, [Platform.Loop]
+// for "/loop") are rows in the store, on a 5-field cron cadence ([ParseCron]:
+// @every only with [Options.AllowCronEvery]) or one-shot. One persistent
+// timer, the scheduled-work ticker, wakes at the earliest due row this
+// process knows of and at least every [Options.SchedulePollInterval], so
+// that other processes' rows and a dead leader are noticed within a poll;
+// the process that takes or holds the leader lease (the store's TryLead)
+// fires each due row on a fresh channel="scheduled" session, in its tree's
+// workspace, and delivers the run's text back: a channel.post for slack,
+// telegram and teams origins, a loop.result event otherwise (never into the
+// origin's context, never waking it). A scheduled slash command ("/loop
+// ...") runs as the command. A recovery pass completes loops that expired
+// without firing again. The sweepers
 // (board, inbox, workspace) run on their cadences; an idle tick costs one
 // timer re-arm. [Platform.CollectTraining] exports successful delegation
 // and skill trajectories as JSONL.
