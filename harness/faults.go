@@ -163,14 +163,8 @@ func (r *run) arm(source, yields int, delay time.Duration) {
 		if r.sim.Wait("fault due", tr.due, r.mainDone) == 1 {
 			return
 		}
-		if delay > 0 {
-			wake := make(chan struct{})
-			t := r.sim.Clock().AfterFunc(delay, func() { close(wake) })
-			woke := r.sim.Wait("fault delay", wake, r.mainDone)
-			t.Stop()
-			if woke == 1 {
-				return
-			}
+		if !r.sleep("fault delay", delay) {
+			return
 		}
 		for range yields {
 			r.sim.Yield(core.Point{Kind: core.PointWorkTransition, Event: "fault jitter"})
@@ -187,6 +181,18 @@ func (r *run) arm(source, yields int, delay time.Duration) {
 		}
 		r.act(f, source, now)
 	})
+}
+
+// sleep lets d of virtual time pass in an actor, unless the run's main
+// actor ends first; it reports whether the time passed.
+func (r *run) sleep(what string, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	wake := make(chan struct{})
+	t := r.sim.Clock().AfterFunc(d, func() { close(wake) })
+	defer t.Stop()
+	return r.sim.Wait(what, wake, r.mainDone) == 0
 }
 
 // crashDetail says what a crash loses.

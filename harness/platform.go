@@ -248,16 +248,9 @@ func (r *run) armActions() {
 			if a.After == nil {
 				wait = sim.Epoch.Add(a.At).Sub(r.sim.Clock().Now())
 			}
-			if wait > 0 {
-				wake := make(chan struct{})
-				t := r.sim.Clock().AfterFunc(wait, func() { close(wake) })
-				woke := r.sim.Wait("action time", wake, r.mainDone)
-				t.Stop()
-				if woke == 1 {
-					return
-				}
+			if r.sleep("action time", wait) {
+				r.platformAction(a)
 			}
-			r.platformAction(a)
 		})
 	}
 }

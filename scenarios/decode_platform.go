@@ -35,27 +35,27 @@ func (l *loader) platformSection(n *node) *Platform {
 	}
 	o.MaxIterations = l.integer(f["max-iterations"], "platform max-iterations", 1)
 	o.MaxDelegationDepth = l.integer(f["max-delegation-depth"], "platform max-delegation-depth", 1)
-	o.DelegationCeiling = l.positive(f["delegation-ceiling"], "platform delegation-ceiling")
-	o.StaleThreshold = l.positive(f["stale-threshold"], "platform stale-threshold")
 	o.TaskMaxAttempts = l.integer(f["task-max-attempts"], "platform task-max-attempts", 1)
-	o.TaskTimeout = l.positive(f["task-timeout"], "platform task-timeout")
 	o.MaxRunningTasks = l.integer(f["max-running-tasks"], "platform max-running-tasks", 1)
 	o.Skills = l.strs(f["skills"], "platform skills")
-	o.ReapGrace = l.positive(f["reap-grace"], "platform reap-grace")
-	o.LostTaskGrace = l.positive(f["lost-task-grace"], "platform lost-task-grace")
-	o.TaskPollInterval = l.positive(f["task-poll-interval"], "platform task-poll-interval")
-	o.SchedulePollInterval = l.positive(f["schedule-poll-interval"], "platform schedule-poll-interval")
-	o.ScheduleRecoveryInterval = l.positive(f["schedule-recovery-interval"], "platform schedule-recovery-interval")
-	o.LeaderTTL = l.positive(f["leader-ttl"], "platform leader-ttl")
+	// The platform's limits, TTLs, grace periods and cadences: each a
+	// positive duration, each defaulting to the platform's own.
+	for _, d := range []struct {
+		key string
+		to  *time.Duration
+	}{
+		{"delegation-ceiling", &o.DelegationCeiling}, {"stale-threshold", &o.StaleThreshold}, {"task-timeout", &o.TaskTimeout},
+		{"reap-grace", &o.ReapGrace}, {"lost-task-grace", &o.LostTaskGrace}, {"task-poll-interval", &o.TaskPollInterval},
+		{"schedule-poll-interval", &o.SchedulePollInterval}, {"schedule-recovery-interval", &o.ScheduleRecoveryInterval},
+		{"leader-ttl", &o.LeaderTTL}, {"board-sweep-interval", &o.BoardSweepInterval}, {"note-ttl", &o.NoteTTL},
+		{"claim-ttl", &o.ClaimTTL}, {"inbox-sweep-interval", &o.InboxSweepInterval},
+		{"workspace-sweep-interval", &o.WorkspaceSweepInterval}, {"workspace-grace", &o.WorkspaceGrace},
+	} {
+		*d.to = l.positive(f[d.key], "platform "+d.key)
+	}
 	if an := f["allow-cron-every"]; an != nil {
 		o.AllowCronEvery = l.boolean(an, "platform allow-cron-every")
 	}
-	o.BoardSweepInterval = l.positive(f["board-sweep-interval"], "platform board-sweep-interval")
-	o.NoteTTL = l.positive(f["note-ttl"], "platform note-ttl")
-	o.ClaimTTL = l.positive(f["claim-ttl"], "platform claim-ttl")
-	o.InboxSweepInterval = l.positive(f["inbox-sweep-interval"], "platform inbox-sweep-interval")
-	o.WorkspaceSweepInterval = l.positive(f["workspace-sweep-interval"], "platform workspace-sweep-interval")
-	o.WorkspaceGrace = l.positive(f["workspace-grace"], "platform workspace-grace")
 	pl.Replicas = 1
 	if rn := f["replicas"]; rn != nil {
 		pl.Replicas = l.integer(rn, "platform replicas", 1)
