@@ -375,8 +375,13 @@ func (p *Platform) startScheduler() {
 			return
 		}
 		p.tickArmed = false
-		if !p.tickDueLocked(p.clock.Now()) {
-			p.armTickerLocked()
+		now := p.clock.Now()
+		next, ok, err := p.store.NextDue(p.ctx())
+		ok = ok && err == nil
+		if now.Before(p.nextRecovery) && (!ok || next.After(now)) {
+			// An idle poll: nothing is due, in this process's view of the
+			// store or another's; look again at the next poll.
+			p.armTickerNextLocked(next, ok)
 			return
 		}
 		p.goLocked("scheduled-work ticker", func() {
@@ -387,26 +392,22 @@ func (p *Platform) startScheduler() {
 	p.armTickerLocked()
 }
 
-// tickDueLocked reports whether a pass of the ticker has work at now: a
-// row is due (in this process's view of the store) or the recovery pass is.
-func (p *Platform) tickDueLocked(now time.Time) bool {
-	if !now.Before(p.nextRecovery) {
-		return true
-	}
-	next, ok, err := p.store.NextDue(p.ctx())
-	return err == nil && ok && !next.After(now)
-}
-
 // armTickerLocked arms the ticker at the earliest of the next due row,
 // the next poll and the next recovery pass, unless it is armed earlier
 // already.
 func (p *Platform) armTickerLocked() {
+	next, ok, err := p.store.NextDue(p.ctx())
+	p.armTickerNextLocked(next, ok && err == nil)
+}
+
+// armTickerNextLocked is armTickerLocked with the next due row read.
+func (p *Platform) armTickerNextLocked(next time.Time, ok bool) {
 	now := p.clock.Now()
 	at := now.Add(p.opts.SchedulePollInterval)
 	if p.nextRecovery.Before(at) {
 		at = p.nextRecovery
 	}
-	if next, ok, err := p.store.NextDue(p.ctx()); err == nil && ok && next.Before(at) {
+	if ok && next.Before(at) {
 		at = next
 	}
 	if at.Before(p.notBefore) {
