@@ -68,7 +68,7 @@ type ContextEntry struct {
 type Authority struct {
 	Excluded   []string `json:"excluded,omitempty"`
 	Restricted bool     `json:"restricted,omitempty"`
-	Allowed    []string `json:"allowed,omitempty"`
+	Allowed    []string `json:"allowed"`
 }
 
 // Clone returns a copy that shares no slice with a.

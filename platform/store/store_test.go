@@ -237,6 +237,28 @@ var _ = Describe("Schedules and files", func() {
 				Expect(got.Reason).To(Equal("expired"))
 			})
 
+			It("a task and a schedule keep their creator's authority and their tree's root through every read and change", func() {
+				auth := store.Authority{Excluded: []string{"write_file", "platform:ask_user_question"}, Restricted: true,
+					Allowed: []string{}}
+				Expect(s.CreateTask(ctx, store.Task{ID: "t1", Prompt: "p", Spawner: "child", Root: "root", MaxAttempts: 1,
+					CreatedAt: t0, Authority: auth})).Error().NotTo(HaveOccurred())
+				c, ok, err := s.Claim(ctx, "proc-1", t0, time.Minute)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(ok).To(BeTrue())
+				Expect(c.Task.Authority).To(Equal(auth))
+				Expect(c.Task.Authority.Allowed).NotTo(BeNil(), "an empty allowlist is not no allowlist")
+				sc := store.Schedule{ID: "s1", User: "ada", Kind: store.ScheduleOnce, State: store.ScheduleActive, Origin: "child",
+					Root: "root", Authority: auth, CreatedAt: t0, NextRun: t0.Add(time.Hour)}
+				Expect(s.CreateSchedule(ctx, sc)).To(Succeed())
+				sc.Authority.Excluded[0] = "changed by the caller"
+				due, err := s.Due(ctx, t0.Add(time.Hour))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(due).To(HaveLen(1))
+				Expect(due[0].Root).To(Equal("root"))
+				Expect(due[0].Authority.Excluded).To(Equal([]string{"write_file", "platform:ask_user_question"}))
+				Expect(due[0].Authority.Restricted).To(BeTrue())
+			})
+
 			It("grants the leader lease to one holder until it lapses", func() {
 				Expect(s.TryLead(ctx, "ticker", "a", t0, time.Minute)).To(BeTrue())
 				Expect(s.TryLead(ctx, "ticker", "b", t0.Add(30*time.Second), time.Minute)).To(BeFalse())
