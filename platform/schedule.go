@@ -181,16 +181,17 @@ func checkCommand(prompt string) error {
 // runs' results go to s's own log.
 func (p *Platform) createSchedule(s *session, sch store.Schedule) (store.Schedule, error) {
 	p.mu.Lock()
-	origin := p.sessions[s.root]
-	if origin == nil {
-		origin = s
-	}
 	sch.User, sch.Agent, sch.Root = s.user, s.agentName, s.root
 	sch.Authority = authority(s, p.opts.MaxDelegationDepth)
+	sch.Origin = s.id
 	if reachesUser(s, p.opts.MaxDelegationDepth) {
-		sch.Origin, sch.Channel = origin.id, origin.channel
-	} else {
-		sch.Origin, sch.Channel = s.id, ""
+		// The user's conversation is the tree's root, live here or not
+		// (its events wait for it to be reopened); its channel is known
+		// only while it is live.
+		sch.Origin = s.root
+		if o := p.sessions[s.root]; o != nil {
+			sch.Channel = o.channel
+		}
 	}
 	p.mu.Unlock()
 	return p.writeSchedule(sch)
