@@ -103,6 +103,13 @@ func (q *quietExecutor) Wait(reason string, signals ...<-chan struct{}) int {
 // runtime, as a client of the server through the OpenAI adapter (which
 // speaks through go-openai), on the served fake clock.
 func (s *served) ownRuntime(ctx context.Context) *core.ParallelResult {
+	pr, err := s.ownRuntimeRun(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	return pr
+}
+
+// ownRuntimeRun is ownRuntime for a run that may fail.
+func (s *served) ownRuntimeRun(ctx context.Context) (*core.ParallelResult, error) {
 	prov := openai.New(openai.Options{BaseURL: s.http.URL + "/v1", Model: "gpt-4o-mini", Clock: s.clock,
 		Timeout: openai.NoTimeout, MaxRetries: openai.NoRetries})
 	defer prov.Close()
@@ -114,9 +121,7 @@ func (s *served) ownRuntime(ctx context.Context) *core.ParallelResult {
 	defer rt.Close()
 	stop := s.tick(ctx, 100*time.Millisecond, ex)
 	defer stop()
-	pr, err := rt.Parallel(ctx, core.ParallelRun{ID: s.sc.Run.ID, Agents: s.sc.Run.Agents, Context: s.sc.Run.Context, Model: s.sc.Run.Model})
-	Expect(err).NotTo(HaveOccurred())
-	return pr
+	return rt.Parallel(ctx, core.ParallelRun{ID: s.sc.Run.ID, Agents: s.sc.Run.Agents, Context: s.sc.Run.Context, Model: s.sc.Run.Model})
 }
 
 func scriptedOptions() scripted.Options { return scripted.Options{} }
