@@ -185,11 +185,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // sleep waits d on the server's clock, counted as waiting (see Activity):
-// scripted latency, a recorded duration, a latency fault.
+// scripted latency, a recorded duration, a latency fault. The timer's
+// function ends the count, so that a driver of a fake clock sees the wake
+// as the timer fires, not when the request's goroutine next runs.
 func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	s.sleeping.Add(1)
-	defer s.sleeping.Add(-1)
-	return core.SleepOn(s.clock, ctx, d)
+	woke := make(chan struct{})
+	t := s.clock.AfterFunc(d, func() {
+		s.sleeping.Add(-1)
+		close(woke)
+	})
+	select {
+	case <-woke:
+		return nil
+	case <-ctx.Done():
+		if t.Stop() {
+			s.sleeping.Add(-1)
+		} else {
+			<-woke
+		}
+		return ctx.Err()
+	}
 }
 
 // faultSink is where a request's provider faults go: the session's trace
