@@ -3,6 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -66,30 +69,190 @@ const (
 	streamSwarm = 0x5a4a11
 )
 
-// faultMix returns the faults a run may fire: the scenario's, each enabled
-// unless the seed's swarm mix leaves it out, plus the mix's extra latency.
-func (r *run) faultMix() ([]scenarios.Fault, []bool) {
-	faults := append([]scenarios.Fault(nil), r.sc.Faults...)
-	enabled := make([]bool, len(faults))
-	for i := range enabled {
-		enabled[i] = true
+// Faults decides which of a scenario's faults fire in one run: each fault
+// of the scenario, enabled unless the seed's swarm mix leaves it out, plus
+// the mix's extra latency, each drawn by its probability from the seed's
+// fault stream, latencies drawn from the seed's latency stream; or, with a
+// Plan, exactly the plan's faults and no draw. It is the one owner of that
+// decision: the simulator's runs and crux-sim serve (which plays the model
+// for a client's own runtime) both ask it, so a scenario's provider faults
+// fire by the same rule, addressed by the same agent, run and step,
+// whichever runtime runs the agents. Draws follow the order the steps ask
+// in, so the same seed gives the same faults for the same order of
+// requests.
+//
+// Faults is safe for concurrent use: Inject holds its lock only while it
+// draws, never while latency is waited out.
+type Faults struct {
+	mu   sync.Mutex
+	plan *Plan
+	// list is the scenario's faults, then the swarm mix's; own counts
+	// the scenario's. enabled says which the mix keeps (all, without
+	// a swarm).
+	list    []scenarios.Fault
+	own     int
+	enabled []bool
+	// draw is the fault stream (probabilities, an action's jitter, a
+	// crash's delay), lat the latency stream; their states live here.
+	draw, lat       *rand.Rand
+	drawSrc, latSrc rand.PCG
+	fired           []PlannedFault
+}
+
+// NewFaults prepares the faults of a run of sc as Run chooses them from
+// opts.Seed, opts.Swarm and opts.Plan (the rest of opts is not read).
+func NewFaults(sc *scenarios.Scenario, opts Options) *Faults {
+	f := &Faults{}
+	f.init(sc, opts)
+	return f
+}
+
+// init prepares f in place, for a run that holds it by value.
+func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
+	f.plan = opts.Plan
+	f.draw = sim.NewRandIn(&f.drawSrc, opts.Seed, streamFaults)
+	f.lat = sim.NewRandIn(&f.latSrc, opts.Seed, streamLatency)
+	f.list = append([]scenarios.Fault(nil), sc.Faults...)
+	f.own = len(sc.Faults)
+	f.enabled = make([]bool, len(f.list))
+	for i := range f.enabled {
+		f.enabled[i] = true
 	}
-	if !r.opts.Swarm || r.opts.Plan != nil {
-		return faults, enabled
+	if !opts.Swarm || opts.Plan != nil {
+		return
 	}
-	mix := sim.NewRand(r.opts.Seed, streamSwarm)
-	for i := range enabled {
-		enabled[i] = mix.IntN(2) == 0
+	mix := sim.NewRand(opts.Seed, streamSwarm)
+	for i := range f.enabled {
+		f.enabled[i] = mix.IntN(2) == 0
 	}
 	if mix.IntN(2) == 0 {
 		// Extra latency on a share of every agent's provider steps:
 		// harmless to meaning, it reorders who gets where first.
 		rate := 0.05 + 0.45*mix.Float64()
 		most := time.Duration(1+mix.IntN(3000)) * time.Millisecond
-		faults = append(faults, scenarios.Fault{Kind: scenarios.FaultLatency, Probability: rate, LatencyMax: most})
-		enabled = append(enabled, true)
+		f.list = append(f.list, scenarios.Fault{Kind: scenarios.FaultLatency, Probability: rate, LatencyMax: most})
+		f.enabled = append(f.enabled, true)
 	}
-	return faults, enabled
+}
+
+// Fired returns every fault that has fired so far, in order, as an
+// explicit plan's faults.
+func (f *Faults) Fired() []PlannedFault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.fired)
+}
+
+func (f *Faults) fire(pf PlannedFault) {
+	f.mu.Lock()
+	f.fired = append(f.fired, pf)
+	f.mu.Unlock()
+}
+
+// onProvider reports whether a fault acts on a provider step (an error,
+// latency) rather than inside the runtime (a work action on an owner's
+// behalf, a crash).
+func onProvider(k scenarios.FaultKind) bool {
+	return k == scenarios.FaultProviderError || k == scenarios.FaultLatency
+}
+
+// InsideRuntime describes the scenario's faults that act inside the
+// runtime, such as "fault 2 (detach work of research)": a work action
+// issued on a Work owner's behalf, or a crash. Only a runtime the harness
+// runs can suffer them; a client's own runtime, which crux-sim serve
+// plays the model for, cannot.
+func (f *Faults) InsideRuntime() []string {
+	var out []string
+	for i, ft := range f.list[:f.own] {
+		switch ft.Kind {
+		case scenarios.FaultAction:
+			out = append(out, fmt.Sprintf("fault %d (%s %s)", i+1, ft.Action, ft.Work))
+		case scenarios.FaultCrash:
+			out = append(out, fmt.Sprintf("fault %d (crash)", i+1))
+		}
+	}
+	return out
+}
+
+// FaultSink is where Inject applies a step's provider faults: the run's
+// trace and the clock latency is waited out on.
+type FaultSink interface {
+	// Fault records a fault's entry, stamped with the sink's clock.
+	Fault(e trace.Entry)
+	// Sleep waits d on the sink's clock, or returns ctx's error first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Inject applies the provider faults that fire on step req.Step of the
+// ordinal-th run (from 1) of agent req.Agent, in the order of the fault
+// list: each fault's entry goes to sink, latency is waited out on it, and
+// a provider error ends the step as an *InjectedError (no later fault of
+// the step is drawn). A nil error lets the step go on to the model.
+func (f *Faults) Inject(ctx context.Context, req *core.Request, ordinal int, sink FaultSink) error {
+	for i := 0; ; i++ {
+		pf, at, ok := f.next(req.Agent, ordinal, req.Step, i)
+		if !ok {
+			return nil
+		}
+		i = at
+		if pf.Kind == scenarios.FaultLatency {
+			sink.Fault(trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
+				Detail: fmt.Sprintf("latency %s on %s step %d", pf.Latency, req.Agent, req.Step)})
+			if err := sink.Sleep(ctx, pf.Latency); err != nil {
+				return err
+			}
+			continue
+		}
+		sink.Fault(trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
+			Detail: fmt.Sprintf("provider error on %s step %d: %s", req.Agent, req.Step, pf.Message)})
+		return &InjectedError{Message: pf.Message}
+	}
+}
+
+// next finds the first provider fault from index from on (of the plan, or
+// of the fault list) that fires on the step, draws what it needs, records
+// it as fired, and returns it with its index.
+func (f *Faults) next(agent string, run, step, from int) (PlannedFault, int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.plan != nil {
+		for i := from; i < len(f.plan.Faults); i++ {
+			if pf := f.plan.Faults[i]; pf.Agent == agent && pf.Run == run && pf.Step == step && onProvider(pf.Kind) {
+				f.fired = append(f.fired, pf)
+				return pf, i, true
+			}
+		}
+		return PlannedFault{}, 0, false
+	}
+	for i := from; i < len(f.list); i++ {
+		ft := &f.list[i]
+		if !f.enabled[i] || !onProvider(ft.Kind) ||
+			(ft.Agent != "" && ft.Agent != agent) || (ft.Step != 0 && ft.Step != step) || (ft.Run != 0 && ft.Run != run) {
+			continue
+		}
+		if ft.Probability > 0 && f.draw.Float64() >= ft.Probability {
+			continue
+		}
+		pf := PlannedFault{Source: i, Kind: ft.Kind, Agent: agent, Run: run, Step: step}
+		if i >= f.own {
+			pf.Source = -1
+		}
+		switch ft.Kind {
+		case scenarios.FaultLatency:
+			pf.Latency = ft.Latency
+			if ft.LatencyMax > ft.Latency {
+				pf.Latency += time.Duration(f.lat.Int64N(int64(ft.LatencyMax-ft.Latency) + 1))
+			}
+		case scenarios.FaultProviderError:
+			pf.Message = ft.Message
+			if pf.Message == "" {
+				pf.Message = "injected provider error"
+			}
+		}
+		f.fired = append(f.fired, pf)
+		return pf, i, true
+	}
+	return PlannedFault{}, 0, false
 }
 
 // trigger closes due once its condition holds: an entry matches after,
@@ -115,46 +278,47 @@ func (r *run) newTrigger(after *scenarios.Pattern, work scenarios.Ref) *trigger 
 
 // armAll starts an actor per action or crash fault that will fire.
 func (r *run) armAll() {
-	if p := r.opts.Plan; p != nil {
+	fs := &r.faults
+	if p := fs.plan; p != nil {
 		for _, pf := range p.Faults {
 			if pf.Kind == scenarios.FaultAction || pf.Kind == scenarios.FaultCrash {
-				if pf.Source >= 0 && pf.Source < len(r.faults) {
+				if pf.Source >= 0 && pf.Source < len(fs.list) {
 					r.arm(pf.Source, pf.Yields, pf.Delay)
 				}
 			}
 		}
 		return
 	}
-	for i := range r.faults {
-		f := &r.faults[i]
-		if !r.enabled[i] || (f.Kind != scenarios.FaultAction && f.Kind != scenarios.FaultCrash) {
+	for i := range fs.list {
+		f := &fs.list[i]
+		if !fs.enabled[i] || (f.Kind != scenarios.FaultAction && f.Kind != scenarios.FaultCrash) {
 			continue
 		}
-		if f.Probability > 0 && r.fault.Float64() >= f.Probability {
+		if f.Probability > 0 && fs.draw.Float64() >= f.Probability {
 			continue
 		}
 		yields := 0
 		if f.Jitter > 0 {
-			yields = r.fault.IntN(f.Jitter + 1)
+			yields = fs.draw.IntN(f.Jitter + 1)
 		}
 		delay := f.Delay
 		switch span := f.DelayMax - f.Delay; {
 		case span >= time.Second:
 			// Whole seconds read better in a transcript.
-			delay += time.Duration(r.fault.Int64N(int64(span/time.Second)+1)) * time.Second
+			delay += time.Duration(fs.draw.Int64N(int64(span/time.Second)+1)) * time.Second
 		case span > 0:
-			delay += time.Duration(r.fault.Int64N(int64(span) + 1))
+			delay += time.Duration(fs.draw.Int64N(int64(span) + 1))
 		}
 		r.arm(i, yields, delay)
 	}
 }
 
 func (r *run) arm(source, yields int, delay time.Duration) {
-	f := &r.faults[source]
+	f := &r.faults.list[source]
 	tr := r.newTrigger(f.After, f.Work)
 	// Recorded when armed, in arming order, so that a replayed plan makes
 	// the same actors in the same order and the choices keep their meaning.
-	r.fired = append(r.fired, PlannedFault{Source: source, Kind: f.Kind, Yields: yields, Delay: delay})
+	r.faults.fire(PlannedFault{Source: source, Kind: f.Kind, Yields: yields, Delay: delay})
 	name := "fault " + string(f.Kind)
 	if f.Action != "" {
 		name += " " + f.Action
@@ -259,75 +423,23 @@ func (r *run) act(f *scenarios.Fault, source int, now time.Time) {
 		Detail: fmt.Sprintf("%s %s %s", f.Action, id, detail)})
 }
 
-// faultProvider injects provider faults in front of the scripted provider.
+// faultProvider applies the run's provider faults in front of the model.
 type faultProvider struct{ r *run }
 
-// Step applies the step's faults, then asks the script.
+// Step applies the step's faults, then asks the model.
 func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
 	r := p.r
-	ordinal := r.ordinals[req.Run]
-	if plan := r.opts.Plan; plan != nil {
-		for _, pf := range plan.Faults {
-			if pf.Agent == req.Agent && pf.Run == ordinal && pf.Step == req.Step &&
-				(pf.Kind == scenarios.FaultLatency || pf.Kind == scenarios.FaultProviderError) {
-				r.fired = append(r.fired, pf)
-				if resp, err, stop := r.inject(ctx, req, pf); stop {
-					return resp, err
-				}
-			}
-		}
-		return r.model.Step(ctx, req)
-	}
-	for i := range r.faults {
-		f := &r.faults[i]
-		if !r.enabled[i] || (f.Kind != scenarios.FaultProviderError && f.Kind != scenarios.FaultLatency) ||
-			(f.Agent != "" && f.Agent != req.Agent) || (f.Step != 0 && f.Step != req.Step) || (f.Run != 0 && f.Run != ordinal) {
-			continue
-		}
-		if f.Probability > 0 && r.fault.Float64() >= f.Probability {
-			continue
-		}
-		pf := PlannedFault{Source: i, Kind: f.Kind, Agent: req.Agent, Run: ordinal, Step: req.Step}
-		if i >= len(r.sc.Faults) {
-			pf.Source = -1
-		}
-		switch f.Kind {
-		case scenarios.FaultLatency:
-			pf.Latency = f.Latency
-			if f.LatencyMax > f.Latency {
-				pf.Latency += time.Duration(r.lat.Int64N(int64(f.LatencyMax-f.Latency) + 1))
-			}
-		case scenarios.FaultProviderError:
-			pf.Message = f.Message
-			if pf.Message == "" {
-				pf.Message = "injected provider error"
-			}
-		}
-		r.fired = append(r.fired, pf)
-		if resp, err, stop := r.inject(ctx, req, pf); stop {
-			return resp, err
-		}
+	if err := r.faults.Inject(ctx, req, r.ordinals[req.Run], p); err != nil {
+		return nil, err
 	}
 	return r.model.Step(ctx, req)
 }
 
-// inject applies one provider fault. stop reports that the step ends here.
-func (r *run) inject(ctx context.Context, req *core.Request, pf PlannedFault) (*core.Response, error, bool) {
-	now := r.sim.Clock().Now()
-	switch pf.Kind {
-	case scenarios.FaultLatency:
-		r.add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
-			Detail: fmt.Sprintf("latency %s on %s step %d", pf.Latency, req.Agent, req.Step)})
-		if err := core.Sleep(ctx, pf.Latency); err != nil {
-			return nil, err, true
-		}
-		return nil, nil, false
-	default:
-		r.add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
-			Detail: fmt.Sprintf("provider error on %s step %d: %s", req.Agent, req.Step, pf.Message)})
-		return nil, &InjectedError{Message: pf.Message}, true
-	}
-}
+// Fault records a fault's entry at the simulator's time.
+func (p *faultProvider) Fault(e trace.Entry) { p.r.add(p.r.sim.Clock().Now(), e) }
+
+// Sleep waits through the runtime running the step, on virtual time.
+func (p *faultProvider) Sleep(ctx context.Context, d time.Duration) error { return core.Sleep(ctx, d) }
 
 // InjectedError is a provider error the harness injected.
 type InjectedError struct{ Message string }

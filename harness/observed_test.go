@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/scenarios"
@@ -105,6 +107,30 @@ var _ = Describe("judging a run observed outside the simulator", func() {
 		v = judge(work("", "done"))
 		Expect(v).To(HaveLen(1))
 		Expect(v[0].Message).To(ContainSubstring(`"done", which is not a Work state`))
+	})
+
+	It("holds a result wait to the 30 s cap exactly, unless the observer allows slack for real time", func() {
+		// A result call answered 30.001s after the answer that made it.
+		call := &core.ToolCall{ID: "call-1", Name: "work", Arguments: `{"action":"result","id":"w-1"}`}
+		es := []trace.Entry{
+			{Kind: trace.ToolCall, Run: "c#1", Agent: "c", Step: 1, Call: call},
+			{Kind: trace.ToolResult, Run: "c#1", Agent: "c", Step: 1, Call: call, Action: "result", Work: "w-1",
+				Content: "{}", At: core.MaxResultWait + time.Millisecond},
+		}
+		caps := func(ob harness.Observed) []string {
+			var out []string
+			for _, v := range harness.Judge(scenarios.New("waited"), ob).Violations {
+				if v.Invariant == "caps" {
+					out = append(out, v.Message)
+				}
+			}
+			return out
+		}
+		Expect(caps(harness.Observed{Trace: &trace.Trace{Entries: es}})).To(Equal([]string{"a result call of c#1 waited 30.001s (cap 30s)"}))
+		Expect(caps(harness.Observed{Trace: &trace.Trace{Entries: es}, ResultWaitSlack: time.Millisecond})).To(BeEmpty())
+		es[1].At += time.Millisecond
+		Expect(caps(harness.Observed{Trace: &trace.Trace{Entries: es}, ResultWaitSlack: time.Millisecond})).To(Equal(
+			[]string{"a result call of c#1 waited 30.002s (cap 30s, and 1ms for real time)"}))
 	})
 
 	It("notes completed Work whose result its owner never read", func() {

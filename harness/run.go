@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -123,10 +122,6 @@ type run struct {
 	rt    *core.Runtime
 	prov  *scripted.Provider
 	model core.Provider // what answers after the faults: the script, or Options.Provider
-	fault *rand.Rand
-	lat   *rand.Rand
-	// The streams' states, allocated with the run.
-	faultSrc, latSrc rand.PCG
 
 	ordinals map[string]int // run id → ordinal among its agent's runs
 	perAgent map[string]int
@@ -137,11 +132,9 @@ type run struct {
 	lost     []core.WorkInfo // the Work at the moment of a crash
 	checker  *checker
 
-	// faults are the scenario's faults plus swarm faults; enabled says which
-	// the seed's swarm mix keeps (all, without Swarm).
-	faults  []scenarios.Fault
-	enabled []bool
-	fired   []PlannedFault
+	// faults decide which faults fire; held by value, allocated with
+	// the run.
+	faults Faults
 
 	// plat is set for a platform scenario; platEvents are its events in
 	// the order the trace recorded them.
@@ -163,11 +156,9 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		perAgent: map[string]int{},
 		mainDone: make(chan struct{}),
 	}
-	r.fault = sim.NewRandIn(&r.faultSrc, opts.Seed, streamFaults)
-	r.lat = sim.NewRandIn(&r.latSrc, opts.Seed, streamLatency)
 	r.rec = trace.NewRecorder(sim.Epoch)
 	r.rec.Grow(traceSizes.hint(sc))
-	r.faults, r.enabled = r.faultMix()
+	r.faults.init(sc, opts)
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
 		OnJump: r.onJump,
 		OnStep: func(a *sim.Actor) { r.checker.step(a) },
@@ -362,7 +353,7 @@ func (r *run) finish(out *Outcome) {
 	out.Steps = r.sim.Steps()
 	out.Elapsed = r.sim.Clock().Elapsed()
 	out.Violations = r.checker.violations
-	out.Fired = Plan{Faults: r.fired}
+	out.Fired = Plan{Faults: r.faults.fired}
 
 	judge(r.sc, out)
 	if out.Err != nil {

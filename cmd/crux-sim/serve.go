@@ -22,10 +22,11 @@ import (
 func newServeCmd() *cobra.Command {
 	var addr, cassetteFile, report string
 	var idle time.Duration
-	var ignoreStatus bool
+	var ignoreStatus, swarm bool
+	var seed int64
 	var limits cassetteLimits
 	cmd := &cobra.Command{
-		Use:   "serve [--addr HOST:PORT] [--report FILE.html] [--idle-timeout D] NAME|FILE  |  serve --cassette FILE",
+		Use:   "serve [--addr HOST:PORT] [--seed N] [--swarm] [--report FILE.html] [--idle-timeout D] NAME|FILE  |  serve --cassette FILE",
 		Short: "Play a scenario's model over an OpenAI-compatible endpoint and check what a client's own runtime sends",
 		Long: `Serve the scenario (a built-in name or a YAML file) as an OpenAI-compatible
 Chat Completions endpoint, so that a coordinator written in any language, on
@@ -42,6 +43,13 @@ text, structured output, provider errors, request-dependent turns), with
 scripted latency in real time; with --cassette, from a recorded cassette in
 lockstep instead, and its divergences are reported.
 
+The scenario's provider faults apply as they do in crux-sim run: latency on
+an agent's step N (waited out in real time) and provider errors (HTTP 500),
+chosen by --seed (and with --swarm the seed's own fault mix) in the order
+the requests arrive. Faults that act inside the runtime (work actions on an
+owner's behalf, crashes) cannot reach the client's runtime: each is named
+on standard error at start-up and as a finding in the report, and skipped.
+
 POST /crux-sim/finish, SIGINT or SIGTERM (or --idle-timeout with no request)
 ends the session: the finish request's body is the verdicts as crux-sim run
 --format json writes them, the text report goes to standard output, and the
@@ -55,7 +63,7 @@ otherwise, 2 on bad usage or input.`,
 			if idle < 0 {
 				return usagef("--idle-timeout must be 0 (none) or more, not %s", idle)
 			}
-			opts := serve.Options{IdleTimeout: idle, IgnoreStatus: ignoreStatus}
+			opts := serve.Options{IdleTimeout: idle, IgnoreStatus: ignoreStatus, Seed: seed, Swarm: swarm}
 			var sc *scenarios.Scenario
 			switch {
 			case cassetteFile != "":
@@ -98,6 +106,9 @@ otherwise, 2 on bad usage or input.`,
 			go func() { served <- hs.Serve(ln) }()
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "listening on http://%s/v1\n", ln.Addr())
+			for _, f := range srv.Unapplied() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "crux-sim serve:", f)
+			}
 
 			sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -142,6 +153,8 @@ otherwise, 2 on bad usage or input.`,
 	f.BoolVar(&ignoreStatus, "ignore-status", false, "with --cassette, do not compare status blocks")
 	f.StringVar(&report, "report", "", "also write the HTML timeline of what the client did to this file")
 	f.DurationVar(&idle, "idle-timeout", 5*time.Minute, "end the session after this long with no request; 0 means never")
+	f.Int64Var(&seed, "seed", 1, "the seed that chooses which of the scenario's provider faults fire and the latencies they draw, in the order requests arrive")
+	f.BoolVar(&swarm, "swarm", false, "give the seed its own fault mix, as crux-sim fuzz does")
 	limits.register(f)
 	return cmd
 }

@@ -15,6 +15,14 @@
 // clock, in real time) and provider errors. Or a cassette answers, in
 // lockstep, as crux-sim replay does.
 //
+// The scenario's provider faults (latency and provider errors on an
+// agent's run and step) fire in front of the script or the cassette, chosen
+// by harness.Faults, the code that chooses them for a simulated run, under
+// Options.Seed, Swarm or Plan, in the order requests arrive. Faults that act
+// inside the runtime (work actions on an owner's behalf, crashes) cannot
+// reach the client's runtime: they are skipped, each with a finding
+// (Server.Unapplied).
+//
 // What the client sends becomes the run's semantic trace, in the format of
 // an in-process run: the tools offered, the messages new since the run's
 // previous request, the status block its runtime wrote (read back with
@@ -26,6 +34,10 @@
 // are checked as well: the work tool's exact schema, the status block's
 // format and place, work.ref shapes, status rows naming only the owner's
 // Work.
+//
+// A run seen in real time measures a result call's wait with the
+// network's time in it, so the caps invariant allows ResultWaitTolerance
+// past the 30 s cap.
 //
 // Bad requests get an OpenAI error body with a status a client handles and
 // are noted as findings. Work states are known only where the client shows

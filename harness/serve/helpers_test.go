@@ -25,14 +25,14 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // served is a scenario served on a loopback listener, on a fake clock.
 type served struct {
 	sc     *scenarios.Scenario
-	clock  *clockwork.FakeClock
+	clock  *wakeClock
 	srv    *serve.Server
 	http   *httptest.Server
 	client *goopenai.Client
 }
 
 func serveScenario(sc *scenarios.Scenario, opts serve.Options) *served {
-	s := &served{sc: sc, clock: clockwork.NewFakeClockAt(epoch)}
+	s := &served{sc: sc, clock: newWakeClock(epoch)}
 	opts.Scenario, opts.Clock = sc, s.clock
 	var err error
 	s.srv, err = serve.New(opts)
@@ -56,9 +56,10 @@ func builtin(name string) *scenarios.Scenario {
 
 // tick advances the fake clock by step whenever the whole system waits on
 // it: the client's actors are all in provider calls, and every request in
-// flight at the server waits out scripted latency (or the client's actors
-// wait on their own timers). Time never moves on the wall clock, and never
-// while anyone still has work to do.
+// flight at the server waits out latency (or the client's actors wait on
+// their own timers), and nothing a timer woke is still to resume. Time
+// never moves on the wall clock, and never while anyone still has work to
+// do.
 func (s *served) tick(ctx context.Context, step time.Duration, ex *quietExecutor) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -66,8 +67,7 @@ func (s *served) tick(ctx context.Context, step time.Duration, ex *quietExecutor
 	go func() {
 		defer wg.Done()
 		for s.clock.BlockUntilContext(ctx, 1) == nil {
-			inFlight, waiting := s.srv.Activity()
-			if ex.running() == inFlight && waiting == inFlight {
+			if s.idle(ex) {
 				s.clock.Advance(step)
 			} else {
 				runtime.Gosched()
@@ -77,11 +77,118 @@ func (s *served) tick(ctx context.Context, step time.Duration, ex *quietExecutor
 	return func() { cancel(); wg.Wait() }
 }
 
+// idle reports whether everyone waits on the clock. Each check is made
+// after what would end the window of the next: a timer's function runs
+// before the clock counts it done, a woken actor counts itself running
+// before it stops waiting, and the server counts a sleep over in the
+// timer's function.
+func (s *served) idle(ex *quietExecutor) bool {
+	if s.clock.firing() || ex.woken() {
+		return false
+	}
+	inFlight, waiting := s.srv.Activity()
+	return ex.running() == inFlight && waiting == inFlight
+}
+
+// wakeClock is a fake clock that knows which of the AfterFunc timers it
+// fired have not run their function yet: clockwork runs it on a goroutine
+// of its own, after Advance returns, so until then what the timer wakes
+// looks asleep.
+type wakeClock struct {
+	*clockwork.FakeClock
+	mu      sync.Mutex // held across registering and advancing, so deadlines agree
+	armed   map[*wakeTimer]time.Time
+	pending atomic.Int64 // fired, function not yet returned
+}
+
+func newWakeClock(at time.Time) *wakeClock {
+	return &wakeClock{FakeClock: clockwork.NewFakeClockAt(at), armed: map[*wakeTimer]time.Time{}}
+}
+
+type wakeTimer struct {
+	clockwork.Timer
+	c *wakeClock
+}
+
+func (c *wakeClock) firing() bool { return c.pending.Load() > 0 }
+
+// arm notes when t fires, or that it fired already. The caller holds c.mu.
+func (c *wakeClock) arm(t *wakeTimer, d time.Duration) {
+	if d <= 0 {
+		c.pending.Add(1) // clockwork fires it at once
+		delete(c.armed, t)
+		return
+	}
+	c.armed[t] = c.Now().Add(d)
+}
+
+func (c *wakeClock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &wakeTimer{c: c}
+	c.arm(t, d)
+	t.Timer = c.FakeClock.AfterFunc(d, func() {
+		defer c.pending.Add(-1)
+		f()
+	})
+	return t
+}
+
+// Advance counts the timers it fires as pending, before they fire.
+func (c *wakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	end := c.Now().Add(d)
+	for t, at := range c.armed {
+		if !end.Before(at) {
+			c.pending.Add(1)
+			delete(c.armed, t)
+		}
+	}
+	c.FakeClock.Advance(d)
+}
+
+func (t *wakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	delete(t.c.armed, t)
+	return t.Timer.Stop()
+}
+
+func (t *wakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.c.arm(t, d)
+	return t.Timer.Reset(d)
+}
+
 // quietExecutor is the production executor that counts the actors not
-// waiting, so that tick can tell when the client is idle.
-type quietExecutor struct{ busy atomic.Int64 }
+// waiting, so that tick can tell when the client is idle, and sees an
+// actor whose signal has closed before it resumes.
+type quietExecutor struct {
+	busy    atomic.Int64
+	mu      sync.Mutex
+	waiting map[*[]<-chan struct{}]bool
+}
 
 func (q *quietExecutor) running() int { return int(q.busy.Load()) }
+
+// woken reports whether a waiting actor has a closed signal: it is about
+// to run. Signals are only ever closed, so polling them takes nothing.
+func (q *quietExecutor) woken() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for signals := range q.waiting {
+		for _, sig := range *signals {
+			select {
+			case <-sig:
+				return true
+			default:
+			}
+		}
+	}
+	return false
+}
 
 func (q *quietExecutor) Go(name string, fn func()) {
 	q.busy.Add(1)
@@ -94,15 +201,32 @@ func (q *quietExecutor) Go(name string, fn func()) {
 func (q *quietExecutor) Yield(core.Point) {}
 
 func (q *quietExecutor) Wait(reason string, signals ...<-chan struct{}) int {
+	q.mu.Lock()
+	if q.waiting == nil {
+		q.waiting = map[*[]<-chan struct{}]bool{}
+	}
+	q.waiting[&signals] = true
+	q.mu.Unlock()
 	q.busy.Add(-1)
-	defer q.busy.Add(1)
-	return core.GoExecutor{}.Wait(reason, signals...)
+	i := core.GoExecutor{}.Wait(reason, signals...)
+	q.busy.Add(1) // running again before it stops counting as woken
+	q.mu.Lock()
+	delete(q.waiting, &signals)
+	q.mu.Unlock()
+	return i
 }
 
 // ownRuntime runs the scenario's top-level agents on crux-sim's own
 // runtime, as a client of the server through the OpenAI adapter (which
 // speaks through go-openai), on the served fake clock.
 func (s *served) ownRuntime(ctx context.Context) *core.ParallelResult {
+	pr, err := s.ownRuntimeRun(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	return pr
+}
+
+// ownRuntimeRun is ownRuntime for a run that may fail.
+func (s *served) ownRuntimeRun(ctx context.Context) (*core.ParallelResult, error) {
 	prov := openai.New(openai.Options{BaseURL: s.http.URL + "/v1", Model: "gpt-4o-mini", Clock: s.clock,
 		Timeout: openai.NoTimeout, MaxRetries: openai.NoRetries})
 	defer prov.Close()
@@ -114,9 +238,7 @@ func (s *served) ownRuntime(ctx context.Context) *core.ParallelResult {
 	defer rt.Close()
 	stop := s.tick(ctx, 100*time.Millisecond, ex)
 	defer stop()
-	pr, err := rt.Parallel(ctx, core.ParallelRun{ID: s.sc.Run.ID, Agents: s.sc.Run.Agents, Context: s.sc.Run.Context, Model: s.sc.Run.Model})
-	Expect(err).NotTo(HaveOccurred())
-	return pr
+	return rt.Parallel(ctx, core.ParallelRun{ID: s.sc.Run.ID, Agents: s.sc.Run.Agents, Context: s.sc.Run.Context, Model: s.sc.Run.Model})
 }
 
 func scriptedOptions() scripted.Options { return scripted.Options{} }

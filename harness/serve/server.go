@@ -18,6 +18,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/cassette"
 	"github.com/crux-sim/crux-sim/scenarios"
@@ -47,7 +48,24 @@ type Options struct {
 	// IdleTimeout ends the session when no request has arrived for this
 	// long; 0 means never.
 	IdleTimeout time.Duration
+	// Seed, Swarm and Plan choose which of the scenario's provider faults
+	// fire (latency, provider errors), as they do for harness.Run: the
+	// seed draws probabilities and latency ranges, and with Swarm its own
+	// fault mix; a Plan names exactly the faults that fire. Draws follow
+	// the order the requests arrive in. Faults that act inside the
+	// runtime are not applied (see Unapplied).
+	Seed  int64
+	Swarm bool
+	Plan  *harness.Plan
 }
+
+// ResultWaitTolerance is how far past the contract's 30 s cap a work
+// result's wait may seem to run before the caps invariant breaks. The
+// server sees a wait from the answer that made the call to the request
+// that brings its result, so a client that waits exactly 30 s also shows
+// the network's time and its own runtime's; an in-process run, on virtual
+// time, is held to the cap exactly.
+const ResultWaitTolerance = 2 * time.Second
 
 // Server plays the model for every agent of a scenario over the Chat
 // Completions protocol and turns what the client sends into the
@@ -60,9 +78,13 @@ type Server struct {
 	model core.Provider
 	prov  *scripted.Provider // the script, when no cassette
 	rep   *cassette.Replayer // the cassette, when one
-	mux   *http.ServeMux
-	ctx   context.Context // ends at finish: cancels latency in flight
-	stop  context.CancelFunc
+	// faults fire the scenario's provider faults in front of the model;
+	// unapplied are those that act inside the runtime.
+	faults    *harness.Faults
+	unapplied []string
+	mux       *http.ServeMux
+	ctx       context.Context // ends at finish: cancels latency in flight
+	stop      context.CancelFunc
 
 	agents map[string]*agentInfo // by agent id
 	order  []string              // agent ids, sorted
@@ -119,19 +141,19 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, sc: sc, clock: opts.Clock, start: opts.Clock.Now(), agents: agents,
 		order: slices.Sorted(maps.Keys(agents)), done: make(chan struct{})}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	sleep := func(ctx context.Context, d time.Duration) error {
-		s.sleeping.Add(1)
-		defer s.sleeping.Add(-1)
-		return core.SleepOn(s.clock, ctx, d)
-	}
 	if opts.Cassette != nil {
-		s.rep = cassette.NewReplayer(opts.Cassette, cassette.ReplayOptions{Sleep: sleep, IgnoreStatus: opts.IgnoreStatus})
+		s.rep = cassette.NewReplayer(opts.Cassette, cassette.ReplayOptions{Sleep: s.sleep, IgnoreStatus: opts.IgnoreStatus})
 		s.model = s.rep
 	} else {
-		s.prov = sc.Provider(scripted.Options{Sleep: sleep})
+		s.prov = sc.Provider(scripted.Options{Sleep: s.sleep})
 		s.model = s.prov
 	}
+	s.faults = harness.NewFaults(sc, harness.Options{Seed: opts.Seed, Swarm: opts.Swarm, Plan: opts.Plan})
+	for _, f := range s.faults.InsideRuntime() {
+		s.unapplied = append(s.unapplied, f+" acts inside the runtime, which is the client's own under serve: not applied")
+	}
 	s.sess.init(s)
+	s.sess.findings = append(s.sess.findings, s.unapplied...)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.chat)
 	s.mux.HandleFunc("/chat/completions", s.chat)
@@ -162,9 +184,54 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// sleep waits d on the server's clock, counted as waiting (see Activity):
+// scripted latency, a recorded duration, a latency fault. The timer's
+// function ends the count, so that a driver of a fake clock sees the wake
+// as the timer fires, not when the request's goroutine next runs.
+func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	s.sleeping.Add(1)
+	woke := make(chan struct{})
+	t := s.clock.AfterFunc(d, func() {
+		s.sleeping.Add(-1)
+		close(woke)
+	})
+	select {
+	case <-woke:
+		return nil
+	case <-ctx.Done():
+		if t.Stop() {
+			s.sleeping.Add(-1)
+		} else {
+			<-woke
+		}
+		return ctx.Err()
+	}
+}
+
+// faultSink is where a request's provider faults go: the session's trace
+// and the server's clock.
+type faultSink struct{ s *Server }
+
+func (k faultSink) Fault(e trace.Entry) {
+	k.s.mu.Lock()
+	defer k.s.mu.Unlock()
+	k.s.sess.add(k.s.clock.Now(), e)
+}
+
+func (k faultSink) Sleep(ctx context.Context, d time.Duration) error { return k.s.sleep(ctx, d) }
+
+// Unapplied describes the scenario's faults serve does not apply: those
+// that act inside the runtime (a work action on a Work owner's behalf, a
+// crash), which is the client's own. Each is also a finding of the run.
+func (s *Server) Unapplied() []string { return slices.Clone(s.unapplied) }
+
 // Activity says how many chat requests are in flight and how many of them
-// are waiting on the clock (scripted latency, a recorded duration): a
-// driver of a fake clock advances it only when every request is waiting.
+// are waiting on the clock (scripted latency, a recorded duration, a
+// latency fault): a driver of a fake clock advances it only when every
+// request is waiting.
 func (s *Server) Activity() (inFlight, waiting int) {
 	return int(s.active.Load()), int(s.sleeping.Load())
 }
@@ -206,7 +273,9 @@ func (s *Server) Finish(reason string) *Result {
 	ob := s.sess.observed()
 	s.mu.Unlock()
 	ob.Provider = s.prov
+	ob.ResultWaitSlack = ResultWaitTolerance
 	o := harness.Judge(s.sc, ob)
+	o.Fired = harness.Plan{Faults: s.faults.Fired()}
 	o.Violations = append(o.Violations, s.sess.violations()...)
 	res := &Result{Outcome: o, Reason: reason}
 	if s.rep != nil {
@@ -357,7 +426,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
-	resp, err := s.model.Step(ctx, turn.req)
+	var resp *core.Response
+	err = s.faults.Inject(ctx, turn.req, turn.run.ordinal, faultSink{s})
+	if err == nil {
+		resp, err = s.model.Step(ctx, turn.req)
+	}
 
 	s.mu.Lock()
 	s.sess.answer(turn, resp, err, s.clock.Now())
@@ -380,13 +453,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 // errorStatus says how a provider failure goes on the wire: a script's
 // own provider error is a server error, or the status its error-status
-// names (429 as OpenAI's rate limit, which clients retry), a script
-// that ran dry (or could not answer this request) or a replay that left
-// its cassette is the client's doing, which a client does not retry.
+// names (429 as OpenAI's rate limit, which clients retry); a provider
+// error fault is a server error; a script that ran dry (or could not
+// answer this request) or a replay that left its cassette is the
+// client's doing, which a client does not retry.
 func errorStatus(err error) (int, string, string) {
 	var se *scenarios.ScriptedError
 	var div *cassette.Divergence
+	var inj *harness.InjectedError
 	switch {
+	case errors.As(err, &inj):
+		return http.StatusInternalServerError, "server_error", ""
 	case errors.As(err, &se) && se.Status == http.StatusTooManyRequests:
 		return se.Status, "requests", "rate_limit_exceeded" // as OpenAI words a rate limit
 	case errors.As(err, &se) && se.Status >= 400 && se.Status < 500:

@@ -47,12 +47,13 @@ type slot struct {
 
 // run is one agent run as the client's requests show it.
 type run struct {
-	id     string
-	agent  *agentInfo
-	mode   string
-	parent *run
-	work   string // the Work it runs as, once known
-	step   int
+	id      string
+	ordinal int // among its agent's runs, from 1: how a fault names it
+	agent   *agentInfo
+	mode    string
+	parent  *run
+	work    string // the Work it runs as, once known
+	step    int
 	// history is the last request's messages (without the system text
 	// and the status block); answered the assistant message the last
 	// answer added, nil after a failed step (a retry resends the history).
@@ -314,8 +315,8 @@ func sameMessage(a, b core.Message) bool {
 // waiting for one (the one whose input renders to its first message, else
 // the oldest), else a top-level run.
 func (ss *session) start(a *agentInfo, msgs []core.Message, now time.Time) *run {
-	r := &run{agent: a, endAt: -1, calls: map[string]*callObs{}}
-	r.id = a.agent.ID + "#" + strconv.Itoa(len(ss.runs[a.agent.ID])+1)
+	r := &run{agent: a, endAt: -1, calls: map[string]*callObs{}, ordinal: len(ss.runs[a.agent.ID]) + 1}
+	r.id = a.agent.ID + "#" + strconv.Itoa(r.ordinal)
 	ss.runs[a.agent.ID] = append(ss.runs[a.agent.ID], r)
 	first := ""
 	if len(msgs) > 0 && msgs[0].Role == core.RoleUser {
