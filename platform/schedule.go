@@ -318,16 +318,16 @@ func (p *Platform) armTickerAtLocked(at time.Time) {
 }
 
 // tick is one pass of the ticker: if this process leads, fire every due
-// row, and run the recovery pass when it is due. A follower checks again
-// when the leader's lease could have lapsed.
+// row under its lease, and run the recovery pass when it is due. A
+// follower checks again when the leader's lease lapses.
 func (p *Platform) tick() {
 	now := p.clock.Now()
-	lead, err := p.store.TryLead(p.ctx(), "scheduled-work", p.instance, now, p.opts.LeaderTTL)
+	lease, lead, err := p.store.TryLead(p.ctx(), "scheduled-work", p.instance, now, p.opts.LeaderTTL)
 	lead = lead && err == nil
 	if lead {
 		due, _ := p.store.Due(p.ctx(), now)
 		for _, sch := range due {
-			p.fire(sch, now)
+			p.fire(sch, now, lease)
 		}
 		p.mu.Lock()
 		doRecovery := !now.Before(p.nextRecovery)
@@ -342,7 +342,12 @@ func (p *Platform) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !lead {
+		// Try again when the leader's lease lapses, so that a survivor
+		// takes over within one lease of the leader's death.
 		p.followUntil = now.Add(p.opts.LeaderTTL)
+		if lease.Until.After(now) {
+			p.followUntil = lease.Until
+		}
 	}
 	// Whatever is still due now could not be fired in this pass; never
 	// re-arm at this same instant.
@@ -352,7 +357,7 @@ func (p *Platform) tick() {
 
 // fire starts one run of a due schedule on a fresh channel="scheduled"
 // session, or completes it if it expired.
-func (p *Platform) fire(sch store.Schedule, now time.Time) {
+func (p *Platform) fire(sch store.Schedule, now time.Time, lease store.Lease) {
 	if !sch.ExpiresAt.IsZero() && !now.Before(sch.ExpiresAt) {
 		_ = p.completeSchedule(sch.ID, "expired", "")
 		return
@@ -379,7 +384,7 @@ func (p *Platform) fire(sch store.Schedule, now time.Time) {
 	var ok bool
 	err := p.durable(func() error {
 		var err error
-		ok, err = p.store.Fire(p.ctx(), sch.ID, sch.NextRun, next, now)
+		ok, err = p.store.Fire(p.ctx(), lease, sch.ID, sch.NextRun, next, now)
 		return err
 	})
 	if err != nil || !ok {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	_ "modernc.org/sqlite"
 
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
@@ -35,6 +37,29 @@ func openSQLite(dir string) *sql.DB {
 	return db
 }
 
+// postgresDSN is the test server's address; without one the spec skips,
+// saying how to start one, or fails where the run requires the server.
+func postgresDSN() string {
+	dsn, why, required := fixture.PostgresDSN()
+	if dsn == "" {
+		if required {
+			Fail(why)
+		}
+		Skip(why)
+	}
+	return dsn
+}
+
+// openPostgres is a store on a fresh schema of the test server, dropped
+// when the spec ends.
+func openPostgres() *store.SQL {
+	s, err := store.OpenPostgres(context.Background(), postgresDSN(), store.PostgresOptions{Fresh: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(s.Close()).To(Succeed()) })
+	return s
+}
+
+// backends are the three stores the one conformance suite runs on.
 var backends = []backend{
 	{"Memory", func() (store.Store, func()) { return store.NewMemory(), func() {} }},
 	{"SQL (SQLite)", func() (store.Store, func()) {
@@ -43,6 +68,7 @@ var backends = []backend{
 		Expect(err).NotTo(HaveOccurred())
 		return s, func() { Expect(db.Close()).To(Succeed()) }
 	}},
+	{"SQL (PostgreSQL)", func() (store.Store, func()) { return openPostgres(), func() {} }},
 }
 
 var _ = Describe("Tasks", func() {
@@ -86,6 +112,48 @@ var _ = Describe("Tasks", func() {
 				_, err := s.CreateTask(ctx, store.Task{ID: "d", Parents: []string{"nope"}, MaxAttempts: 1})
 				Expect(err).To(MatchError(store.ErrNotFound))
 				_, err = s.CreateTask(ctx, store.Task{ID: "a", MaxAttempts: 1})
+				Expect(err).To(MatchError(store.ErrExists))
+			})
+
+			It("a parent's children are promoted in the order they were created, whatever their ids", func() {
+				create("p")
+				for _, id := range []string{"task-9", "task-10", "task-1", "a"} {
+					create(id, "p")
+				}
+				_, promoted := finish(claim("w"), store.OutcomeCompleted)
+				Expect(promoted).To(Equal([]string{"task-9", "task-10", "task-1", "a"}))
+				var claimed []string
+				for range 4 {
+					claimed = append(claimed, claim("w").Task.ID)
+				}
+				Expect(claimed).To(Equal(promoted), "and claimed oldest first")
+			})
+
+			It("a task that names one parent twice waits for it once and is promoted once", func() {
+				create("p")
+				Expect(create("c", "p", "p").State).To(Equal(store.TaskTodo))
+				_, promoted := finish(claim("w"), store.OutcomeCompleted)
+				Expect(promoted).To(Equal([]string{"c"}))
+			})
+
+			It("a completion's metadata comes back byte for byte, as the worker wrote it", func() {
+				create("a")
+				c := claim("w")
+				meta := json.RawMessage(`{ "changed_files": ["a.go"],  "tests_run" : 3 }`)
+				t, _, err := s.FinishAttempt(ctx, "a", c.Attempt.N, "w", store.Finish{Outcome: store.OutcomeCompleted, Summary: "ok", Metadata: meta, At: t0})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(string(t.Metadata)).To(Equal(string(meta)))
+				got, err := s.GetTask(ctx, "a")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(string(got.Metadata)).To(Equal(string(meta)))
+				as, err := s.Attempts(ctx, "a")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(string(as[0].Metadata)).To(Equal(string(meta)))
+			})
+
+			It("a duplicate id is refused before its parents are looked at", func() {
+				create("a")
+				_, err := s.CreateTask(ctx, store.Task{ID: "a", Parents: []string{"nope"}, MaxAttempts: 1})
 				Expect(err).To(MatchError(store.ErrExists))
 			})
 
@@ -223,8 +291,11 @@ var _ = Describe("Schedules and files", func() {
 				due, err := s.Due(ctx, t0.Add(time.Hour))
 				Expect(err).NotTo(HaveOccurred())
 				Expect(due).To(HaveLen(1))
-				Expect(s.Fire(ctx, "s1", due[0].NextRun, t0.Add(2*time.Hour), t0.Add(time.Hour))).To(BeTrue())
-				Expect(s.Fire(ctx, "s1", due[0].NextRun, t0.Add(2*time.Hour), t0.Add(time.Hour))).To(BeFalse(), "a second ticker loses")
+				lease, led, err := s.TryLead(ctx, "ticker", "a", t0.Add(time.Hour), time.Minute)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(led).To(BeTrue())
+				Expect(s.Fire(ctx, lease, "s1", due[0].NextRun, t0.Add(2*time.Hour), t0.Add(time.Hour))).To(BeTrue())
+				Expect(s.Fire(ctx, lease, "s1", due[0].NextRun, t0.Add(2*time.Hour), t0.Add(time.Hour))).To(BeFalse(), "a second ticker loses")
 				next, ok, _ := s.NextDue(ctx)
 				Expect(ok).To(BeTrue())
 				Expect(next).To(BeTemporally("==", t0.Add(2*time.Hour)))
@@ -237,11 +308,123 @@ var _ = Describe("Schedules and files", func() {
 				Expect(got.Reason).To(Equal("expired"))
 			})
 
+			lead := func(holder string, at time.Time) (store.Lease, bool) {
+				l, led, err := s.TryLead(ctx, "ticker", holder, at, time.Minute)
+				Expect(err).NotTo(HaveOccurred())
+				return l, led
+			}
+
 			It("grants the leader lease to one holder until it lapses", func() {
-				Expect(s.TryLead(ctx, "ticker", "a", t0, time.Minute)).To(BeTrue())
-				Expect(s.TryLead(ctx, "ticker", "b", t0.Add(30*time.Second), time.Minute)).To(BeFalse())
-				Expect(s.TryLead(ctx, "ticker", "a", t0.Add(30*time.Second), time.Minute)).To(BeTrue())
-				Expect(s.TryLead(ctx, "ticker", "b", t0.Add(91*time.Second), time.Minute)).To(BeTrue())
+				_, led := lead("a", t0)
+				Expect(led).To(BeTrue())
+				_, led = lead("b", t0.Add(30*time.Second))
+				Expect(led).To(BeFalse())
+				_, led = lead("a", t0.Add(30*time.Second))
+				Expect(led).To(BeTrue())
+				_, led = lead("b", t0.Add(91*time.Second))
+				Expect(led).To(BeTrue())
+			})
+
+			It("tells a follower who leads and when the lease lapses, so it can take over within one lease", func() {
+				a, _ := lead("a", t0)
+				Expect(a).To(Equal(store.Lease{Name: "ticker", Holder: "a", Token: 1, Until: t0.Add(time.Minute)}))
+				seen, led := lead("b", t0.Add(10*time.Second))
+				Expect(led).To(BeFalse())
+				Expect(seen).To(Equal(a), "the follower sees the leader's lease as it stands")
+				b, led := lead("b", seen.Until)
+				Expect(led).To(BeTrue(), "the lease has lapsed at its Until")
+				Expect(b.Holder).To(Equal("b"))
+			})
+
+			It("a lease's fencing token stays while its holder renews it and grows whenever it is taken anew", func() {
+				a1, _ := lead("a", t0)
+				a2, _ := lead("a", t0.Add(30*time.Second))
+				Expect(a2.Token).To(Equal(a1.Token), "a renewal in time keeps the token")
+				Expect(a2.Until).To(Equal(t0.Add(90 * time.Second)))
+				b, _ := lead("b", t0.Add(2*time.Minute))
+				Expect(b.Token).To(Equal(a1.Token + 1))
+				back, _ := lead("b", t0.Add(5*time.Minute))
+				Expect(back.Token).To(Equal(b.Token+1), "its own lapsed lease taken back is a new take")
+			})
+
+			It("a deposed or lapsed leader fires nothing: a fire names its lease and the store refuses a stale one", func() {
+				Expect(s.CreateSchedule(ctx, store.Schedule{ID: "s1", User: "ada", Kind: store.ScheduleCron, Cron: "* * * * *",
+					State: store.ScheduleActive, CreatedAt: t0, NextRun: t0})).To(Succeed())
+				a, _ := lead("a", t0)
+				b, _ := lead("b", t0.Add(2*time.Minute))
+				Expect(s.Fire(ctx, a, "s1", t0, t0.Add(3*time.Minute), t0.Add(2*time.Minute))).To(BeFalse(), "a's lease passed to b")
+				Expect(s.Fire(ctx, b, "s1", t0, t0.Add(3*time.Minute), t0.Add(4*time.Minute))).To(BeFalse(), "b's lease lapsed at +3m")
+				Expect(s.Fire(ctx, store.Lease{}, "s1", t0, t0.Add(3*time.Minute), t0.Add(2*time.Minute))).To(BeFalse(), "no lease")
+				Expect(s.GetSchedule(ctx, "s1")).To(HaveField("Runs", 0))
+				Expect(s.Fire(ctx, b, "s1", t0, t0.Add(3*time.Minute), t0.Add(2*time.Minute))).To(BeTrue())
+				Expect(s.GetSchedule(ctx, "s1")).To(And(HaveField("Runs", 1), HaveField("NextRun", t0.Add(3*time.Minute))))
+			})
+
+			It("leaders racing for a lapsed lease: exactly one takes it, with a token of its own", func() {
+				lead("a", t0)
+				const racers = 8
+				var mu sync.Mutex
+				winners := map[int64][]string{}
+				var wg sync.WaitGroup
+				for i := range racers {
+					wg.Add(1)
+					go func() {
+						defer GinkgoRecover()
+						defer wg.Done()
+						holder := fmt.Sprintf("r%d", i)
+						l, led, err := s.TryLead(ctx, "ticker", holder, t0.Add(5*time.Minute), time.Minute)
+						Expect(err).NotTo(HaveOccurred())
+						if led {
+							mu.Lock()
+							winners[l.Token] = append(winners[l.Token], holder)
+							mu.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+				Expect(winners).To(HaveLen(1))
+				for token, holders := range winners {
+					Expect(token).To(Equal(int64(2)))
+					Expect(holders).To(HaveLen(1))
+				}
+			})
+
+			It("a file's key prefix is literal text: no character is special and case counts", func() {
+				for _, k := range []string{"sessions/r1/a.txt", "sessions/R1/b.txt", "sessions/r1%/c.txt", "sessions/r1_/d.txt"} {
+					_, err := s.PutFile(ctx, k, []byte(k), "w", t0)
+					Expect(err).NotTo(HaveOccurred())
+				}
+				keys := func(prefix string) []string {
+					list, err := s.ListFiles(ctx, prefix)
+					Expect(err).NotTo(HaveOccurred())
+					var out []string
+					for _, m := range list {
+						out = append(out, m.Key)
+					}
+					return out
+				}
+				Expect(keys("sessions/r1/")).To(Equal([]string{"sessions/r1/a.txt"}))
+				Expect(keys("sessions/R1/")).To(Equal([]string{"sessions/R1/b.txt"}))
+				Expect(keys("sessions/r1%")).To(Equal([]string{"sessions/r1%/c.txt"}))
+				Expect(keys("sessions/")).To(Equal([]string{"sessions/R1/b.txt", "sessions/r1%/c.txt", "sessions/r1/a.txt", "sessions/r1_/d.txt"}),
+					"sorted by key, byte by byte")
+				Expect(s.DeletePrefix(ctx, "sessions/R1/")).To(Equal(1))
+				Expect(keys("sessions/")).To(HaveLen(3))
+			})
+
+			It("an empty file is kept, listed and read back with size 0", func() {
+				for _, data := range [][]byte{nil, {}} {
+					_, err := s.PutFile(ctx, "w/empty", data, "w", t0)
+					Expect(err).NotTo(HaveOccurred())
+					got, meta, err := s.GetFile(ctx, "w/empty")
+					Expect(err).NotTo(HaveOccurred())
+					Expect(got).To(BeEmpty())
+					Expect(meta.Size).To(Equal(0))
+					list, err := s.ListFiles(ctx, "w/")
+					Expect(err).NotTo(HaveOccurred())
+					Expect(list).To(HaveLen(1))
+					Expect(list[0].Size).To(Equal(0))
+				}
 			})
 
 			It("keeps files with their last writer and version, lists and deletes by prefix", func() {
@@ -329,4 +512,166 @@ var _ = Describe("The SQL store's errors", func() {
 		Expect(err).To(MatchError(store.ErrContended))
 		Expect(err).To(MatchError(ContainSubstring("claim by p")))
 	})
+})
+
+var _ = Describe("The SQL store's schema", func() {
+	ctx := context.Background()
+	version := func(db *sql.DB) int {
+		var v int
+		Expect(db.QueryRowContext(ctx, "SELECT version FROM schema_version").Scan(&v)).To(Succeed())
+		return v
+	}
+
+	for _, d := range []struct {
+		name string
+		open func() *store.SQL
+	}{
+		{"SQLite", func() *store.SQL {
+			db := openSQLite(GinkgoT().TempDir())
+			DeferCleanup(db.Close)
+			s, err := store.NewSQL(ctx, db, store.SQLOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return s
+		}},
+		{"PostgreSQL", openPostgres},
+	} {
+		Context(d.name, func() {
+			It("the store applies its own migrations and records the schema version", func() {
+				s := d.open()
+				Expect(version(s.DB())).To(Equal(store.SchemaVersion))
+				again, err := store.NewSQL(ctx, s.DB(), store.SQLOptions{Dialect: s.Dialect()})
+				Expect(err).NotTo(HaveOccurred(), "opening a current schema again changes nothing")
+				Expect(again.TryLead(ctx, "ticker", "a", t0, time.Minute)).Error().NotTo(HaveOccurred())
+				var rows int
+				Expect(s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_version").Scan(&rows)).To(Succeed())
+				Expect(rows).To(Equal(1))
+			})
+
+			It("a database of a newer schema is a clear error and is left as it is", func() {
+				s := d.open()
+				_, err := s.DB().ExecContext(ctx, "UPDATE schema_version SET version = 99")
+				Expect(err).NotTo(HaveOccurred())
+				_, err = store.NewSQL(ctx, s.DB(), store.SQLOptions{Dialect: s.Dialect()})
+				Expect(err).To(MatchError(store.ErrSchemaVersion))
+				Expect(err).To(MatchError(ContainSubstring("version 99, newer than version 2")))
+				Expect(version(s.DB())).To(Equal(99))
+			})
+
+			It("a damaged version record is an error, not a guess", func() {
+				s := d.open()
+				_, err := s.DB().ExecContext(ctx, "INSERT INTO schema_version (version) VALUES (1)")
+				Expect(err).NotTo(HaveOccurred())
+				_, err = store.NewSQL(ctx, s.DB(), store.SQLOptions{Dialect: s.Dialect()})
+				Expect(err).To(MatchError(store.ErrSchemaVersion))
+				Expect(err).To(MatchError(ContainSubstring("has 2 rows")))
+			})
+		})
+	}
+
+	It("a SQLite database made before versions were recorded is brought up to date and keeps its rows", func() {
+		db := openSQLite(GinkgoT().TempDir())
+		DeferCleanup(db.Close)
+		for _, stmt := range []string{
+			// Version 1's tables, as a build that kept no version made them.
+			`CREATE TABLE tasks (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body TEXT NOT NULL,
+				state TEXT NOT NULL, spawner TEXT NOT NULL, root TEXT NOT NULL, lease_until BIGINT NOT NULL)`,
+			`CREATE INDEX tasks_state ON tasks (state, seq)`,
+			`CREATE TABLE task_parents (child TEXT NOT NULL, parent TEXT NOT NULL, PRIMARY KEY (parent, child))`,
+			`CREATE TABLE attempts (task TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (task, n))`,
+			`CREATE TABLE schedules (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, usr TEXT NOT NULL,
+				state TEXT NOT NULL, next_run BIGINT NOT NULL, expires_at BIGINT NOT NULL, body TEXT NOT NULL)`,
+			`CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until BIGINT NOT NULL)`,
+			`CREATE TABLE files (k TEXT PRIMARY KEY, data BLOB, writer TEXT NOT NULL, version INTEGER NOT NULL, updated BIGINT NOT NULL)`,
+			`INSERT INTO tasks VALUES ('old', 1, '{"id":"old","prompt":"p","spawner":"s1","root":"s1","state":"ready","max_attempts":3,"attempts":0,"consecutive_failures":0,"created_at":"2026-03-02T09:00:00Z","updated_at":"2026-03-02T09:00:00Z"}', 'ready', 's1', 's1', 0)`,
+			`INSERT INTO leases VALUES ('ticker', 'gone', 1)`,
+		} {
+			_, err := db.ExecContext(ctx, stmt)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		s, err := store.NewSQL(ctx, db, store.SQLOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(version(db)).To(Equal(store.SchemaVersion))
+		c, ok, err := s.Claim(ctx, "p", t0, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeTrue())
+		Expect(c.Task.ID).To(Equal("old"))
+		l, led, err := s.TryLead(ctx, "ticker", "a", t0, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(led).To(BeTrue(), "the old lease lapsed long ago")
+		Expect(l.Token).To(Equal(int64(1)))
+	})
+
+	It("PostgreSQL processes starting together on one schema migrate it once, one after another", func() {
+		dsn := postgresDSN()
+		schema := fmt.Sprintf("crux_sim_together_%d", GinkgoParallelProcess())
+		const procs = 6
+		var wg sync.WaitGroup
+		errs := make([]error, procs)
+		stores := make([]*store.SQL, procs)
+		for i := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stores[i], errs[i] = store.OpenPostgres(ctx, dsn, store.PostgresOptions{Schema: schema, MaxConns: 2})
+			}()
+		}
+		wg.Wait()
+		DeferCleanup(func() {
+			for _, s := range stores {
+				if s != nil {
+					Expect(s.Close()).To(Succeed())
+				}
+			}
+			drop, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = drop.DB().ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(drop.Close()).To(Succeed())
+		})
+		for _, err := range errs {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(version(stores[0].DB())).To(Equal(store.SchemaVersion))
+		Expect(stores[0].Schema()).To(Equal(schema))
+	})
+})
+
+var _ = Describe("The PostgreSQL store's connections", func() {
+	ctx := context.Background()
+
+	It("two fresh stores on one server never see each other's rows, and Close drops a fresh schema", func() {
+		dsn := postgresDSN()
+		a, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{Fresh: true})
+		Expect(err).NotTo(HaveOccurred())
+		b := openPostgres()
+		Expect(a.Schema()).NotTo(Equal(b.Schema()))
+		_, err = a.CreateTask(ctx, store.Task{ID: "t", Prompt: "p", Spawner: "s", Root: "s", MaxAttempts: 1, CreatedAt: t0})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.ListTasks(ctx, store.TaskFilter{})).To(BeEmpty())
+		schema := a.Schema()
+		Expect(a.Close()).To(Succeed())
+		var n int
+		Expect(b.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = $1", schema).Scan(&n)).To(Succeed())
+		Expect(n).To(Equal(0))
+	})
+
+	It("a server that cannot be reached is an error that names it and never shows the password", func() {
+		_, err := store.OpenPostgres(ctx, "postgres://crux:s3cret-pw@127.0.0.1:1/db?sslmode=disable&connect_timeout=5", store.PostgresOptions{})
+		Expect(err).To(HaveOccurred())
+		Expect(err).To(MatchError(ContainSubstring("PostgreSQL at 127.0.0.1:1/db as crux")))
+		Expect(err.Error()).NotTo(ContainSubstring("s3cret-pw"))
+		_, err = store.OpenPostgres(ctx, "postgres://crux:s3cret-pw@127.0.0.1:5432/db?sslmode=bogus", store.PostgresOptions{})
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).NotTo(ContainSubstring("s3cret-pw"))
+	})
+
+	DescribeTable("RedactDSN hides the password wherever the address carries it",
+		func(dsn, want string) { Expect(store.RedactDSN(dsn)).To(Equal(want)) },
+		Entry("URL user part", "postgres://ada:pw@db:5432/x", "postgres://ada:xxxxx@db:5432/x"),
+		Entry("query parameter", "postgresql://db/x?password=pw&sslmode=disable", "postgresql://db/x?password=xxxxx&sslmode=disable"),
+		Entry("no password", "postgres://ada@db/x", "postgres://ada@db/x"),
+		Entry("unparsable URL", "postgres://ada:p%zz@db/x", "postgres://xxxxx@db/x"),
+		Entry("key=value", "host=db user=ada password=pw dbname=x", "host=db user=ada password=xxxxx dbname=x"),
+		Entry("quoted key=value", "host=db password='p w\\'x' dbname=x", "host=db password=xxxxx dbname=x"),
+	)
 })
