@@ -40,6 +40,16 @@ func (l *loader) platformSection(n *node) *Platform {
 	o.TaskTimeout = l.positive(f["task-timeout"], "platform task-timeout")
 	o.MaxRunningTasks = l.integer(f["max-running-tasks"], "platform max-running-tasks", 1)
 	o.Skills = l.strs(f["skills"], "platform skills")
+	if sn := f["store"]; sn != nil {
+		b, err := store.ParseBackend(l.str(sn, "platform store"))
+		switch {
+		case err != nil:
+			l.errorf(sn, "platform %v", err)
+		case b.HasPassword():
+			l.errorf(sn, "platform store: a password does not belong in a scenario file; give it in PGPASSWORD or ~/.pgpass")
+		}
+		pl.Store = b
+	}
 
 	names := map[string]bool{}
 	items := l.seq(f["sessions"], "platform sessions")

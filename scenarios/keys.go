@@ -19,7 +19,7 @@ var (
 	// platformKeys are the platform section's: what starts, for how long,
 	// and the platform's limits and cadences.
 	platformKeys = []string{"sessions", "tasks", "crons", "horizon", "sweepers", "max-iterations", "max-delegation-depth",
-		"delegation-ceiling", "stale-threshold", "task-max-attempts", "task-timeout", "max-running-tasks", "skills"}
+		"delegation-ceiling", "stale-threshold", "task-max-attempts", "task-timeout", "max-running-tasks", "skills", "store"}
 	sessionKeys = []string{"name", "agent", "user", "channel", "excluded-tools", "allowed-tools", "max-iterations", "send"}
 	taskKeys    = []string{"name", "session", "prompt", "title", "agent", "parents", "max-attempts"}
 	cronKeys    = []string{"session", "cron", "prompt"}

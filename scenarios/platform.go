@@ -36,6 +36,9 @@ type Platform struct {
 	Crons []Cron
 	// Horizon is how much virtual time the run covers. Default 24h.
 	Horizon time.Duration
+	// Store is the durable store each run opens fresh (and removes at its
+	// end): the memory store unless the file names PostgreSQL.
+	Store store.Backend
 }
 
 // DefaultHorizon is a platform run's virtual time when the scenario sets

@@ -37,18 +37,9 @@ func openSQLite(dir string) *sql.DB {
 	return db
 }
 
-// postgresDSN is the test server's address; without one the spec skips,
-// saying how to start one, or fails where the run requires the server.
-func postgresDSN() string {
-	dsn, why, required := fixture.PostgresDSN()
-	if dsn == "" {
-		if required {
-			Fail(why)
-		}
-		Skip(why)
-	}
-	return dsn
-}
+// postgresDSN is the test server's address (fixture.Postgres: without one
+// the spec skips, or fails in CI).
+func postgresDSN() string { return fixture.Postgres(GinkgoT()) }
 
 // openPostgres is a store on a fresh schema of the test server, dropped
 // when the spec ends.
