@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 )
@@ -63,20 +64,11 @@ func (s *SQL) migrate(ctx context.Context) error {
 		return err
 	}
 	rows, err := tx.QueryContext(ctx, s.sql("SELECT version FROM {t}schema_version"))
-	if err != nil {
-		return err
-	}
-	var versions []int
-	for rows.Next() {
+	versions, err := scanRows(rows, err, func(r *sql.Rows) (int, error) {
 		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return err
-		}
-		versions = append(versions, v)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return v, r.Scan(&v)
+	})
+	if err != nil {
 		return err
 	}
 	current := 0

@@ -168,53 +168,47 @@ func fromNanos(n int64) time.Time {
 
 // ---- tasks ----
 
-// taskRow is a task as the body column keeps it. Its metadata is kept as
-// a string of the bytes the caller gave, so that it comes back byte for
-// byte (as the memory store gives it), not re-encoded by encoding/json.
-type taskRow struct {
-	Task
-	Metadata string `json:"metadata,omitempty"`
-}
+// A task's or an attempt's body column is its JSON, except that its
+// metadata is a JSON string of the bytes the caller gave, so that they come
+// back byte for byte (as the memory store gives them), not re-encoded by
+// encoding/json. A body whose metadata is JSON itself (as a build before
+// this one wrote it) still reads.
 
-func encodeTask(t Task) (string, error) {
-	b, err := json.Marshal(taskRow{Task: t, Metadata: string(t.Metadata)})
-	return string(b), err
-}
+func taskMeta(t *Task) *json.RawMessage       { return &t.Metadata }
+func attemptMeta(a *Attempt) *json.RawMessage { return &a.Metadata }
 
-func decodeTask(body string) (Task, error) {
-	var r taskRow
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		return Task{}, fmt.Errorf("decode task row: %w", err)
+func encodeBody[T any](row T, meta func(*T) *json.RawMessage) (string, error) {
+	if m := meta(&row); len(*m) > 0 {
+		q, err := json.Marshal(string(*m))
+		if err != nil {
+			return "", err
+		}
+		*m = q
 	}
-	r.Task.Metadata = rawOrNil(r.Metadata)
-	return r.Task, nil
-}
-
-// attemptRow is an attempt as the body column keeps it (see taskRow).
-type attemptRow struct {
-	Attempt
-	Metadata string `json:"metadata,omitempty"`
-}
-
-func encodeAttempt(a Attempt) (string, error) {
-	b, err := json.Marshal(attemptRow{Attempt: a, Metadata: string(a.Metadata)})
+	b, err := json.Marshal(row)
 	return string(b), err
 }
 
+func decodeBody[T any](body, what string, meta func(*T) *json.RawMessage) (T, error) {
+	var row T
+	if err := json.Unmarshal([]byte(body), &row); err != nil {
+		return row, fmt.Errorf("decode %s row: %w", what, err)
+	}
+	if m := meta(&row); len(*m) > 0 && (*m)[0] == '"' {
+		var raw string
+		if err := json.Unmarshal(*m, &raw); err != nil {
+			return row, fmt.Errorf("decode %s row's metadata: %w", what, err)
+		}
+		*m = json.RawMessage(raw)
+	}
+	return row, nil
+}
+
+func encodeTask(t Task) (string, error)       { return encodeBody(t, taskMeta) }
+func decodeTask(body string) (Task, error)    { return decodeBody(body, "task", taskMeta) }
+func encodeAttempt(a Attempt) (string, error) { return encodeBody(a, attemptMeta) }
 func decodeAttempt(body string) (Attempt, error) {
-	var r attemptRow
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		return Attempt{}, fmt.Errorf("decode attempt row: %w", err)
-	}
-	r.Attempt.Metadata = rawOrNil(r.Metadata)
-	return r.Attempt, nil
-}
-
-func rawOrNil(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
+	return decodeBody(body, "attempt", attemptMeta)
 }
 
 // queryer is what reads need of a *sql.DB or a *sql.Tx.
@@ -223,25 +217,33 @@ type queryer interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
-// scanBodies reads one body column per row and decodes each.
-func scanBodies[T any](rows *sql.Rows, err error, decode func(string) (T, error)) ([]T, error) {
+// scanRows reads every row with scan.
+func scanRows[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
-		var body string
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
-		}
-		v, err := decode(body)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// scanBodies reads one body column per row and decodes each.
+func scanBodies[T any](rows *sql.Rows, err error, decode func(string) (T, error)) ([]T, error) {
+	return scanRows(rows, err, func(r *sql.Rows) (T, error) {
+		var body string
+		if err := r.Scan(&body); err != nil {
+			var zero T
+			return zero, err
+		}
+		return decode(body)
+	})
 }
 
 // scanStrings reads one text column per row.
@@ -305,27 +307,22 @@ func (s *SQL) CreateTask(ctx context.Context, t Task) (Task, error) {
 		}
 		allDone := true
 		if len(t.Parents) > 0 {
-			states := map[string]TaskState{}
 			q := "SELECT id, state FROM {t}tasks WHERE id IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Parents)), ", ") + ") ORDER BY seq{fu}"
 			args := make([]any, len(t.Parents))
 			for i, p := range t.Parents {
 				args[i] = p
 			}
 			rows, err := tx.QueryContext(ctx, s.sql(q), args...)
+			found, err := scanRows(rows, err, func(r *sql.Rows) (Task, error) {
+				var t Task
+				return t, r.Scan(&t.ID, &t.State)
+			})
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				var id, state string
-				if err := rows.Scan(&id, &state); err != nil {
-					rows.Close()
-					return err
-				}
-				states[id] = TaskState(state)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
+			states := map[string]TaskState{}
+			for _, pt := range found {
+				states[pt.ID] = pt.State
 			}
 			for _, p := range t.Parents {
 				st, ok := states[p]
@@ -964,21 +961,13 @@ const underPrefix = "SUBSTR(k, 1, LENGTH(?)) = ?"
 // listFiles is ListFiles without the error's context.
 func (s *SQL) listFiles(ctx context.Context, prefix string) ([]FileMeta, error) {
 	rows, err := s.db.QueryContext(ctx, s.sql("SELECT k, writer, version, updated, COALESCE(LENGTH(data), 0) FROM {t}files WHERE "+underPrefix+" ORDER BY k{C}"), prefix, prefix)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []FileMeta
-	for rows.Next() {
+	return scanRows(rows, err, func(r *sql.Rows) (FileMeta, error) {
 		var m FileMeta
 		var updated int64
-		if err := rows.Scan(&m.Key, &m.Writer, &m.Version, &updated, &m.Size); err != nil {
-			return nil, err
-		}
+		err := r.Scan(&m.Key, &m.Writer, &m.Version, &updated, &m.Size)
 		m.Updated = fromNanos(updated)
-		out = append(out, m)
-	}
-	return out, rows.Err()
+		return m, err
+	})
 }
 
 // deletePrefix is DeletePrefix without the error's context.

@@ -50,6 +50,20 @@ func openPostgres() *store.SQL {
 	return s
 }
 
+// race runs f(0), ..., f(n-1) at once and waits for them all.
+func race(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer wg.Done()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
 // backends are the three stores the one conformance suite runs on.
 var backends = []backend{
 	{"Memory", func() (store.Store, func()) { return store.NewMemory(), func() {} }},
@@ -232,27 +246,20 @@ var _ = Describe("Tasks", func() {
 				}
 				var mu sync.Mutex
 				taken := map[string]string{}
-				var wg sync.WaitGroup
-				for p := range procs {
-					wg.Add(1)
-					go func() {
-						defer GinkgoRecover()
-						defer wg.Done()
-						inst := fmt.Sprintf("proc-%d", p)
-						for {
-							c, ok, err := s.Claim(ctx, inst, t0, time.Minute)
-							Expect(err).NotTo(HaveOccurred())
-							if !ok {
-								return
-							}
-							mu.Lock()
-							Expect(taken).NotTo(HaveKey(c.Task.ID), "claimed twice")
-							taken[c.Task.ID] = inst
-							mu.Unlock()
+				race(procs, func(p int) {
+					inst := fmt.Sprintf("proc-%d", p)
+					for {
+						c, ok, err := s.Claim(ctx, inst, t0, time.Minute)
+						Expect(err).NotTo(HaveOccurred())
+						if !ok {
+							return
 						}
-					}()
-				}
-				wg.Wait()
+						mu.Lock()
+						Expect(taken).NotTo(HaveKey(c.Task.ID), "claimed twice")
+						taken[c.Task.ID] = inst
+						mu.Unlock()
+					}
+				})
 				Expect(taken).To(HaveLen(tasks))
 				for id := range taken {
 					as, _ := s.Attempts(ctx, id)
@@ -356,23 +363,16 @@ var _ = Describe("Schedules and files", func() {
 				const racers = 8
 				var mu sync.Mutex
 				winners := map[int64][]string{}
-				var wg sync.WaitGroup
-				for i := range racers {
-					wg.Add(1)
-					go func() {
-						defer GinkgoRecover()
-						defer wg.Done()
-						holder := fmt.Sprintf("r%d", i)
-						l, led, err := s.TryLead(ctx, "ticker", holder, t0.Add(5*time.Minute), time.Minute)
-						Expect(err).NotTo(HaveOccurred())
-						if led {
-							mu.Lock()
-							winners[l.Token] = append(winners[l.Token], holder)
-							mu.Unlock()
-						}
-					}()
-				}
-				wg.Wait()
+				race(racers, func(i int) {
+					holder := fmt.Sprintf("r%d", i)
+					l, led, err := s.TryLead(ctx, "ticker", holder, t0.Add(5*time.Minute), time.Minute)
+					Expect(err).NotTo(HaveOccurred())
+					if led {
+						mu.Lock()
+						winners[l.Token] = append(winners[l.Token], holder)
+						mu.Unlock()
+					}
+				})
 				Expect(winners).To(HaveLen(1))
 				for token, holders := range winners {
 					Expect(token).To(Equal(int64(2)))
@@ -538,24 +538,23 @@ var _ = Describe("The SQL store's schema", func() {
 				Expect(rows).To(Equal(1))
 			})
 
-			It("a database of a newer schema is a clear error and is left as it is", func() {
-				s := d.open()
-				_, err := s.DB().ExecContext(ctx, "UPDATE schema_version SET version = 99")
-				Expect(err).NotTo(HaveOccurred())
-				_, err = store.NewSQL(ctx, s.DB(), store.SQLOptions{Dialect: s.Dialect()})
-				Expect(err).To(MatchError(store.ErrSchemaVersion))
-				Expect(err).To(MatchError(ContainSubstring("version 99, newer than version 2")))
-				Expect(version(s.DB())).To(Equal(99))
-			})
-
-			It("a damaged version record is an error, not a guess", func() {
-				s := d.open()
-				_, err := s.DB().ExecContext(ctx, "INSERT INTO schema_version (version) VALUES (1)")
-				Expect(err).NotTo(HaveOccurred())
-				_, err = store.NewSQL(ctx, s.DB(), store.SQLOptions{Dialect: s.Dialect()})
-				Expect(err).To(MatchError(store.ErrSchemaVersion))
-				Expect(err).To(MatchError(ContainSubstring("has 2 rows")))
-			})
+			DescribeTable("a schema version the build cannot trust is a clear error, and the database is left as it is",
+				func(damage, says string) {
+					s := d.open()
+					_, err := s.DB().ExecContext(ctx, damage)
+					Expect(err).NotTo(HaveOccurred())
+					var before int
+					Expect(s.DB().QueryRowContext(ctx, "SELECT SUM(version) FROM schema_version").Scan(&before)).To(Succeed())
+					_, err = store.NewSQL(ctx, s.DB(), store.SQLOptions{Dialect: s.Dialect()})
+					Expect(err).To(MatchError(store.ErrSchemaVersion))
+					Expect(err).To(MatchError(ContainSubstring(says)))
+					var after int
+					Expect(s.DB().QueryRowContext(ctx, "SELECT SUM(version) FROM schema_version").Scan(&after)).To(Succeed())
+					Expect(after).To(Equal(before))
+				},
+				Entry("a newer schema", "UPDATE schema_version SET version = 99", "version 99, newer than version 2"),
+				Entry("a damaged version record", "INSERT INTO schema_version (version) VALUES (1)", "has 2 rows"),
+			)
 		})
 	}
 
@@ -574,6 +573,7 @@ var _ = Describe("The SQL store's schema", func() {
 			`CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until BIGINT NOT NULL)`,
 			`CREATE TABLE files (k TEXT PRIMARY KEY, data BLOB, writer TEXT NOT NULL, version INTEGER NOT NULL, updated BIGINT NOT NULL)`,
 			`INSERT INTO tasks VALUES ('old', 1, '{"id":"old","prompt":"p","spawner":"s1","root":"s1","state":"ready","max_attempts":3,"attempts":0,"consecutive_failures":0,"created_at":"2026-03-02T09:00:00Z","updated_at":"2026-03-02T09:00:00Z"}', 'ready', 's1', 's1', 0)`,
+			`INSERT INTO tasks VALUES ('older', 0, '{"id":"older","prompt":"p","spawner":"s1","root":"s1","state":"done","max_attempts":3,"attempts":1,"consecutive_failures":0,"result":"r","metadata":{"tests_run":3},"created_at":"2026-03-02T09:00:00Z","updated_at":"2026-03-02T09:00:00Z"}', 'done', 's1', 's1', 0)`,
 			`INSERT INTO leases VALUES ('ticker', 'gone', 1)`,
 		} {
 			_, err := db.ExecContext(ctx, stmt)
@@ -590,23 +590,20 @@ var _ = Describe("The SQL store's schema", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(led).To(BeTrue(), "the old lease lapsed long ago")
 		Expect(l.Token).To(Equal(int64(1)))
+		older, err := s.GetTask(ctx, "older")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(older.Metadata)).To(Equal(`{"tests_run":3}`), "a body written before metadata was kept as text still reads")
 	})
 
 	It("PostgreSQL processes starting together on one schema migrate it once, one after another", func() {
 		dsn := postgresDSN()
 		schema := fmt.Sprintf("crux_sim_together_%d", GinkgoParallelProcess())
 		const procs = 6
-		var wg sync.WaitGroup
 		errs := make([]error, procs)
 		stores := make([]*store.SQL, procs)
-		for i := range procs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				stores[i], errs[i] = store.OpenPostgres(ctx, dsn, store.PostgresOptions{Schema: schema, MaxConns: 2})
-			}()
-		}
-		wg.Wait()
+		race(procs, func(i int) {
+			stores[i], errs[i] = store.OpenPostgres(ctx, dsn, store.PostgresOptions{Schema: schema, MaxConns: 2})
+		})
 		DeferCleanup(func() {
 			for _, s := range stores {
 				if s != nil {
