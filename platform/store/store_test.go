@@ -84,8 +84,10 @@ var _ = Describe("Tasks", func() {
 				s       store.Store
 				closeDB func()
 			)
-			BeforeEach(func() { s, closeDB = b.make() })
-			AfterEach(func() { closeDB() })
+			BeforeEach(func() {
+				s, closeDB = b.make()
+				DeferCleanup(closeDB)
+			})
 
 			create := func(id string, parents ...string) store.Task {
 				t, err := s.CreateTask(ctx, store.Task{ID: id, Prompt: id, Spawner: "s1", Root: "s1", Parents: parents,
@@ -278,8 +280,10 @@ var _ = Describe("Schedules and files", func() {
 				s       store.Store
 				closeDB func()
 			)
-			BeforeEach(func() { s, closeDB = b.make() })
-			AfterEach(func() { closeDB() })
+			BeforeEach(func() {
+				s, closeDB = b.make()
+				DeferCleanup(closeDB)
+			})
 
 			It("fires a due schedule once per expected next run, and only its user deletes it", func() {
 				sc := store.Schedule{ID: "s1", User: "ada", Kind: store.ScheduleCron, Cron: "0 * * * *", State: store.ScheduleActive,
