@@ -185,7 +185,7 @@ func encodeBody[T any](row T, meta func(*T) *json.RawMessage) (string, error) {
 		}
 		*m = q
 	}
-	b, err := json.Marshal(row)
+	b, err := json.Marshal(&row) // row is on the heap already: marshal it, not a copy
 	return string(b), err
 }
 

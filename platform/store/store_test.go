@@ -448,65 +448,90 @@ var _ = Describe("Schedules and files", func() {
 
 var _ = Describe("The SQL store's errors", func() {
 	ctx := context.Background()
-	var (
-		db *sql.DB
-		s  *store.SQL
-	)
-	BeforeEach(func() {
-		db = openSQLite(GinkgoT().TempDir())
-		var err error
-		s, err = store.NewSQL(ctx, db, store.SQLOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = db.Close() })
-	})
+	for _, d := range []struct {
+		name string
+		// open returns a store whose database the spec may close.
+		open func() (*store.SQL, *sql.DB)
+		// alwaysTaken makes every compare-and-set to running lose, as if
+		// another process always took the row between the read and the
+		// write.
+		alwaysTaken []string
+	}{
+		{"SQLite", func() (*store.SQL, *sql.DB) {
+			db := openSQLite(GinkgoT().TempDir())
+			s, err := store.NewSQL(ctx, db, store.SQLOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = db.Close() })
+			return s, db
+		}, []string{`CREATE TRIGGER always_taken BEFORE UPDATE ON tasks WHEN NEW.state = 'running' BEGIN SELECT RAISE(IGNORE); END`}},
+		{"PostgreSQL", func() (*store.SQL, *sql.DB) {
+			// A second store on a fresh schema, so that closing its
+			// connections leaves the first free to drop the schema.
+			s, err := store.OpenPostgres(ctx, postgresDSN(), store.PostgresOptions{Schema: openPostgres().Schema()})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = s.Close() })
+			return s, s.DB()
+		}, []string{
+			`CREATE FUNCTION always_taken() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN IF NEW.state = 'running' THEN RETURN NULL; END IF; RETURN NEW; END $$`,
+			`CREATE TRIGGER always_taken BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION always_taken()`,
+		}},
+	} {
+		Context(d.name, func() {
+			var (
+				db *sql.DB
+				s  *store.SQL
+			)
+			BeforeEach(func() { s, db = d.open() })
 
-	It("a database error names the operation and the id, and keeps the driver's error", func() {
-		Expect(db.Close()).To(Succeed())
-		_, err := s.GetTask(ctx, "t-1")
-		Expect(err).To(MatchError(ContainSubstring("get task t-1")))
-		Expect(err).To(MatchError(ContainSubstring("database is closed")))
-		Expect(err).NotTo(MatchError(store.ErrNotFound))
-		_, _, err = s.FinishAttempt(ctx, "t-2", 1, "p", store.Finish{Outcome: store.OutcomeCompleted, At: t0})
-		Expect(err).To(MatchError(ContainSubstring("finish attempt t-2")))
-		_, err = s.ListFiles(ctx, "sessions/r1/")
-		Expect(err).To(MatchError(ContainSubstring("list files sessions/r1/")))
-	})
+			It("a database error names the operation and the id, and keeps the driver's error", func() {
+				Expect(db.Close()).To(Succeed())
+				_, err := s.GetTask(ctx, "t-1")
+				Expect(err).To(MatchError(ContainSubstring("get task t-1")))
+				Expect(err).To(MatchError(ContainSubstring("database is closed")))
+				Expect(err).NotTo(MatchError(store.ErrNotFound))
+				_, _, err = s.FinishAttempt(ctx, "t-2", 1, "p", store.Finish{Outcome: store.OutcomeCompleted, At: t0})
+				Expect(err).To(MatchError(ContainSubstring("finish attempt t-2")))
+				_, err = s.ListFiles(ctx, "sessions/r1/")
+				Expect(err).To(MatchError(ContainSubstring("list files sessions/r1/")))
+			})
 
-	It("a store error that already says what it is about keeps its sentinel and its words", func() {
-		_, err := s.GetTask(ctx, "t-1")
-		Expect(err).To(MatchError(store.ErrNotFound))
-		Expect(err.Error()).To(Equal("task t-1: not found"))
-	})
+			It("a store error that already says what it is about keeps its sentinel and its words", func() {
+				_, err := s.GetTask(ctx, "t-1")
+				Expect(err).To(MatchError(store.ErrNotFound))
+				Expect(err.Error()).To(Equal("task t-1: not found"))
+			})
 
-	It("DeleteSchedule reports a database error as that error, not as not found", func() {
-		Expect(s.CreateSchedule(ctx, store.Schedule{ID: "s1", User: "ada", Kind: store.ScheduleOnce, State: store.ScheduleActive, CreatedAt: t0})).To(Succeed())
-		Expect(db.Close()).To(Succeed())
-		err := s.DeleteSchedule(ctx, "s1", "ada")
-		Expect(err).To(HaveOccurred())
-		Expect(err).NotTo(MatchError(store.ErrNotFound))
-		Expect(err).To(MatchError(ContainSubstring("delete schedule s1")))
-	})
+			It("DeleteSchedule reports a database error as that error, not as not found", func() {
+				Expect(s.CreateSchedule(ctx, store.Schedule{ID: "s1", User: "ada", Kind: store.ScheduleOnce, State: store.ScheduleActive, CreatedAt: t0})).To(Succeed())
+				Expect(db.Close()).To(Succeed())
+				err := s.DeleteSchedule(ctx, "s1", "ada")
+				Expect(err).To(HaveOccurred())
+				Expect(err).NotTo(MatchError(store.ErrNotFound))
+				Expect(err).To(MatchError(ContainSubstring("delete schedule s1")))
+			})
 
-	It("DeleteSchedule of an unknown or deleted schedule is still not found", func() {
-		Expect(s.DeleteSchedule(ctx, "nope", "ada")).To(MatchError(store.ErrNotFound))
-		Expect(s.CreateSchedule(ctx, store.Schedule{ID: "s1", User: "ada", Kind: store.ScheduleOnce, State: store.ScheduleActive, CreatedAt: t0})).To(Succeed())
-		Expect(s.DeleteSchedule(ctx, "s1", "ada")).To(Succeed())
-		Expect(s.DeleteSchedule(ctx, "s1", "ada")).To(MatchError(store.ErrNotFound))
-	})
+			It("DeleteSchedule of an unknown or deleted schedule is still not found", func() {
+				Expect(s.DeleteSchedule(ctx, "nope", "ada")).To(MatchError(store.ErrNotFound))
+				Expect(s.CreateSchedule(ctx, store.Schedule{ID: "s1", User: "ada", Kind: store.ScheduleOnce, State: store.ScheduleActive, CreatedAt: t0})).To(Succeed())
+				Expect(s.DeleteSchedule(ctx, "s1", "ada")).To(Succeed())
+				Expect(s.DeleteSchedule(ctx, "s1", "ada")).To(MatchError(store.ErrNotFound))
+			})
 
-	It("Claim reports that it ran out of retries when other processes take every candidate first", func() {
-		_, err := s.CreateTask(ctx, store.Task{ID: "t-1", Prompt: "p", Spawner: "s1", Root: "s1", MaxAttempts: 3, CreatedAt: t0})
-		Expect(err).NotTo(HaveOccurred())
-		// Every compare-and-set to running loses, as if another process
-		// always took the row between the read and the write.
-		_, err = db.ExecContext(ctx, `CREATE TRIGGER always_taken BEFORE UPDATE ON tasks WHEN NEW.state = 'running'
-			BEGIN SELECT RAISE(IGNORE); END`)
-		Expect(err).NotTo(HaveOccurred())
-		_, ok, err := s.Claim(ctx, "p", t0, time.Minute)
-		Expect(ok).To(BeFalse())
-		Expect(err).To(MatchError(store.ErrContended))
-		Expect(err).To(MatchError(ContainSubstring("claim by p")))
-	})
+			It("Claim reports that it ran out of retries when other processes take every candidate first", func() {
+				_, err := s.CreateTask(ctx, store.Task{ID: "t-1", Prompt: "p", Spawner: "s1", Root: "s1", MaxAttempts: 3, CreatedAt: t0})
+				Expect(err).NotTo(HaveOccurred())
+				for _, stmt := range d.alwaysTaken {
+					_, err = db.ExecContext(ctx, stmt)
+					Expect(err).NotTo(HaveOccurred())
+				}
+				_, ok, err := s.Claim(ctx, "p", t0, time.Minute)
+				Expect(ok).To(BeFalse())
+				Expect(err).To(MatchError(store.ErrContended))
+				Expect(err).To(MatchError(ContainSubstring("claim by p")))
+			})
+		})
+	}
 })
 
 var _ = Describe("The SQL store's schema", func() {
