@@ -895,7 +895,9 @@ func (s *SQL) TryLead(ctx context.Context, name, holder string, now time.Time, t
 
 // ---- files ----
 
-// PutFile implements Files.
+// PutFile implements Files. Two writers of a new key may both find no
+// row; the one whose insert loses reads the winner's row and writes the
+// next version over it.
 func (s *SQL) PutFile(ctx context.Context, key string, data []byte, writer string, now time.Time) (*FileMeta, error) {
 	var prev *FileMeta
 	if data == nil {
@@ -903,32 +905,32 @@ func (s *SQL) PutFile(ctx context.Context, key string, data []byte, writer strin
 	}
 	err := s.tx(ctx, "put file", key, func(tx *sql.Tx) error {
 		prev = nil
-		var m FileMeta
-		var updated int64
-		err := tx.QueryRowContext(ctx, s.sql("SELECT writer, version, updated, COALESCE(LENGTH(data), 0) FROM {t}files WHERE k = ?{fu}"), key).
-			Scan(&m.Writer, &m.Version, &updated, &m.Size)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			res, err := tx.ExecContext(ctx, s.sql("INSERT INTO {t}files (k, data, writer, version, updated) VALUES (?, ?, ?, 1, ?) ON CONFLICT (k) DO NOTHING"),
-				key, data, writer, now.UnixNano())
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				if err == nil {
-					err = fmt.Errorf("file %s written concurrently: %w", key, ErrStale)
+		for {
+			var m FileMeta
+			var updated int64
+			err := tx.QueryRowContext(ctx, s.sql("SELECT writer, version, updated, COALESCE(LENGTH(data), 0) FROM {t}files WHERE k = ?{fu}"), key).
+				Scan(&m.Writer, &m.Version, &updated, &m.Size)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				res, err := tx.ExecContext(ctx, s.sql("INSERT INTO {t}files (k, data, writer, version, updated) VALUES (?, ?, ?, 1, ?) ON CONFLICT (k) DO NOTHING"),
+					key, data, writer, now.UnixNano())
+				if err != nil {
+					return err
 				}
+				n, err := res.RowsAffected()
+				if err != nil || n == 1 {
+					return err
+				}
+				continue // another writer made the file first
+			case err != nil:
 				return err
 			}
-			return nil
-		case err != nil:
+			m.Key, m.Updated = key, fromNanos(updated)
+			prev = &m
+			_, err = tx.ExecContext(ctx, s.sql("UPDATE {t}files SET data = ?, writer = ?, version = ?, updated = ? WHERE k = ?"),
+				data, writer, m.Version+1, now.UnixNano(), key)
 			return err
 		}
-		m.Key, m.Updated = key, fromNanos(updated)
-		prev = &m
-		_, err = tx.ExecContext(ctx, s.sql("UPDATE {t}files SET data = ?, writer = ?, version = ?, updated = ? WHERE k = ?"),
-			data, writer, m.Version+1, now.UnixNano(), key)
-		return err
 	})
 	return prev, err
 }

@@ -407,6 +407,27 @@ var _ = Describe("Schedules and files", func() {
 				Expect(keys("sessions/")).To(HaveLen(3))
 			})
 
+			It("writers racing on one new file all land: one makes it, the others write the next versions", func() {
+				const writers = 8
+				var mu sync.Mutex
+				var replaced []int
+				race(writers, func(i int) {
+					prev, err := s.PutFile(ctx, "w/shared.txt", []byte{byte('a' + i)}, fmt.Sprintf("s%d", i), t0)
+					Expect(err).NotTo(HaveOccurred())
+					mu.Lock()
+					defer mu.Unlock()
+					if prev == nil {
+						replaced = append(replaced, 0)
+					} else {
+						replaced = append(replaced, prev.Version)
+					}
+				})
+				Expect(replaced).To(ConsistOf(0, 1, 2, 3, 4, 5, 6, 7), "each write replaced the version before it")
+				_, meta, err := s.GetFile(ctx, "w/shared.txt")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(meta.Version).To(Equal(writers))
+			})
+
 			It("an empty file is kept, listed and read back with size 0", func() {
 				for _, data := range [][]byte{nil, {}} {
 					_, err := s.PutFile(ctx, "w/empty", data, "w", t0)
@@ -653,7 +674,7 @@ var _ = Describe("The SQL store's schema", func() {
 	})
 })
 
-var _ = Describe("The PostgreSQL store's connections", func() {
+var _ = Describe("The PostgreSQL store", func() {
 	ctx := context.Background()
 
 	It("two fresh stores on one server never see each other's rows, and Close drops a fresh schema", func() {
@@ -670,6 +691,34 @@ var _ = Describe("The PostgreSQL store's connections", func() {
 		var n int
 		Expect(b.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = $1", schema).Scan(&n)).To(Succeed())
 		Expect(n).To(Equal(0))
+	})
+
+	It("a write that finds no file and then loses the insert to another writer writes the next version over it", func() {
+		s := openPostgres()
+		other, err := s.DB().BeginTx(ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = other.ExecContext(ctx, "INSERT INTO files (k, data, writer, version, updated) VALUES ('w/f', 'x', 'other', 1, 0)")
+		Expect(err).NotTo(HaveOccurred())
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := s.PutFile(ctx, "w/f", []byte("mine"), "me", t0)
+			wrote <- err
+		}()
+		// Once the write waits on the other writer's uncommitted row (the
+		// server says so; asked again until it does, a bounded number of
+		// times), the other writer commits.
+		waiting := 0
+		for asked := 0; waiting == 0 && asked < 100_000; asked++ {
+			Expect(s.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO files%' AND datname = current_database()`).Scan(&waiting)).To(Succeed())
+		}
+		Expect(waiting).To(BeNumerically(">=", 1), "the write never waited on the other writer")
+		Expect(other.Commit()).To(Succeed())
+		Expect(<-wrote).To(Succeed())
+		data, meta, err := s.GetFile(ctx, "w/f")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(data)).To(Equal("mine"))
+		Expect(meta.Version).To(Equal(2))
 	})
 
 	It("a server that cannot be reached is an error that names it and never shows the password", func() {
