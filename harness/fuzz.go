@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -47,6 +48,9 @@ type CampaignOptions struct {
 	Swarm bool
 	// Testing plants defects in the runtime under test (core.Testing).
 	Testing core.Testing
+	// Store is the durable store of platform runs, shrinking included
+	// (Options.Store).
+	Store store.Backend
 	// ShrinkRuns bounds the replays spent shrinking one failure; default
 	// 2000.
 	ShrinkRuns int
@@ -171,7 +175,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					}
 					cache[j.target] = sc
 				}
-				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing})
+				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store})
 				if o.Crashed {
 					crashed.Add(1)
 					if o.Platform != nil {

@@ -23,7 +23,7 @@ import (
 // sessions the scenario started).
 type platformRun struct {
 	sc    *scenarios.Platform
-	store *store.Memory
+	store store.Store
 	ids   *core.SequentialIDs
 	proc  *process
 	procs int
@@ -32,6 +32,8 @@ type platformRun struct {
 	// took the scheduled-work ticker's lease.
 	replicas []*process
 	leader   string
+	// closeStore removes the run's store when the run has ended.
+	closeStore func() error
 
 	// sessions maps the scenario's session names to ids, in the order they
 	// were made; opts holds what RestoreSession needs for each.
@@ -67,7 +69,15 @@ type platEvent struct {
 // the scenario's sessions, tasks and crons, lets virtual time run to the
 // horizon and closes the platform.
 func (r *run) startPlatform(out *Outcome) error {
-	pr := &platformRun{sc: r.sc.Platform, store: store.NewMemory(), ids: &core.SequentialIDs{}, tasks: map[string]string{}}
+	backend := r.opts.Store
+	if backend.IsZero() {
+		backend = r.sc.Platform.Store
+	}
+	durable, closeStore, err := backend.Open(bg)
+	if err != nil {
+		return fmt.Errorf("platform store %s: %w", backend, err)
+	}
+	pr := &platformRun{sc: r.sc.Platform, store: durable, closeStore: closeStore, ids: &core.SequentialIDs{}, tasks: map[string]string{}}
 	r.plat = pr
 	if err := r.newProcess(); err != nil {
 		return err
@@ -516,8 +526,15 @@ func (r *run) runPlatform() *Outcome {
 		r.sim.Kill()
 		out.Err = err
 	}
-	out.Crashed = r.plat.crashes > 0
+	if r.plat != nil {
+		out.Crashed = r.plat.crashes > 0
+	}
 	r.finish(out)
+	if r.plat != nil {
+		if err := r.plat.closeStore(); err != nil && out.Err == nil {
+			out.Err = err
+		}
+	}
 	return out
 }
 

@@ -53,6 +53,11 @@ type Options struct {
 	// (invariant "no-child-content-in-logs"). Off by default: formatting
 	// the log costs more than the rest of a run.
 	CheckLogs bool
+	// Store, when set, is the durable store of a platform run instead of
+	// the one its scenario names (platform.store; the memory store by
+	// default): each run opens a fresh one and removes it when it ends.
+	// The same scenario and seed give the same trace on every store.
+	Store store.Backend
 
 	// logContent, set only by the package's tests, asks the runtime to log
 	// content: a leak the log check must catch.

@@ -22,7 +22,9 @@ func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts Campaig
 			return false
 		}
 		f.ShrinkRuns++
-		o := cand.Replay(sc)
+		ro := cand.Options()
+		ro.Store = opts.Store
+		o := Run(sc, ro)
 		if o.Passed() || Signature(o) != sig {
 			return false
 		}

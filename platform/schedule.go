@@ -427,13 +427,13 @@ func (p *Platform) armTickerAtLocked(at time.Time) {
 }
 
 // tick is one pass of the ticker with work to do: if this process takes
-// or holds the leader lease (the store's TryLead), fire every due row,
-// and run the recovery pass when it is due. A follower tries again at its
-// next poll, so it takes over at its first poll after a dead leader's
-// lease lapsed.
+// or holds the leader lease (the store's TryLead), fire every due row under
+// that lease, and run the recovery pass when it is due. A follower tries
+// again at its next poll, or when the leader's lease lapses if that comes
+// first, so it takes over within one lease of a dead leader's last renewal.
 func (p *Platform) tick() {
 	now := p.clock.Now()
-	lead, err := p.store.TryLead(p.ctx(), SchedulerLease, p.instance, now, p.opts.LeaderTTL)
+	lease, lead, err := p.store.TryLead(p.ctx(), SchedulerLease, p.instance, now, p.opts.LeaderTTL)
 	lead = lead && err == nil
 	p.mu.Lock()
 	if !lead || !p.leading {
@@ -447,7 +447,7 @@ func (p *Platform) tick() {
 			p.announceLeader()
 		}
 		for _, sch := range due {
-			p.fire(sch, now)
+			p.fire(sch, now, lease)
 		}
 		p.mu.Lock()
 		doRecovery := !now.Before(p.nextRecovery)
@@ -466,8 +466,12 @@ func (p *Platform) tick() {
 		// never re-arm at this same instant.
 		p.notBefore = now.Add(time.Second)
 	} else {
-		// Another process leads: look again at the next poll.
+		// Another process leads: look again at the next poll, or when its
+		// lease lapses, whichever comes first.
 		p.notBefore = now.Add(p.opts.SchedulePollInterval)
+		if lease.Until.After(now) && lease.Until.Before(p.notBefore) {
+			p.notBefore = lease.Until
+		}
 		if !now.Before(p.nextRecovery) {
 			p.nextRecovery = now.Add(p.opts.ScheduleRecoveryInterval)
 		}
@@ -493,7 +497,7 @@ const SchedulerLease = "scheduled-work"
 
 // fire starts one run of a due schedule on a fresh channel="scheduled"
 // session, or completes it if it expired.
-func (p *Platform) fire(sch store.Schedule, now time.Time) {
+func (p *Platform) fire(sch store.Schedule, now time.Time, lease store.Lease) {
 	if !sch.ExpiresAt.IsZero() && !now.Before(sch.ExpiresAt) {
 		_ = p.completeSchedule(sch.ID, "expired", "")
 		return
@@ -520,7 +524,7 @@ func (p *Platform) fire(sch store.Schedule, now time.Time) {
 	var ok bool
 	err := p.durable(func() error {
 		var err error
-		ok, err = p.store.Fire(p.ctx(), sch.ID, sch.NextRun, next, now)
+		ok, err = p.store.Fire(p.ctx(), lease, sch.ID, sch.NextRun, next, now)
 		return err
 	})
 	if err != nil || !ok {

@@ -64,6 +64,16 @@ func (l *loader) platformSection(n *node) *Platform {
 			pl.Replicas = maxReplicas
 		}
 	}
+	if sn := f["store"]; sn != nil {
+		b, err := store.ParseBackend(l.str(sn, "platform store"))
+		switch {
+		case err != nil:
+			l.errorf(sn, "platform %v", err)
+		case b.HasPassword():
+			l.errorf(sn, "platform store: a password does not belong in a scenario file; give it in PGPASSWORD or ~/.pgpass")
+		}
+		pl.Store = b
+	}
 
 	names := map[string]bool{}
 	items := l.seq(f["sessions"], "platform sessions")

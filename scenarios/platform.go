@@ -46,6 +46,9 @@ type Platform struct {
 	Replicas int
 	// Horizon is how much virtual time the run covers. Default 24h.
 	Horizon time.Duration
+	// Store is the durable store each run opens fresh (and removes at its
+	// end): the memory store unless the file names PostgreSQL.
+	Store store.Backend
 }
 
 // ActionKind is what a platform action does.

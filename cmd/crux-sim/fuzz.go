@@ -18,6 +18,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/htmlreport"
+	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -55,6 +56,7 @@ func newFuzzCmd() *cobra.Command {
 		jsonOut      string
 		merge        bool
 		defectNames  []string
+		durable      storeFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "fuzz [--seeds N] [--start S] [--jobs J] [--time D] [--shard i/n] NAME|FILE...",
@@ -102,8 +104,12 @@ Shards split the seed space: --shard i/n runs the seeds s with
 					targets[i] = harness.Target{Name: arg, Load: func() (*scenarios.Scenario, error) { return scenarios.Builtin(arg) }}
 				}
 			}
+			backend, err := durable.backend()
+			if err != nil {
+				return err
+			}
 			opts := harness.CampaignOptions{Seeds: seeds, Start: start, Jobs: jobs, Budget: budget, Shard: shard,
-				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}}
+				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}, Store: backend}
 			if err := opts.CheckSeeds(); err != nil {
 				return usagef("%v", err)
 			}
@@ -128,7 +134,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 				summary.Scenarios = append(summary.Scenarios, sc.Name)
 			}
 			for _, f := range res.Failures {
-				ff, err := reportFailure(out, f, outDir, !noSwarm, defectNames)
+				ff, err := reportFailure(out, f, outDir, !noSwarm, defectNames, opts.Store)
 				if err != nil {
 					return err
 				}
@@ -165,6 +171,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 	f.BoolVar(&merge, "merge", false, "merge the --json summaries given as arguments instead of fuzzing")
 	f.StringSliceVar(&defectNames, "defect", nil, "plant a known defect in the runtime to check the fuzzer catches it: cancel-overwrites-terminal, leak-output-in-status")
 	_ = f.MarkHidden("defect")
+	durable.register(f)
 	return cmd
 }
 
@@ -207,9 +214,9 @@ func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.Pr
 
 // reportFailure prints a failure, writes its shrunk schedule and returns
 // its summary entry.
-func reportFailure(out io.Writer, f *harness.CampaignFailure, dir string, swarm bool, defects []string) (fuzzFailure, error) {
+func reportFailure(out io.Writer, f *harness.CampaignFailure, dir string, swarm bool, defects []string, durable store.Backend) (fuzzFailure, error) {
 	ff := fuzzFailure{Scenario: f.Scenario, Seed: f.Seed, Signature: f.Signature,
-		Reproduce: reproduce(f.Seed, swarm, defects, f.Target), Shrunk: f.Schedule.Describe()}
+		Reproduce: reproduce(f.Seed, swarm, defects, durable, f.Target), Shrunk: f.Schedule.Describe()}
 	fmt.Fprintf(out, "FAIL %s seed %d: %s\n", f.Scenario, f.Seed, f.Signature)
 	if msg := firstMessage(f.Shrunk); msg != "" {
 		fmt.Fprintf(out, "  %s\n", msg)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -139,6 +140,7 @@ type scheduleFlags struct {
 	swarm   bool
 	replay  string
 	defects []string
+	store   storeFlag
 }
 
 func (f *scheduleFlags) register(fs *pflag.FlagSet) {
@@ -147,6 +149,7 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
 	fs.StringSliceVar(&f.defects, "defect", nil, "plant a known defect (see crux-sim fuzz)")
 	_ = fs.MarkHidden("defect")
+	f.store.register(fs)
 }
 
 // resolve returns the harness options the flags ask for, the scenario
@@ -155,6 +158,15 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 // (resolved relative to the schedule file, never quoted), and any scenario
 // given must be the one the schedule was found on.
 func (f *scheduleFlags) resolve(args []string) (harness.Options, []*scenarios.Scenario, *harness.ScheduleFile, error) {
+	opts, scs, sched, err := f.resolveSchedule(args)
+	if err == nil {
+		opts.Store, err = f.store.backend()
+	}
+	return opts, scs, sched, err
+}
+
+// resolveSchedule is resolve without the store.
+func (f *scheduleFlags) resolveSchedule(args []string) (harness.Options, []*scenarios.Scenario, *harness.ScheduleFile, error) {
 	defects, err := parseDefects(f.defects)
 	if err != nil {
 		return harness.Options{}, nil, nil, err
@@ -195,10 +207,13 @@ func loadArgs(args []string) ([]*scenarios.Scenario, error) {
 }
 
 // reproduce is the crux-sim run command for a seed's schedule of a target.
-func reproduce(seed int64, swarm bool, defects []string, target string) string {
+func reproduce(seed int64, swarm bool, defects []string, durable store.Backend, target string) string {
 	cmd := "crux-sim run --seed " + strconv.FormatInt(seed, 10)
 	if swarm {
 		cmd += " --swarm"
+	}
+	if !durable.IsZero() {
+		cmd += " --store " + shellQuote(durable.String())
 	}
 	for _, d := range defects {
 		cmd += " --defect " + shellQuote(d)

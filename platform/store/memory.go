@@ -28,14 +28,9 @@ type Memory struct {
 
 	schedules map[string]*Schedule
 	sorder    []string
-	leases    map[string]lease
+	leases    map[string]Lease
 
 	files map[string]file
-}
-
-type lease struct {
-	holder string
-	until  time.Time
 }
 
 type file struct {
@@ -50,7 +45,7 @@ func NewMemory() *Memory {
 		children:  map[string][]string{},
 		attempts:  map[string][]Attempt{},
 		schedules: map[string]*Schedule{},
-		leases:    map[string]lease{},
+		leases:    map[string]Lease{},
 		files:     map[string]file{},
 	}
 }
@@ -371,9 +366,12 @@ func (m *Memory) Due(_ context.Context, now time.Time) ([]Schedule, error) {
 }
 
 // Fire implements Schedules.
-func (m *Memory) Fire(_ context.Context, id string, expect, next, now time.Time) (bool, error) {
+func (m *Memory) Fire(_ context.Context, lease Lease, id string, expect, next, now time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !lease.holds(m.leases[lease.Name], now) {
+		return false, nil
+	}
 	s, ok := m.schedules[id]
 	if !ok || s.State != ScheduleActive || !s.NextRun.Equal(expect) {
 		return false, nil
@@ -441,15 +439,18 @@ func (m *Memory) Expired(_ context.Context, now time.Time) ([]Schedule, error) {
 }
 
 // TryLead implements Schedules.
-func (m *Memory) TryLead(_ context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+func (m *Memory) TryLead(_ context.Context, name, holder string, now time.Time, ttl time.Duration) (Lease, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l, ok := m.leases[name]
-	if ok && l.holder != holder && l.until.After(now) {
-		return false, nil
+	cur, ok := m.leases[name]
+	if !ok {
+		cur = Lease{Name: name}
 	}
-	m.leases[name] = lease{holder: holder, until: now.Add(ttl)}
-	return true, nil
+	l, led := takeLease(cur, holder, now, ttl)
+	if led {
+		m.leases[name] = l
+	}
+	return l, led, nil
 }
 
 // ---- files ----

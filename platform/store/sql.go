@@ -13,101 +13,124 @@ import (
 
 // SQLOptions adapt SQL to a database.
 type SQLOptions struct {
-	// Placeholder renders the n-th (from 1) bind parameter: "?" by default
-	// (SQLite, MySQL); use func(n int) string { return "$" + strconv.Itoa(n) }
-	// for PostgreSQL.
-	Placeholder func(n int) string
-	// ForUpdate appends " FOR UPDATE" to the reads that precede a write in
-	// a transaction. Leave it off for SQLite (open it with _txlock=immediate
-	// so that write transactions serialise); turn it on for PostgreSQL or
-	// MySQL.
-	ForUpdate bool
-	// Prefix is prepended to every table name.
+	// Dialect is the database's: [SQLite] (the default) or [PostgreSQL].
+	Dialect *Dialect
+	// Prefix is prepended to every table name: letters, digits and
+	// underscores only.
 	Prefix string
 }
 
 // SQL is a Store in a database/sql database, for several processes that
-// share tasks and schedules. Every operation is one transaction, and every
-// state change is a compare-and-set (UPDATE ... WHERE state = the state it
-// read), so a claim cannot be taken twice even where the database allows
-// two transactions to read the same ready row: the second UPDATE matches no
-// row and Claim moves on to the next candidate.
+// share tasks and schedules: the same operations on SQLite and on
+// PostgreSQL, which differ only in their [Dialect]. Every operation is one
+// transaction, and every state change is a compare-and-set (UPDATE ...
+// WHERE state = the state it read), so a claim cannot be taken twice even
+// where the database lets two transactions read the same ready row: the
+// second UPDATE matches no row and Claim moves on to the next candidate.
+// On PostgreSQL a claim also locks its candidate with FOR UPDATE SKIP
+// LOCKED, so racing claims take different rows without waiting; a
+// transaction the database breaks off (a deadlock, a serialization
+// failure) is run again.
 //
-// Times are stored as Unix nanoseconds and structured fields as JSON text,
-// so the schema is plain enough for any SQL database. It is tested with the
-// pure-Go modernc.org/sqlite driver.
+// Times are stored as Unix nanoseconds and structured fields as JSON text.
+// The store applies its own schema migrations ([SchemaVersion]).
 type SQL struct {
 	db   *sql.DB
+	d    *Dialect
 	opts SQLOptions
 	q    sync.Map // statement template → rendered statement
+	// schema and close are set by OpenPostgres.
+	schema string
+	close  func() error
 }
 
 var _ Store = (*SQL)(nil)
 
-// NewSQL creates the tables if needed and returns the store.
+// NewSQL brings the database's schema up to [SchemaVersion] (creating it
+// in an empty database) and returns the store. A database whose schema is
+// newer than this build's is an [ErrSchemaVersion] and is left as it is.
+// The caller keeps db and closes it.
 func NewSQL(ctx context.Context, db *sql.DB, opts SQLOptions) (*SQL, error) {
-	if opts.Placeholder == nil {
-		opts.Placeholder = func(int) string { return "?" }
-	}
-	s := &SQL{db: db, opts: opts}
-	p := opts.Prefix
-	ddl := []string{
-		`CREATE TABLE IF NOT EXISTS ` + p + `tasks (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body TEXT NOT NULL,
-			state TEXT NOT NULL, spawner TEXT NOT NULL, root TEXT NOT NULL, lease_until BIGINT NOT NULL)`,
-		`CREATE INDEX IF NOT EXISTS ` + p + `tasks_state ON ` + p + `tasks (state, seq)`,
-		`CREATE TABLE IF NOT EXISTS ` + p + `task_parents (child TEXT NOT NULL, parent TEXT NOT NULL, PRIMARY KEY (parent, child))`,
-		`CREATE TABLE IF NOT EXISTS ` + p + `attempts (task TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (task, n))`,
-		`CREATE TABLE IF NOT EXISTS ` + p + `schedules (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, usr TEXT NOT NULL,
-			state TEXT NOT NULL, next_run BIGINT NOT NULL, expires_at BIGINT NOT NULL, body TEXT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS ` + p + `leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until BIGINT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS ` + p + `files (k TEXT PRIMARY KEY, data BLOB, writer TEXT NOT NULL, version INTEGER NOT NULL, updated BIGINT NOT NULL)`,
-	}
-	for _, stmt := range ddl {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("store: create schema: %w", err)
-		}
+	s, err := newSQL(ctx, db, opts)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	return s, nil
 }
 
-// sql renders a statement: {t} is the table prefix, each ? a placeholder,
-// and {fu} the FOR UPDATE suffix when enabled. Rendered statements are
-// cached.
+// newSQL is NewSQL, its error without the package's name.
+func newSQL(ctx context.Context, db *sql.DB, opts SQLOptions) (*SQL, error) {
+	if opts.Dialect == nil {
+		opts.Dialect = SQLite
+	}
+	for _, c := range opts.Prefix {
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return nil, fmt.Errorf("table prefix %q: only letters, digits and underscores", opts.Prefix)
+		}
+	}
+	s := &SQL{db: db, d: opts.Dialect, opts: opts}
+	if err := s.migrate(ctx); err != nil {
+		return nil, fmt.Errorf("migrate the %s schema: %w", s.d.name, err)
+	}
+	return s, nil
+}
+
+// DB returns the database the store works in.
+func (s *SQL) DB() *sql.DB { return s.db }
+
+// Dialect returns the store's dialect.
+func (s *SQL) Dialect() *Dialect { return s.d }
+
+// Close releases what the store opened itself: for a store from
+// [OpenPostgres], its connections (and its schema, if it made a fresh
+// one). A store from NewSQL leaves the caller's database open.
+func (s *SQL) Close() error {
+	if s.close == nil {
+		return nil
+	}
+	c := s.close
+	s.close = nil
+	return c()
+}
+
+// sql renders a statement template for the dialect (see Dialect.render).
+// Rendered statements are cached.
 func (s *SQL) sql(stmt string) string {
 	if r, ok := s.q.Load(stmt); ok {
 		return r.(string)
 	}
-	fu := ""
-	if s.opts.ForUpdate {
-		fu = " FOR UPDATE"
-	}
-	r := strings.ReplaceAll(strings.ReplaceAll(stmt, "{t}", s.opts.Prefix), "{fu}", fu)
-	var b strings.Builder
-	n := 0
-	for _, c := range r {
-		if c == '?' {
-			n++
-			b.WriteString(s.opts.Placeholder(n))
-			continue
-		}
-		b.WriteRune(c)
-	}
-	s.q.Store(stmt, b.String())
-	return b.String()
+	r := s.d.render(stmt, s.opts.Prefix)
+	s.q.Store(stmt, r)
+	return r
 }
 
-// tx runs fn in one transaction, rolled back if fn fails. Its error is
-// wrapped with the operation and the id it was about (wrap).
+// txTries is how often tx runs a transaction the database broke off.
+const txTries = 8
+
+// tx runs fn in one transaction, rolled back if fn fails, and again (up to
+// txTries times) when the database broke it off to resolve a deadlock or a
+// serialization conflict: fn must set everything it returns afresh on each
+// run. Its error is wrapped with the operation and the id it was about
+// (wrap).
 func (s *SQL) tx(ctx context.Context, op, id string, fn func(*sql.Tx) error) error {
+	for try := 1; ; try++ {
+		err := s.once(ctx, fn)
+		if err == nil || try == txTries || !s.d.transient(err) || ctx.Err() != nil {
+			return wrap(op, id, err)
+		}
+	}
+}
+
+func (s *SQL) once(ctx context.Context, fn func(*sql.Tx) error) error {
 	t, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return wrap(op, id, err)
+		return err
 	}
 	if err := fn(t); err != nil {
 		_ = t.Rollback()
-		return wrap(op, id, err)
+		return err
 	}
-	return wrap(op, id, t.Commit())
+	return t.Commit()
 }
 
 // wrap gives a database error the operation and the id it happened on,
@@ -145,32 +168,113 @@ func fromNanos(n int64) time.Time {
 
 // ---- tasks ----
 
-func (s *SQL) loadTask(ctx context.Context, tx *sql.Tx, id string, lock bool) (Task, error) {
-	q := "SELECT body FROM {t}tasks WHERE id = ?"
+// A task's or an attempt's body column is its JSON, except that its
+// metadata is a JSON string of the bytes the caller gave, so that they come
+// back byte for byte (as the memory store gives them), not re-encoded by
+// encoding/json. A body whose metadata is JSON itself (as a build before
+// this one wrote it) still reads.
+
+func taskMeta(t *Task) *json.RawMessage       { return &t.Metadata }
+func attemptMeta(a *Attempt) *json.RawMessage { return &a.Metadata }
+
+func encodeBody[T any](row T, meta func(*T) *json.RawMessage) (string, error) {
+	if m := meta(&row); len(*m) > 0 {
+		q, err := json.Marshal(string(*m))
+		if err != nil {
+			return "", err
+		}
+		*m = q
+	}
+	b, err := json.Marshal(&row) // row is on the heap already: marshal it, not a copy
+	return string(b), err
+}
+
+func decodeBody[T any](body, what string, meta func(*T) *json.RawMessage) (T, error) {
+	var row T
+	if err := json.Unmarshal([]byte(body), &row); err != nil {
+		return row, fmt.Errorf("decode %s row: %w", what, err)
+	}
+	if m := meta(&row); len(*m) > 0 && (*m)[0] == '"' {
+		var raw string
+		if err := json.Unmarshal(*m, &raw); err != nil {
+			return row, fmt.Errorf("decode %s row's metadata: %w", what, err)
+		}
+		*m = json.RawMessage(raw)
+	}
+	return row, nil
+}
+
+func encodeTask(t Task) (string, error)       { return encodeBody(t, taskMeta) }
+func decodeTask(body string) (Task, error)    { return decodeBody(body, "task", taskMeta) }
+func encodeAttempt(a Attempt) (string, error) { return encodeBody(a, attemptMeta) }
+func decodeAttempt(body string) (Attempt, error) {
+	return decodeBody(body, "attempt", attemptMeta)
+}
+
+// queryer is what reads need of a *sql.DB or a *sql.Tx.
+type queryer interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// scanRows reads every row with scan.
+func scanRows[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// scanBodies reads one body column per row and decodes each.
+func scanBodies[T any](rows *sql.Rows, err error, decode func(string) (T, error)) ([]T, error) {
+	return scanRows(rows, err, func(r *sql.Rows) (T, error) {
+		var body string
+		if err := r.Scan(&body); err != nil {
+			var zero T
+			return zero, err
+		}
+		return decode(body)
+	})
+}
+
+// scanStrings reads one text column per row.
+func scanStrings(rows *sql.Rows, err error) ([]string, error) {
+	return scanBodies(rows, err, func(s string) (string, error) { return s, nil })
+}
+
+func (s *SQL) loadTask(ctx context.Context, q queryer, id string, lock bool) (Task, error) {
+	stmt := "SELECT body FROM {t}tasks WHERE id = ?"
 	if lock {
-		q += "{fu}"
+		stmt += "{fu}"
 	}
 	var body string
-	if err := tx.QueryRowContext(ctx, s.sql(q), id).Scan(&body); err != nil {
+	if err := q.QueryRowContext(ctx, s.sql(stmt), id).Scan(&body); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return Task{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
 		}
 		return Task{}, err
 	}
-	var t Task
-	err := json.Unmarshal([]byte(body), &t)
-	return t, err
+	return decodeTask(body)
 }
 
 // saveTask writes t if its state is still from (a compare-and-set); it
 // reports whether it did.
 func (s *SQL) saveTask(ctx context.Context, tx *sql.Tx, t Task, from TaskState) (bool, error) {
-	body, err := json.Marshal(t)
+	body, err := encodeTask(t)
 	if err != nil {
 		return false, err
 	}
 	res, err := tx.ExecContext(ctx, s.sql("UPDATE {t}tasks SET body = ?, state = ?, lease_until = ? WHERE id = ? AND state = ?"),
-		string(body), string(t.State), nanos(t.LeaseUntil), t.ID, string(from))
+		body, string(t.State), nanos(t.LeaseUntil), t.ID, string(from))
 	if err != nil {
 		return false, err
 	}
@@ -186,55 +290,85 @@ func (s *SQL) mustSave(ctx context.Context, tx *sql.Tx, t Task, from TaskState) 
 	return err
 }
 
-// CreateTask implements Tasks.
+// CreateTask implements Tasks. It locks the parents it reads (in creation
+// order, as every transaction that locks several tasks does), so that a
+// parent cannot finish between this read and the child's insert without
+// seeing the child.
 func (s *SQL) CreateTask(ctx context.Context, t Task) (Task, error) {
-	err := s.tx(ctx, "create task", t.ID, func(tx *sql.Tx) error {
+	in := t
+	err := s.tx(ctx, "create task", in.ID, func(tx *sql.Tx) error {
+		t = in
+		var one int
+		switch err := tx.QueryRowContext(ctx, s.sql("SELECT 1 FROM {t}tasks WHERE id = ?"), t.ID).Scan(&one); {
+		case err == nil:
+			return fmt.Errorf("task %s: %w", t.ID, ErrExists)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
 		allDone := true
-		for _, p := range t.Parents {
-			pt, err := s.loadTask(ctx, tx, p, true)
-			if err != nil {
-				return fmt.Errorf("parent %w", err)
+		if len(t.Parents) > 0 {
+			q := "SELECT id, state FROM {t}tasks WHERE id IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Parents)), ", ") + ") ORDER BY seq{fu}"
+			args := make([]any, len(t.Parents))
+			for i, p := range t.Parents {
+				args[i] = p
 			}
-			if pt.State != TaskDone {
-				allDone = false
+			rows, err := tx.QueryContext(ctx, s.sql(q), args...)
+			found, err := scanRows(rows, err, func(r *sql.Rows) (Task, error) {
+				var t Task
+				return t, r.Scan(&t.ID, &t.State)
+			})
+			if err != nil {
+				return err
+			}
+			states := map[string]TaskState{}
+			for _, pt := range found {
+				states[pt.ID] = pt.State
+			}
+			for _, p := range t.Parents {
+				st, ok := states[p]
+				if !ok {
+					return fmt.Errorf("parent task %s: %w", p, ErrNotFound)
+				}
+				if st != TaskDone {
+					allDone = false
+				}
 			}
 		}
 		t.State = CreatedState(allDone)
 		t.UpdatedAt = t.CreatedAt
-		body, err := json.Marshal(t)
+		body, err := encodeTask(t)
 		if err != nil {
 			return err
 		}
-		var seq int64
-		if err := tx.QueryRowContext(ctx, s.sql("SELECT COALESCE(MAX(seq), 0) + 1 FROM {t}tasks")).Scan(&seq); err != nil {
+		res, err := tx.ExecContext(ctx, s.sql(`INSERT INTO {t}tasks (id, seq, body, state, spawner, root, lease_until)
+			VALUES (?, {seq:tasks}, ?, ?, ?, ?, 0) ON CONFLICT (id) DO NOTHING`),
+			t.ID, body, string(t.State), t.Spawner, t.Root)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.sql("INSERT INTO {t}tasks (id, seq, body, state, spawner, root, lease_until) VALUES (?, ?, ?, ?, ?, ?, 0)"),
-			t.ID, seq, string(body), string(t.State), t.Spawner, t.Root); err != nil {
-			if _, gerr := s.loadTask(ctx, tx, t.ID, false); gerr == nil {
-				return fmt.Errorf("task %s: %w", t.ID, ErrExists)
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = fmt.Errorf("task %s: %w", t.ID, ErrExists)
 			}
 			return err
 		}
 		for _, p := range t.Parents {
-			if _, err := tx.ExecContext(ctx, s.sql("INSERT INTO {t}task_parents (child, parent) VALUES (?, ?)"), t.ID, p); err != nil {
+			if _, err := tx.ExecContext(ctx, s.sql("INSERT INTO {t}task_parents (child, parent) VALUES (?, ?) ON CONFLICT (parent, child) DO NOTHING"), t.ID, p); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return t, err
+	if err != nil {
+		return Task{}, err
+	}
+	return t, nil
 }
 
 // GetTask implements Tasks.
 func (s *SQL) GetTask(ctx context.Context, id string) (Task, error) {
-	var t Task
-	err := s.tx(ctx, "get task", id, func(tx *sql.Tx) error {
-		var err error
-		t, err = s.loadTask(ctx, tx, id, false)
-		return err
-	})
-	return t, err
+	t, err := s.loadTask(ctx, s.db, id, false)
+	return t, wrap("get task", id, err)
 }
 
 // listTasks is ListTasks without the error's context.
@@ -255,82 +389,41 @@ func (s *SQL) listTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
 			args = append(args, string(st))
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.sql(q+" ORDER BY seq, id"), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		var body string
-		var t Task
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(body), &t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	rows, err := s.db.QueryContext(ctx, s.sql(q+" ORDER BY seq"), args...)
+	return scanBodies(rows, err, decodeTask)
 }
 
-func (s *SQL) attempts(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, id string) ([]Attempt, error) {
-	rows, err := q.QueryContext(ctx, s.sql("SELECT body FROM {t}attempts WHERE task = ? ORDER BY n"), id)
-	if err != nil {
+// attempts is Attempts without the error's context.
+func (s *SQL) attempts(ctx context.Context, id string) ([]Attempt, error) {
+	if _, err := s.loadTask(ctx, s.db, id, false); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []Attempt
-	for rows.Next() {
-		var body string
-		var a Attempt
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(body), &a); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
-
-// Attempts implements Tasks.
-func (s *SQL) Attempts(ctx context.Context, id string) ([]Attempt, error) {
-	if _, err := s.GetTask(ctx, id); err != nil {
-		return nil, err
-	}
-	out, err := s.attempts(ctx, s.db, id)
-	return out, wrap("list attempts of", id, err)
+	rows, err := s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}attempts WHERE task = ? ORDER BY n"), id)
+	return scanBodies(rows, err, decodeAttempt)
 }
 
 func (s *SQL) putAttempt(ctx context.Context, tx *sql.Tx, a Attempt, insert bool) error {
-	body, err := json.Marshal(a)
+	body, err := encodeAttempt(a)
 	if err != nil {
 		return err
 	}
 	if insert {
-		_, err = tx.ExecContext(ctx, s.sql("INSERT INTO {t}attempts (task, n, body) VALUES (?, ?, ?)"), a.Task, a.N, string(body))
+		_, err = tx.ExecContext(ctx, s.sql("INSERT INTO {t}attempts (task, n, body) VALUES (?, ?, ?)"), a.Task, a.N, body)
 	} else {
-		_, err = tx.ExecContext(ctx, s.sql("UPDATE {t}attempts SET body = ? WHERE task = ? AND n = ?"), string(body), a.Task, a.N)
+		_, err = tx.ExecContext(ctx, s.sql("UPDATE {t}attempts SET body = ? WHERE task = ? AND n = ?"), body, a.Task, a.N)
 	}
 	return err
 }
 
 func (s *SQL) loadAttempt(ctx context.Context, tx *sql.Tx, task string, n int) (Attempt, error) {
 	var body string
-	var a Attempt
-	if err := tx.QueryRowContext(ctx, s.sql("SELECT body FROM {t}attempts WHERE task = ? AND n = ?"), task, n).Scan(&body); err != nil {
+	if err := tx.QueryRowContext(ctx, s.sql("SELECT body FROM {t}attempts WHERE task = ? AND n = ?{fu}"), task, n).Scan(&body); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return a, fmt.Errorf("task %s attempt %d: %w", task, n, ErrNotFound)
+			return Attempt{}, fmt.Errorf("task %s attempt %d: %w", task, n, ErrNotFound)
 		}
-		return a, err
+		return Attempt{}, err
 	}
-	err := json.Unmarshal([]byte(body), &a)
-	return a, err
+	return decodeAttempt(body)
 }
 
 // claimTries is how many candidates Claim tries before it reports
@@ -346,15 +439,16 @@ func (s *SQL) Claim(ctx context.Context, instance string, now time.Time, lease t
 		var c Claim
 		var got, lost bool
 		err := s.tx(ctx, "claim by", instance, func(tx *sql.Tx) error {
-			var id string
-			err := tx.QueryRowContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? ORDER BY seq, id LIMIT 1{fu}"), string(TaskReady)).Scan(&id)
+			c, got, lost = Claim{}, false, false
+			var body string
+			err := tx.QueryRowContext(ctx, s.sql("SELECT body FROM {t}tasks WHERE state = ? ORDER BY seq LIMIT 1{skip}"), string(TaskReady)).Scan(&body)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			t, err := s.loadTask(ctx, tx, id, false)
+			t, err := decodeTask(body)
 			if err != nil {
 				return err
 			}
@@ -368,7 +462,7 @@ func (s *SQL) Claim(ctx context.Context, instance string, now time.Time, lease t
 				lost = !ok
 				return err
 			}
-			a := Attempt{Task: id, N: t.Attempts, Instance: instance, StartedAt: now, Outcome: OutcomeRunning}
+			a := Attempt{Task: t.ID, N: t.Attempts, Instance: instance, StartedAt: now, Outcome: OutcomeRunning}
 			if err := s.putAttempt(ctx, tx, a, true); err != nil {
 				return err
 			}
@@ -397,7 +491,8 @@ func (s *SQL) SetAttemptSession(ctx context.Context, task string, n int, session
 	})
 }
 
-// finish ends t's current attempt in tx and promotes children.
+// finish ends t's current attempt in tx and promotes children, in the
+// order they were created.
 func (s *SQL) finish(ctx context.Context, tx *sql.Tx, t *Task, f Finish) ([]string, error) {
 	a, err := s.loadAttempt(ctx, tx, t.ID, t.Attempts)
 	if err != nil {
@@ -417,20 +512,11 @@ func (s *SQL) finish(ctx context.Context, tx *sql.Tx, t *Task, f Finish) ([]stri
 	if t.State != TaskDone {
 		return nil, nil
 	}
-	rows, err := tx.QueryContext(ctx, s.sql("SELECT child FROM {t}task_parents WHERE parent = ? ORDER BY child"), t.ID)
+	children, err := scanStrings(tx.QueryContext(ctx, s.sql(`SELECT p.child FROM {t}task_parents p JOIN {t}tasks c ON c.id = p.child
+		WHERE p.parent = ? AND c.state = ? ORDER BY c.seq`), t.ID, string(TaskTodo)))
 	if err != nil {
 		return nil, err
 	}
-	var children []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		children = append(children, c)
-	}
-	rows.Close()
 	var promoted []string
 	for _, c := range children {
 		ct, err := s.loadTask(ctx, tx, c, true)
@@ -465,6 +551,7 @@ func (s *SQL) FinishAttempt(ctx context.Context, task string, n int, instance st
 	var promoted []string
 	err := s.tx(ctx, "finish attempt", task, func(tx *sql.Tx) error {
 		var err error
+		promoted = nil
 		t, err = s.loadTask(ctx, tx, task, true)
 		if err != nil {
 			return err
@@ -487,6 +574,7 @@ func (s *SQL) Unblock(ctx context.Context, task, by, text string, now time.Time)
 			return err
 		}
 		if t.Spawner != by {
+			t = Task{}
 			return fmt.Errorf("unblock %s: %w", task, ErrNotOwner)
 		}
 		if _, err := NextTask(t.State, TaskUnblock); err != nil {
@@ -509,10 +597,12 @@ func (s *SQL) Cancel(ctx context.Context, task, by string, now time.Time) (Task,
 	var prev TaskState
 	err := s.tx(ctx, "cancel task", task, func(tx *sql.Tx) error {
 		var err error
+		prev = ""
 		if t, err = s.loadTask(ctx, tx, task, true); err != nil {
 			return err
 		}
 		if t.Spawner != by {
+			t = Task{}
 			return fmt.Errorf("cancel %s: %w", task, ErrNotOwner)
 		}
 		prev = t.State
@@ -528,36 +618,21 @@ func (s *SQL) Cancel(ctx context.Context, task, by string, now time.Time) (Task,
 		}
 		return s.mustSave(ctx, tx, t, prev)
 	})
-	if err != nil {
-		return Task{}, prev, err
-	}
-	return t, prev, nil
+	return t, prev, err
 }
 
 // Reap implements Tasks.
 func (s *SQL) Reap(ctx context.Context, now time.Time) ([]Task, error) {
 	var out []Task
 	err := s.tx(ctx, "reap", "", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.sql("SELECT id FROM {t}tasks WHERE state = ? AND lease_until <= ? ORDER BY seq, id{fu}"),
+		out = nil
+		rows, err := tx.QueryContext(ctx, s.sql("SELECT body FROM {t}tasks WHERE state = ? AND lease_until <= ? ORDER BY seq{fu}"),
 			string(TaskRunning), now.UnixNano())
+		lapsed, err := scanBodies(rows, err, decodeTask)
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		for _, id := range ids {
-			t, err := s.loadTask(ctx, tx, id, false)
-			if err != nil {
-				return err
-			}
+		for _, t := range lapsed {
 			if _, err := s.finish(ctx, tx, &t, Finish{Outcome: OutcomeCrashed, At: now}); err != nil {
 				return err
 			}
@@ -580,94 +655,91 @@ func (s *SQL) nextLease(ctx context.Context) (time.Time, bool, error) {
 
 // ---- schedules ----
 
-func (s *SQL) scanSchedules(rows *sql.Rows, err error) ([]Schedule, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Schedule
-	for rows.Next() {
-		var body string
-		var sc Schedule
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(body), &sc); err != nil {
-			return nil, err
-		}
-		out = append(out, sc)
-	}
-	return out, rows.Err()
-}
-
-func (s *SQL) loadSchedule(ctx context.Context, tx *sql.Tx, id string) (Schedule, error) {
-	var body string
+func decodeSchedule(body string) (Schedule, error) {
 	var sc Schedule
-	if err := tx.QueryRowContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE id = ?{fu}"), id).Scan(&body); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return sc, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
-		}
-		return sc, err
+	if err := json.Unmarshal([]byte(body), &sc); err != nil {
+		return Schedule{}, fmt.Errorf("decode schedule row: %w", err)
 	}
-	err := json.Unmarshal([]byte(body), &sc)
-	return sc, err
+	return sc, nil
 }
 
-func (s *SQL) saveSchedule(ctx context.Context, tx *sql.Tx, sc Schedule) error {
+func (s *SQL) loadSchedule(ctx context.Context, q queryer, id string, lock bool) (Schedule, error) {
+	stmt := "SELECT body FROM {t}schedules WHERE id = ?"
+	if lock {
+		stmt += "{fu}"
+	}
+	var body string
+	if err := q.QueryRowContext(ctx, s.sql(stmt), id).Scan(&body); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return Schedule{}, fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+		}
+		return Schedule{}, err
+	}
+	return decodeSchedule(body)
+}
+
+// saveSchedule writes sc; when expect is set, only if its next run is
+// still expect (a compare-and-set), and it reports whether it wrote.
+func (s *SQL) saveSchedule(ctx context.Context, tx *sql.Tx, sc Schedule, expect *time.Time) (bool, error) {
 	body, err := json.Marshal(sc)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = tx.ExecContext(ctx, s.sql("UPDATE {t}schedules SET body = ?, state = ?, next_run = ?, expires_at = ? WHERE id = ?"),
-		string(body), string(sc.State), nanos(sc.NextRun), nanos(sc.ExpiresAt), sc.ID)
-	return err
+	q, args := "UPDATE {t}schedules SET body = ?, state = ?, next_run = ?, expires_at = ? WHERE id = ?",
+		[]any{string(body), string(sc.State), nanos(sc.NextRun), nanos(sc.ExpiresAt), sc.ID}
+	if expect != nil {
+		q, args = q+" AND state = ? AND next_run = ?", append(args, string(ScheduleActive), nanos(*expect))
+	}
+	res, err := tx.ExecContext(ctx, s.sql(q), args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // CreateSchedule implements Schedules.
 func (s *SQL) CreateSchedule(ctx context.Context, sc Schedule) error {
 	return s.tx(ctx, "create schedule", sc.ID, func(tx *sql.Tx) error {
-		if _, err := s.loadSchedule(ctx, tx, sc.ID); err == nil {
-			return fmt.Errorf("schedule %s: %w", sc.ID, ErrExists)
-		}
 		body, err := json.Marshal(sc)
 		if err != nil {
 			return err
 		}
-		var seq int64
-		if err := tx.QueryRowContext(ctx, s.sql("SELECT COALESCE(MAX(seq), 0) + 1 FROM {t}schedules")).Scan(&seq); err != nil {
+		res, err := tx.ExecContext(ctx, s.sql(`INSERT INTO {t}schedules (id, seq, usr, state, next_run, expires_at, body)
+			VALUES (?, {seq:schedules}, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+			sc.ID, sc.User, string(sc.State), nanos(sc.NextRun), nanos(sc.ExpiresAt), string(body))
+		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.sql("INSERT INTO {t}schedules (id, seq, usr, state, next_run, expires_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-			sc.ID, seq, sc.User, string(sc.State), nanos(sc.NextRun), nanos(sc.ExpiresAt), string(body))
+		n, err := res.RowsAffected()
+		if err == nil && n == 0 {
+			err = fmt.Errorf("schedule %s: %w", sc.ID, ErrExists)
+		}
 		return err
 	})
 }
 
 // GetSchedule implements Schedules.
 func (s *SQL) GetSchedule(ctx context.Context, id string) (Schedule, error) {
-	var sc Schedule
-	err := s.tx(ctx, "get schedule", id, func(tx *sql.Tx) error {
-		var err error
-		sc, err = s.loadSchedule(ctx, tx, id)
-		return err
-	})
-	return sc, err
+	sc, err := s.loadSchedule(ctx, s.db, id, false)
+	return sc, wrap("get schedule", id, err)
 }
 
 // ListSchedules implements Schedules.
 func (s *SQL) ListSchedules(ctx context.Context, user string) ([]Schedule, error) {
-	q, args := "SELECT body FROM {t}schedules WHERE state <> ? ORDER BY seq, id", []any{string(ScheduleDeleted)}
+	q, args := "SELECT body FROM {t}schedules WHERE state <> ? ORDER BY seq", []any{string(ScheduleDeleted)}
 	if user != "" {
-		q, args = "SELECT body FROM {t}schedules WHERE state <> ? AND usr = ? ORDER BY seq, id", append(args, user)
+		q, args = "SELECT body FROM {t}schedules WHERE state <> ? AND usr = ? ORDER BY seq", append(args, user)
 	}
-	out, err := s.scanSchedules(s.db.QueryContext(ctx, s.sql(q), args...))
+	rows, err := s.db.QueryContext(ctx, s.sql(q), args...)
+	out, err := scanBodies(rows, err, decodeSchedule)
 	return out, wrap("list schedules of", user, err)
 }
 
 // DeleteSchedule implements Schedules.
 func (s *SQL) DeleteSchedule(ctx context.Context, id, user string) error {
 	return s.tx(ctx, "delete schedule", id, func(tx *sql.Tx) error {
-		sc, err := s.loadSchedule(ctx, tx, id)
+		sc, err := s.loadSchedule(ctx, tx, id, true)
 		if err != nil {
 			return err // not found when there is no such row; the database's error otherwise
 		}
@@ -678,22 +750,35 @@ func (s *SQL) DeleteSchedule(ctx context.Context, id, user string) error {
 			return fmt.Errorf("schedule %s belongs to another user: %w", id, ErrNotFound)
 		}
 		sc.State = ScheduleDeleted
-		return s.saveSchedule(ctx, tx, sc)
+		_, err = s.saveSchedule(ctx, tx, sc, nil)
+		return err
 	})
 }
 
 // Due implements Schedules.
 func (s *SQL) Due(ctx context.Context, now time.Time) ([]Schedule, error) {
-	out, err := s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND next_run <> 0 AND next_run <= ? ORDER BY next_run, seq, id"),
-		string(ScheduleActive), now.UnixNano()))
+	rows, err := s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND next_run <> 0 AND next_run <= ? ORDER BY next_run, seq"),
+		string(ScheduleActive), now.UnixNano())
+	out, err := scanBodies(rows, err, decodeSchedule)
 	return out, wrap("due schedules", "", err)
 }
 
-// Fire implements Schedules.
-func (s *SQL) Fire(ctx context.Context, id string, expect, next, now time.Time) (bool, error) {
+// Fire implements Schedules. It reads the lease it fires under with a
+// share lock, so that the lease cannot pass to another holder while the
+// fire commits: either the fire commits first, or it sees the new token
+// and fires nothing.
+func (s *SQL) Fire(ctx context.Context, lease Lease, id string, expect, next, now time.Time) (bool, error) {
 	fired := false
 	err := s.tx(ctx, "fire schedule", id, func(tx *sql.Tx) error {
-		sc, err := s.loadSchedule(ctx, tx, id)
+		fired = false
+		cur, err := s.loadLease(ctx, tx, lease.Name, "{fs}")
+		if err != nil || !lease.holds(cur, now) {
+			return err
+		}
+		sc, err := s.loadSchedule(ctx, tx, id, true)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -702,17 +787,7 @@ func (s *SQL) Fire(ctx context.Context, id string, expect, next, now time.Time) 
 		}
 		sc.NextRun, sc.LastRun = next, now
 		sc.Runs++
-		body, err := json.Marshal(sc)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, s.sql("UPDATE {t}schedules SET body = ?, next_run = ? WHERE id = ? AND state = ? AND next_run = ?"),
-			string(body), nanos(next), id, string(ScheduleActive), nanos(expect))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		fired = n == 1
+		fired, err = s.saveSchedule(ctx, tx, sc, &expect)
 		return err
 	})
 	return fired, err
@@ -721,12 +796,13 @@ func (s *SQL) Fire(ctx context.Context, id string, expect, next, now time.Time) 
 // SetNext implements Schedules.
 func (s *SQL) SetNext(ctx context.Context, id string, next time.Time) error {
 	return s.tx(ctx, "set next run of schedule", id, func(tx *sql.Tx) error {
-		sc, err := s.loadSchedule(ctx, tx, id)
+		sc, err := s.loadSchedule(ctx, tx, id, true)
 		if err != nil || sc.State != ScheduleActive {
 			return err
 		}
 		sc.NextRun = next
-		return s.saveSchedule(ctx, tx, sc)
+		_, err = s.saveSchedule(ctx, tx, sc, nil)
+		return err
 	})
 }
 
@@ -734,13 +810,15 @@ func (s *SQL) SetNext(ctx context.Context, id string, next time.Time) error {
 func (s *SQL) Complete(ctx context.Context, id, reason string) (bool, error) {
 	done := false
 	err := s.tx(ctx, "complete schedule", id, func(tx *sql.Tx) error {
-		sc, err := s.loadSchedule(ctx, tx, id)
+		done = false
+		sc, err := s.loadSchedule(ctx, tx, id, true)
 		if err != nil || sc.State != ScheduleActive {
 			return err
 		}
 		sc.State, sc.Reason, sc.NextRun = ScheduleCompleted, reason, time.Time{}
 		done = true
-		return s.saveSchedule(ctx, tx, sc)
+		_, err = s.saveSchedule(ctx, tx, sc, nil)
+		return err
 	})
 	return done, err
 }
@@ -757,64 +835,102 @@ func (s *SQL) nextDue(ctx context.Context) (time.Time, bool, error) {
 
 // Expired implements Schedules.
 func (s *SQL) Expired(ctx context.Context, now time.Time) ([]Schedule, error) {
-	out, err := s.scanSchedules(s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND expires_at <> 0 AND expires_at <= ? ORDER BY seq, id"),
-		string(ScheduleActive), now.UnixNano()))
+	rows, err := s.db.QueryContext(ctx, s.sql("SELECT body FROM {t}schedules WHERE state = ? AND expires_at <> 0 AND expires_at <= ? ORDER BY seq"),
+		string(ScheduleActive), now.UnixNano())
+	out, err := scanBodies(rows, err, decodeSchedule)
 	return out, wrap("expired schedules", "", err)
 }
 
-// TryLead implements Schedules.
-func (s *SQL) TryLead(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+// ---- the leader lease ----
+
+// loadLease reads the named lease with the lock given ("{fu}", "{fs}" or
+// none); a lease nobody ever took is the zero lease of that name.
+func (s *SQL) loadLease(ctx context.Context, tx *sql.Tx, name, lock string) (Lease, error) {
+	l := Lease{Name: name}
+	var until int64
+	err := tx.QueryRowContext(ctx, s.sql("SELECT holder, until, token FROM {t}leases WHERE name = ?"+lock), name).Scan(&l.Holder, &until, &l.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, nil
+	}
+	l.Until = fromNanos(until)
+	return l, err
+}
+
+// TryLead implements Schedules: the lease rule (takeLease) on the lease
+// row, written back by a compare-and-set on the row it read.
+func (s *SQL) TryLead(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (Lease, bool, error) {
+	var got Lease
 	led := false
 	err := s.tx(ctx, "take lease", name, func(tx *sql.Tx) error {
-		var h string
-		var until int64
-		err := tx.QueryRowContext(ctx, s.sql("SELECT holder, until FROM {t}leases WHERE name = ?{fu}"), name).Scan(&h, &until)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, s.sql("INSERT INTO {t}leases (name, holder, until) VALUES (?, ?, ?)"), name, holder, now.Add(ttl).UnixNano())
-			led = err == nil
-			return err
-		case err != nil:
+		cur, err := s.loadLease(ctx, tx, name, "{fu}")
+		if err != nil {
 			return err
 		}
-		if h != holder && until > now.UnixNano() {
+		got, led = takeLease(cur, holder, now, ttl)
+		if !led {
 			return nil
 		}
-		res, err := tx.ExecContext(ctx, s.sql("UPDATE {t}leases SET holder = ?, until = ? WHERE name = ? AND holder = ? AND until = ?"),
-			holder, now.Add(ttl).UnixNano(), name, h, until)
+		var res sql.Result
+		if cur.Holder == "" && cur.Token == 0 {
+			res, err = tx.ExecContext(ctx, s.sql("INSERT INTO {t}leases (name, holder, until, token) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING"),
+				name, got.Holder, nanos(got.Until), got.Token)
+		} else {
+			res, err = tx.ExecContext(ctx, s.sql("UPDATE {t}leases SET holder = ?, until = ?, token = ? WHERE name = ? AND holder = ? AND until = ? AND token = ?"),
+				got.Holder, nanos(got.Until), got.Token, name, cur.Holder, nanos(cur.Until), cur.Token)
+		}
 		if err != nil {
 			return err
 		}
 		n, err := res.RowsAffected()
-		led = n == 1
+		if err == nil && n == 0 {
+			// Another process took the lease between the read and the
+			// write: report the lease it holds now.
+			led = false
+			got, err = s.loadLease(ctx, tx, name, "")
+		}
 		return err
 	})
-	return led, err
+	return got, led, err
 }
 
 // ---- files ----
 
-// PutFile implements Files.
+// PutFile implements Files. Two writers of a new key may both find no
+// row; the one whose insert loses reads the winner's row and writes the
+// next version over it.
 func (s *SQL) PutFile(ctx context.Context, key string, data []byte, writer string, now time.Time) (*FileMeta, error) {
 	var prev *FileMeta
+	if data == nil {
+		data = []byte{}
+	}
 	err := s.tx(ctx, "put file", key, func(tx *sql.Tx) error {
-		var m FileMeta
-		var updated int64
-		err := tx.QueryRowContext(ctx, s.sql("SELECT writer, version, updated, LENGTH(data) FROM {t}files WHERE k = ?{fu}"), key).
-			Scan(&m.Writer, &m.Version, &updated, &m.Size)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, s.sql("INSERT INTO {t}files (k, data, writer, version, updated) VALUES (?, ?, ?, 1, ?)"),
-				key, data, writer, now.UnixNano())
-			return err
-		case err != nil:
+		prev = nil
+		for {
+			var m FileMeta
+			var updated int64
+			err := tx.QueryRowContext(ctx, s.sql("SELECT writer, version, updated, COALESCE(LENGTH(data), 0) FROM {t}files WHERE k = ?{fu}"), key).
+				Scan(&m.Writer, &m.Version, &updated, &m.Size)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				res, err := tx.ExecContext(ctx, s.sql("INSERT INTO {t}files (k, data, writer, version, updated) VALUES (?, ?, ?, 1, ?) ON CONFLICT (k) DO NOTHING"),
+					key, data, writer, now.UnixNano())
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil || n == 1 {
+					return err
+				}
+				continue // another writer made the file first
+			case err != nil:
+				return err
+			}
+			m.Key, m.Updated = key, fromNanos(updated)
+			prev = &m
+			_, err = tx.ExecContext(ctx, s.sql("UPDATE {t}files SET data = ?, writer = ?, version = ?, updated = ? WHERE k = ?"),
+				data, writer, m.Version+1, now.UnixNano(), key)
 			return err
 		}
-		m.Key, m.Updated = key, fromNanos(updated)
-		prev = &m
-		_, err = tx.ExecContext(ctx, s.sql("UPDATE {t}files SET data = ?, writer = ?, version = ?, updated = ? WHERE k = ?"),
-			data, writer, m.Version+1, now.UnixNano(), key)
-		return err
 	})
 	return prev, err
 }
@@ -829,38 +945,36 @@ func (s *SQL) getFile(ctx context.Context, key string) ([]byte, FileMeta, error)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, FileMeta{}, fmt.Errorf("file %s: %w", key, ErrNotFound)
 	}
+	if err != nil {
+		return nil, FileMeta{}, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
 	m.Updated, m.Size = fromNanos(updated), len(data)
-	return data, m, err
+	return data, m, nil
 }
 
-func likePrefix(prefix string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(prefix) + "%"
-}
+// underPrefix matches the keys that start with the bind parameter given
+// twice: compared as text, not as a LIKE pattern, so that no character
+// of a key is special and case always counts.
+const underPrefix = "SUBSTR(k, 1, LENGTH(?)) = ?"
 
 // listFiles is ListFiles without the error's context.
 func (s *SQL) listFiles(ctx context.Context, prefix string) ([]FileMeta, error) {
-	rows, err := s.db.QueryContext(ctx, s.sql(`SELECT k, writer, version, updated, LENGTH(data) FROM {t}files WHERE k LIKE ? ESCAPE '\' ORDER BY k`), likePrefix(prefix))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []FileMeta
-	for rows.Next() {
+	rows, err := s.db.QueryContext(ctx, s.sql("SELECT k, writer, version, updated, COALESCE(LENGTH(data), 0) FROM {t}files WHERE "+underPrefix+" ORDER BY k{C}"), prefix, prefix)
+	return scanRows(rows, err, func(r *sql.Rows) (FileMeta, error) {
 		var m FileMeta
 		var updated int64
-		if err := rows.Scan(&m.Key, &m.Writer, &m.Version, &updated, &m.Size); err != nil {
-			return nil, err
-		}
+		err := r.Scan(&m.Key, &m.Writer, &m.Version, &updated, &m.Size)
 		m.Updated = fromNanos(updated)
-		out = append(out, m)
-	}
-	return out, rows.Err()
+		return m, err
+	})
 }
 
 // deletePrefix is DeletePrefix without the error's context.
 func (s *SQL) deletePrefix(ctx context.Context, prefix string) (int, error) {
-	res, err := s.db.ExecContext(ctx, s.sql(`DELETE FROM {t}files WHERE k LIKE ? ESCAPE '\'`), likePrefix(prefix))
+	res, err := s.db.ExecContext(ctx, s.sql("DELETE FROM {t}files WHERE "+underPrefix), prefix, prefix)
 	if err != nil {
 		return 0, err
 	}
@@ -869,6 +983,12 @@ func (s *SQL) deletePrefix(ctx context.Context, prefix string) (int, error) {
 }
 
 // ---- the operations, their errors wrapped with what they were about ----
+
+// Attempts implements Tasks.
+func (s *SQL) Attempts(ctx context.Context, id string) ([]Attempt, error) {
+	out, err := s.attempts(ctx, id)
+	return out, wrap("list attempts of", id, err)
+}
 
 // ListTasks implements Tasks.
 func (s *SQL) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {

@@ -172,7 +172,8 @@ type TaskFilter struct {
 
 // Tasks is the durable task table. Every method is atomic: two processes
 // sharing one backing database can never both claim a task, both finish
-// one attempt, or promote a child before all its parents are done.
+// one attempt, or promote a child before all its parents are done. Times
+// are the caller's: a lease lapses when a caller's now passes it.
 type Tasks interface {
 	// CreateTask inserts a task. Its state is ready when every parent is
 	// done, todo otherwise. An unknown parent is ErrNotFound; a duplicate
@@ -278,10 +279,14 @@ type Schedules interface {
 	// Due returns active schedules with NextRun at or before now, by
 	// NextRun then id.
 	Due(ctx context.Context, now time.Time) ([]Schedule, error)
-	// Fire records a run if the schedule is active and its NextRun is
-	// still expect (so two tickers cannot both fire it): NextRun becomes
-	// next (zero: none), Runs grows, LastRun is now.
-	Fire(ctx context.Context, id string, expect, next, now time.Time) (bool, error)
+	// Fire records a run of a due schedule by the ticker that leads under
+	// lease (as TryLead granted it): only if lease is still the live lease
+	// of its name at now (its holder and fencing token unchanged, not
+	// lapsed), the schedule is active and its NextRun is still expect. So a
+	// schedule fires at most once for one due time, and a deposed leader
+	// fires nothing. NextRun becomes next (zero: none), Runs grows, LastRun
+	// is now.
+	Fire(ctx context.Context, lease Lease, id string, expect, next, now time.Time) (bool, error)
 	// SetNext moves an active schedule's next run.
 	SetNext(ctx context.Context, id string, next time.Time) error
 	// Complete ends an active schedule with a reason.
@@ -291,8 +296,48 @@ type Schedules interface {
 	// Expired returns active schedules whose ExpiresAt is at or before now.
 	Expired(ctx context.Context, now time.Time) ([]Schedule, error)
 	// TryLead takes or renews the named lease for holder until now+ttl
-	// unless another holder's lease is still live.
-	TryLead(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+	// unless another holder's lease is still live at now. It returns the
+	// lease as it now stands, whoever holds it (zero if nobody ever did),
+	// so that a follower knows when to try again (Until), and whether
+	// holder leads. See [Lease] for the fencing token.
+	TryLead(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (Lease, bool, error)
+}
+
+// Lease is a named leader lease: the scheduled-work ticker's, which one
+// process of all those sharing a store holds at a time.
+type Lease struct {
+	Name   string
+	Holder string
+	// Token is the lease's fencing token. It grows every time the lease
+	// is taken by a holder that did not hold it live (a new holder, or the
+	// old one back after its lease lapsed) and stays the same while its
+	// holder renews it in time. A write made under a lease names it, and
+	// the store refuses the write once the lease has moved on, so a
+	// leader that stalled past its lease cannot act on stale leadership.
+	Token int64
+	Until time.Time
+}
+
+// takeLease is the lease rule, the same in every store: holder gets the
+// lease until now+ttl unless another holder's lease is live at now (Until
+// after now). Renewing one's own live lease keeps its token; any other
+// take draws the next one.
+func takeLease(cur Lease, holder string, now time.Time, ttl time.Duration) (Lease, bool) {
+	live := cur.Until.After(now)
+	if cur.Holder != "" && cur.Holder != holder && live {
+		return cur, false
+	}
+	next := Lease{Name: cur.Name, Holder: holder, Token: cur.Token, Until: now.Add(ttl)}
+	if cur.Holder != holder || !live {
+		next.Token++
+	}
+	return next, true
+}
+
+// holds reports whether a write under lease may happen at now, when cur is
+// the lease as the store has it: the same holder and token, not lapsed.
+func (l Lease) holds(cur Lease, now time.Time) bool {
+	return l.Holder != "" && cur.Holder == l.Holder && cur.Token == l.Token && cur.Until.After(now)
 }
 
 // FileMeta describes a stored file.
