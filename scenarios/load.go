@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -36,6 +37,16 @@ func LoadFile(path string) (*Scenario, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrLoad, path, err)
 	}
 	return Load(path, src)
+}
+
+// LoadReader reads a scenario from r (standard input, say), at most
+// MaxFileSize bytes of it; name is what errors call it, such as "<stdin>".
+func LoadReader(name string, r io.Reader) (*Scenario, error) {
+	src, err := inputfile.ReadFrom(r, fileLimit())
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLoad, name, err)
+	}
+	return Load(name, src)
 }
 
 // Load reads a scenario from YAML. name is the file name used in errors.

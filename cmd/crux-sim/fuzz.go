@@ -90,7 +90,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 			if err != nil {
 				return err
 			}
-			loaded, err := loadScenarios(args)
+			loaded, err := loadScenarios(args, nil)
 			if err != nil {
 				return err
 			}

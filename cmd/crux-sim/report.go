@@ -19,7 +19,7 @@ func newReportCmd() *cobra.Command {
 	var limits cassetteLimits
 	var out string
 	cmd := &cobra.Command{
-		Use:   "report [--seed N] [--swarm] [--replay FILE] NAME|FILE|CASSETTE -o report.html",
+		Use:   "report [--seed N] [--swarm] [--replay FILE] [--max-cassette-size SIZE] NAME|FILE|-|CASSETTE -o report.html",
 		Short: "Run a scenario and write an HTML timeline of it",
 		Long: `Run a scenario (a built-in name or a YAML file) under the seed's schedule,
 replay a fuzz failure's shrunk schedule (--replay) or a recorded cassette
@@ -67,6 +67,7 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 				if len(args) == 0 && sched.replay == "" {
 					return usagef("report needs a scenario: a built-in name (see crux-sim list), a file, or --replay FILE")
 				}
+				sched.stdin = cmd.InOrStdin()
 				opts, scs, schedule, err := sched.resolve(args)
 				if err != nil {
 					return err

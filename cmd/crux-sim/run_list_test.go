@@ -63,7 +63,7 @@ func TestRunReportsEveryBadArgumentAndRunsNothing(t *testing.T) {
 		t.Errorf("ran scenarios despite bad arguments:\n%s", stdout)
 	}
 	want := badCorpus + `/unknown-key.yaml:3:1: unknown key "descripton" in the scenario (did you mean "description"?)
-crux-sim: no built-in scenario "research-coordinatr" (did you mean "research-coordinator"?); run crux-sim list for the built-ins, or give a path to a scenario file
+crux-sim: no built-in scenario "research-coordinatr" (did you mean "research-coordinator"?); run crux-sim list for the built-ins, or give a path to a scenario file (or - for standard input)
 crux-sim: bad scenario file no-such-file.yaml: no such file or directory
 `
 	if stderr != want {
@@ -221,8 +221,8 @@ func TestRunBadUsageExitsTwo(t *testing.T) {
 		{[]string{"run"}, "crux-sim: run needs a scenario: a built-in name (see crux-sim list) or a file\n"},
 		{[]string{"run", "--format", "xml", "research-coordinator"}, "crux-sim: --format must be text or json, not \"xml\"\n"},
 		{[]string{"run", "--seed", "soon", "research-coordinator"}, "crux-sim: invalid argument \"soon\" for \"--seed\" flag"},
-		{[]string{"run", "--colour", "research-coordinator"}, "crux-sim: unknown flag: --colour\n"},
-		{[]string{"frobnicate"}, "crux-sim: unknown command \"frobnicate\" for \"crux-sim\""},
+		{[]string{"run", "--colour", "research-coordinator"}, "crux-sim: unknown flag: --colour; see crux-sim run --help for the flags it takes\n"},
+		{[]string{"frobnicate"}, "crux-sim: unknown command \"frobnicate\"; the commands are completion, fuzz, help, list, record, replay, report, run, serve, show (see crux-sim --help)\n"},
 		{[]string{"list", "extra"}, "crux-sim: unknown command \"extra\" for \"crux-sim list\""},
 	} {
 		code, stdout, stderr := cli(c.args...)
