@@ -117,10 +117,34 @@ func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
 		l.errorf(sn, "%s: error-status belongs to a turn that fails with error", what)
 	}
 	if wn := f["when"]; wn != nil {
-		p := l.pattern(wn, what+" when", trace.Request)
-		t.When = func(req *core.Request) bool { return MatchRequest(&p, req) }
+		t.Condition = WhenRequest(l.pattern(wn, what+" when", trace.Request))
 	}
 	return t
+}
+
+// WhenRequest is a script turn's condition on the request (scripted.Turn's
+// Condition): the turn answers only requests that match the pattern, whose
+// keys mean what they mean in an expectation (message: new in this request;
+// history: anywhere in the run's history so far). A script that ran dry
+// says, for such a turn, which part of the request failed it.
+//
+//	scripted.Turn{Condition: scenarios.WhenRequest(scenarios.Pattern{Step: 2}), Text: "done"}
+func WhenRequest(p Pattern) scripted.Condition {
+	if p.Kind == "" {
+		p.Kind = trace.Request
+	}
+	return requestCondition{p: p}
+}
+
+type requestCondition struct{ p Pattern }
+
+func (c requestCondition) Match(req *core.Request) bool { return MatchRequest(&c.p, req) }
+
+func (c requestCondition) Explain(req *core.Request) []string { return ExplainRequest(&c.p, req) }
+
+func (c requestCondition) String() string {
+	s := c.p.String()
+	return strings.TrimPrefix(strings.TrimPrefix(s, "request"), " ")
 }
 
 // ScriptedError is a provider error a script asked for.

@@ -37,10 +37,16 @@ type Pattern struct {
 	Status *RowPattern
 	// NoStatus: the request carried no status block.
 	NoStatus bool
-	// Message: a new message of the request contains this text.
+	// Message: a message new in this request contains this text.
 	Message string
-	// Guidance: a new guidance message contains this text.
+	// Guidance: a guidance message new in this request contains this text.
 	Guidance string
+	// History: a message of the run's history so far, this request's
+	// included, contains this text.
+	History string
+	// HistoryGuidance: a guidance message of the run's history so far, this
+	// request's included, contains this text.
+	HistoryGuidance string
 
 	// Responses, tool calls and results.
 	// Tool is the tool called (results) or among those called (responses).
@@ -398,7 +404,7 @@ var patternTable = []patternField{
 			return p.Message == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) })
 		},
 		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
-			return miss(1, "no new message contains %q", p.Message)
+			return miss(1, "no message new in this request contains %q", p.Message)
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Message) }},
 	{key: "guidance",
@@ -408,9 +414,29 @@ var patternTable = []patternField{
 			return p.Guidance == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) })
 		},
 		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
-			return miss(1, "no guidance message contains %q", p.Guidance)
+			return miss(1, "no guidance message new in this request contains %q", p.Guidance)
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Guidance) }},
+	{key: "history",
+		set:    func(p *Pattern) bool { return p.History != "" },
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.History = l.str(n, what) },
+		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
+			return p.History == "" || inHistory(t, e, func(m core.Message) bool { return strings.Contains(m.Content, p.History) })
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			return miss(1, "no message of the run's history so far contains %q", p.History)
+		},
+		show: func(p *Pattern) string { return showQuoted(p.History) }},
+	{key: "history-guidance",
+		set:    func(p *Pattern) bool { return p.HistoryGuidance != "" },
+		decode: func(l *loader, n *node, what string, p *Pattern) { p.HistoryGuidance = l.str(n, what) },
+		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
+			return p.HistoryGuidance == "" || inHistory(t, e, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.HistoryGuidance) })
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			return miss(1, "no guidance message of the run's history so far contains %q", p.HistoryGuidance)
+		},
+		show: func(p *Pattern) string { return showQuoted(p.HistoryGuidance) }},
 	{key: "tool",
 		set: func(p *Pattern) bool { return p.Tool != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
@@ -738,4 +764,22 @@ func (r *RowPattern) String() string {
 		parts = append(parts, "contains="+strconv.Quote(r.Contains))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// inHistory reports whether a message of the run's history up to the
+// request e holds: the messages of the run's earlier requests in the trace
+// (those before e, when e is one of its entries), then e's own new ones.
+func inHistory(t *trace.Trace, e *trace.Entry, holds func(core.Message) bool) bool {
+	if t != nil {
+		for i := range t.Entries {
+			prior := &t.Entries[i]
+			if prior == e {
+				break
+			}
+			if prior.Kind == trace.Request && prior.Run == e.Run && slices.ContainsFunc(prior.Messages, holds) {
+				return true
+			}
+		}
+	}
+	return slices.ContainsFunc(e.Messages, holds)
 }
