@@ -98,10 +98,35 @@ type Outcome struct {
 	Fired Plan
 }
 
-// Verdict is one expectation's result.
-type Verdict struct {
-	Description string
-	Failure     *scenarios.Failure
+// Verdict is one expectation's result, or one of the checks every run
+// gets (marked Cause where its failure explains the others).
+type Verdict = scenarios.Verdict
+
+// AddDivergences records a replay's divergences from its cassette as
+// failed verdicts, each a root cause: what the run did after it diverged
+// follows from the divergence.
+func AddDivergences[E error](o *Outcome, divs []E) {
+	for _, d := range divs {
+		o.Verdicts = append(o.Verdicts, Verdict{Description: "the run follows the cassette", Cause: true,
+			Failure: &scenarios.Failure{Message: d.Error(), At: -1}})
+	}
+}
+
+// RootCause is the line that says why the run failed at its root, such as
+// `root cause: script: agent "x" ran dry at step 3 of run 1 (...)`, or ""
+// (see scenarios.RootCause).
+func (o *Outcome) RootCause() string { return scenarios.RootCauseLine(o.Verdicts) }
+
+// ScenarioVerdicts returns every claim checked on the run: the verdicts,
+// then one per invariant violation. It makes an Outcome what
+// scenarios.Pass matches.
+func (o *Outcome) ScenarioVerdicts() []scenarios.Verdict {
+	out := append([]scenarios.Verdict(nil), o.Verdicts...)
+	for _, v := range o.Violations {
+		out = append(out, scenarios.Verdict{Description: "invariant " + v.Invariant,
+			Failure: &scenarios.Failure{Message: v.String(), At: v.Entry - 1}})
+	}
+	return out
 }
 
 // Passed reports whether every expectation held and no invariant broke.
@@ -371,7 +396,7 @@ func (r *run) finish(out *Outcome) {
 		if errors.As(out.Err, &dl) {
 			desc = "no deadlock"
 		}
-		out.Verdicts = append(out.Verdicts, Verdict{Description: desc, Failure: &scenarios.Failure{Message: out.Err.Error(), At: len(norm.Entries) - 1}})
+		out.Verdicts = append(out.Verdicts, Verdict{Description: desc, Cause: true, Failure: &scenarios.Failure{Message: out.Err.Error(), At: len(norm.Entries) - 1}})
 	}
 }
 
@@ -383,11 +408,11 @@ func judge(sc *scenarios.Scenario, out *Outcome) {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: e.Describe(), Failure: e.Check(out.Result)})
 	}
 	if out.PrepareErr != nil && !sc.ExpectsPrepareFailure() {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds",
+		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds", Cause: true,
 			Failure: &scenarios.Failure{Message: fmt.Sprintf("preparation failed, so nothing ran: %v (a scenario about that says so with a prepare-fails expectation)", out.PrepareErr), At: -1}})
 	}
 	for _, err := range out.ScriptFailures {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: "the script covers every provider step",
+		out.Verdicts = append(out.Verdicts, Verdict{Description: "the script covers every provider step", Cause: true,
 			Failure: &scenarios.Failure{Message: err.Error(), At: -1}})
 	}
 }

@@ -159,14 +159,7 @@ func (s *Scenario) Expect(e ...Expectation) *Scenario {
 // scenario whose preparation fails without one fails.
 func (s *Scenario) ExpectsPrepareFailure() bool {
 	for _, e := range s.Expectations {
-		for {
-			n, ok := e.(Named)
-			if !ok {
-				break
-			}
-			e = n.Expectation
-		}
-		switch e.(type) {
+		switch unnamed(e).(type) {
 		case PrepareFails, *PrepareFails:
 			return true
 		}

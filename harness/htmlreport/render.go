@@ -63,6 +63,7 @@ type view struct {
 	Status                       string // PASS, FAIL or NO CHECKS
 	StatusClass                  string // pass, fail or none
 	Summary                      string
+	RootCause                    string
 	Stats                        []Fact
 	TL                           *timeline
 	Flags                        []flag
@@ -101,6 +102,7 @@ func build(in Input) *view {
 	v := &view{
 		Title: in.Title, Source: in.Source, Command: in.Command,
 		TL: tl, Findings: in.Findings, States: states, CSS: css, JS: js,
+		RootCause: in.RootCause,
 	}
 	if v.Title == "" {
 		v.Title = t.Name
