@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -181,6 +182,9 @@ type run struct {
 // Run simulates a scenario under a seed and checks its expectations and the
 // invariants. The same scenario and options always give the same outcome.
 func Run(sc *scenarios.Scenario, opts Options) *Outcome {
+	if err := sc.Check(); err != nil {
+		return illFormed(sc, opts, err)
+	}
 	r := &run{
 		sc:       sc,
 		opts:     opts,
@@ -398,6 +402,17 @@ func (r *run) finish(out *Outcome) {
 		}
 		out.Verdicts = append(out.Verdicts, Verdict{Description: desc, Cause: true, Failure: &scenarios.Failure{Message: out.Err.Error(), At: len(norm.Entries) - 1}})
 	}
+}
+
+// illFormed is the outcome of a Go scenario that Check refused: nothing
+// runs, and the one verdict says why, with the loader's words.
+func illFormed(sc *scenarios.Scenario, opts Options, err error) *Outcome {
+	seed := opts.Seed
+	t := &trace.Trace{Name: sc.Name, Seed: &seed}
+	out := &Outcome{Result: &scenarios.Result{Scenario: sc.Name, Seed: seed, Trace: t, Outputs: map[string]*core.RunResult{}}}
+	out.Verdicts = []Verdict{{Description: "the scenario is well-formed", Cause: true,
+		Failure: &scenarios.Failure{Message: strings.ReplaceAll(err.Error(), "\n", "; "), At: -1}}}
+	return out
 }
 
 // judge adds the verdicts every run gets, simulated or observed: the

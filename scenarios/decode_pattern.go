@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
 )
@@ -84,8 +83,8 @@ func (l *loader) rowPattern(n *node, what string) *RowPattern {
 
 func (l *loader) state(n *node, what string) string {
 	s := l.str(n, what)
-	if s != "" && !lifecycle.State(s).Valid() {
-		l.errorf(n, "%s: %q is not a Work state%s", what, s, suggest(s, stateNames()))
+	if p := notAWorkState(s); p != "" {
+		l.errorf(n, "%s: %s", what, p)
 	}
 	return s
 }

@@ -41,7 +41,7 @@ func (l *loader) scripts(n *node) []Script {
 			if real, isRunName := l.runNames[id]; isRunName {
 				l.errorf(k, "script for %q, which is the run's name for agent %q; scripts are keyed by agent id, so write %q", id, real, real)
 			} else {
-				l.errorf(k, "script for agent %q, which is not declared%s", id, suggest(id, l.order))
+				l.errorf(k, "%s", undeclaredAgent(id, l.order))
 			}
 			continue
 		}
@@ -242,11 +242,11 @@ func (l *loader) args(a *agentDecl, n *node, what string, unchecked bool) any {
 				tool = spec[:i]
 			}
 			if tool != "" && !unchecked && !slices.Contains(a.backgroundTools(), tool) {
-				hint := refHint(tool, a.backgroundTools())
-				if d, ok := a.tools[tool]; ok && d.kind != "" {
-					hint = fmt.Sprintf("; %s is a %s, which returns its output, never a work.ref", tool, d.kind)
+				var kind toolKind
+				if d, ok := a.tools[tool]; ok {
+					kind = d.kind
 				}
-				l.errorf(n.vals[0], "%s refers to the work of %q, but %q has no backgroundable tool of that name%s", what, tool, a.id, hint)
+				l.errorf(n.vals[0], "%s %s", what, noBackgroundTool(a.id, tool, a.backgroundTools(), kind))
 			}
 			return scripted.WorkOf(spec)
 		}

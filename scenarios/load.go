@@ -68,7 +68,7 @@ func Load(name string, src []byte) (*Scenario, error) {
 	if err := l.err(); err != nil {
 		return nil, err
 	}
-	sc.Source = name
+	sc.Source, sc.loaded = name, true
 	sum := sha256.Sum256(src)
 	sc.Digest = hex.EncodeToString(sum[:])
 	return sc, nil
@@ -220,35 +220,12 @@ func (l *loader) ref(n *node, what string) Ref {
 	}
 	var candidates []string
 	for _, id := range l.order {
-		a := l.agents[id]
-		if r.Agent != "" && r.Agent != id {
-			continue
-		}
-		candidates = append(candidates, a.backgroundTools()...)
-	}
-	if r.Agent != "" {
-		if _, ok := l.agents[r.Agent]; !ok {
-			l.errorf(n, "%s: agent %q is not declared%s", what, r.Agent, suggest(r.Agent, l.order))
-			return r
+		if r.Agent == "" || r.Agent == id {
+			candidates = append(candidates, l.agents[id].backgroundTools()...)
 		}
 	}
-	if !slices.Contains(candidates, r.Tool) {
-		owner := "no agent has a"
-		if r.Agent != "" {
-			owner = fmt.Sprintf("agent %q has no", r.Agent)
-		}
-		switch {
-		case len(candidates) == 0 && r.Agent != "":
-			l.errorf(n, "%s %q never resolves: %s backgroundable tool %q; it has no backgroundable tools at all", what, s, owner, r.Tool)
-		case len(candidates) == 0:
-			l.errorf(n, "%s %q never resolves: no agent has a backgroundable tool, so no call returns a work.ref (declare one as TOOL: {background: AGENT})", what, s)
-		default:
-			hint := refHint(r.Tool, uniq(candidates))
-			if kind := l.toolKindOf(r.Tool); kind != "" {
-				hint = fmt.Sprintf("; %s is a %s, which returns its output, never a work.ref", r.Tool, kind)
-			}
-			l.errorf(n, "%s %q never resolves: %s backgroundable tool %q%s", what, s, owner, r.Tool, hint)
-		}
+	if p := refProblem(s, r, l.order, candidates, l.toolKindOf(r.Tool)); p != "" {
+		l.errorf(n, "%s%s", what, p)
 	}
 	return r
 }

@@ -83,8 +83,15 @@ func isNil(v any) bool {
 	return false
 }
 
-// Match implements types.GomegaMatcher.
+// Match implements types.GomegaMatcher. An expectation that can never
+// hold as written (EndWorkIn with a state that is not a Work state) is an
+// error, with the loader's words, not a failed verdict.
 func (m *matcher) Match(actual any) (bool, error) {
+	if we, ok := unnamed(m.exp).(WorkEnds); ok {
+		if err := we.check(); err != nil {
+			return false, fmt.Errorf("%s matcher: %w", m.name, err)
+		}
+	}
 	r, err := m.asResult(actual)
 	if err != nil {
 		return false, err

@@ -26,10 +26,14 @@ type Scenario struct {
 	Faults       []Fault
 	Expectations []Expectation
 	Options      Options
-	// Platform, when set, makes the scenario a run of the platform of seed
-	// 03 (sessions, tasks, loops on virtual time) instead of Run's
-	// top-level agents.
+	// Platform, when set, makes the scenario a run of the platform's
+	// background jobs (sessions, tasks, loops on virtual time) instead of
+	// Run's top-level agents.
 	Platform *Platform
+
+	// loaded is set for a scenario the file loader made: it checked
+	// everything Check does.
+	loaded bool
 }
 
 // TopLevel names the top-level agents, which start at once on one context.
