@@ -304,7 +304,7 @@ func (r *run) inject(ctx context.Context, req *core.Request, pf PlannedFault) (*
 	switch pf.Kind {
 	case scenarios.FaultLatency:
 		r.add(now, trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
-			Detail: fmt.Sprintf("latency %s on %s step %d", pf.Latency, req.Agent, req.Step)})
+			Detail: fmt.Sprintf("latency %s on %s step %d", trace.Round(pf.Latency, r.sc.Options.ShownAt()), req.Agent, req.Step)})
 		if err := core.Sleep(ctx, pf.Latency); err != nil {
 			return nil, err, true
 		}

@@ -69,7 +69,7 @@ func WriteReport(w io.Writer, o *Outcome) error {
 	if o.Observed {
 		fmt.Fprintf(bw, "; %d requests, %s\n\n", o.Steps, trace.Offset(o.Elapsed))
 	} else {
-		fmt.Fprintf(bw, "; %d steps, %s virtual\n\n", o.Steps, trace.Offset(o.Elapsed))
+		fmt.Fprintf(bw, "; %d steps, %s virtual\n\n", o.Steps, o.Trace.At(o.Elapsed))
 	}
 	return bw.Flush()
 }

@@ -285,7 +285,13 @@ func (r *run) onJump(from, to time.Time) {
 		r.deferJump(from, to)
 		return
 	}
-	r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(from)) + " to " + trace.Offset(to.Sub(sim.Epoch))})
+	r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(from, to)})
+}
+
+// jumped describes a clock jump at the scenario's resolution.
+func (r *run) jumped(from, to time.Time) string {
+	res := r.sc.Options.ShownAt()
+	return "jumped " + trace.Offset(trace.Round(to.Sub(from), res)) + " to " + trace.Offset(trace.Round(to.Sub(sim.Epoch), res))
 }
 
 // observe records an event and fires the triggers it makes due.
@@ -358,7 +364,7 @@ func (r *run) finish(out *Outcome) {
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
 	seed := r.opts.Seed
-	norm.Name, norm.Seed = r.sc.Name, &seed
+	norm.Name, norm.Seed, norm.Resolution = r.sc.Name, &seed, r.sc.Options.ShownAt()
 	id := norm.NormalizeInPlace()
 	out.Trace = norm
 	var works []core.WorkInfo

@@ -186,6 +186,7 @@ func (l *loader) options(n *node) Options {
 		MaxOutstanding: l.integer(f["max-outstanding"], "options max-outstanding", 1),
 		MaxSteps:       l.integer(f["max-steps"], "options max-steps", 1),
 		Settle:         l.boolean(f["settle"], "options settle"),
+		Resolution:     l.duration(f["resolution"], "options resolution"),
 	}
 }
 

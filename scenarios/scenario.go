@@ -54,6 +54,18 @@ type Script struct {
 	Turns []scripted.Turn
 }
 
+// DefaultResolution is the precision virtual times are shown at unless a
+// scenario says otherwise: a drawn latency of 2.239289444s shows as +2.239s.
+const DefaultResolution = time.Millisecond
+
+// ShownAt is the resolution the scenario's times are shown at.
+func (o Options) ShownAt() time.Duration {
+	if o.Resolution > 0 {
+		return o.Resolution
+	}
+	return DefaultResolution
+}
+
 // Options tune the runtime for a scenario.
 type Options struct {
 	MaxConcurrent  int
@@ -62,6 +74,9 @@ type Options struct {
 	// Settle lets background Work finish after the top-level runs end,
 	// instead of cancelling it when the runtime closes.
 	Settle bool
+	// Resolution is the precision the run's virtual times are shown at in
+	// transcripts and reports (DefaultResolution when 0).
+	Resolution time.Duration
 }
 
 // FaultKind names a fault.

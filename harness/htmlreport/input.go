@@ -80,7 +80,7 @@ func FromOutcome(o *harness.Outcome) Input {
 		Findings: append([]string(nil), o.Findings...),
 		Facts: []Fact{
 			{"steps", strconv.Itoa(o.Steps)},
-			{"virtual time", trace.Offset(o.Elapsed)},
+			{"virtual time", o.Trace.At(o.Elapsed)},
 			{"scheduling decisions", strconv.Itoa(len(o.Decisions))},
 		},
 	}

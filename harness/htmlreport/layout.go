@@ -130,7 +130,7 @@ func layout(t *trace.Trace) *timeline {
 			continue
 		}
 		tl.entryCol[i] = len(tl.Cols)
-		tl.Cols = append(tl.Cols, column{Index: len(tl.Cols), Entry: i + 1, At: trace.Offset(e.At), Kind: e.Kind})
+		tl.Cols = append(tl.Cols, column{Index: len(tl.Cols), Entry: i + 1, At: t.At(e.At), Kind: e.Kind})
 	}
 	n := len(tl.Cols)
 	for c := 0; c < n; {
