@@ -118,7 +118,7 @@ func (l *loader) scenario(root *node) *Scenario {
 	}
 	switch {
 	case f["run"] == nil && f["platform"] == nil:
-		l.errorf(root, "missing key \"run\": a scenario says which agents run, such as run: {agents: {coordinator: research-coordinator}} (or, for the platform of seed 03, which sessions start: platform: {sessions: [{agent: coordinator, send: [go]}]})")
+		l.errorf(root, "missing key \"run\": a scenario says which agents run, such as run: {agents: {coordinator: research-coordinator}} (or, for the platform's background jobs, which sessions start: platform: {sessions: [{agent: coordinator, send: [go]}]})")
 	case f["run"] != nil && f["platform"] != nil:
 		k, _ := root.entry("platform")
 		l.errorf(k, "a scenario has run (top-level agents) or platform (sessions on the platform), not both")

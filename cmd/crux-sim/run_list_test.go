@@ -79,7 +79,7 @@ func TestRunExitsZeroAndPrintsTheTranscriptAndAPassLinePerExpectationWhenAllHold
 	for _, want := range []string{
 		"== research-coordinator · seed 1 ==\n",
 		"+0s     research-coordinator#1 result call-1 research → work.ref w-1 target=research-agent\n",
-		"-- expectations --\nPASS seed 02's five steps, in order:",
+		"-- expectations --\nPASS the recipe's five steps, in order:",
 		"PASS work of research ends completed\n",
 		"PASS research-coordinator (seed 1): 6 of 6 expectations held; 16 steps, +4s virtual\n",
 	} {
@@ -107,7 +107,7 @@ func TestRunExitsOneWithAFailLineWhenAnExpectationFails(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
 	}
 	for _, want := range []string{
-		"FAIL seed 02's five steps, in order:",
+		"FAIL the recipe's five steps, in order:",
 		"     pattern 5 of 5, tool-result agent=research-coordinator tool=work action=result",
 		"       > #",
 		"FAIL research-coordinator (seed 1): ",
