@@ -227,3 +227,40 @@ func TestEverySizeFlagTakesBytesOrAKiBMiBGiBSuffix(t *testing.T) {
 		t.Errorf("the cassette flag changed the schedule limit to %d", harness.MaxScheduleSize)
 	}
 }
+
+// A schedule is bound to its scenario: run --replay against another
+// scenario, or after its file changed, is bad input (exit 2) that says
+// which; its target resolves relative to the schedule file.
+func TestAScheduleReplaysOnlyOnTheScenarioItWasFoundOn(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := scenarios.BuiltinSource("cancel-vs-complete")
+	scenario := filepath.Join(dir, "race.yaml")
+	if err := os.WriteFile(scenario, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "failures")
+	if code, _ := runCLI(t, "fuzz", "--seeds", "60", "--jobs", "1", "--out", out, "--defect", "cancel-overwrites-terminal", scenario); code != 1 {
+		t.Fatalf("the planted defect was not found: exit %d", code)
+	}
+	schedules, _ := filepath.Glob(filepath.Join(out, "*.json"))
+	if len(schedules) == 0 {
+		t.Fatal("fuzz wrote no schedule")
+	}
+	schedule := schedules[0]
+	// From another directory: the target resolves next to the schedule.
+	t.Chdir(t.TempDir())
+	if code, stdout, stderr := cli("run", "--replay", schedule); code != 1 || !strings.Contains(stdout, "legal-transitions") {
+		t.Fatalf("the schedule does not replay from elsewhere: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := cli("run", "--replay", schedule, "queued-cancel")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, `it was found on scenario "cancel-vs-complete", not "queued-cancel"`) {
+		t.Errorf("another scenario: exit %d, stderr %q", code, stderr)
+	}
+	if err := os.WriteFile(scenario, append(src, []byte("# edited\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = cli("run", "--replay", schedule)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "its target "+scenario+" is not the scenario the schedule was found on (its SHA-256 differs: it changed since, or is another file)") {
+		t.Errorf("a changed file: exit %d, stderr %q", code, stderr)
+	}
+}
