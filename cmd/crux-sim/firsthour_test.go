@@ -264,3 +264,45 @@ func TestAScheduleReplaysOnlyOnTheScenarioItWasFoundOn(t *testing.T) {
 		t.Errorf("a changed file: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// dryScenario's one turn answers only step 2, so step 1 finds none.
+const dryScenario = `name: dry
+agents:
+  coordinator:
+    prompt: {system: You coordinate., template: go}
+run:
+  agents: {coordinator: coordinator}
+script:
+  coordinator:
+    - when: {step: 2}
+      text: never
+expect:
+  - outcome: {agent: coordinator, contains: done}
+`
+
+// A run that failed because its script matched nothing says so on its first
+// line, in run and in fuzz, before the expectations that failed because of
+// it; the reason names the unused turn, its condition and what failed it.
+func TestARunThatFailedAtItsRootSaysSoFirst(t *testing.T) {
+	code, stdout, _ := cliIn(dryScenario, "run", "-")
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	first, _, _ := strings.Cut(stdout, "\n")
+	if want := `FAIL dry (seed 1): root cause: script: agent "coordinator" has 1 unused turn(s) but none matches the request at step 1 of run 1 (coordinator#1); the script had 1 turn(s): turn 1 of "coordinator" (when step=2) fails it: it is step 1, not 2`; first != want {
+		t.Errorf("first line %q, want %q", first, want)
+	}
+	path := filepath.Join(t.TempDir(), "dry.yaml")
+	if err := os.WriteFile(path, []byte(dryScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runCLI(t, "fuzz", "--seeds", "3", "--jobs", "1", "--out", "", path)
+	if code != 1 {
+		t.Fatalf("fuzz exit %d", code)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "FAIL dry seed ") || !strings.HasSuffix(lines[0], ": check the script covers every provider step") ||
+		!strings.HasPrefix(lines[1], `  script: agent "coordinator" has 1 unused turn(s) but none matches`) {
+		t.Errorf("fuzz does not lead with the root cause:\n%s", out)
+	}
+}
