@@ -133,16 +133,18 @@ func WhenRequest(p Pattern) scripted.Condition {
 	if p.Kind == "" {
 		p.Kind = trace.Request
 	}
-	return requestCondition{p: p}
+	return &requestCondition{p: p}
 }
 
+// requestCondition is held by pointer: a script asks it of every request,
+// and its pattern is matched where it is, never copied.
 type requestCondition struct{ p Pattern }
 
-func (c requestCondition) Match(req *core.Request) bool { return MatchRequest(&c.p, req) }
+func (c *requestCondition) Match(req *core.Request) bool { return MatchRequest(&c.p, req) }
 
-func (c requestCondition) Explain(req *core.Request) []string { return ExplainRequest(&c.p, req) }
+func (c *requestCondition) Explain(req *core.Request) []string { return ExplainRequest(&c.p, req) }
 
-func (c requestCondition) String() string {
+func (c *requestCondition) String() string {
 	s := c.p.String()
 	return strings.TrimPrefix(strings.TrimPrefix(s, "request"), " ")
 }
