@@ -306,3 +306,17 @@ func TestARunThatFailedAtItsRootSaysSoFirst(t *testing.T) {
 		t.Errorf("fuzz does not lead with the root cause:\n%s", out)
 	}
 }
+
+// The file limit is for files a user hands in: a built-in, which ships in
+// the binary, runs under any --max-file-size, and a small limit given once
+// does not break the built-ins for the commands after it.
+func TestTheFileLimitDoesNotApplyToTheBuiltins(t *testing.T) {
+	for range 2 {
+		if code, _, stderr := cli("run", "--max-file-size", "1KiB", "research-coordinator"); code != 0 {
+			t.Fatalf("a built-in under --max-file-size 1KiB: exit %d, %s", code, stderr)
+		}
+	}
+	if code, _, stderr := cli("run", "research-coordinator"); code != 0 {
+		t.Fatalf("after: exit %d, %s", code, stderr)
+	}
+}
