@@ -135,6 +135,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			Output:   a.Prompt.Output,
 		}
 		inst.newMsgs = len(inst.history) - seen
+		req.NewMessages = inst.newMsgs
 		seen = len(inst.history)
 		resp, err := step(ctx, req)
 		if err != nil {

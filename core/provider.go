@@ -73,6 +73,11 @@ type Request struct {
 	// Messages is the run's history; it ends with the messages new since
 	// the previous step.
 	Messages []Message `json:"messages"`
+	// NewMessages is how many trailing Messages are new since the run's
+	// previous request (all of them at step 1). The runtime sets it; a
+	// script's when: message condition reads only those, as an
+	// expectation's pattern does. It is not part of the wire request.
+	NewMessages int `json:"-"`
 	// Status is the trailing, non-cacheable "Background work:" block
 	// sampled for this request, or nil. It is never stored in history.
 	Status *StatusBlock `json:"status,omitempty"`

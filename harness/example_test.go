@@ -29,6 +29,6 @@ func ExampleRun() {
 	// Output:
 	// passed: true violations: 0
 	// virtual time: 4s
-	// PASS seed 02's five steps, in order: research in the background, a work.ref, safe status, work result, the exact output
+	// PASS the recipe's five steps, in order: research in the background, a work.ref, safe status, work result, the exact output
 	// PASS step 2: the research call's continuation gets the work.ref, not the child result
 }

@@ -97,6 +97,8 @@ type Faults struct {
 	draw, lat       *rand.Rand
 	drawSrc, latSrc rand.PCG
 	fired           []PlannedFault
+	// shown is the resolution a fault's entry shows its latency at.
+	shown time.Duration
 }
 
 // NewFaults prepares the faults of a run of sc as Run chooses them from
@@ -109,7 +111,7 @@ func NewFaults(sc *scenarios.Scenario, opts Options) *Faults {
 
 // init prepares f in place, for a run that holds it by value.
 func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
-	f.plan = opts.Plan
+	f.plan, f.shown = opts.Plan, sc.Options.ShownAt()
 	f.draw = sim.NewRandIn(&f.drawSrc, opts.Seed, streamFaults)
 	f.lat = sim.NewRandIn(&f.latSrc, opts.Seed, streamLatency)
 	f.list = append([]scenarios.Fault(nil), sc.Faults...)
@@ -197,7 +199,7 @@ func (f *Faults) Inject(ctx context.Context, req *core.Request, ordinal int, sin
 		i = at
 		if pf.Kind == scenarios.FaultLatency {
 			sink.Fault(trace.Entry{Kind: trace.Fault, Run: req.Run, Agent: req.Agent, Step: req.Step,
-				Detail: fmt.Sprintf("latency %s on %s step %d", pf.Latency, req.Agent, req.Step)})
+				Detail: fmt.Sprintf("latency %s on %s step %d", trace.Round(pf.Latency, f.shown), req.Agent, req.Step)})
 			if err := sink.Sleep(ctx, pf.Latency); err != nil {
 				return err
 			}

@@ -104,8 +104,12 @@ type CampaignFailure struct {
 // CampaignResult sums a campaign up.
 type CampaignResult struct {
 	Schedules int64
-	Failures  []*CampaignFailure
-	Elapsed   time.Duration
+	// Failing counts the schedules that failed. Failures holds one shrunk
+	// failure per scenario and signature (a distinct failure): many
+	// failing schedules may share one.
+	Failing  int64
+	Failures []*CampaignFailure
+	Elapsed  time.Duration
 	// Stopped says why the campaign ended early, if it did.
 	Stopped string
 	// Crashed counts the schedules in which a crash fault dropped the
@@ -124,7 +128,23 @@ func (r *CampaignResult) Rate() float64 {
 
 // Summary is the campaign's final line.
 func (r *CampaignResult) Summary() string {
-	return fmt.Sprintf("%d schedules, %d failures, %.0f schedules/s", r.Schedules, len(r.Failures), r.Rate())
+	return SummaryLine(r.Schedules, r.Failing, len(r.Failures), r.Rate())
+}
+
+// SummaryLine is a campaign's final line, such as "4000 schedules, 4
+// failing schedules, 1 distinct failure, 2318 schedules/s": how many
+// schedules ran, how many of them failed, and how many distinct failures
+// (one per scenario and signature, each shrunk and reported) they came to.
+func SummaryLine(schedules, failing int64, distinct int, rate float64) string {
+	return fmt.Sprintf("%d schedules, %d failing %s, %d distinct %s, %.0f schedules/s",
+		schedules, failing, plural(failing, "schedule"), distinct, plural(int64(distinct), "failure"), rate)
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 type job struct {
@@ -155,7 +175,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 	}
 
 	jobs := make(chan job, opts.Jobs*4)
-	var done, crashed, crashes atomic.Int64
+	var done, failing, crashed, crashes atomic.Int64
 	var mu sync.Mutex
 	res := &CampaignResult{}
 	seen := map[string]bool{} // one failure per scenario and signature
@@ -191,6 +211,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 				if o.Passed() {
 					continue
 				}
+				failing.Add(1)
 				sig := Signature(o)
 				mu.Lock()
 				dup := seen[sc.Name+"\x00"+sig]
@@ -232,7 +253,7 @@ feed:
 	if res.Stopped == "" && ctx.Err() != nil && opts.Budget > 0 && time.Since(start) >= opts.Budget {
 		res.Stopped = "stopped at the time budget"
 	}
-	res.Schedules = done.Load()
+	res.Schedules, res.Failing = done.Load(), failing.Load()
 	res.Crashed, res.Crashes = crashed.Load(), crashes.Load()
 	res.Elapsed = time.Since(start)
 	sortFailures(res.Failures)
@@ -240,10 +261,14 @@ feed:
 }
 
 // Signature names a failed run's first failure: the first broken invariant,
-// else the first failed expectation.
+// else the root cause (a script that ran dry or matched nothing, a failed
+// preparation, a deadlock), else the first failed expectation.
 func Signature(o *Outcome) string {
 	if len(o.Violations) > 0 {
 		return "invariant " + o.Violations[0].Invariant
+	}
+	if c := scenarios.RootCause(o.Verdicts); c != nil {
+		return "check " + c.Description
 	}
 	for _, v := range o.Verdicts {
 		if v.Failure != nil {

@@ -18,7 +18,7 @@ type TaskFacts struct {
 	Parents []string
 }
 
-// PlatformInvariants are the rules of seed 03's durable tasks, checked on
+// PlatformInvariants are the rules of the platform's durable tasks, checked on
 // every platform event of a platform run (and, for no-lost-task, at the
 // horizon). A platform run checks them beside DefaultInvariants unless
 // Options.Invariants says otherwise.

@@ -562,6 +562,6 @@ func (r *run) flushJump() {
 	r.jumpPending = false
 	to := r.sim.Clock().Now()
 	if to.After(r.jumpFrom) {
-		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(r.jumpFrom)) + " to " + trace.Offset(to.Sub(sim.Epoch))})
+		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(r.jumpFrom, to)})
 	}
 }

@@ -23,7 +23,7 @@ var _ = Describe("the README", func() {
 		Expect(run).To(scenarios.HaveStatusRow("research-coordinator", scenarios.RowPattern{Label: "research", State: "running"}))
 		Expect(run).To(scenarios.CallWork("research-coordinator", "result"))
 		Expect(run).To(scenarios.DeliverOutputOnlyThroughResult("research"))
-		Expect(run.Passed()).To(BeTrue())
+		Expect(run).To(scenarios.Pass()) // every expectation held; a failure names the root cause and each nearest miss
 	})
 	// README example ends
 })

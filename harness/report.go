@@ -20,6 +20,10 @@ func WriteReport(w io.Writer, o *Outcome) error {
 	if o.Observed {
 		run = "served"
 	}
+	if cause := o.RootCause(); cause != "" {
+		// The root cause first: the expectations below failed because of it.
+		fmt.Fprintf(bw, "FAIL %s (%s): %s\n", trace.Escape(o.Scenario), run, trace.Escape(cause))
+	}
 	fmt.Fprintf(bw, "== %s · %s ==\n", trace.Escape(o.Scenario), run)
 	if o.PrepareErr != nil {
 		fmt.Fprintf(bw, "preparation failed: %s\n", trace.Escape(o.PrepareErr.Error()))
@@ -65,7 +69,7 @@ func WriteReport(w io.Writer, o *Outcome) error {
 	if o.Observed {
 		fmt.Fprintf(bw, "; %d requests, %s\n\n", o.Steps, trace.Offset(o.Elapsed))
 	} else {
-		fmt.Fprintf(bw, "; %d steps, %s virtual\n\n", o.Steps, trace.Offset(o.Elapsed))
+		fmt.Fprintf(bw, "; %d steps, %s virtual\n\n", o.Steps, o.Trace.At(o.Elapsed))
 	}
 	return bw.Flush()
 }
@@ -88,6 +92,7 @@ func ReportJSON(o *Outcome) (json.RawMessage, error) {
 		Seed       int64        `json:"seed"`
 		Passed     bool         `json:"passed"`
 		Prepare    string       `json:"prepareError,omitempty"`
+		RootCause  string       `json:"rootCause,omitempty"`
 		Verdicts   []verdict    `json:"verdicts"`
 		Violations []Violation  `json:"violations,omitempty"`
 		Findings   []string     `json:"findings,omitempty"`
@@ -98,6 +103,9 @@ func ReportJSON(o *Outcome) (json.RawMessage, error) {
 		Steps: o.Steps, Elapsed: trace.Offset(o.Elapsed), Trace: o.Trace, Verdicts: []verdict{}}
 	if o.PrepareErr != nil {
 		doc.Prepare = o.PrepareErr.Error()
+	}
+	if c := scenarios.RootCause(o.Verdicts); c != nil {
+		doc.RootCause = c.Description + ": " + c.Failure.Message
 	}
 	for _, v := range o.Verdicts {
 		vd := verdict{Expectation: v.Description, Passed: v.Failure == nil}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,10 +103,35 @@ type Outcome struct {
 	Fired Plan
 }
 
-// Verdict is one expectation's result.
-type Verdict struct {
-	Description string
-	Failure     *scenarios.Failure
+// Verdict is one expectation's result, or one of the checks every run
+// gets (marked Cause where its failure explains the others).
+type Verdict = scenarios.Verdict
+
+// AddDivergences records a replay's divergences from its cassette as
+// failed verdicts, each a root cause: what the run did after it diverged
+// follows from the divergence.
+func AddDivergences[E error](o *Outcome, divs []E) {
+	for _, d := range divs {
+		o.Verdicts = append(o.Verdicts, Verdict{Description: "the run follows the cassette", Cause: true,
+			Failure: &scenarios.Failure{Message: d.Error(), At: -1}})
+	}
+}
+
+// RootCause is the line that says why the run failed at its root, such as
+// `root cause: script: agent "x" ran dry at step 3 of run 1 (...)`, or ""
+// (see scenarios.RootCause).
+func (o *Outcome) RootCause() string { return scenarios.RootCauseLine(o.Verdicts) }
+
+// ScenarioVerdicts returns every claim checked on the run: the verdicts,
+// then one per invariant violation. It makes an Outcome what
+// scenarios.Pass matches.
+func (o *Outcome) ScenarioVerdicts() []scenarios.Verdict {
+	out := append([]scenarios.Verdict(nil), o.Verdicts...)
+	for _, v := range o.Violations {
+		out = append(out, scenarios.Verdict{Description: "invariant " + v.Invariant,
+			Failure: &scenarios.Failure{Message: v.String(), At: v.Entry - 1}})
+	}
+	return out
 }
 
 // Passed reports whether every expectation held and no invariant broke.
@@ -154,6 +180,9 @@ type run struct {
 // Run simulates a scenario under a seed and checks its expectations and the
 // invariants. The same scenario and options always give the same outcome.
 func Run(sc *scenarios.Scenario, opts Options) *Outcome {
+	if err := sc.Check(); err != nil {
+		return illFormed(sc, opts, err)
+	}
 	r := &run{
 		sc:       sc,
 		opts:     opts,
@@ -252,7 +281,13 @@ func (r *run) onJump(from, to time.Time) {
 		r.deferJump(from, to)
 		return
 	}
-	r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: "jumped " + trace.Offset(to.Sub(from)) + " to " + trace.Offset(to.Sub(sim.Epoch))})
+	r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(from, to)})
+}
+
+// jumped describes a clock jump at the scenario's resolution.
+func (r *run) jumped(from, to time.Time) string {
+	res := r.sc.Options.ShownAt()
+	return "jumped " + trace.Offset(trace.Round(to.Sub(from), res)) + " to " + trace.Offset(trace.Round(to.Sub(sim.Epoch), res))
 }
 
 // observe records an event and fires the triggers it makes due.
@@ -325,7 +360,7 @@ func (r *run) finish(out *Outcome) {
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
 	seed := r.opts.Seed
-	norm.Name, norm.Seed = r.sc.Name, &seed
+	norm.Name, norm.Seed, norm.Resolution = r.sc.Name, &seed, r.sc.Options.ShownAt()
 	id := norm.NormalizeInPlace()
 	out.Trace = norm
 	var works []core.WorkInfo
@@ -367,8 +402,19 @@ func (r *run) finish(out *Outcome) {
 		if errors.As(out.Err, &dl) {
 			desc = "no deadlock"
 		}
-		out.Verdicts = append(out.Verdicts, Verdict{Description: desc, Failure: &scenarios.Failure{Message: out.Err.Error(), At: len(norm.Entries) - 1}})
+		out.Verdicts = append(out.Verdicts, Verdict{Description: desc, Cause: true, Failure: &scenarios.Failure{Message: out.Err.Error(), At: len(norm.Entries) - 1}})
 	}
+}
+
+// illFormed is the outcome of a Go scenario that Check refused: nothing
+// runs, and the one verdict says why, with the loader's words.
+func illFormed(sc *scenarios.Scenario, opts Options, err error) *Outcome {
+	seed := opts.Seed
+	t := &trace.Trace{Name: sc.Name, Seed: &seed}
+	out := &Outcome{Result: &scenarios.Result{Scenario: sc.Name, Seed: seed, Trace: t, Outputs: map[string]*core.RunResult{}}}
+	out.Verdicts = []Verdict{{Description: "the scenario is well-formed", Cause: true,
+		Failure: &scenarios.Failure{Message: strings.ReplaceAll(err.Error(), "\n", "; "), At: -1}}}
+	return out
 }
 
 // judge adds the verdicts every run gets, simulated or observed: the
@@ -379,11 +425,11 @@ func judge(sc *scenarios.Scenario, out *Outcome) {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: e.Describe(), Failure: e.Check(out.Result)})
 	}
 	if out.PrepareErr != nil && !sc.ExpectsPrepareFailure() {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds",
+		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds", Cause: true,
 			Failure: &scenarios.Failure{Message: fmt.Sprintf("preparation failed, so nothing ran: %v (a scenario about that says so with a prepare-fails expectation)", out.PrepareErr), At: -1}})
 	}
 	for _, err := range out.ScriptFailures {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: "the script covers every provider step",
+		out.Verdicts = append(out.Verdicts, Verdict{Description: "the script covers every provider step", Cause: true,
 			Failure: &scenarios.Failure{Message: err.Error(), At: -1}})
 	}
 }

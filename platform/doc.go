@@ -1,5 +1,5 @@
-// Package platform is crux-sim's model of a platform's background jobs
-// (seed 03): sessions with event logs and a live tree, workers, delegation,
+// Package platform is crux-sim's model of a platform's background jobs:
+// sessions with event logs and a live tree, workers, delegation,
 // durable tasks, schedules and loops, and the sweepers that keep them tidy.
 // It runs on core: every session turn is a core.Runtime.RunWith with the
 // session's history, through the same provider, clock, id source and

@@ -54,7 +54,7 @@ var (
 	errDelegation  = errors.New("delegation ended")
 )
 
-// Platform runs sessions of seed 03: workers, delegation, durable tasks,
+// Platform runs the platform's sessions: workers, delegation, durable tasks,
 // schedules and loops, and the maintenance sweepers, on one core.Runtime.
 // It is safe for concurrent use.
 type Platform struct {

@@ -39,7 +39,7 @@ func loadBuiltins() (*builtinSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc, err := Load("builtin/"+e.Name(), src)
+		sc, err := load("builtin/"+e.Name(), src)
 		if err != nil {
 			return nil, fmt.Errorf("built-in scenario %s: %w", name, err)
 		}
@@ -77,7 +77,7 @@ func Builtin(name string) (*Scenario, error) {
 		}
 		return nil, fmt.Errorf("no built-in scenario %q%s", name, suggest(name, names))
 	}
-	sc, err := Load("builtin:"+name, src)
+	sc, err := load("builtin:"+name, src)
 	if err != nil {
 		return nil, err
 	}

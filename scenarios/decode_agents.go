@@ -13,6 +13,7 @@ import (
 	"text/template"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/didyoumean"
 	"github.com/crux-sim/crux-sim/platform"
 )
 
@@ -207,7 +208,7 @@ func (l *loader) tool(a *agentDecl, name string, n *node) (core.ToolEntry, toolD
 		if n.kind == mapNode && len(n.keys) > 0 {
 			if k := scalarString(n.keys[0]); slices.Contains(toolKinds, k) {
 				return nil, toolDecl{kind: toolKind(k)}, false
-			} else if meant := closest(k, toolKinds); meant != "" {
+			} else if meant := didyoumean.Closest(k, toolKinds); meant != "" {
 				return nil, toolDecl{kind: toolKind(meant)}, false
 			}
 		}

@@ -4,8 +4,6 @@ package scenarios
 
 import (
 	"fmt"
-
-	"github.com/crux-sim/crux-sim/core/lifecycle"
 )
 
 func (l *loader) expectations(n *node) []Expectation {
@@ -99,8 +97,8 @@ func (l *loader) expectation(kind string, v *node, what string) Expectation {
 			l.errorf(v, "%s needs work and in, such as {work: research, in: [completed]}", what)
 		}
 		for j, s := range w.States {
-			if !lifecycle.State(s).Valid() {
-				l.errorf(f["in"].items[j], "%s: %q is not a Work state%s", what, s, suggest(s, stateNames()))
+			if p := notAWorkState(s); p != "" {
+				l.errorf(f["in"].items[j], "%s: %s", what, p)
 			}
 		}
 		return w

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
 )
@@ -84,8 +83,8 @@ func (l *loader) rowPattern(n *node, what string) *RowPattern {
 
 func (l *loader) state(n *node, what string) string {
 	s := l.str(n, what)
-	if s != "" && !lifecycle.State(s).Valid() {
-		l.errorf(n, "%s: %q is not a Work state%s", what, s, suggest(s, stateNames()))
+	if p := notAWorkState(s); p != "" {
+		l.errorf(n, "%s: %s", what, p)
 	}
 	return s
 }
@@ -104,13 +103,28 @@ func (l *loader) anyAgentHasTool(name string) bool {
 }
 
 // MatchRequest matches a request pattern against a live provider request,
-// the way a script's when condition does: messages are the whole history,
-// and references resolve against the work.refs the history holds.
+// the way a script's when condition does, and with the meaning every key has
+// in an expectation: message and guidance read the messages new in this
+// request, history and history-guidance the run's whole history, and
+// references resolve against the work.refs the history holds.
 func MatchRequest(p *Pattern, req *core.Request) bool {
+	ok, _ := requestDiff(p, req, false)
+	return ok
+}
+
+// ExplainRequest says, field by field, which part of the request fails the
+// pattern (nil when it matches): what a script that ran dry shows for each
+// unused turn.
+func ExplainRequest(p *Pattern, req *core.Request) []string {
+	_, why := requestDiff(p, req, true)
+	return why
+}
+
+func requestDiff(p *Pattern, req *core.Request, explain bool) (bool, []string) {
 	// A script asks this of every request of its agent: build only what
 	// the pattern reads.
-	if p.Agent != "" && p.Agent != req.Agent || p.Step != 0 && p.Step != req.Step {
-		return false
+	if !explain && (p.Agent != "" && p.Agent != req.Agent || p.Step != 0 && p.Step != req.Step) {
+		return false, nil
 	}
 	// The pattern's fields are functions of the table, which the compiler
 	// cannot see through: the entry and trace they read would escape to
@@ -118,7 +132,13 @@ func MatchRequest(p *Pattern, req *core.Request) bool {
 	m := requestMatches.Get().(*requestMatch)
 	defer m.put()
 	e, t := &m.entry, &m.trace
-	*e = trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Messages: req.Messages}
+	n := min(max(req.NewMessages, 0), len(req.Messages))
+	old, fresh := req.Messages[:len(req.Messages)-n], req.Messages[len(req.Messages)-n:]
+	*e = trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Messages: fresh}
+	if (p.History != "" || p.HistoryGuidance != "") && len(old) > 0 {
+		// The history before this request, as the run's earlier request.
+		t.Entries = append(t.Entries, trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Messages: old})
+	}
 	if p.Tools != nil || len(p.ToolsInclude) > 0 || len(p.ToolsExclude) > 0 {
 		e.Tools = make([]string, len(req.Tools))
 		for i, t := range req.Tools {
@@ -143,7 +163,10 @@ func MatchRequest(p *Pattern, req *core.Request) bool {
 			}
 		}
 	}
-	return p.Match(t, e)
+	if explain {
+		return p.Match(t, e), p.Mismatches(t, e)
+	}
+	return p.Match(t, e), nil
 }
 
 // requestMatch is the entry and trace MatchRequest builds a request into.

@@ -41,7 +41,7 @@ func (l *loader) scripts(n *node) []Script {
 			if real, isRunName := l.runNames[id]; isRunName {
 				l.errorf(k, "script for %q, which is the run's name for agent %q; scripts are keyed by agent id, so write %q", id, real, real)
 			} else {
-				l.errorf(k, "script for agent %q, which is not declared%s", id, suggest(id, l.order))
+				l.errorf(k, "%s", undeclaredAgent(id, l.order))
 			}
 			continue
 		}
@@ -117,10 +117,36 @@ func (l *loader) turn(a *agentDecl, n *node, what string) scripted.Turn {
 		l.errorf(sn, "%s: error-status belongs to a turn that fails with error", what)
 	}
 	if wn := f["when"]; wn != nil {
-		p := l.pattern(wn, what+" when", trace.Request)
-		t.When = func(req *core.Request) bool { return MatchRequest(&p, req) }
+		t.Condition = WhenRequest(l.pattern(wn, what+" when", trace.Request))
 	}
 	return t
+}
+
+// WhenRequest is a script turn's condition on the request (scripted.Turn's
+// Condition): the turn answers only requests that match the pattern, whose
+// keys mean what they mean in an expectation (message: new in this request;
+// history: anywhere in the run's history so far). A script that ran dry
+// says, for such a turn, which part of the request failed it.
+//
+//	scripted.Turn{Condition: scenarios.WhenRequest(scenarios.Pattern{Step: 2}), Text: "done"}
+func WhenRequest(p Pattern) scripted.Condition {
+	if p.Kind == "" {
+		p.Kind = trace.Request
+	}
+	return &requestCondition{p: p}
+}
+
+// requestCondition is held by pointer: a script asks it of every request,
+// and its pattern is matched where it is, never copied.
+type requestCondition struct{ p Pattern }
+
+func (c *requestCondition) Match(req *core.Request) bool { return MatchRequest(&c.p, req) }
+
+func (c *requestCondition) Explain(req *core.Request) []string { return ExplainRequest(&c.p, req) }
+
+func (c *requestCondition) String() string {
+	s := c.p.String()
+	return strings.TrimPrefix(strings.TrimPrefix(s, "request"), " ")
 }
 
 // ScriptedError is a provider error a script asked for.
@@ -218,11 +244,11 @@ func (l *loader) args(a *agentDecl, n *node, what string, unchecked bool) any {
 				tool = spec[:i]
 			}
 			if tool != "" && !unchecked && !slices.Contains(a.backgroundTools(), tool) {
-				hint := refHint(tool, a.backgroundTools())
-				if d, ok := a.tools[tool]; ok && d.kind != "" {
-					hint = fmt.Sprintf("; %s is a %s, which returns its output, never a work.ref", tool, d.kind)
+				var kind toolKind
+				if d, ok := a.tools[tool]; ok {
+					kind = d.kind
 				}
-				l.errorf(n.vals[0], "%s refers to the work of %q, but %q has no backgroundable tool of that name%s", what, tool, a.id, hint)
+				l.errorf(n.vals[0], "%s %s", what, noBackgroundTool(a.id, tool, a.backgroundTools(), kind))
 			}
 			return scripted.WorkOf(spec)
 		}

@@ -11,7 +11,7 @@
 // # Platform scenarios
 //
 // A scenario with a [Platform] instead of top-level agents is a run of the
-// platform of seed 03 (platform): root sessions and their first
+// platform's background jobs (platform): root sessions and their first
 // messages, durable tasks and crons made at the start, a horizon of
 // virtual time. The harness runs it on its simulator, restarting the
 // process on the durable store after each crash fault. The platform's
@@ -27,8 +27,8 @@
 // run_in_background, a work result for the Work research returned.
 // Patterns never spell generated ids; a [Ref] names Work by the call that
 // started it ([WorkOf]("research")). Expectations combine patterns
-// ([InOrder], [InAnyOrder], [Subset], [Never], [Count]) or check seed 02's
-// rules directly ([OutputOnlyViaResult], [ForegroundOutput]), as well as
+// ([InOrder], [InAnyOrder], [Subset], [Never], [Count]) or check the research
+// coordinator recipe's rules directly ([OutputOnlyViaResult], [ForegroundOutput]), as well as
 // end states ([WorkEnds], [AgentEnds], [PrepareFails]). They read only the
 // trace, so they hold for scripted and recorded runs alike. A [Failure]
 // says what is wrong and, with [Failure.Report], quotes the transcript
@@ -54,8 +54,8 @@
 // at once as a *[LoadError], each at its file, line and column, with a
 // suggestion where one helps; testdata/bad holds a file for every kind of
 // mistake and the exact message it gets. The built-in scenarios
-// ([Builtins], [Builtin]) are YAML files embedded in the binary: seed 02's
-// coordinator in its background and foreground forms, the lifecycle
-// races, and seed 03's platform stories (workers, delegation, durable tasks
+// ([Builtins], [Builtin]) are YAML files embedded in the binary: the research
+// coordinator recipe in its background and foreground forms, the lifecycle
+// races, and the platform's background jobs (workers, delegation, durable tasks
 // under a crash, loops over a week).
 package scenarios

@@ -206,7 +206,7 @@ func TestTheDocumentedFailureIsWhatCruxSimPrints(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := out.String()
-	start := strings.Index(report, "FAIL seed 02's five steps")
+	start := strings.Index(report, "FAIL the recipe's five steps")
 	end := strings.Index(report, "FAIL work of research ends completed")
 	if start < 0 || end < start {
 		t.Fatalf("the broken run does not fail as documented:\n%s", report)

@@ -3,11 +3,13 @@ package scenarios_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/scripted"
 )
 
 // Load reads a scenario file: agents, the run, the script the model
@@ -71,4 +73,44 @@ func ExampleReturnWorkRef() {
 	// true
 	// true
 	// true
+}
+
+// Pass holds when every expectation of the scenario and every check of the
+// run held. Its failure names the root cause first (here, a script cut
+// short), then each failed expectation with its nearest miss and the
+// transcript around it.
+func ExamplePass() {
+	sc, _ := scenarios.Builtin("research-coordinator")
+	run := harness.Run(sc, harness.Options{Seed: 1})
+	g := gomega.NewGomega(func(message string, _ ...int) { fmt.Println(message) })
+	fmt.Println(g.Expect(run).To(scenarios.Pass()))
+
+	for i := range sc.Scripts {
+		if sc.Scripts[i].Agent == "research-coordinator" {
+			sc.Scripts[i].Turns = sc.Scripts[i].Turns[:2] // the model stops answering after two steps
+		}
+	}
+	var message string
+	g = gomega.NewGomega(func(m string, _ ...int) { message = m })
+	g.Expect(harness.Run(sc, harness.Options{Seed: 1})).To(scenarios.Pass())
+	first, _, _ := strings.Cut(message, "\n")
+	fmt.Println(first)
+	// Output:
+	// true
+	// Expected the run of research-coordinator (seed 1) to pass, but 5 of 7 claims failed; root cause: script: agent "research-coordinator" ran dry at step 3 of run 1 (research-coordinator#1); the script had 2 turn(s)
+}
+
+// Check finds in a scenario built in Go what the file loader refuses in a
+// file, in the same words and with the same suggestion; harness.Run runs
+// nothing of a scenario it refuses.
+func ExampleScenario_Check() {
+	sc, _ := scenarios.Builtin("research-coordinator")
+	own := scenarios.New("mine").
+		Agent("coordinator", sc.Run.Agents["coordinator"]).
+		Script("research-agnet", scripted.Say("done")).
+		Expect(scenarios.WorkEnds{Work: scenarios.WorkOf("research"), States: []string{"complete"}})
+	fmt.Println(own.Check())
+	// Output:
+	// script for agent "research-agnet", which is not declared (did you mean "research-agent"?)
+	// work-ends: "complete" is not a Work state (did you mean "completed"?)
 }

@@ -56,7 +56,7 @@ func Window(t *trace.Trace, at, radius int) string {
 		if i == at {
 			mark = "  > "
 		}
-		for j, line := range strings.Split(trace.Line(&t.Entries[i]), "\n") {
+		for j, line := range strings.Split(t.EntryLine(i), "\n") {
 			if j == 0 {
 				fmt.Fprintf(&b, "%s#%-3d %s\n", mark, i+1, line)
 			} else {

@@ -15,7 +15,7 @@ var (
 	// funcToolKeys are the fields of a tool or background-tool.
 	funcToolKeys = []string{"description", "input", "result", "echo", "error", "latency"}
 	runKeys      = []string{"id", "model", "agents", "context"}
-	optionKeys   = []string{"max-concurrent", "max-outstanding", "max-steps", "settle"}
+	optionKeys   = []string{"max-concurrent", "max-outstanding", "max-steps", "settle", "resolution"}
 	// platformKeys are the platform section's: what starts, for how long,
 	// and the platform's limits and cadences.
 	platformKeys = []string{"sessions", "tasks", "crons", "actions", "replicas", "horizon", "sweepers", "max-iterations", "max-delegation-depth",

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -38,12 +39,28 @@ func LoadFile(path string) (*Scenario, error) {
 	return Load(path, src)
 }
 
+// LoadReader reads a scenario from r (standard input, say), at most
+// MaxFileSize bytes of it; name is what errors call it, such as "<stdin>".
+func LoadReader(name string, r io.Reader) (*Scenario, error) {
+	src, err := inputfile.ReadFrom(r, fileLimit())
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLoad, name, err)
+	}
+	return Load(name, src)
+}
+
 // Load reads a scenario from YAML. name is the file name used in errors.
 // Every problem is reported as a *LoadError, at its line and column.
 func Load(name string, src []byte) (*Scenario, error) {
 	if int64(len(src)) > MaxFileSize {
 		return nil, &LoadError{File: name, Problems: []Problem{{Line: 1, Col: 1, Message: (&inputfile.TooLargeError{Limit: fileLimit()}).Error()}}}
 	}
+	return load(name, src)
+}
+
+// load reads a scenario from YAML of any size: the built-ins, which ship in
+// the binary, are not held to the limit on files a user hands in.
+func load(name string, src []byte) (*Scenario, error) {
 	root, err := parseYAML(src)
 	if err != nil {
 		var pe *posError
@@ -57,7 +74,7 @@ func Load(name string, src []byte) (*Scenario, error) {
 	if err := l.err(); err != nil {
 		return nil, err
 	}
-	sc.Source = name
+	sc.Source, sc.loaded = name, true
 	sum := sha256.Sum256(src)
 	sc.Digest = hex.EncodeToString(sum[:])
 	return sc, nil
@@ -107,7 +124,7 @@ func (l *loader) scenario(root *node) *Scenario {
 	}
 	switch {
 	case f["run"] == nil && f["platform"] == nil:
-		l.errorf(root, "missing key \"run\": a scenario says which agents run, such as run: {agents: {coordinator: research-coordinator}} (or, for the platform of seed 03, which sessions start: platform: {sessions: [{agent: coordinator, send: [go]}]})")
+		l.errorf(root, "missing key \"run\": a scenario says which agents run, such as run: {agents: {coordinator: research-coordinator}} (or, for the platform's background jobs, which sessions start: platform: {sessions: [{agent: coordinator, send: [go]}]})")
 	case f["run"] != nil && f["platform"] != nil:
 		k, _ := root.entry("platform")
 		l.errorf(k, "a scenario has run (top-level agents) or platform (sessions on the platform), not both")
@@ -175,6 +192,7 @@ func (l *loader) options(n *node) Options {
 		MaxOutstanding: l.integer(f["max-outstanding"], "options max-outstanding", 1),
 		MaxSteps:       l.integer(f["max-steps"], "options max-steps", 1),
 		Settle:         l.boolean(f["settle"], "options settle"),
+		Resolution:     l.duration(f["resolution"], "options resolution"),
 	}
 }
 
@@ -209,35 +227,12 @@ func (l *loader) ref(n *node, what string) Ref {
 	}
 	var candidates []string
 	for _, id := range l.order {
-		a := l.agents[id]
-		if r.Agent != "" && r.Agent != id {
-			continue
-		}
-		candidates = append(candidates, a.backgroundTools()...)
-	}
-	if r.Agent != "" {
-		if _, ok := l.agents[r.Agent]; !ok {
-			l.errorf(n, "%s: agent %q is not declared%s", what, r.Agent, suggest(r.Agent, l.order))
-			return r
+		if r.Agent == "" || r.Agent == id {
+			candidates = append(candidates, l.agents[id].backgroundTools()...)
 		}
 	}
-	if !slices.Contains(candidates, r.Tool) {
-		owner := "no agent has a"
-		if r.Agent != "" {
-			owner = fmt.Sprintf("agent %q has no", r.Agent)
-		}
-		switch {
-		case len(candidates) == 0 && r.Agent != "":
-			l.errorf(n, "%s %q never resolves: %s backgroundable tool %q; it has no backgroundable tools at all", what, s, owner, r.Tool)
-		case len(candidates) == 0:
-			l.errorf(n, "%s %q never resolves: no agent has a backgroundable tool, so no call returns a work.ref (declare one as TOOL: {background: AGENT})", what, s)
-		default:
-			hint := refHint(r.Tool, uniq(candidates))
-			if kind := l.toolKindOf(r.Tool); kind != "" {
-				hint = fmt.Sprintf("; %s is a %s, which returns its output, never a work.ref", r.Tool, kind)
-			}
-			l.errorf(n, "%s %q never resolves: %s backgroundable tool %q%s", what, s, owner, r.Tool, hint)
-		}
+	if p := refProblem(s, r, l.order, candidates, l.toolKindOf(r.Tool)); p != "" {
+		l.errorf(n, "%s%s", what, p)
 	}
 	return r
 }

@@ -269,7 +269,7 @@ var _ = Describe("The built-in scenarios", func() {
 			sc, err := Builtin(name)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(sc.Platform).NotTo(BeNil(), name)
-			Expect(sc.Tags).To(ContainElement("seed-03"), name)
+			Expect(sc.Tags).To(ContainElement("platform"), name)
 		}
 	})
 

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/onsi/gomega/format"
 	"github.com/onsi/gomega/types"
@@ -82,8 +83,15 @@ func isNil(v any) bool {
 	return false
 }
 
-// Match implements types.GomegaMatcher.
+// Match implements types.GomegaMatcher. An expectation that can never
+// hold as written (EndWorkIn with a state that is not a Work state) is an
+// error, with the loader's words, not a failed verdict.
 func (m *matcher) Match(actual any) (bool, error) {
+	if we, ok := unnamed(m.exp).(WorkEnds); ok {
+		if err := we.check(); err != nil {
+			return false, fmt.Errorf("%s matcher: %w", m.name, err)
+		}
+	}
 	r, err := m.asResult(actual)
 	if err != nil {
 		return false, err
@@ -107,9 +115,114 @@ func (m *matcher) FailureMessage(any) string {
 		m.failure.Report(m.result.Trace))
 }
 
-// NegatedFailureMessage implements types.GomegaMatcher.
+// NegatedFailureMessage implements types.GomegaMatcher: which entries
+// made the expectation hold, and the transcript around the first of them.
 func (m *matcher) NegatedFailureMessage(any) string {
-	return fmt.Sprintf("Expected %s not to satisfy\n%s\nbut it does", m.subject(), format.IndentString(m.exp.Describe(), 1))
+	head := fmt.Sprintf("Expected %s not to satisfy\n%s\nbut it does", m.subject(), format.IndentString(m.exp.Describe(), 1))
+	w, ok := unnamed(m.exp).(witnessed)
+	if !ok {
+		return head
+	}
+	hits := w.witness(m.result)
+	if len(hits) == 0 {
+		return head
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString(": ")
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "entry #%d matches %s", h.at+1, h.what)
+	}
+	b.WriteString("\n")
+	b.WriteString(Window(m.result.Trace, hits[0].at, 4))
+	return b.String()
+}
+
+// hit is an entry that made an expectation hold.
+type hit struct {
+	at   int
+	what string // the pattern it matched
+}
+
+// witnessed is an expectation that can say which entries made it hold, for
+// a negated matcher's message.
+type witnessed interface {
+	witness(r *Result) []hit
+}
+
+func unnamed(e Expectation) Expectation {
+	for {
+		n, ok := e.(Named)
+		if !ok {
+			return e
+		}
+		e = n.Expectation
+	}
+}
+
+func newHit(at int, what string) hit { return hit{at: at, what: what} }
+
+func (o InOrder) witness(r *Result) []hit {
+	t := r.Trace
+	var hits []hit
+	pos := 0
+	for i := range o {
+		j := firstMatch(t, &o[i], pos)
+		if j < 0 {
+			return nil
+		}
+		hits = append(hits, newHit(j, patternName(i, len(o), &o[i])))
+		pos = j + 1
+	}
+	return hits
+}
+
+func (u InAnyOrder) witness(r *Result) []hit {
+	t := r.Trace
+	used := make([]bool, len(t.Entries))
+	var hits []hit
+	for i := range u {
+		c := u[i].compile()
+		for j := range t.Entries {
+			if !used[j] && c.match(t, &t.Entries[j]) {
+				used[j] = true
+				hits = append(hits, newHit(j, patternName(i, len(u), &u[i])))
+				break
+			}
+		}
+	}
+	return hits
+}
+
+func (c Count) witness(r *Result) []hit {
+	t := r.Trace
+	var hits []hit
+	p := c.Pattern.compile()
+	for j := range t.Entries {
+		if p.match(t, &t.Entries[j]) {
+			hits = append(hits, newHit(j, "["+c.Pattern.String()+"]"))
+		}
+	}
+	return hits
+}
+
+func (x If) witness(r *Result) []hit {
+	if j := firstMatch(r.Trace, &x.When, 0); j >= 0 {
+		if w, ok := unnamed(x.Then).(witnessed); ok {
+			return append([]hit{newHit(j, "the condition ["+x.When.String()+"]")}, w.witness(r)...)
+		}
+	}
+	return nil
+}
+
+func patternName(i, n int, p *Pattern) string {
+	if n == 1 {
+		return "[" + p.String() + "]"
+	}
+	return fmt.Sprintf("pattern %d of %d, [%s]", i+1, n, p)
 }
 
 // HaveSequence matches when the patterns match entries in order, others

@@ -155,12 +155,22 @@ var _ = Describe("The Gomega matchers", func() {
 		Expect(prepFails().Trace).NotTo(FailPreparation(nil), "a bare trace carries no preparation error")
 	})
 
-	It("says what held when a negated assertion fails", func() {
+	It("says which entry matched, and where, when a negated assertion fails", func() {
 		run := background()
 		m := CallWork(coordinator, "result")
 		Expect(m.Match(run)).To(BeTrue())
-		Expect(m.NegatedFailureMessage(run)).To(Equal("Expected the run of seed-02-background (seed 1) not to satisfy\n" +
-			"    all of, in any order: [tool-result agent=research-coordinator tool=work action=result]\nbut it does"))
+		msg := m.NegatedFailureMessage(run)
+		Expect(msg).To(HavePrefix("Expected the run of seed-02-background (seed 1) not to satisfy\n" +
+			"    all of, in any order: [tool-result agent=research-coordinator tool=work action=result]\n" +
+			"but it does: entry #14 matches [tool-result agent=research-coordinator tool=work action=result]\n"))
+		Expect(msg).To(ContainSubstring("\n  > #14  +1s     research-coordinator#1 result call-2 work result w-1"))
+	})
+
+	It("names every entry of a sequence that matched when a negated sequence fails", func() {
+		run := background()
+		m := HaveSequence(Pattern{Kind: trace.Request, Step: 1}, Pattern{Kind: trace.Work, To: "completed"})
+		Expect(m.Match(run)).To(BeTrue())
+		Expect(m.NegatedFailureMessage(run)).To(ContainSubstring("but it does: entry #2 matches pattern 1 of 2, [request step=1]; entry #21 matches pattern 2 of 2, [work to=completed]\n"))
 	})
 
 	It("fails a Gomega assertion with the whole message, transcript included", func() {

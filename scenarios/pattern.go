@@ -37,10 +37,16 @@ type Pattern struct {
 	Status *RowPattern
 	// NoStatus: the request carried no status block.
 	NoStatus bool
-	// Message: a new message of the request contains this text.
+	// Message: a message new in this request contains this text.
 	Message string
-	// Guidance: a new guidance message contains this text.
+	// Guidance: a guidance message new in this request contains this text.
 	Guidance string
+	// History: a message of the run's history so far, this request's
+	// included, contains this text.
+	History string
+	// HistoryGuidance: a guidance message of the run's history so far, this
+	// request's included, contains this text.
+	HistoryGuidance string
 
 	// Responses, tool calls and results.
 	// Tool is the tool called (results) or among those called (responses).
@@ -261,6 +267,30 @@ func sameText(key string, weight int, field func(*Pattern) *string, of func(*tra
 		show: func(p *Pattern) string { return *field(p) }}
 }
 
+// messageText is a field that holds when a message contains its text: a
+// message new in this request, or (history) one of the run's history so far,
+// this request's included; with guidance, only a guidance message counts.
+func messageText(key string, field func(*Pattern) *string, guidance, history bool, says string) patternField {
+	return patternField{key: key,
+		set:    func(p *Pattern) bool { return *field(p) != "" },
+		decode: func(l *loader, n *node, what string, p *Pattern) { *field(p) = l.str(n, what) },
+		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
+			want := *field(p)
+			if want == "" {
+				return true
+			}
+			holds := func(m core.Message) bool { return (!guidance || m.Guidance) && strings.Contains(m.Content, want) }
+			if history {
+				return inHistory(t, e, holds)
+			}
+			return slices.ContainsFunc(e.Messages, holds)
+		},
+		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
+			return miss(1, says, *field(p))
+		},
+		show: func(p *Pattern) string { return showQuoted(*field(p)) }}
+}
+
 // atOffset is a field about when an entry happened, as an offset from the
 // start of the run: holds compares the entry's offset with the pattern's.
 func atOffset(key string, field func(*Pattern) **time.Duration, holds func(at, want time.Duration) bool, says string) patternField {
@@ -391,26 +421,10 @@ var patternTable = []patternField{
 			}
 			return "true"
 		}},
-	{key: "message",
-		set:    func(p *Pattern) bool { return p.Message != "" },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.Message = l.str(n, what) },
-		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
-			return p.Message == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return strings.Contains(m.Content, p.Message) })
-		},
-		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
-			return miss(1, "no new message contains %q", p.Message)
-		},
-		show: func(p *Pattern) string { return showQuoted(p.Message) }},
-	{key: "guidance",
-		set:    func(p *Pattern) bool { return p.Guidance != "" },
-		decode: func(l *loader, n *node, what string, p *Pattern) { p.Guidance = l.str(n, what) },
-		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
-			return p.Guidance == "" || slices.ContainsFunc(e.Messages, func(m core.Message) bool { return m.Guidance && strings.Contains(m.Content, p.Guidance) })
-		},
-		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
-			return miss(1, "no guidance message contains %q", p.Guidance)
-		},
-		show: func(p *Pattern) string { return showQuoted(p.Guidance) }},
+	messageText("message", func(p *Pattern) *string { return &p.Message }, false, false, "no message new in this request contains %q"),
+	messageText("guidance", func(p *Pattern) *string { return &p.Guidance }, true, false, "no guidance message new in this request contains %q"),
+	messageText("history", func(p *Pattern) *string { return &p.History }, false, true, "no message of the run's history so far contains %q"),
+	messageText("history-guidance", func(p *Pattern) *string { return &p.HistoryGuidance }, true, true, "no guidance message of the run's history so far contains %q"),
 	{key: "tool",
 		set: func(p *Pattern) bool { return p.Tool != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) {
@@ -738,4 +752,22 @@ func (r *RowPattern) String() string {
 		parts = append(parts, "contains="+strconv.Quote(r.Contains))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// inHistory reports whether a message of the run's history up to the
+// request e holds: the messages of the run's earlier requests in the trace
+// (those before e, when e is one of its entries), then e's own new ones.
+func inHistory(t *trace.Trace, e *trace.Entry, holds func(core.Message) bool) bool {
+	if t != nil {
+		for i := range t.Entries {
+			prior := &t.Entries[i]
+			if prior == e {
+				break
+			}
+			if prior.Kind == trace.Request && prior.Run == e.Run && slices.ContainsFunc(prior.Messages, holds) {
+				return true
+			}
+		}
+	}
+	return slices.ContainsFunc(e.Messages, holds)
 }

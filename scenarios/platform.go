@@ -13,7 +13,7 @@ import (
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
-// Platform makes a scenario a run of the platform of seed 03
+// Platform makes a scenario a run of the platform's background jobs
 // (platform) instead of a run of top-level agents: root sessions that
 // start with messages, loops, crons and durable tasks, on virtual time up to
 // a horizon. The harness builds the platform on its simulator, drives the

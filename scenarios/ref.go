@@ -26,7 +26,10 @@ func WorkOf(tool string) Ref { return Ref{Tool: tool} }
 // IsZero reports an unset reference.
 func (r Ref) IsZero() bool { return r.Tool == "" }
 
-func (r Ref) String() string {
+func (r Ref) String() string { return "work of " + r.spec() }
+
+// spec is the reference as a scenario file writes it, which ParseRef reads.
+func (r Ref) spec() string {
 	s := r.Tool
 	if r.Agent != "" {
 		s = r.Agent + "/" + s
@@ -34,7 +37,7 @@ func (r Ref) String() string {
 	if r.N > 1 {
 		s += "#" + strconv.Itoa(r.N)
 	}
-	return "work of " + s
+	return s
 }
 
 // ParseRef reads "tool", "tool#2" or "agent/tool#2".

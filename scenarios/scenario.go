@@ -26,10 +26,14 @@ type Scenario struct {
 	Faults       []Fault
 	Expectations []Expectation
 	Options      Options
-	// Platform, when set, makes the scenario a run of the platform of seed
-	// 03 (sessions, tasks, loops on virtual time) instead of Run's
-	// top-level agents.
+	// Platform, when set, makes the scenario a run of the platform's
+	// background jobs (sessions, tasks, loops on virtual time) instead of
+	// Run's top-level agents.
 	Platform *Platform
+
+	// loaded is set for a scenario the file loader made: it checked
+	// everything Check does.
+	loaded bool
 }
 
 // TopLevel names the top-level agents, which start at once on one context.
@@ -50,6 +54,18 @@ type Script struct {
 	Turns []scripted.Turn
 }
 
+// DefaultResolution is the precision virtual times are shown at unless a
+// scenario says otherwise: a drawn latency of 2.239289444s shows as +2.239s.
+const DefaultResolution = time.Millisecond
+
+// ShownAt is the resolution the scenario's times are shown at.
+func (o Options) ShownAt() time.Duration {
+	if o.Resolution > 0 {
+		return o.Resolution
+	}
+	return DefaultResolution
+}
+
 // Options tune the runtime for a scenario.
 type Options struct {
 	MaxConcurrent  int
@@ -58,6 +74,9 @@ type Options struct {
 	// Settle lets background Work finish after the top-level runs end,
 	// instead of cancelling it when the runtime closes.
 	Settle bool
+	// Resolution is the precision the run's virtual times are shown at in
+	// transcripts and reports (DefaultResolution when 0).
+	Resolution time.Duration
 }
 
 // FaultKind names a fault.
@@ -159,14 +178,7 @@ func (s *Scenario) Expect(e ...Expectation) *Scenario {
 // scenario whose preparation fails without one fails.
 func (s *Scenario) ExpectsPrepareFailure() bool {
 	for _, e := range s.Expectations {
-		for {
-			n, ok := e.(Named)
-			if !ok {
-				break
-			}
-			e = n.Expectation
-		}
-		switch e.(type) {
+		switch unnamed(e).(type) {
 		case PrepareFails, *PrepareFails:
 			return true
 		}

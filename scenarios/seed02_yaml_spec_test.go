@@ -58,7 +58,7 @@ func verdicts(o *harness.Outcome) map[string]string {
 }
 
 const (
-	fiveSteps  = "seed 02's five steps, in order: research in the background, a work.ref, safe status, work result, the exact output"
+	fiveSteps  = "the recipe's five steps, in order: research in the background, a work.ref, safe status, work result, the exact output"
 	step2      = "step 2: the research call's continuation gets the work.ref, not the child result"
 	step3      = "step 3: status is safe: no status row carries the child's output"
 	step5      = "step 5: only the work result round carries the child's exact output"

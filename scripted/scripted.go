@@ -31,6 +31,11 @@ type Turn struct {
 	// When, if set, makes the turn match only requests for which it
 	// returns true (see Provider for how turns are chosen).
 	When func(*core.Request) bool
+	// Condition, if set, does what When does and can say why a request
+	// fails it: a script with unused turns but none matching names, for
+	// each of them, its condition and which part of the request failed it.
+	// A scenario's when: condition is one.
+	Condition Condition
 	// Respond, if set, computes the response from the request instead of
 	// the fields above.
 	Respond func(*core.Request) (*core.Response, error)
@@ -42,6 +47,21 @@ type Turn struct {
 	// a repeating turn still never cycles; order the turns meant for one
 	// use before it.
 	Repeat bool
+}
+
+// Condition is a turn's describable condition on the request.
+type Condition interface {
+	// Match reports whether the turn may answer the request.
+	Match(req *core.Request) bool
+	// String says what the condition asks, such as "step=2 message=\"go\"".
+	String() string
+	// Explain says which parts of the request fail the condition.
+	Explain(req *core.Request) []string
+}
+
+// matches reports whether the turn's conditions let it answer req.
+func (t *Turn) matches(req *core.Request) bool {
+	return (t.When == nil || t.When(req)) && (t.Condition == nil || t.Condition.Match(req))
 }
 
 // Call is one scripted tool call.
@@ -228,7 +248,7 @@ func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
 			continue
 		}
 		for i, t := range s.turns {
-			if (s.used[i] && !t.Repeat) || (t.When != nil && !t.When(req)) {
+			if (s.used[i] && !t.Repeat) || !t.matches(req) {
 				continue
 			}
 			s.used[i] = true
@@ -245,12 +265,16 @@ func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
 
 func (p *Provider) dryError(req *core.Request, n int) error {
 	var total, left int
+	var why []string
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		if s := p.scripts[key]; s != nil {
 			total += len(s.turns)
-			for _, u := range s.used {
+			for i, u := range s.used {
 				if !u {
 					left++
+				}
+				if !u || s.turns[i].Repeat {
+					why = append(why, s.turns[i].whyNot(req, key, i))
 				}
 			}
 		}
@@ -262,8 +286,28 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 	if total == 0 {
 		what = "has no script"
 	}
-	return fmt.Errorf("%w: agent %q %s at step %d of run %d (%s); the script had %d turn(s)",
+	err := fmt.Errorf("%w: agent %q %s at step %d of run %d (%s); the script had %d turn(s)",
 		ErrScript, req.Agent, what, req.Step, n, req.Run, total)
+	if len(why) > 0 {
+		err = fmt.Errorf("%w: %s", err, strings.Join(why, "; "))
+	}
+	return err
+}
+
+// whyNot says why an unused turn does not answer req: its condition and the
+// part of the request that fails it.
+func (t *Turn) whyNot(req *core.Request, key string, i int) string {
+	name := t.Label
+	if name == "" {
+		name = fmt.Sprintf("turn %d of %q", i+1, key)
+	}
+	switch {
+	case t.Condition != nil && !t.Condition.Match(req):
+		return fmt.Sprintf("%s (when %s) fails it: %s", name, t.Condition, strings.Join(t.Condition.Explain(req), ", and "))
+	case t.When != nil:
+		return fmt.Sprintf("%s has a When function that refuses it", name)
+	}
+	return name + " matches it" // not reached: such a turn would have answered
 }
 
 func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {

@@ -31,6 +31,7 @@ type fuzzSummary struct {
 	Seeds          int64         `json:"seeds"`
 	Scenarios      []string      `json:"scenarios"`
 	Schedules      int64         `json:"schedules"`
+	Failing        int64         `json:"failingSchedules"`
 	ElapsedSeconds float64       `json:"elapsedSeconds"`
 	Stopped        string        `json:"stopped,omitempty"`
 	Failures       []fuzzFailure `json:"failures"`
@@ -67,7 +68,9 @@ every invariant after every step and every expectation at the end.
 
 Each failure is shrunk to a short schedule (scheduling choices and the faults
 that fired) and written as a replayable file; the command that reproduces it
-is printed. The last line reads "N schedules, F failures, R schedules/s".
+is printed. The last line reads "N schedules, F failing schedules, D distinct
+failures, R schedules/s": F schedules failed, and they came to D distinct
+failures (one per scenario and signature), each shrunk and reported above.
 Exit 1 if anything failed.
 
 Shards split the seed space: --shard i/n runs the seeds s with
@@ -92,7 +95,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 			if err != nil {
 				return err
 			}
-			loaded, err := loadScenarios(args)
+			loaded, err := loadScenarios(args, nil)
 			if err != nil {
 				return err
 			}
@@ -129,7 +132,7 @@ Shards split the seed space: --shard i/n runs the seeds s with
 				fmt.Fprintln(cmd.ErrOrStderr())
 			}
 			summary := fuzzSummary{Version: 1, Shard: fmt.Sprintf("%d/%d", shard.Index, shard.Count), Start: start, Seeds: seeds,
-				Schedules: res.Schedules, ElapsedSeconds: res.Elapsed.Seconds(), Stopped: res.Stopped, Failures: []fuzzFailure{}}
+				Schedules: res.Schedules, Failing: res.Failing, ElapsedSeconds: res.Elapsed.Seconds(), Stopped: res.Stopped, Failures: []fuzzFailure{}}
 			for _, sc := range loaded {
 				summary.Scenarios = append(summary.Scenarios, sc.Name)
 			}
@@ -266,6 +269,9 @@ func firstMessage(o *harness.Outcome) string {
 	if len(o.Violations) > 0 {
 		return o.Violations[0].Message
 	}
+	if c := scenarios.RootCause(o.Verdicts); c != nil {
+		return c.Failure.Message
+	}
 	for _, v := range o.Verdicts {
 		if v.Failure != nil {
 			return v.Failure.Message
@@ -312,6 +318,7 @@ func mergeSummaries(out io.Writer, files []string) error {
 		}
 		shards[s.Shard] = true
 		total.Schedules += s.Schedules
+		total.Failing += s.Failing
 		total.Failures = append(total.Failures, s.Failures...)
 		longest = max(longest, s.ElapsedSeconds)
 	}
@@ -325,7 +332,7 @@ func mergeSummaries(out io.Writer, files []string) error {
 	if longest > 0 {
 		rate = float64(total.Schedules) / longest
 	}
-	fmt.Fprintf(out, "%d shards: %d schedules, %d failures, %.0f schedules/s\n", len(files), total.Schedules, len(total.Failures), rate)
+	fmt.Fprintf(out, "%d shards: %s\n", len(files), harness.SummaryLine(total.Schedules, total.Failing, len(total.Failures), rate))
 	if len(total.Failures) > 0 {
 		return errFailed
 	}

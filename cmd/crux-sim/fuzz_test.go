@@ -4,11 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-var summaryLine = regexp.MustCompile(`(?m)^(\d+) schedules, (\d+) failures, \d+ schedules/s$`)
+var summaryLine = regexp.MustCompile(`(?m)^(\d+) schedules, (\d+) failing schedules?, (\d+) distinct failures?, \d+ schedules/s$`)
 
 // crux-sim fuzz reports each failure with its seed, its shrunk schedule and
 // the commands that reproduce it, writes the schedule, transcript and HTML
@@ -57,6 +58,29 @@ func TestFuzzCommandReportsAShrunkReproducibleFailure(t *testing.T) {
 	}
 }
 
+// The summary counts both: the schedules that failed and the distinct
+// failures they came to (one FAIL block each), so that "4 failing
+// schedules, 1 distinct failure" explains why one failure is reported.
+func TestFuzzSummaryCountsFailingSchedulesAndDistinctFailures(t *testing.T) {
+	code, out := runCLI(t, "fuzz", "--seeds", "200", "--jobs", "2", "--out", "", "--defect", "cancel-overwrites-terminal", "cancel-vs-complete")
+	if code != 1 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	m := summaryLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no summary line with failing schedules and distinct failures:\n%s", out)
+	}
+	failing, _ := strconv.Atoi(m[2])
+	distinct, _ := strconv.Atoi(m[3])
+	blocks := strings.Count(out, "\nFAIL ") + map[bool]int{true: 1}[strings.HasPrefix(out, "FAIL ")]
+	if distinct != blocks {
+		t.Errorf("%d distinct failures, but %d FAIL blocks:\n%s", distinct, blocks, out)
+	}
+	if failing <= distinct {
+		t.Errorf("%d failing schedules for %d distinct failures: the defect fails many seeds the same way:\n%s", failing, distinct, out)
+	}
+}
+
 // Shards write summaries that --merge adds up, listing every failure.
 func TestFuzzShardsMerge(t *testing.T) {
 	dir := t.TempDir()
@@ -74,7 +98,7 @@ func TestFuzzShardsMerge(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("merging failing shards exited %d:\n%s", code, out)
 	}
-	if !strings.Contains(out, "2 shards: 40 schedules, 2 failures") || strings.Count(out, "reproduce: ") != 2 {
+	if !regexp.MustCompile(`2 shards: 40 schedules, \d+ failing schedules, 2 distinct failures`).MatchString(out) || strings.Count(out, "reproduce: ") != 2 {
 		t.Errorf("the merge does not add the shards up:\n%s", out)
 	}
 	if code, out := runCLI(t, "fuzz", "--merge", summaries[0], summaries[0]); code != 2 || !strings.Contains(out, "appears twice") {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
 	"os"
 	"regexp"
@@ -249,7 +248,7 @@ type recordable struct {
 }
 
 func loadRecordable(arg string) (*recordable, error) {
-	scs, err := loadScenarios([]string{arg})
+	scs, err := loadScenarios([]string{arg}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +337,17 @@ cassette lacks), extra (the cassette holds exchanges the run never asked
 for) or mismatch (the request differs), with both sides and the cassette
 line. Exit 1 on a divergence or a failed expectation, 2 on a cassette that
 cannot be read.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  crux-sim replay leaves.cassette
+  crux-sim replay --scenario my-coordinator.yaml leaves.cassette`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return usagef("replay needs the cassette to replay: a file written by crux-sim record, such as crux-sim replay leaves.cassette")
+			case len(args) > 1:
+				return usagef("replay takes one cassette, not %d arguments; replay each cassette in its own command", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := limits.options()
 			if err != nil {
@@ -370,34 +379,15 @@ cannot be read.`,
 }
 
 // cassetteLimits is the --max-cassette-size flag of replay and report.
-type cassetteLimits struct{ size string }
+type cassetteLimits struct{ size sizeFlag }
 
 func (l *cassetteLimits) register(fs *pflag.FlagSet) {
-	fs.StringVar(&l.size, "max-cassette-size", "64MiB", "the largest cassette read, in bytes or with a KiB, MiB or GiB suffix")
+	l.size = sizeFlag(cassette.DefaultMaxBytes)
+	fs.Var(&l.size, "max-cassette-size", "the largest cassette to read, in bytes or with a KiB, MiB or GiB suffix")
 }
 
 func (l *cassetteLimits) options() (cassette.ReadOptions, error) {
-	n, err := parseSize(l.size)
-	if err != nil {
-		return cassette.ReadOptions{}, usagef("--max-cassette-size: %v", err)
-	}
-	return cassette.ReadOptions{MaxBytes: n}, nil
-}
-
-// parseSize reads a byte count such as 1048576, 512KiB, 64MiB or 1GiB.
-func parseSize(s string) (int64, error) {
-	num, mult := strings.TrimSpace(s), int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
-		if n, ok := strings.CutSuffix(num, suffix); ok {
-			num, mult = strings.TrimSpace(n), m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%q is not a positive size such as 64MiB", s)
-	}
-	return n * mult, nil
+	return cassette.ReadOptions{MaxBytes: int64(l.size)}, nil
 }
 
 // replayed is a cassette played back through its scenario.
@@ -447,7 +437,7 @@ func cassetteScenario(c *cassette.Cassette, path, scenarioFlag string) (*scenari
 	h := c.Header
 	switch {
 	case scenarioFlag != "":
-		scs, err := loadScenarios([]string{scenarioFlag})
+		scs, err := loadScenarios([]string{scenarioFlag}, nil)
 		if err != nil {
 			return nil, err
 		}

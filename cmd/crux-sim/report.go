@@ -11,7 +11,6 @@ import (
 
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/htmlreport"
-	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 func newReportCmd() *cobra.Command {
@@ -19,7 +18,7 @@ func newReportCmd() *cobra.Command {
 	var limits cassetteLimits
 	var out string
 	cmd := &cobra.Command{
-		Use:   "report [--seed N] [--swarm] [--replay FILE] NAME|FILE|CASSETTE -o report.html",
+		Use:   "report [--seed N] [--swarm] [--replay FILE] [--store STORE] [--max-cassette-size SIZE] NAME|FILE|-|CASSETTE -o report.html",
 		Short: "Run a scenario and write an HTML timeline of it",
 		Long: `Run a scenario (a built-in name or a YAML file) under the seed's schedule,
 replay a fuzz failure's shrunk schedule (--replay) or a recorded cassette
@@ -59,14 +58,12 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 				o = r.outcome
 				source = "cassette replay of " + args[0]
 				command = "crux-sim replay " + shellQuote(args[0])
-				for _, d := range r.divergences {
-					o.Verdicts = append(o.Verdicts, harness.Verdict{Description: "the run follows the cassette",
-						Failure: &scenarios.Failure{Message: d.Error(), At: -1}})
-				}
+				harness.AddDivergences(o, r.divergences)
 			} else {
 				if len(args) == 0 && sched.replay == "" {
 					return usagef("report needs a scenario: a built-in name (see crux-sim list), a file, or --replay FILE")
 				}
+				sched.stdin = cmd.InOrStdin()
 				opts, scs, schedule, err := sched.resolve(args)
 				if err != nil {
 					return err

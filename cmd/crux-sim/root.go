@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/buildinfo"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -39,9 +41,19 @@ var errFailed = errors.New("an expectation or invariant failed")
 // Main runs the CLI with arguments and returns the exit code. It is what
 // main calls, and what the CLI's tests call.
 func Main(args []string, stdout, stderr io.Writer) int {
+	return MainWithInput(args, os.Stdin, stdout, stderr)
+}
+
+// MainWithInput is Main with a standard input of the caller's (where
+// "crux-sim run -" reads its scenario).
+func MainWithInput(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
+	root.SetIn(stdin)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := unknownVerb(root, args)
+	if err == nil {
+		err = root.Execute()
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -90,20 +102,21 @@ Exit codes: 0 every expectation held; 1 an expectation or invariant failed;
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	var maxFile int64
-	root.PersistentFlags().Int64Var(&maxFile, "max-file-size", 0, "the largest scenario or schedule file to read, in bytes (default: 4 MiB for a scenario, 64 MiB for a schedule)")
+	var maxFile sizeFlag
+	root.PersistentFlags().Var(&maxFile, "max-file-size", "the largest scenario or schedule file to read, in bytes or with a KiB, MiB or GiB suffix (default: 4MiB for a scenario, 64MiB for a schedule)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
-		switch {
-		case maxFile < 0:
-			return usagef("--max-file-size must be a number of bytes, 1 or more")
-		case maxFile > 0:
-			scenarios.MaxFileSize, harness.MaxScheduleSize = maxFile, maxFile
-		default:
+		if maxFile > 0 {
+			scenarios.MaxFileSize, harness.MaxScheduleSize = int64(maxFile), int64(maxFile)
+		} else {
 			scenarios.MaxFileSize, harness.MaxScheduleSize = defaultScenarioSize, defaultScheduleSize
 		}
 		return nil
 	}
-	root.AddCommand(newListCmd(), newRunCmd(), newFuzzCmd(), newRecordCmd(), newReplayCmd())
+	root.Version = buildinfo.Read().String()
+	root.SetVersionTemplate("crux-sim {{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
+	root.DisableSuggestions = true // unknownVerb suggests, as the loader does
+	root.AddCommand(newListCmd(), newShowCmd(), newRunCmd(), newFuzzCmd(), newRecordCmd(), newReplayCmd())
 	root.AddCommand(newReportCmd(), newServeCmd())
 	return root
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ func newRunCmd() *cobra.Command {
 	var format string
 	var checkDeterminism, checkLogs bool
 	cmd := &cobra.Command{
-		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] [--check-determinism] NAME|FILE...",
+		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] [--store STORE] [--check-determinism] NAME|FILE|-...",
 		Short: "Run scenarios and print each transcript and a pass/fail line per expectation",
 		Long: `Run each scenario (a built-in name or a YAML file) under the seed's schedule
 on virtual time, print its semantic transcript and one PASS or FAIL line per
@@ -39,6 +40,7 @@ line of it carries child output or failure text.`,
 			if len(args) == 0 && sched.replay == "" {
 				return usagef("run needs a scenario: a built-in name (see crux-sim list) or a file")
 			}
+			sched.stdin = cmd.InOrStdin()
 			opts, scs, schedule, err := sched.resolve(args)
 			if err != nil {
 				return err
@@ -97,33 +99,52 @@ line of it carries child output or failure text.`,
 	return cmd
 }
 
-// loadScenarios reads each argument as a built-in name or, if it names a
-// file (or looks like a path), a scenario file. Every bad file is reported.
-func loadScenarios(args []string) ([]*scenarios.Scenario, error) {
+// loadScenarios reads each argument as a built-in name, "-" for a scenario
+// on standard input (stdin, nil where a verb cannot take one), or, if it
+// names a file (or looks like a path), a scenario file. Every bad argument is
+// reported.
+func loadScenarios(args []string, stdin io.Reader) ([]*scenarios.Scenario, error) {
 	var out []*scenarios.Scenario
 	var problems []error
+	readStdin := false
 	for _, arg := range args {
-		if isFile(arg) {
+		switch {
+		case arg == "-" && stdin == nil:
+			problems = append(problems, fmt.Errorf("- (a scenario on standard input) is not taken here: give a built-in name or a file"))
+		case arg == "-" && readStdin:
+			problems = append(problems, fmt.Errorf("- (standard input) is given twice: it holds one scenario"))
+		case arg == "-":
+			readStdin = true
+			sc, err := scenarios.LoadReader(stdinName, stdin)
+			if err != nil {
+				problems = append(problems, err)
+				continue
+			}
+			out = append(out, sc)
+		case isFile(arg):
 			sc, err := scenarios.LoadFile(arg)
 			if err != nil {
 				problems = append(problems, err)
 				continue
 			}
 			out = append(out, sc)
-			continue
+		default:
+			sc, err := scenarios.Builtin(arg)
+			if err != nil {
+				problems = append(problems, fmt.Errorf("%w; run crux-sim list for the built-ins, or give a path to a scenario file (or - for standard input)", err))
+				continue
+			}
+			out = append(out, sc)
 		}
-		sc, err := scenarios.Builtin(arg)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("%w; run crux-sim list for the built-ins, or give a path to a scenario file", err))
-			continue
-		}
-		out = append(out, sc)
 	}
 	if len(problems) > 0 {
 		return nil, &badInput{problems}
 	}
 	return out, nil
 }
+
+// stdinName is what errors call a scenario read from standard input.
+const stdinName = "<stdin>"
 
 func isFile(arg string) bool {
 	if strings.ContainsAny(arg, "/\\") || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
@@ -141,6 +162,8 @@ type scheduleFlags struct {
 	replay  string
 	defects []string
 	store   storeFlag
+	// stdin is where "-" reads a scenario from.
+	stdin io.Reader
 }
 
 func (f *scheduleFlags) register(fs *pflag.FlagSet) {
@@ -172,7 +195,7 @@ func (f *scheduleFlags) resolveSchedule(args []string) (harness.Options, []*scen
 		return harness.Options{}, nil, nil, err
 	}
 	if f.replay == "" {
-		scs, err := loadArgs(args)
+		scs, err := f.loadArgs(args)
 		return harness.Options{Seed: f.seed, Swarm: f.swarm, Testing: core.Testing{Defects: defects}}, scs, nil, err
 	}
 	sched, err := harness.ReadSchedule(f.replay)
@@ -186,7 +209,7 @@ func (f *scheduleFlags) resolveSchedule(args []string) (harness.Options, []*scen
 		}
 		return sched.Options(), []*scenarios.Scenario{sc}, sched, nil
 	}
-	scs, err := loadArgs(args)
+	scs, err := f.loadArgs(args)
 	if err != nil {
 		return harness.Options{}, nil, nil, err
 	}
@@ -199,11 +222,11 @@ func (f *scheduleFlags) resolveSchedule(args []string) (harness.Options, []*scen
 }
 
 // loadArgs loads the scenario arguments, if there are any.
-func loadArgs(args []string) ([]*scenarios.Scenario, error) {
+func (f *scheduleFlags) loadArgs(args []string) ([]*scenarios.Scenario, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
-	return loadScenarios(args)
+	return loadScenarios(args, f.stdin)
 }
 
 // reproduce is the crux-sim run command for a seed's schedule of a target.

@@ -63,7 +63,7 @@ func TestRunReportsEveryBadArgumentAndRunsNothing(t *testing.T) {
 		t.Errorf("ran scenarios despite bad arguments:\n%s", stdout)
 	}
 	want := badCorpus + `/unknown-key.yaml:3:1: unknown key "descripton" in the scenario (did you mean "description"?)
-crux-sim: no built-in scenario "research-coordinatr" (did you mean "research-coordinator"?); run crux-sim list for the built-ins, or give a path to a scenario file
+crux-sim: no built-in scenario "research-coordinatr" (did you mean "research-coordinator"?); run crux-sim list for the built-ins, or give a path to a scenario file (or - for standard input)
 crux-sim: bad scenario file no-such-file.yaml: no such file or directory
 `
 	if stderr != want {
@@ -79,7 +79,7 @@ func TestRunExitsZeroAndPrintsTheTranscriptAndAPassLinePerExpectationWhenAllHold
 	for _, want := range []string{
 		"== research-coordinator · seed 1 ==\n",
 		"+0s     research-coordinator#1 result call-1 research → work.ref w-1 target=research-agent\n",
-		"-- expectations --\nPASS seed 02's five steps, in order:",
+		"-- expectations --\nPASS the recipe's five steps, in order:",
 		"PASS work of research ends completed\n",
 		"PASS research-coordinator (seed 1): 6 of 6 expectations held; 16 steps, +4s virtual\n",
 	} {
@@ -107,7 +107,7 @@ func TestRunExitsOneWithAFailLineWhenAnExpectationFails(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
 	}
 	for _, want := range []string{
-		"FAIL seed 02's five steps, in order:",
+		"FAIL the recipe's five steps, in order:",
 		"     pattern 5 of 5, tool-result agent=research-coordinator tool=work action=result",
 		"       > #",
 		"FAIL research-coordinator (seed 1): ",
@@ -221,8 +221,8 @@ func TestRunBadUsageExitsTwo(t *testing.T) {
 		{[]string{"run"}, "crux-sim: run needs a scenario: a built-in name (see crux-sim list) or a file\n"},
 		{[]string{"run", "--format", "xml", "research-coordinator"}, "crux-sim: --format must be text or json, not \"xml\"\n"},
 		{[]string{"run", "--seed", "soon", "research-coordinator"}, "crux-sim: invalid argument \"soon\" for \"--seed\" flag"},
-		{[]string{"run", "--colour", "research-coordinator"}, "crux-sim: unknown flag: --colour\n"},
-		{[]string{"frobnicate"}, "crux-sim: unknown command \"frobnicate\" for \"crux-sim\""},
+		{[]string{"run", "--colour", "research-coordinator"}, "crux-sim: unknown flag: --colour; see crux-sim run --help for the flags it takes\n"},
+		{[]string{"frobnicate"}, "crux-sim: unknown command \"frobnicate\"; the commands are completion, fuzz, help, list, record, replay, report, run, serve, show (see crux-sim --help)\n"},
 		{[]string{"list", "extra"}, "crux-sim: unknown command \"extra\" for \"crux-sim list\""},
 	} {
 		code, stdout, stderr := cli(c.args...)

@@ -86,7 +86,7 @@ otherwise, 2 on bad usage or input.`,
 			case len(args) == 0:
 				return usagef("serve needs a scenario: a built-in name (see crux-sim list), a file, or --cassette FILE")
 			default:
-				scs, err := loadScenarios(args)
+				scs, err := loadScenarios(args, cmd.InOrStdin())
 				if err != nil {
 					return err
 				}

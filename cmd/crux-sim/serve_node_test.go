@@ -73,7 +73,7 @@ func TestServeJudgesARealTypeScriptClient(t *testing.T) {
 	}{
 		{name: "keeps the contract", end: "finish", exit: 0,
 			want: []string{
-				"PASS seed 02's five steps, in order",
+				"PASS the recipe's five steps, in order",
 				"PASS step 3: status is safe: no status row carries the child's output",
 				"PASS step 5: only the work result round carries the child's exact output",
 				"PASS research-coordinator (served): 6 of 6 expectations held",

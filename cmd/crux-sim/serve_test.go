@@ -121,7 +121,7 @@ func TestServeFiresTheSeedsProviderFaultsAndNamesTheOnesItCannotApply(t *testing
 	if err := os.WriteFile(path, []byte(flakySolo), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scs, err := loadScenarios([]string{path})
+	scs, err := loadScenarios([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

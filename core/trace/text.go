@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -23,8 +24,9 @@ func (t *Trace) Text() string {
 // WriteText writes the text rendering.
 func (t *Trace) WriteText(w io.Writer) error {
 	var b bytes.Buffer
+	col := t.column()
 	for i := range t.Entries {
-		writeEntry(&b, &t.Entries[i])
+		writeEntry(&b, &t.Entries[i], t.Resolution, col)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -33,22 +35,60 @@ func (t *Trace) WriteText(w io.Writer) error {
 // Line renders one entry as its text lines, without a trailing newline.
 func Line(e *Entry) string {
 	var b bytes.Buffer
-	writeEntry(&b, e)
+	writeEntry(&b, e, 0, minColumn)
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// EntryLine renders the trace's i-th entry as WriteText does (its offset at
+// the trace's resolution, in the trace's column), without a trailing
+// newline: failure windows and reports show entries with it.
+func (t *Trace) EntryLine(i int) string {
+	var b bytes.Buffer
+	writeEntry(&b, &t.Entries[i], t.Resolution, t.column())
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// At renders an offset from the trace's start at the trace's resolution.
+func (t *Trace) At(d time.Duration) string { return Offset(Round(d, t.Resolution)) }
+
+// Round rounds d to a multiple of res (d itself when res is 0 or less).
+func Round(d, res time.Duration) time.Duration {
+	if res <= 0 {
+		return d
+	}
+	return d.Round(res)
+}
+
+// minColumn is the width the offset column has at least: "+59m59s" and one
+// space.
+const minColumn = 8
+
+// column is the width of the offset column: the widest offset of the trace
+// and at least one space, so that every line's text starts in one column
+// however long the run ("+70h0m0s" and "+191.754µs" never run into it).
+func (t *Trace) column() int {
+	w := 0
+	for i := range t.Entries {
+		if t.Entries[i].Kind != ToolCall {
+			w = max(w, utf8.RuneCountInString(Offset(Round(t.Entries[i].At, t.Resolution))))
+		}
+	}
+	return max(minColumn, w+1)
 }
 
 const indent = "          "
 
-func writeEntry(b *bytes.Buffer, e *Entry) {
+func writeEntry(b *bytes.Buffer, e *Entry, res time.Duration, col int) {
 	if e.Kind == ToolCall {
 		return // the response lists its calls; the result line closes each one
 	}
-	at := Offset(e.At)
+	at := Offset(Round(e.At, res))
 	b.WriteString(at)
-	for n := len(at); n < 8; n++ {
+	width := utf8.RuneCountInString(at)
+	for n := width; n < col; n++ {
 		b.WriteByte(' ')
 	}
-	if len(at) >= 8 {
+	if width >= col {
 		b.WriteByte(' ') // a wide offset still ends before the column after it
 	}
 	// Every value a model, a file or a provider chose is escaped (see

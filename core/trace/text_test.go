@@ -95,3 +95,44 @@ func TestTextKeepsASpaceAfterAWideOffset(t *testing.T) {
 		t.Errorf("a short offset is padded to the column: %q", line)
 	}
 }
+
+// The transcript keeps its columns: every entry's text starts in one column,
+// the widest offset's and a space, so that neither "+70h0m0s" nor
+// "+191.754µs" runs into the field after it or shifts it.
+func TestTextKeepsOneColumnForEveryOffsetOfATrace(t *testing.T) {
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: "coord#1", At: 0},
+		{Kind: RunStart, Run: "coord#2", At: 191754 * time.Nanosecond},
+		{Kind: RunStart, Run: "coord#3", At: 70 * time.Hour},
+		{Kind: RunStart, Run: "coord#4", At: 100*time.Hour + 16105024508*time.Nanosecond},
+	}}
+	col := -1
+	for _, line := range strings.Split(strings.TrimSpace(tr.Text()), "\n") {
+		i := strings.Index(line, "coord#")
+		offset := []rune(line[:i])
+		if offset[len(offset)-1] != ' ' {
+			t.Errorf("no space before the run id: %q", line)
+		}
+		if col >= 0 && len(offset) != col {
+			t.Errorf("the run id starts at column %d here, %d above: %q", len(offset), col, line)
+		}
+		col = len(offset)
+	}
+}
+
+// Offsets show at the trace's resolution; the entries keep exact times.
+func TestTextShowsOffsetsAtTheTracesResolution(t *testing.T) {
+	tr := &Trace{Resolution: time.Millisecond, Entries: []Entry{{Kind: RunStart, Run: "coord#1", At: 2239289444 * time.Nanosecond}}}
+	if got := tr.Text(); got != "+2.239s coord#1 start\n" {
+		t.Errorf("got %q, want +2.239s", got)
+	}
+	if tr.Entries[0].At != 2239289444*time.Nanosecond {
+		t.Errorf("rendering changed the entry's time")
+	}
+	if got := tr.EntryLine(0); got != "+2.239s coord#1 start" {
+		t.Errorf("EntryLine %q", got)
+	}
+	if got := tr.At(90*time.Minute + 400*time.Microsecond); got != "+1h30m0s" {
+		t.Errorf("At %q", got)
+	}
+}

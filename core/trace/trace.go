@@ -101,6 +101,11 @@ type Trace struct {
 	Seed    *int64    `json:"seed,omitempty"`
 	Start   time.Time `json:"start"`
 	Entries []Entry   `json:"entries"`
+	// Resolution, when set, is the precision offsets are shown at in the
+	// text rendering and the reports: a simulated run's is its scenario's
+	// (1ms by default), so that a drawn latency shows as +2.239s, not
+	// +2.239289444s. The entries keep their exact times.
+	Resolution time.Duration `json:"-"`
 }
 
 // Recorder collects entries. It is safe for concurrent use.

@@ -43,7 +43,8 @@ type Header struct {
 	// Version is the format version; Read fills it in, writers ignore it.
 	Version int
 	// CruxSim is the crux-sim version that recorded; default, the version
-	// of the binary or test that links this package.
+	// line of the binary or test that links this package (its module
+	// version and VCS revision, as crux-sim --version prints it).
 	CruxSim string
 	// Scenario and Seed name what ran, when a harness ran a scenario.
 	// Scenario is a name, never a path: a cassette carries what it needs

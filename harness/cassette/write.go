@@ -6,36 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/buildinfo"
 )
 
 // ErrSecretLeak is returned instead of writing a line that would still
 // contain a configured literal secret after redaction. It guards the
 // promise that no cassette holds a key, whatever path a secret took.
 var ErrSecretLeak = errors.New("a configured secret would be written; refusing to write the line")
-
-const modulePath = "github.com/crux-sim/crux-sim"
-
-// defaultVersion is the crux-sim version linked into this binary.
-func defaultVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	if bi.Main.Path == modulePath {
-		return bi.Main.Version
-	}
-	for _, d := range bi.Deps {
-		if d.Path == modulePath {
-			return d.Version
-		}
-	}
-	return "(devel)"
-}
 
 // encoder renders lines: compact JSON, keys in struct order, no HTML
 // escaping (so <, > and & stay readable), one line each. It follows every
@@ -82,7 +63,7 @@ func (e *encoder) header(h Header) ([]byte, error) {
 		ScenarioDigest: h.ScenarioDigest, Seed: h.Seed, Model: e.red.String(h.Model), BaseURL: e.red.URL(h.BaseURL),
 		Incomplete: e.red.String(h.Incomplete), ScenarioSource: e.red.String(h.ScenarioSource)}
 	if l.CruxSim == "" {
-		l.CruxSim = defaultVersion()
+		l.CruxSim = buildinfo.Read().String()
 	}
 	if l.ScenarioSource != "" && l.ScenarioDigest == "" {
 		l.ScenarioDigest = Digest([]byte(l.ScenarioSource))

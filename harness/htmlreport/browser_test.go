@@ -24,7 +24,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/htmlreport"
+	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 // chromium finds the browser, or skips: a bare machine runs every other
@@ -55,6 +57,18 @@ type layout struct {
 	Resources   []string `json:"resources"`
 	Marks       int      `json:"marks"`
 	Hidden      []string `json:"hidden"`
+	// Cut are lane titles and subtitles cut short (an ellipsis).
+	Cut []string `json:"cut"`
+	// Scrollbar is the height of the timeline's horizontal scrollbar.
+	Scrollbar float64 `json:"scrollbar"`
+	// Noted: the note that the timeline scrolls sideways is shown.
+	Noted bool `json:"noted"`
+	// Fine are durations shown finer than a millisecond.
+	Fine []string `json:"fine"`
+	// LastReachable: scrolled to its end, the last column is in view.
+	LastReachable bool `json:"lastReachable"`
+	// Debug is the widths that decide whether the timeline scrolls.
+	Debug string `json:"debug"`
 }
 
 // measure runs in the page: lanes aligned with their labels, no two marks
@@ -96,6 +110,17 @@ const measure = `(() => {
   out.scrollsX = sc.scrollWidth > sc.clientWidth + 1;
   out.columnWidth = parseFloat(getComputedStyle(document.getElementById("timeline")).getPropertyValue("--cw"));
   out.resources = performance.getEntriesByType("resource").map((e) => e.name);
+  out.cut = [...document.querySelectorAll(".lane-label .lt, .lane-label .ls")].filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent);
+  out.scrollbar = sc.offsetHeight - sc.clientHeight;
+  const note = document.getElementById("scroll-note");
+  out.noted = !!note && !note.hidden && note.offsetHeight > 0;
+  out.fine = (document.querySelector(".timeline-card").innerText + document.getElementById("transcript").innerText + [...document.querySelectorAll("[data-tip]")].map((e) => e.dataset.tip).join("\n")).match(/\d\.\d{4,}s/g) || [];
+  sc.scrollLeft = sc.scrollWidth;
+  const ticks = [...document.querySelectorAll(".axis .tick")];
+  const last = ticks.length ? box(ticks[ticks.length - 1]) : null, view = box(sc);
+  out.lastReachable = !last || (last.left >= view.left - 0.5 && last.right <= view.right + 0.5);
+  out.debug = "scroller " + sc.scrollWidth + "/" + sc.clientWidth + ", columns " + getComputedStyle(document.getElementById("timeline")).getPropertyValue("--cw");
+  sc.scrollLeft = 0;
   return out;
 })()`
 
@@ -145,6 +170,7 @@ func TestReportRendersInChromium(t *testing.T) {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("hide-scrollbars", false), // a timeline that scrolls must show its scrollbar
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1600, 1000),
 	)
@@ -160,13 +186,28 @@ func TestReportRendersInChromium(t *testing.T) {
 		}
 	}()
 
+	// clockJump clicks the first clock jump, whose detail says how far.
+	clockJump := func(tr *trace.Trace) (int, []string) {
+		for i, e := range tr.Entries {
+			if e.Kind == trace.Clock {
+				return i + 1, []string{"jumped by", jump(tr, i)}
+			}
+		}
+		return 0, nil
+	}
 	cases := []struct {
 		name string
 		seed int64
+		// swarm runs the seed's own fault mix (drawn latencies, odd times).
+		swarm bool
+		// width is the window's width; a long run may scroll sideways in
+		// it, but then it must say so and reach its last event.
+		width int64
+		long  bool
 		// click picks the event to click, and says what its detail must show.
 		click func(tr *trace.Trace) (entry int, shows []string)
 	}{
-		{"research-coordinator", 1, func(tr *trace.Trace) (int, []string) {
+		{name: "research-coordinator", seed: 1, click: func(tr *trace.Trace) (int, []string) {
 			// The second request with a status block: what the coordinator
 			// saw of its running research.
 			seen := 0
@@ -179,7 +220,7 @@ func TestReportRendersInChromium(t *testing.T) {
 			}
 			return 0, nil
 		}},
-		{"cancel-vs-complete", 3, func(tr *trace.Trace) (int, []string) {
+		{name: "cancel-vs-complete", seed: 3, click: func(tr *trace.Trace) (int, []string) {
 			// The cancel, racing the child's completion.
 			for i, e := range tr.Entries {
 				if e.Kind == trace.ToolResult && e.Action == "cancel" {
@@ -188,10 +229,32 @@ func TestReportRendersInChromium(t *testing.T) {
 			}
 			return 0, nil
 		}},
+		// At 1,400 px: a run with clock jumps a column apart, and one too
+		// long to fit, with a dozen lanes.
+		{name: "delegate-stale", seed: 2, swarm: true, width: 1400, long: true, click: clockJump},
+		{name: "task-dag-crash", seed: 2, swarm: true, width: 1400, long: true, click: clockJump},
+		{name: "result-timeout", seed: 1, width: 1400, click: clockJump},
+		// Two Work lanes, nested under their owner, with their state pills.
+		{name: "queued-cancel", seed: 1, width: 1400, click: func(tr *trace.Trace) (int, []string) {
+			for i, e := range tr.Entries {
+				if e.Kind == trace.ToolResult && e.Action == "cancel" {
+					return i + 1, []string{"work action", "cancel"}
+				}
+			}
+			return 0, nil
+		}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			o := run(t, c.name, c.seed)
+		width := c.width
+		if width == 0 {
+			width = 1600
+		}
+		t.Run(fmt.Sprintf("%s-at-%dpx", c.name, width), func(t *testing.T) {
+			sc, err := scenarios.Builtin(c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := harness.Run(sc, harness.Options{Seed: c.seed, Swarm: c.swarm})
 			in := htmlreport.FromOutcome(o)
 			in.Command = fmt.Sprintf("crux-sim run --seed %d %s", c.seed, c.name)
 			dir := t.ArtifactDir()
@@ -203,7 +266,7 @@ func TestReportRendersInChromium(t *testing.T) {
 			tab, closeTab := chromedp.NewContext(browser)
 			defer closeTab()
 			console := chromedp.Console(tab) // subscribed before the page loads
-			if err := chromedp.Do(tab, chromedp.EmulateViewport(1600, 1000), chromedp.Navigate("file://"+file)); err != nil {
+			if err := chromedp.Do(tab, chromedp.EmulateViewport(width, 1000), chromedp.Navigate("file://"+file)); err != nil {
 				t.Fatalf("open the report: %v", err)
 			}
 
@@ -212,7 +275,9 @@ func TestReportRendersInChromium(t *testing.T) {
 				t.Fatalf("measure the page: %v", err)
 			}
 			x := expect(o.Trace)
-			if l.Lanes != len(x.lanes) || l.Labels != len(x.lanes) {
+			// The expected lanes are those of a run of top-level agents; a
+			// platform run's sessions are laid out by its own rules.
+			if l.Lanes != l.Labels || o.Platform == nil && l.Lanes != len(x.lanes) {
 				t.Errorf("%d lanes and %d labels rendered, want %d", l.Lanes, l.Labels, len(x.lanes))
 			}
 			if len(l.Misaligned) > 0 {
@@ -227,8 +292,39 @@ func TestReportRendersInChromium(t *testing.T) {
 			if len(l.Hidden) > 0 {
 				t.Errorf("marks outside the timeline or not laid out: entries %v", l.Hidden)
 			}
-			if l.ScrollsX {
-				t.Errorf("a %d-event timeline scrolls sideways in a 1600px window (columns %.0fpx)", len(o.Trace.Entries), l.ColumnWidth)
+			if l.ScrollsX && !c.long {
+				t.Errorf("a %d-event timeline scrolls sideways in a %dpx window (columns %.0fpx)", len(o.Trace.Entries), width, l.ColumnWidth)
+			}
+			if l.ScrollsX && (!l.Noted || l.Scrollbar < 8 || !l.LastReachable) {
+				t.Errorf("the timeline scrolls sideways but not obviously: note shown %v, scrollbar %.0fpx, last event reachable %v", l.Noted, l.Scrollbar, l.LastReachable)
+			}
+			if len(l.Cut) > 0 {
+				t.Errorf("lane labels cut short: %q", l.Cut)
+			}
+			if len(l.Fine) > 0 {
+				t.Errorf("durations shown finer than the scenario's resolution: %v", l.Fine)
+			}
+			if c.long {
+				// Fit to width: the whole run in the card, labels still apart.
+				clickFit := `(() => { const b = document.getElementById("fit-width"); if (b) b.click(); return !!b; })()`
+				if ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](clickFit)); err != nil || !ok {
+					t.Fatalf("the report of a timeline that scrolls has no fit-to-width button (%v)", err)
+				}
+				f, err := chromedp.Run(tab, chromedp.Evaluate[layout](measure))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.ScrollsX || len(f.Cut) > 0 {
+					t.Errorf("fitted to width: scrolls %v (%s), cut %q", f.ScrollsX, f.Debug, f.Cut)
+				}
+				for _, o := range f.Overlaps {
+					if strings.HasPrefix(o, "axis") {
+						t.Errorf("fitted to width, the axis labels overlap: %s", o)
+					}
+				}
+				if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](clickFit)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if len(l.Resources) > 0 {
 				t.Errorf("the page loaded %v; it must be self-contained", l.Resources)
@@ -259,7 +355,7 @@ func TestReportRendersInChromium(t *testing.T) {
 					t.Errorf("the detail of entry %s does not show %q:\n%s", want, w, s.Detail)
 				}
 			}
-			if first, _, _ := strings.Cut(trace.Line(&o.Trace.Entries[entry-1]), "\n"); !strings.Contains(s.Tip, first) {
+			if first, _, _ := strings.Cut(o.Trace.EntryLine(entry-1), "\n"); !strings.Contains(s.Tip, first) {
 				t.Errorf("hovering entry %s shows the tooltip %q, want its line %q", want, s.Tip, first)
 			}
 
@@ -324,4 +420,11 @@ func nextShown(tr *trace.Trace, entry int) int {
 		}
 	}
 	return entry
+}
+
+// jump is how far the i-th entry, a clock jump, moved the clock, as its
+// detail says it.
+func jump(tr *trace.Trace, i int) string {
+	by, _, _ := strings.Cut(strings.TrimPrefix(tr.Entries[i].Detail, "jumped "), " to ")
+	return by
 }

@@ -31,8 +31,8 @@ type section struct {
 	Empty string
 }
 
-func describe(entry int, e *trace.Entry, problems []string) detail {
-	d := detail{Entry: entry, At: trace.Offset(e.At), Kind: e.Kind, Heading: heading(e)}
+func describe(t *trace.Trace, entry int, e *trace.Entry, problems []string) detail {
+	d := detail{Entry: entry, At: t.At(e.At), Kind: e.Kind, Heading: heading(e)}
 	add := func(s section) { d.Sections = append(d.Sections, s) }
 	if len(problems) > 0 {
 		add(section{Title: "Failed here", Class: "fail", Lines: problems})
@@ -127,7 +127,7 @@ func describe(entry int, e *trace.Entry, problems []string) detail {
 	case trace.Guidance:
 		add(section{Rows: facts("run", e.Run, "into request", itoa(e.Step), "messages", e.Cursor)})
 	case trace.Clock:
-		add(section{Rows: facts("jumped by", jump(e), "to", trace.Offset(e.At))})
+		add(section{Rows: facts("jumped by", jump(e), "to", t.At(e.At))})
 	default:
 		add(section{Rows: facts("run", e.Run, "work", e.Work, "action", e.Action)})
 		if e.Detail != "" {

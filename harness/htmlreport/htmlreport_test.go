@@ -519,3 +519,33 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// A run that failed because its script ran dry says so first: the root
+// cause is in the header's outcome, before the expectations that failed
+// because of it.
+func TestARunThatFailedAtItsRootSaysSoInTheHeader(t *testing.T) {
+	sc, err := scenarios.Builtin("research-coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sc.Scripts {
+		if sc.Scripts[i].Agent == "research-coordinator" {
+			sc.Scripts[i].Turns = sc.Scripts[i].Turns[:1]
+		}
+	}
+	doc, page := render(t, htmlreport.FromOutcome(harness.Run(sc, harness.Options{Seed: 1})))
+	cause := byID(doc, "root-cause")
+	if cause == nil {
+		t.Fatal("the report of a run whose script ran dry shows no root cause")
+	}
+	if got := text(cause); !strings.HasPrefix(got, `root cause: script: agent "research-coordinator" ran dry at step 2 of run 1`) {
+		t.Errorf("root cause %q", got)
+	}
+	if at, verdicts := bytes.Index(page, []byte(`id="root-cause"`)), bytes.Index(page, []byte(`class="verdict`)); verdicts >= 0 && at > verdicts {
+		t.Errorf("the root cause comes after the verdicts")
+	}
+	doc, _ = render(t, htmlreport.FromOutcome(run(t, "research-coordinator", 1)))
+	if byID(doc, "root-cause") != nil {
+		t.Errorf("a passing run shows a root cause")
+	}
+}

@@ -28,6 +28,10 @@ type Input struct {
 	Findings []string
 	// Facts are shown in the header in order (steps, virtual time, …).
 	Facts []Fact
+	// RootCause says why the run failed at its root (a script that ran dry
+	// or matched nothing, a failed preparation, a replay that diverged),
+	// shown first, above the expectations that failed because of it.
+	RootCause string
 }
 
 // Verdict is one expectation's result.
@@ -76,7 +80,7 @@ func FromOutcome(o *harness.Outcome) Input {
 		Findings: append([]string(nil), o.Findings...),
 		Facts: []Fact{
 			{"steps", strconv.Itoa(o.Steps)},
-			{"virtual time", trace.Offset(o.Elapsed)},
+			{"virtual time", o.Trace.At(o.Elapsed)},
 			{"scheduling decisions", strconv.Itoa(len(o.Decisions))},
 		},
 	}
@@ -84,6 +88,7 @@ func FromOutcome(o *harness.Outcome) Input {
 		in.Source = "served: a client's own runtime against crux-sim serve"
 		in.Facts = []Fact{{"requests", strconv.Itoa(o.Steps)}, {"real time", trace.Offset(o.Elapsed)}}
 	}
+	in.RootCause = o.RootCause()
 	if o.PrepareErr != nil {
 		in.Verdicts = append(in.Verdicts, Verdict{Description: "the agents prepare", Message: o.PrepareErr.Error()})
 	}

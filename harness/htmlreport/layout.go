@@ -130,7 +130,7 @@ func layout(t *trace.Trace) *timeline {
 			continue
 		}
 		tl.entryCol[i] = len(tl.Cols)
-		tl.Cols = append(tl.Cols, column{Index: len(tl.Cols), Entry: i + 1, At: trace.Offset(e.At), Kind: e.Kind})
+		tl.Cols = append(tl.Cols, column{Index: len(tl.Cols), Entry: i + 1, At: t.At(e.At), Kind: e.Kind})
 	}
 	n := len(tl.Cols)
 	for c := 0; c < n; {
@@ -142,7 +142,7 @@ func layout(t *trace.Trace) *timeline {
 		tl.Groups = append(tl.Groups, g)
 	}
 
-	b := &builder{tl: tl, runs: map[string]*lane{}, works: map[string]*lane{}}
+	b := &builder{tl: tl, t: t, runs: map[string]*lane{}, works: map[string]*lane{}}
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Kind == trace.ToolCall {
@@ -164,6 +164,7 @@ func (tl *timeline) colOf(entry int) int {
 
 type builder struct {
 	tl      *timeline
+	t       *trace.Trace
 	order   []*lane // in order of creation
 	runs    map[string]*lane
 	works   map[string]*lane
@@ -221,7 +222,7 @@ func (b *builder) harnessLane() *lane {
 }
 
 func (b *builder) place(col, entry int, e *trace.Entry) {
-	m := mark{Col: col, Entry: entry, Kind: e.Kind, Tip: tip(e)}
+	m := mark{Col: col, Entry: entry, Kind: e.Kind, Tip: tip(b.t, entry-1)}
 	m.Aria, _, _ = strings.Cut(m.Tip, "\n")
 	var on *lane
 	switch e.Kind {
@@ -457,9 +458,10 @@ func jump(e *trace.Entry) string {
 	return trace.Offset(e.At)
 }
 
-// tip is a mark's tooltip: its transcript text, cut to a readable size.
-func tip(e *trace.Entry) string {
-	s := trace.Line(e)
+// tip is a mark's tooltip: the i-th entry's transcript text (at the trace's
+// resolution), cut to a readable size.
+func tip(t *trace.Trace, i int) string {
+	s := t.EntryLine(i)
 	lines := strings.Split(s, "\n")
 	if len(lines) > maxTipLines {
 		lines = append(lines[:maxTipLines], "…")

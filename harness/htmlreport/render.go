@@ -63,6 +63,7 @@ type view struct {
 	Status                       string // PASS, FAIL or NO CHECKS
 	StatusClass                  string // pass, fail or none
 	Summary                      string
+	RootCause                    string
 	Stats                        []Fact
 	TL                           *timeline
 	Flags                        []flag
@@ -101,6 +102,7 @@ func build(in Input) *view {
 	v := &view{
 		Title: in.Title, Source: in.Source, Command: in.Command,
 		TL: tl, Findings: in.Findings, States: states, CSS: css, JS: js,
+		RootCause: in.RootCause,
 	}
 	if v.Title == "" {
 		v.Title = t.Name
@@ -162,8 +164,8 @@ func build(in Input) *view {
 
 	for _, c := range tl.Cols {
 		e := &t.Entries[c.Entry-1]
-		v.Details = append(v.Details, describe(c.Entry, e, problems[c.Index]))
-		v.Lines = append(v.Lines, tline{Entry: c.Entry, Col: c.Index, Kind: c.Kind, Lines: strings.Split(trace.Line(e), "\n"), Fail: len(problems[c.Index]) > 0})
+		v.Details = append(v.Details, describe(t, c.Entry, e, problems[c.Index]))
+		v.Lines = append(v.Lines, tline{Entry: c.Entry, Col: c.Index, Kind: c.Kind, Lines: strings.Split(t.EntryLine(c.Entry-1), "\n"), Fail: len(problems[c.Index]) > 0})
 	}
 
 	var runs, works, requests, faults, jumps int

@@ -280,10 +280,7 @@ func (s *Server) Finish(reason string) *Result {
 	res := &Result{Outcome: o, Reason: reason}
 	if s.rep != nil {
 		res.Divergences = append(s.rep.Divergences(), s.rep.Extra()...)
-		for _, d := range res.Divergences {
-			o.Verdicts = append(o.Verdicts, harness.Verdict{Description: "the run follows the cassette",
-				Failure: &scenarios.Failure{Message: d.Error(), At: -1}})
-		}
+		harness.AddDivergences(o, res.Divergences)
 	}
 	s.result = res
 	close(s.done)

@@ -191,7 +191,7 @@ func (ss *session) receive(a *agentInfo, req *chatRequest, now time.Time) (*turn
 	ss.checkTools(r, req.Tools)
 	ss.flush(ss.add(now, en))
 
-	creq := &core.Request{Model: req.Model, Agent: a.agent.ID, Run: r.id, Step: r.step, System: system, Messages: msgs}
+	creq := &core.Request{Model: req.Model, Agent: a.agent.ID, Run: r.id, Step: r.step, System: system, Messages: msgs, NewMessages: len(fresh)}
 	for _, t := range req.Tools {
 		creq.Tools = append(creq.Tools, core.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}

@@ -85,7 +85,14 @@ func Read(path string, l Limit) ([]byte, error) {
 	}
 	// Files such as those of /proc report a size of 0 and hold more: the
 	// LimitReader, not the size, is the bound.
-	b, err := io.ReadAll(io.LimitReader(f, l.Bytes+1))
+	return ReadFrom(f, l)
+}
+
+// ReadFrom reads what r holds (standard input, say), at most l.Bytes of
+// it: more is refused with a *TooLargeError once l.Bytes+1 have been read,
+// never by reading on to the end.
+func ReadFrom(r io.Reader, l Limit) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, l.Bytes+1))
 	if err != nil {
 		return nil, unwrapPath(err)
 	}

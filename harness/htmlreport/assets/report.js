@@ -16,18 +16,82 @@
   var cols = parseInt(timeline.getAttribute("data-cols"), 10) || 1;
   var labels = $(".labels", timeline);
 
-  // Columns are as wide as the window allows, within readable bounds.
+  var note = $("#scroll-note");
+  var fitted = false;
+  var fitButton = $("#fit-width");
+  if (fitButton) {
+    fitButton.addEventListener("click", function () {
+      fitted = !fitted;
+      fitButton.textContent = fitted ? "Readable columns" : "Fit to width";
+      fit();
+    });
+  }
+
+  // Lane labels are as wide as their longest title needs (up to two fifths
+  // of the card), so that no label is cut.
+  function fitLabels() {
+    timeline.style.removeProperty("--lw");
+    var need = 250;
+    $$(".lane-label", timeline).forEach(function (l) {
+      var t = $(".lt", l), sub = $(".ls", l), pill = $(".pill", l);
+      var pad = parseFloat(getComputedStyle(l).paddingLeft) + 16;
+      var room = (pill ? pill.offsetWidth + 14 : 0);
+      need = Math.max(need, Math.ceil(t.scrollWidth + pad + room + 8), sub ? Math.ceil(sub.scrollWidth + pad + 8) : 0);
+    });
+    var lw = Math.min(need, Math.max(250, Math.floor(scroller.clientWidth * 0.4)));
+    timeline.style.setProperty("--lw", lw + "px");
+  }
+
+  // Columns are as wide as the window allows, within readable bounds; a
+  // timeline that cannot fit scrolls, and says so, unless fitted to width.
   function fit() {
+    fitLabels();
     var avail = scroller.clientWidth - labels.offsetWidth - 20;
     var cw = Math.max(20, Math.min(46, Math.floor(avail / cols)));
+    if (fitted) { cw = Math.max(2, Math.min(46, avail / cols)); }
     timeline.style.setProperty("--cw", cw + "px");
     timeline.classList.toggle("dense", cw < 24);
+    timeline.classList.toggle("fitted", fitted && cw < 20);
+    // Fitted, marks and labels that stand out past the last column must fit
+    // too: narrow the columns by what still sticks out.
+    for (var i = 0; fitted && i < 4; i++) {
+      var excess = timeline.scrollWidth - scroller.clientWidth;
+      if (excess <= 0) { break; }
+      cw = Math.max(1, cw - (excess + 2) / cols);
+      timeline.style.setProperty("--cw", cw + "px");
+    }
+    var scrolls = timeline.scrollWidth > scroller.clientWidth + 1;
+    scroller.classList.toggle("scrolls", scrolls);
+    if (note) {
+      note.hidden = !(scrolls || fitted);
+      $("#scroll-shown").textContent = fitted ? "all of them" : "about " + Math.max(1, Math.floor(avail / cw));
+    }
+    // A clock-jump label that would run into the one before it shows as a
+    // short mark; hover or click it for how far the clock jumped.
+    var jumpRight = -Infinity;
+    var end = $(".tracks", timeline).getBoundingClientRect().right;
+    $$(".axis .mark.k-clock", timeline).forEach(function (m) {
+      m.classList.remove("compact");
+      m.style.visibility = "";
+      var r = m.getBoundingClientRect();
+      if (r.left < jumpRight + 3 || r.right > end) {
+        m.classList.add("compact");
+        r = m.getBoundingClientRect();
+      }
+      if (r.left < jumpRight + 1) {
+        // Fitted so tight that even the short mark would touch: the jump's
+        // band across the lanes still shows it.
+        m.style.visibility = "hidden";
+        return;
+      }
+      jumpRight = r.right;
+    });
     // A time label that would run into the next one shows on hover only.
     var right = -Infinity;
     $$(".axis .group span", timeline).forEach(function (span) {
       span.style.visibility = "";
       var r = span.getBoundingClientRect();
-      if (r.left < right + 4) {
+      if (r.left < right + 4 || r.right > end) {
         span.style.visibility = "hidden";
         span.parentElement.setAttribute("data-tip", span.textContent);
       } else {

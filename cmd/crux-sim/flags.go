@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/crux-sim/crux-sim/internal/didyoumean"
+)
+
+// sizeFlag is a limit on the bytes a file may have. Every size flag of the
+// CLI (--max-file-size, --max-cassette-size) is one, so they all take the
+// same syntax: a byte count, or a number with a KiB, MiB or GiB suffix.
+// Zero means unset: the limit's own default applies.
+type sizeFlag int64
+
+func (s *sizeFlag) String() string {
+	if *s == 0 {
+		return ""
+	}
+	return formatSize(int64(*s))
+}
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+func (s *sizeFlag) Type() string { return "size" }
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
+// parseSize reads a byte count such as 1048576, 512KiB, 64MiB or 1GiB.
+func parseSize(s string) (int64, error) {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range sizeUnits {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a positive size, such as 1048576 (bytes), 512KiB, 64MiB or 1GiB", s)
+	}
+	return n * mult, nil
+}
+
+// formatSize writes a size the way parseSize reads it, in the largest unit
+// that divides it.
+func formatSize(n int64) string {
+	for _, u := range sizeUnits {
+		if n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// flagError is cobra's hook for a flag that does not parse: an unknown flag
+// gets the closest flag the command takes, as a mistyped verb gets the
+// closest verb.
+func flagError(cmd *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return usagef("%v; see crux-sim %s --help", err, cmd.Name())
+	}
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	slices.Sort(names)
+	name := ne.GetSpecifiedName()
+	if meant := didyoumean.Closest(name, names); meant != "" && name != "" {
+		return usagef("%v (did you mean --%s?); see %s --help", err, meant, cmd.CommandPath())
+	}
+	return usagef("%v; see %s --help for the flags it takes", err, cmd.CommandPath())
+}
+
+// unknownVerb returns the error for a first argument that names no verb,
+// with the closest verb, or nil when it names one (or is a flag).
+func unknownVerb(root *cobra.Command, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil
+	}
+	verbs := []string{"help", "completion"}
+	for _, c := range root.Commands() {
+		if c.Name() == args[0] || slices.Contains(c.Aliases, args[0]) {
+			return nil
+		}
+		if !c.Hidden {
+			verbs = append(verbs, c.Name())
+		}
+	}
+	if slices.Contains(verbs, args[0]) {
+		return nil
+	}
+	slices.Sort(verbs)
+	if meant := didyoumean.Closest(args[0], verbs); meant != "" {
+		return usagef("unknown command %q (did you mean %q?); see crux-sim --help", args[0], meant)
+	}
+	return usagef("unknown command %q; the commands are %s (see crux-sim --help)", args[0], strings.Join(verbs, ", "))
+}
