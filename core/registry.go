@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -20,8 +19,6 @@ type work struct {
 	label     string
 	isAgent   bool
 	state     lifecycle.State
-	seq       uint64 // creation order
-	finSeq    uint64 // finishing order
 	created   time.Time
 	started   time.Time
 	finished  time.Time
@@ -37,6 +34,8 @@ type work struct {
 	inbox     []Message // guidance accepted and not yet delivered
 	sent      int       // guidance accepted (the cursor)
 	delivered int
+
+	links [numLists]workLink // its places in its owner's views; see workindex.go
 }
 
 // sendKey is the identity of a send: the Work it addresses and the tool
@@ -62,13 +61,14 @@ type registry struct {
 
 	mu      sync.Mutex
 	works   map[string]*work
-	all     []*work            // creation order
-	byOwner map[string][]*work // creation order, detached included
+	all     []*work // creation order
+	byOwner map[string]*ownerWork
 	sends   map[sendKey]sendRecord
+	// queue holds queued Work in admission order; a cancelled item stays
+	// in it until it reaches the front, where it is skipped, so that a
+	// cancel does not search the queue.
 	queue   []*work
 	running int
-	seq     uint64
-	finSeq  uint64
 	closed  bool
 }
 
@@ -97,13 +97,12 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	if r.closed {
 		return WorkRef{}, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
 	}
+	// Detached Work is out of its owner's reach, so it no longer counts;
+	// it keeps its concurrency slot while it runs.
+	ow := r.byOwner[owner]
 	outstanding := 0
-	for _, w := range r.byOwner[owner] {
-		// Detached Work is out of its owner's reach, so it no longer
-		// counts; it keeps its concurrency slot while it runs.
-		if !w.state.Terminal() && !w.detached {
-			outstanding++
-		}
+	if ow != nil {
+		outstanding = ow.open.n
 	}
 	if limit := r.rt.opts.MaxOutstanding; outstanding >= limit {
 		return WorkRef{}, errCapacity.with(fmt.Sprintf(
@@ -115,7 +114,6 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 			"the runtime's id source returned %q, which already names background work; nothing was started", id))
 	}
 	now := r.rt.clock.Now()
-	r.seq++
 	w := &work{
 		ref:       newRef(id, target),
 		owner:     owner,
@@ -123,17 +121,20 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		label:     label,
 		isAgent:   isAgent,
 		state:     lifecycle.Queued,
-		seq:       r.seq,
 		created:   now,
 		done:      make(chan struct{}),
 		run:       run,
 	}
 	if r.works == nil {
-		r.works, r.byOwner = map[string]*work{}, map[string][]*work{}
+		r.works, r.byOwner = map[string]*work{}, map[string]*ownerWork{}
+	}
+	if ow == nil {
+		ow = newOwnerWork()
+		r.byOwner[owner] = ow
 	}
 	r.works[w.ref.ID] = w
 	r.all = append(r.all, w)
-	r.byOwner[owner] = append(r.byOwner[owner], w)
+	ow.add(w)
 	r.emitTransition(w, "", lifecycle.Queued, 0)
 	if r.running < r.rt.opts.MaxConcurrent {
 		r.startLocked(w)
@@ -178,8 +179,11 @@ func (r *registry) finish(w *work, ctx context.Context, out *Output, err error) 
 func (r *registry) startQueuedLocked() {
 	for r.running < r.rt.opts.MaxConcurrent && len(r.queue) > 0 {
 		next := r.queue[0]
+		r.queue[0] = nil
 		r.queue = r.queue[1:]
-		r.startLocked(next)
+		if next.state == lifecycle.Queued { // else cancelled while queued
+			r.startLocked(next)
+		}
 	}
 }
 
@@ -198,8 +202,7 @@ func (r *registry) transitionLocked(w *work, ev lifecycle.Event) {
 		w.started = now
 	case to.Terminal():
 		w.finished = now
-		r.finSeq++
-		w.finSeq = r.finSeq
+		r.byOwner[w.owner].finish(w)
 		close(w.done)
 	}
 	r.emitTransition(w, from, to, ev)
@@ -244,14 +247,10 @@ func (r *registry) list(owner string) []WorkStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := []WorkStatus{}
-	for _, w := range r.byOwner[owner] {
-		if w.detached {
-			continue
+	if ow := r.byOwner[owner]; ow != nil {
+		for w := ow.visible.head; w != nil && len(out) < MaxListed; w = w.links[listVisible].next {
+			out = append(out, r.projectLocked(w))
 		}
-		if len(out) == MaxListed {
-			break
-		}
-		out = append(out, r.projectLocked(w))
 	}
 	return out
 }
@@ -310,9 +309,7 @@ func (r *registry) cancelLocked(w *work) CancelReceipt {
 	if accepted && next != w.state {
 		wasQueued := w.state == lifecycle.Queued
 		r.transitionLocked(w, lifecycle.Cancel)
-		if wasQueued {
-			r.queue = slices.DeleteFunc(r.queue, func(q *work) bool { return q == w })
-		} else {
+		if !wasQueued { // a queued item is skipped when it reaches the queue's front
 			w.cancel()
 		}
 	}
@@ -326,6 +323,7 @@ func (r *registry) detach(owner, id string) (DetachReceipt, bool) {
 	if w == nil {
 		return DetachReceipt{}, false
 	}
+	r.byOwner[owner].detach(w)
 	w.detached = true
 	r.rt.emit(Event{Kind: EventWorkDetached, Run: owner, Work: id, Agent: w.ref.TargetID, Label: w.label, To: w.state})
 	return DetachReceipt{ID: id, Detached: true}, true
@@ -387,40 +385,46 @@ func (r *registry) takeGuidance(w *work) []Message {
 	return msgs
 }
 
-// statusRows samples the owner's attached Work for a status block.
-func (r *registry) statusRows(owner string, now time.Time) []StatusRow {
+// statusRows samples the owner's attached Work for a status block: at
+// most MaxStatusRows rows, unfinished Work first (oldest first), then
+// finished Work (most recently finished first), and how many attached
+// items there are in all.
+func (r *registry) statusRows(owner string, now time.Time) ([]StatusRow, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ws := r.byOwner[owner]
-	if len(ws) == 0 {
-		return nil
+	ow := r.byOwner[owner]
+	if ow == nil || ow.visible.n == 0 {
+		return nil, 0
 	}
-	rows := make([]StatusRow, 0, len(ws))
-	for _, w := range ws {
-		if w.detached {
-			continue
-		}
-		// Elapsed time runs from the start (from creation only while
-		// queued) to the end or now.
-		start, end := w.created, now
-		if !w.started.IsZero() {
-			start = w.started
-		}
-		if w.state.Terminal() {
-			end = w.finished
-		}
-		label := w.label
-		if r.rt.opts.Testing.Defects.LeakOutputInStatus && w.output != nil {
-			label += " " + w.output.Raw // a planted defect
-		}
-		rows = append(rows, StatusRow{
-			ID: w.ref.ID, Label: label, State: w.state,
-			Elapsed:         end.Sub(start),
-			ResultAvailable: w.state == lifecycle.Completed,
-			order:           w.seq, finOrder: w.finSeq,
-		})
+	rows := make([]StatusRow, 0, min(ow.visible.n, MaxStatusRows))
+	for w := ow.open.head; w != nil && len(rows) < MaxStatusRows; w = w.links[listOpen].next {
+		rows = append(rows, r.statusRowLocked(w, now))
 	}
-	return rows
+	for w := ow.finished.tail; w != nil && len(rows) < MaxStatusRows; w = w.links[listFinished].prev {
+		rows = append(rows, r.statusRowLocked(w, now))
+	}
+	return rows, ow.visible.n
+}
+
+func (r *registry) statusRowLocked(w *work, now time.Time) StatusRow {
+	// Elapsed time runs from the start (from creation only while queued)
+	// to the end or now.
+	start, end := w.created, now
+	if !w.started.IsZero() {
+		start = w.started
+	}
+	if w.state.Terminal() {
+		end = w.finished
+	}
+	label := w.label
+	if r.rt.opts.Testing.Defects.LeakOutputInStatus && w.output != nil {
+		label += " " + w.output.Raw // a planted defect
+	}
+	return StatusRow{
+		ID: w.ref.ID, Label: label, State: w.state,
+		Elapsed:         end.Sub(start),
+		ResultAvailable: w.state == lifecycle.Completed,
+	}
 }
 
 func (r *registry) snapshot() []WorkInfo {
@@ -455,7 +459,11 @@ func (r *registry) unfinished() []<-chan struct{} {
 func (r *registry) cancelStartedBy(owner string, run uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, w := range r.byOwner[owner] {
+	ow := r.byOwner[owner]
+	if ow == nil {
+		return
+	}
+	for _, w := range ow.all {
 		if w.startedBy == run && !w.state.Terminal() {
 			r.cancelLocked(w)
 		}

@@ -1,9 +1,7 @@
 package core
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,8 +42,6 @@ type StatusRow struct {
 	State           lifecycle.State `json:"state"`
 	Elapsed         time.Duration   `json:"elapsed"`
 	ResultAvailable bool            `json:"resultAvailable"`
-
-	order, finOrder uint64
 }
 
 // String renders the row, e.g. "- w-1 · research · completed 9s · Result available".
@@ -67,30 +63,18 @@ func (r StatusRow) String() string {
 	return b.String()
 }
 
-// buildStatus orders and caps sampled rows: unfinished Work first, oldest
-// first; then finished Work, most recently finished first.
-func buildStatus(rows []StatusRow) *StatusBlock {
+// buildStatus renders the rows the registry sampled, in its order and
+// within the cap, out of total attached items: the rest are counted as
+// omitted.
+func buildStatus(rows []StatusRow, total int) *StatusBlock {
 	if len(rows) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(rows, func(a, b StatusRow) int {
-		at, bt := a.State.Terminal(), b.State.Terminal()
-		switch {
-		case !at && !bt:
-			return cmp.Compare(a.order, b.order)
-		case at && bt:
-			return cmp.Compare(b.finOrder, a.finOrder)
-		case at:
-			return 1
-		default:
-			return -1
-		}
-	})
 	blk := &StatusBlock{}
 	if len(rows) > MaxStatusRows {
-		blk.Omitted = len(rows) - MaxStatusRows
 		rows = rows[:MaxStatusRows]
 	}
+	blk.Omitted = total - len(rows)
 	var b strings.Builder
 	b.Grow(len(StatusHeader) + 64*len(rows))
 	b.WriteString(StatusHeader)
