@@ -20,7 +20,15 @@ import (
 type occurrences struct {
 	step  int
 	calls []occurrence
+	// byCall indexes calls by identity once a step holds more than a few,
+	// so that a response with many calls is not checked in quadratic time.
+	byCall map[occurrenceKey]int
 }
+
+type occurrenceKey struct{ callID, tool string }
+
+// occurrenceScanLimit is how many calls a step scans before it indexes them.
+const occurrenceScanLimit = 8
 
 type occurrence struct {
 	callID, tool string
@@ -36,30 +44,54 @@ type occurrence struct {
 func (o *occurrences) seen(step int, callID, tool string, digest [sha256.Size]byte, background bool) (*occurrence, error) {
 	if o.step != step {
 		o.step, o.calls = step, o.calls[:0]
+		clear(o.byCall)
+	}
+	if o.byCall != nil && len(o.calls) > occurrenceScanLimit {
+		if i, ok := o.byCall[occurrenceKey{callID, tool}]; ok {
+			return o.check(&o.calls[i], callID, tool, digest, background)
+		}
+		return nil, nil
 	}
 	for i := range o.calls {
-		occ := &o.calls[i]
-		if occ.callID != callID || occ.tool != tool {
-			continue
+		if occ := &o.calls[i]; occ.callID == callID && occ.tool == tool {
+			return o.check(occ, callID, tool, digest, background)
 		}
-		if occ.digest != digest {
-			what := "ran " + tool + " in the foreground"
-			if occ.background {
-				what = "started background work " + occ.ref.ID
-			}
-			return nil, errConflict.with(fmt.Sprintf("tool call %s already %s with different input", callID, what))
-		}
-		if occ.background != background {
-			return nil, errConflict.with(fmt.Sprintf(
-				"tool call %s already called %s with the same input but run_in_background %t", callID, tool, !background))
-		}
-		return occ, nil
 	}
 	return nil, nil
 }
 
+// check compares a repeated identity's input and mode with its record.
+func (*occurrences) check(occ *occurrence, callID, tool string, digest [sha256.Size]byte, background bool) (*occurrence, error) {
+	if occ.digest != digest {
+		what := "ran " + tool + " in the foreground"
+		if occ.background {
+			what = "started background work " + occ.ref.ID
+		}
+		return nil, errConflict.with(fmt.Sprintf("tool call %s already %s with different input", callID, what))
+	}
+	if occ.background != background {
+		return nil, errConflict.with(fmt.Sprintf(
+			"tool call %s already called %s with the same input but run_in_background %t", callID, tool, !background))
+	}
+	return occ, nil
+}
+
 // record remembers what a new identity produced at the current step.
-func (o *occurrences) record(occ occurrence) { o.calls = append(o.calls, occ) }
+func (o *occurrences) record(occ occurrence) {
+	o.calls = append(o.calls, occ)
+	switch n := len(o.calls); {
+	case n <= occurrenceScanLimit:
+	case o.byCall == nil || len(o.byCall) == 0:
+		if o.byCall == nil {
+			o.byCall = make(map[occurrenceKey]int, n)
+		}
+		for i, c := range o.calls {
+			o.byCall[occurrenceKey{c.callID, c.tool}] = i
+		}
+	default:
+		o.byCall[occurrenceKey{occ.callID, occ.tool}] = n - 1
+	}
+}
 
 // inputDigest is the digest of a child call's input that its occurrence
 // identity keeps: of its canonical JSON encoding.
