@@ -1,0 +1,164 @@
+package harness_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/scenarios"
+)
+
+// The scale benchmarks run generated scenarios whose size is a parameter,
+// so that a cost that grows with a run's history (steps) or its width
+// (children) shows as a per-step or per-child figure that is not flat.
+//
+//	go test ./harness -run '^$' -bench 'RunSteps|Fanout' -benchmem
+
+// benchmarkScenario measures one seeded run of a loaded scenario, like
+// benchmarkRun, and reports the cost per unit (a step, a child) too.
+func benchmarkScenario(b *testing.B, sc *scenarios.Scenario, seed int64, units int, unit string) {
+	if o := harness.Run(sc, harness.Options{Seed: seed}); !o.Passed() {
+		b.Fatalf("%s does not pass at seed %d: %s %v", sc.Name, seed, o.RootCause(), o.ScenarioVerdicts())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		harness.Run(sc, harness.Options{Seed: seed})
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*units), "ns/"+unit)
+}
+
+func loadGenerated(b *testing.B, name, src string) *scenarios.Scenario {
+	sc, err := scenarios.Load(name+".yaml", []byte(src))
+	if err != nil {
+		b.Fatalf("%v\n%s", err, src)
+	}
+	return sc
+}
+
+// stepsScenario is an agent that calls a tool at each of n-1 provider
+// steps and answers at step n: its history grows by two messages a step.
+func stepsScenario(n int) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, `name: steps-%d
+agents:
+  looper:
+    description: Reads the clock once a step
+    tools:
+      clock: {tool: {result: "09:00", latency: 1s}}
+run:
+  agents: {looper: looper}
+  context: What time is it?
+options:
+  max-steps: %d
+script:
+  looper:
+`, n, n)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&s, "    - {call: clock, args: {n: %d}}\n", i)
+	}
+	s.WriteString("    - text: It is nine.\n")
+	fmt.Fprintf(&s, `expect:
+  - count: {match: {request: {agent: looper}}, min: %d, max: %d}
+`, n, n)
+	return s.String()
+}
+
+func BenchmarkRunSteps(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run("steps="+strconv.Itoa(n), func(b *testing.B) {
+			benchmarkScenario(b, loadGenerated(b, "steps", stepsScenario(n)), 1, n, "step")
+		})
+	}
+}
+
+var fanoutWidths = []int{1, 10, 100, 1000}
+
+// workerFanoutScenario is a coordinator that spawns n workers in one
+// response and is woken by each worker.complete.
+func workerFanoutScenario(n int) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, `name: worker-fanout-%d
+agents:
+  coordinator:
+    description: Hands each part of a survey to a worker
+  researcher:
+    description: Surveys one part
+platform:
+  horizon: 1h
+  sessions:
+    - agent: coordinator
+      send: Survey everything.
+script:
+  coordinator:
+    - calls:
+`, n)
+	for i := range n {
+		fmt.Fprintf(&s, "        - {tool: spawn_worker, args: {task: \"Survey part %d.\", agent: researcher}}\n", i)
+	}
+	fmt.Fprintf(&s, `    - text: The workers are on it.
+    - when: {message: '"event":"worker.complete"'}
+      repeat: true
+      text: Noted.
+  researcher:
+    - repeat: true
+      latency: 1m
+      text: Surveyed.
+expect:
+  - count: {match: {platform: {event: worker.complete}}, min: %d, max: %d}
+`, n, n)
+	return s.String()
+}
+
+func BenchmarkWorkerFanout(b *testing.B) {
+	for _, n := range fanoutWidths {
+		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
+			benchmarkScenario(b, loadGenerated(b, "worker-fanout", workerFanoutScenario(n)), 1, n, "child")
+		})
+	}
+}
+
+// delegateFanoutScenario is a coordinator that delegates n goals in one
+// delegate_task call, blocks until every child answers, and answers.
+func delegateFanoutScenario(n int) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, `name: delegate-fanout-%d
+agents:
+  coordinator:
+    description: Answers by delegating each part
+  analyst:
+    description: Answers one part
+platform:
+  horizon: 2h
+  sessions:
+    - agent: coordinator
+      send: Explain every part.
+script:
+  coordinator:
+    - call: delegate_task
+      args:
+        agent: analyst
+        goals:
+`, n)
+	for i := range n {
+		fmt.Fprintf(&s, "          - Explain part %d.\n", i)
+	}
+	fmt.Fprintf(&s, `    - text: Every part explained.
+  analyst:
+    - repeat: true
+      latency: 2m
+      text: Explained.
+expect:
+  - count: {match: {platform: {event: delegation.complete}}, min: %d, max: %d}
+`, n, n)
+	return s.String()
+}
+
+func BenchmarkDelegateFanout(b *testing.B) {
+	for _, n := range fanoutWidths {
+		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
+			benchmarkScenario(b, loadGenerated(b, "delegate-fanout", delegateFanoutScenario(n)), 1, n, "child")
+		})
+	}
+}
