@@ -130,6 +130,19 @@ type Provider struct {
 type script struct {
 	turns []Turn
 	used  []bool
+	// from is the script's cursor: every turn before it is used and does
+	// not repeat, so no request can take it, and a pick starts there
+	// instead of at the first turn.
+	from int
+}
+
+// take marks turn i used and moves the cursor past the turns that no
+// request can take any more.
+func (s *script) take(i int) {
+	s.used[i] = true
+	for s.from < len(s.turns) && s.used[s.from] && !s.turns[s.from].Repeat {
+		s.from++
+	}
 }
 
 // New returns a Provider with no scripts.
@@ -247,11 +260,12 @@ func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
 		if s == nil {
 			continue
 		}
-		for i, t := range s.turns {
+		for i := s.from; i < len(s.turns); i++ {
+			t := s.turns[i]
 			if (s.used[i] && !t.Repeat) || !t.matches(req) {
 				continue
 			}
-			s.used[i] = true
+			s.take(i)
 			return t, nil, nil
 		}
 	}
