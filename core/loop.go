@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // instance is one running agent: the owner of the Work it starts.
@@ -190,7 +191,7 @@ type runMessages struct {
 // run's own copy.
 func (rm *runMessages) seal(h []Message) []Message {
 	for i := range rm.msgs {
-		if !sameMessage(rm.msgs[i], h[i]) {
+		if !sameMessage(&rm.msgs[i], &h[i]) {
 			rm.msgs[i] = copyMessage(h[i])
 		}
 	}
@@ -206,19 +207,28 @@ func copyMessage(m Message) Message {
 	return m
 }
 
-// sameMessage reports whether a copy still equals the original. Equal
-// strings that share their bytes compare at once.
-func sameMessage(c, m Message) bool {
-	if c.Role != m.Role || c.Content != m.Content || c.ToolCallID != m.ToolCallID || c.ToolName != m.ToolName ||
-		c.IsError != m.IsError || c.Guidance != m.Guidance || len(c.ToolCalls) != len(m.ToolCalls) {
+// sameMessage reports whether a copy still equals the original. It runs
+// for every message of the history before every request, so it compares
+// strings by their bytes' address first: a copy that nothing changed
+// shares its strings with the original, and that check is inline, where
+// == calls into the runtime for each string.
+func sameMessage(c, m *Message) bool {
+	if c.Role != m.Role || !sameString(c.Content, m.Content) || !sameString(c.ToolCallID, m.ToolCallID) ||
+		!sameString(c.ToolName, m.ToolName) || c.IsError != m.IsError || c.Guidance != m.Guidance || len(c.ToolCalls) != len(m.ToolCalls) {
 		return false
 	}
 	for k := range c.ToolCalls {
-		if c.ToolCalls[k] != m.ToolCalls[k] {
+		a, b := &c.ToolCalls[k], &m.ToolCalls[k]
+		if !sameString(a.ID, b.ID) || !sameString(a.Name, b.Name) || !sameString(a.Arguments, b.Arguments) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameString is a == b, at once for strings that share their bytes.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 func (inst *instance) workID() string {
