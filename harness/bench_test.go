@@ -28,3 +28,11 @@ func benchmarkRun(b *testing.B, name string, seed int64) {
 func BenchmarkRunResearchCoordinator(b *testing.B) { benchmarkRun(b, "research-coordinator", 1) }
 
 func BenchmarkRunCancelVsComplete(b *testing.B) { benchmarkRun(b, "cancel-vs-complete", 7) }
+
+// BenchmarkRunRace runs each race built-in at seed 7, for the allocation
+// counts per run that docs/performance.md tracks.
+func BenchmarkRunRace(b *testing.B) {
+	for _, name := range []string{"cancel-vs-complete", "send-vs-exit", "detach-vs-result", "result-timeout", "queued-cancel"} {
+		b.Run(name, func(b *testing.B) { benchmarkRun(b, name, 7) })
+	}
+}
