@@ -241,6 +241,8 @@ func TestARecordingAgainstServersThatWriteJSONDifferentlyReplaysByteForByte(t *t
 		"empty content beside tool calls":                   {emptyText: true},
 		"no usage":                                          {noUsage: true},
 		"tool-call ids without call_":                       {ids: func(n int) string { return fmt.Sprintf("toolu_%02d", n) }},
+		"tool-call ids that are bare numbers":               {ids: func(n int) string { return fmt.Sprint(n) }},
+		"a tool-call id that is one common letter":          {ids: func(n int) string { return string(rune('a' + n - 1)) }},
 		"a 429 with Retry-After, then success":              {rateLimits: 1},
 		"everything at once":                                {pretty: true, spaced: true, escaped: true, emptyText: true, noUsage: true, rateLimits: 2, ids: func(n int) string { return fmt.Sprintf("fc-%d", 100-n) }},
 	}
