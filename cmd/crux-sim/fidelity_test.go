@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -241,6 +242,8 @@ func TestARecordingAgainstServersThatWriteJSONDifferentlyReplaysByteForByte(t *t
 		"empty content beside tool calls":                   {emptyText: true},
 		"no usage":                                          {noUsage: true},
 		"tool-call ids without call_":                       {ids: func(n int) string { return fmt.Sprintf("toolu_%02d", n) }},
+		"tool-call ids that are bare numbers":               {ids: func(n int) string { return fmt.Sprint(n) }},
+		"a tool-call id that is one common letter":          {ids: func(n int) string { return string(rune('a' + n - 1)) }},
 		"a 429 with Retry-After, then success":              {rateLimits: 1},
 		"everything at once":                                {pretty: true, spaced: true, escaped: true, emptyText: true, noUsage: true, rateLimits: 2, ids: func(n int) string { return fmt.Sprintf("fc-%d", 100-n) }},
 	}
@@ -638,4 +641,37 @@ func TestNoSecretReachesAnyOutput(t *testing.T) {
 	if !strings.Contains(replayed, "(I was sent [REDACTED] and [REDACTED])") {
 		t.Errorf("the echoed key is not shown redacted in the replay:\n%s", replayed)
 	}
+}
+
+// An interrupt (Ctrl-C) while a provider call is in flight ends the
+// recording at once as a failed one: the call is cut short, the exit is 2
+// and says why, and no cassette and no temporary file is left behind.
+func TestAnInterruptedRecordingLeavesNoFile(t *testing.T) {
+	useSkipClock(t)
+	arrived, cut := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so that the server sees the client hang up
+		once.Do(func() { close(arrived) })
+		<-r.Context().Done() // the model never answers; only the interrupt ends the call
+		close(cut)
+	}))
+	defer srv.Close()
+	go func() {
+		<-arrived
+		_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+	}()
+	code, out, path := recordFails(t, srv.URL+"/v1", "--no-api-key", "--retries", "0", "--timeout", "0")
+	if code != 2 {
+		t.Fatalf("record exited %d, want 2:\n%s", code, out)
+	}
+	for _, w := range []string{"the recording was interrupted", path + " was not written"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the message lacks %q:\n%s", w, out)
+		}
+	}
+	assertNoFile(t, path)
+	// The model never answers and nothing times out, so record came back
+	// only because the interrupt cut the call; the server saw it hang up.
+	<-cut
 }

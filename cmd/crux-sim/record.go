@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -124,7 +126,13 @@ recording.`,
 				}})
 			defer prov.Close()
 			s := seed
-			rec, err := cassette.CreateFile(out, &timedProvider{inner: prov, fixed: virtual}, cassette.RecordOptions{
+			// An interrupt (Ctrl-C, SIGTERM) stops the recording like any
+			// other failure: the call in flight is cut short, nothing more
+			// reaches the provider, and no file is left behind but an
+			// explicit --keep-partial.
+			stop, unwatch := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer unwatch()
+			rec, err := cassette.CreateFile(out, &timedProvider{inner: prov, fixed: virtual, stop: stop}, cassette.RecordOptions{
 				Header: cassette.Header{Scenario: sc.Name, ScenarioSource: src.source, ScenarioDigest: src.digest, Seed: &s,
 					Model: model, BaseURL: baseURL, Created: time.Now().UTC()},
 				Start:   sim.Epoch,
@@ -135,6 +143,7 @@ recording.`,
 			if err != nil {
 				return usagef("%s", red.String(err.Error()))
 			}
+			defer context.AfterFunc(stop, func() { rec.Abort(errInterrupted) })()
 			// Exchanges are timed on the run's virtual clock, which the
 			// recorder finds in each request's context.
 			o := harness.Run(sc, harness.Options{Seed: seed, Provider: rec})
@@ -285,9 +294,15 @@ func parseVirtualLatency(s string) (time.Duration, error) {
 // the simulator a child is still running while its parent goes on, as in
 // production. The recorder measures the call including this wait, and
 // replay waits the recorded virtual duration, so the interleaving replays.
+// errInterrupted is why an interrupted recording stopped.
+var errInterrupted = errors.New("the recording was interrupted")
+
 type timedProvider struct {
 	inner core.Provider
 	fixed time.Duration // -1: the call's wall time
+	// stop, when done, cuts short the provider call in flight: the
+	// recording was interrupted.
+	stop context.Context
 }
 
 func (p *timedProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
@@ -297,6 +312,12 @@ func (p *timedProvider) Step(ctx context.Context, req *core.Request) (*core.Resp
 
 // StepWithFinishReason keeps the adapter's finish reasons in the cassette.
 func (p *timedProvider) StepWithFinishReason(ctx context.Context, req *core.Request) (*core.Response, string, error) {
+	if p.stop != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer context.AfterFunc(p.stop, cancel)()
+		defer cancel()
+	}
 	start := time.Now()
 	var resp *core.Response
 	var reason string

@@ -30,7 +30,8 @@ import (
 )
 
 // chromium finds the browser, or skips: a bare machine runs every other
-// test. CRUX_SIM_CHROMIUM names another binary.
+// test, unless CRUX_SIM_REQUIRE_CHROMIUM=1 (CI sets it) makes a missing
+// browser a failure. CRUX_SIM_CHROMIUM names another binary.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("CRUX_SIM_CHROMIUM"); p != "" {
@@ -41,7 +42,11 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("chromium is not installed, so the report is not opened in a browser; install Debian's chromium package (apt-get install -y chromium), as .ci/run does, to run this test")
+	const why = "chromium is not installed, so the report is not opened in a browser"
+	if os.Getenv("CRUX_SIM_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal(why + ", and CRUX_SIM_REQUIRE_CHROMIUM=1 requires the browser test to run")
+	}
+	t.Skip(why + "; install Debian's chromium package (apt-get install -y chromium), as .ci/run does, to run this test")
 	return ""
 }
 
