@@ -96,7 +96,8 @@ func buildStatus(rows []StatusRow, total int) *StatusBlock {
 
 // SafeLabel makes a value fit on one line of a status row, as the row's
 // target label and Work id must: each run of control characters and
-// whitespace becomes one space, the ends are trimmed, and a value over
+// whitespace becomes one space (a line or paragraph separator and a bidi
+// control count as control characters), the ends are trimmed, and a value over
 // MaxLabelLen characters is cut to MaxLabelLen-1 characters plus "…".
 func SafeLabel(s string) string {
 	if singleLine(s) {
@@ -155,10 +156,13 @@ func singleLine(s string) bool {
 }
 
 // breaksLine reports whether r must not appear in a single-line label: a
-// control character, or one of the Unicode line and paragraph separators,
-// which are not control characters but end a line all the same.
+// control character, one of the Unicode line and paragraph separators,
+// which are not control characters but end a line all the same, or a bidi
+// control (an override, embedding, isolate or mark), which is not one
+// either but reorders the rest of the row as it is shown, so that a label
+// could make its row read as another.
 func breaksLine(r rune) bool {
-	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // ParsedStatus is a status block read back from the text a model was

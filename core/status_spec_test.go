@@ -245,6 +245,7 @@ var _ = Describe("Status context", func() {
 		Entry("Unicode line and paragraph separators", "deep\u2028research\u2029now", "deep research now", within),
 		Entry("runs of spaces and spaces at the ends", "  deep   research  ", "deep research", within),
 		Entry("a run of control characters beside a space", "deep\r\n\t research", "deep research", within),
+		Entry("bidi controls, which reorder the rest of the row as a line break would cut it", "deep\u202eresearch\u2066now\u2069\u200f", "deep research now", within),
 		Entry("a short clean key, unchanged", "research", "research", within),
 	)
 
