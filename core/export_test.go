@@ -1,5 +1,7 @@
 package core
 
+import "io"
+
 // SendIdentityRecords returns, for the specs, the identity record of every
 // accepted send: what the runtime keeps to answer a repeated tool-call
 // identity. The seed allows a digest of the message there, never its text.
@@ -11,4 +13,20 @@ func SendIdentityRecords(rt *Runtime) []any {
 		out = append(out, rec)
 	}
 	return out
+}
+
+// SetIDEntropy makes RandomIDs read its bits from r, for the specs, and
+// returns the function that puts crypto/rand back. Bits read ahead from the
+// previous source are dropped, so the next id draws from r.
+func SetIDEntropy(r io.Reader) (restore func()) {
+	e := &idEntropy
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prev := e.source
+	e.source, e.off = r, len(e.buf)
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.source, e.off = prev, len(e.buf)
+	}
 }
