@@ -30,3 +30,23 @@ func SetIDEntropy(r io.Reader) (restore func()) {
 		e.source, e.off = prev, len(e.buf)
 	}
 }
+
+// WorkArgsBothWays checks the work tool's arguments, a JSON document, by
+// the general JSON Schema engine and by hand, and returns both errors'
+// text ("" when valid); byHand says the hand check read the arguments at
+// all (rather than handing them to the engine).
+func WorkArgsBothWays(args string) (engine, byHand string, handled bool, err error) {
+	v, err := decodeArgs(args)
+	if err != nil {
+		return "", "", false, err
+	}
+	general := &Schema{raw: workToolSchema.raw, doc: workToolSchema.doc, compiled: workToolSchema.compiled}
+	text := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	_, handled = workToolSchema.flat.problems(v)
+	return text(general.Validate(v)), text(workToolSchema.Validate(v)), handled, nil
+}
