@@ -93,6 +93,25 @@ func (o *occurrences) record(occ occurrence) {
 	}
 }
 
+// recordForeground remembers what a foreground call produced. It is kept
+// out of line: its caller's frame is on the stack while the child runs.
+//
+//go:noinline
+func (o *occurrences) recordForeground(callID, tool string, digest *[sha256.Size]byte, content string, err error) {
+	o.record(occurrence{callID: callID, tool: tool, digest: *digest, content: content, err: err})
+}
+
+// replay answers a repeated call identity with what its first call
+// produced: the existing work.ref, or the foreground child's output.
+func (occ *occurrence) replay() (string, *WorkRef, error) {
+	if occ.background {
+		ref := occ.ref
+		out, err := marshalRef(ref)
+		return out, &ref, err
+	}
+	return occ.content, nil, occ.err
+}
+
 // inputDigest is the digest of a child call's input that its occurrence
 // identity keeps: of its canonical JSON encoding.
 func inputDigest(input any) [sha256.Size]byte {
