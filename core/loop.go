@@ -179,7 +179,11 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 // toolRound runs a response's tool calls in order, each answered in the
 // history. Only a context error ends the run.
 func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
+	// The history takes the response and a tool message per call: room
+	// for them at once, and for their records, not call by call.
+	inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
 	inst.appendAssistant(resp)
+	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -281,6 +285,7 @@ func (rm *runMessages) seal(h []Message) []Message {
 			rm.msgs[i] = copyMessage(h[i])
 		}
 	}
+	rm.msgs = slices.Grow(rm.msgs, len(h)-len(rm.msgs))
 	for _, m := range h[len(rm.msgs):] {
 		rm.msgs = append(rm.msgs, copyMessage(m))
 	}

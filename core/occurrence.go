@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
@@ -74,6 +75,25 @@ func (*occurrences) check(occ *occurrence, callID, tool string, digest [sha256.S
 			"tool call %s already called %s with the same input but run_in_background %t", callID, tool, !background))
 	}
 	return occ, nil
+}
+
+// reserve makes room for the calls of a step's response at once, when it
+// has more than a few: a response of thousands of calls would otherwise
+// copy the records (and rehash their index) again and again as they grow.
+func (o *occurrences) reserve(step, calls int) {
+	if calls <= occurrenceScanLimit {
+		return
+	}
+	if o.step != step {
+		o.step, o.calls = step, o.calls[:0]
+		clear(o.byCall)
+	}
+	if cap(o.calls)-len(o.calls) < calls {
+		o.calls = slices.Grow(o.calls, calls)
+	}
+	if o.byCall == nil {
+		o.byCall = make(map[occurrenceKey]int, calls)
+	}
 }
 
 // record remembers what a new identity produced at the current step.
