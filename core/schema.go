@@ -17,8 +17,10 @@ import (
 )
 
 // Schema is a compiled JSON Schema (draft 2020-12 unless the document says
-// otherwise). Validation is done by github.com/santhosh-tekuri/jsonschema,
-// never by hand. A Schema is immutable and safe for concurrent use.
+// otherwise). Validation is done by github.com/santhosh-tekuri/jsonschema;
+// the one exception is the work tool's schema, whose arguments every work
+// call sends: it is checked by hand (see flatObject), with the engine's
+// decisions and words. A Schema is immutable and safe for concurrent use.
 type Schema struct {
 	raw      json.RawMessage
 	doc      any
