@@ -118,6 +118,10 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 // every foreground child nests a run inside a tool call, so the frames on
 // that path decide how often a goroutine's stack has to grow.
 
+// manyCalls is how many tool calls a response has before the run makes
+// room for their messages and records at once.
+const manyCalls = occurrenceScanLimit
+
 // runSeal is what a run keeps from request to request: its own copy of
 // the history and of the tool specs, and how much of the history its
 // previous request held.
@@ -179,9 +183,13 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 // toolRound runs a response's tool calls in order, each answered in the
 // history. Only a context error ends the run.
 func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
-	// The history takes the response and a tool message per call: room
-	// for them at once, and for their records, not call by call.
-	inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
+	// The history takes the response and a tool message per call: for a
+	// response of many calls, room for them at once, and for their
+	// records, not call by call (for a few, append's doubling leaves room
+	// for what follows, such as the final answer).
+	if len(resp.ToolCalls) > manyCalls {
+		inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
+	}
 	inst.appendAssistant(resp)
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
@@ -285,7 +293,9 @@ func (rm *runMessages) seal(h []Message) []Message {
 			rm.msgs[i] = copyMessage(h[i])
 		}
 	}
-	rm.msgs = slices.Grow(rm.msgs, len(h)-len(rm.msgs))
+	if n := len(h) - len(rm.msgs); n > manyCalls {
+		rm.msgs = slices.Grow(rm.msgs, n)
+	}
 	for _, m := range h[len(rm.msgs):] {
 		rm.msgs = append(rm.msgs, copyMessage(m))
 	}

@@ -81,7 +81,7 @@ func (*occurrences) check(occ *occurrence, callID, tool string, digest [sha256.S
 // has more than a few: a response of thousands of calls would otherwise
 // copy the records (and rehash their index) again and again as they grow.
 func (o *occurrences) reserve(step, calls int) {
-	if calls <= occurrenceScanLimit {
+	if calls <= manyCalls {
 		return
 	}
 	if o.step != step {
