@@ -58,18 +58,21 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	a := inst.p.agent
 	ctx = context.WithValue(ctx, runtimeKey{}, rt)
 	inst.emitRunStart(mode, parent, input)
+	var seal runSeal
 	defer func() {
 		if r := recover(); r != nil {
 			err = errorf("agent %q panicked: %v", a.ID, r)
 		}
 		inst.endRun(ctx, mode, out, err)
+		// The run's last request is answered: its copy of the tool specs
+		// can serve a later run.
+		inst.p.specs.release(&seal.tools)
 	}()
 
 	if err := inst.begin(input); err != nil {
 		return nil, err
 	}
 	step := inst.chain()
-	var seal runSeal
 	budget := inst.p.maxSteps
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
