@@ -3,7 +3,6 @@ package trace
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/crux-sim/crux-sim/core"
 )
@@ -12,7 +11,7 @@ import (
 // allocation for its tool names when the previous request offered the
 // same ones, and every entry still names its own request's tools.
 func TestRequestEntriesOfferingTheSameToolsShareTheirNames(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	start := tsStart
 	r := NewRecorder(start)
 	r.Grow(1000)
 	tools := []core.ToolSpec{{Name: "research"}, {Name: "work"}}
