@@ -463,12 +463,18 @@ func (sc *jsonScan) scan() bool {
 			}
 			j++
 			str := s[i+1 : j-1]
-			if escaped {
+			n := len(sc.frames)
+			isKey := n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey
+			// A string written with escapes is decoded only where its text
+			// counts: as a key, or as a "kind" (a value so written is never
+			// rewritten). Content is full of escapes, and decoding it all
+			// would allocate for strings with nothing to rename.
+			if escaped && (isKey || (n > 0 && sc.frames[n-1].key == "kind")) {
 				var u string
 				_ = json.Unmarshal([]byte(s[i:j]), &u)
 				str = u
 			}
-			if n := len(sc.frames); n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey {
+			if isKey {
 				sc.frames[n-1].key, sc.frames[n-1].wantKey = str, false
 			} else {
 				sc.value(j, str, true, !escaped)

@@ -151,7 +151,7 @@ func normalTrace(n int, run string) *Trace {
 				Messages: []core.Message{{Role: core.RoleUser, Content: "hello"}, {Role: core.RoleTool, ToolName: "research", Content: `{"a":"b"}`}}},
 			Entry{Kind: Response, Run: run, Agent: "coord", Calls: []core.ToolCall{*call}},
 			Entry{Kind: Work, Run: run, Work: "w-" + strconv.Itoa(i+1), To: "queued"},
-			Entry{Kind: ToolResult, Run: run, Agent: "coord", Call: call, Content: `{"findings":"x"}`},
+			Entry{Kind: ToolResult, Run: run, Agent: "coord", Call: call, Content: `{"findings":"x","notes":"line 1\nline \"2\""}`},
 			Entry{Kind: Note, Detail: "crash loses nothing here"},
 		)
 	}
@@ -203,5 +203,26 @@ func TestNormalizationRenamesNormalLookingIDsThatAreOutOfOrder(t *testing.T) {
 	want := []string{"coord#1", "coord#1", "research#1", "coord#2", "w-1", "w-2", "w-3", "w-1", "w-4", "w-4"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// A string written with escapes is read for what it says where that
+// counts (a key, a work.ref's kind), and an escaped value is never
+// rewritten.
+func TestNormalizationReadsEscapedKeysAndKindsAndLeavesEscapedValues(t *testing.T) {
+	call := &core.ToolCall{ID: "c", Name: core.WorkToolName}
+	for _, c := range []struct{ in, want string }{
+		{`{"kind":"work\u002eref","id":"w_x7","note":"a\nb"}`, `{"kind":"work\u002eref","id":"w-1","note":"a\nb"}`},
+		{`{"kind":"work.ref","\u0069d":"w_x7"}`, `{"kind":"work.ref","\u0069d":"w-1"}`},
+		{`{"kind":"work.ref","id":"w_x\u0037"}`, `{"kind":"work.ref","id":"w_x\u0037"}`},
+		{`{"kind":"work.reff","id":"w_x7"}`, `{"kind":"work.reff","id":"w_x7"}`},
+	} {
+		tr := &Trace{Entries: []Entry{
+			{Kind: Work, Run: "r", Work: "w_x7", To: "queued"},
+			{Kind: ToolResult, Run: "r", Call: call, Content: c.in},
+		}}
+		if got := tr.Normalize().Entries[1].Content; got != c.want {
+			t.Errorf("%s became %s, want %s", c.in, got, c.want)
+		}
 	}
 }
