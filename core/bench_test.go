@@ -81,3 +81,13 @@ func BenchmarkResearchCoordinator(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRandomIDs draws production ids, one per op.
+//
+//	go test -run '^$' -bench RandomIDs -benchmem ./core/
+func BenchmarkRandomIDs(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = core.RandomIDs{}.NewID(core.IDWork)
+	}
+}

@@ -114,3 +114,18 @@ var (
 func isCancellation(err error) bool {
 	return errors.Is(err, context.Canceled)
 }
+
+// errorf is fmt.Errorf kept out of line: fmt.Errorf is inlined where it is
+// called, and the agent loop's few error paths would otherwise take stack
+// in the frames every child run goes through (see instance.run).
+//
+//go:noinline
+func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }
+
+// modelErrorf is a model-facing error with a formatted message, built out
+// of line for the same reason.
+//
+//go:noinline
+func modelErrorf(code, format string, a ...any) error {
+	return &ModelError{Code: code, Message: fmt.Sprintf(format, a...)}
+}

@@ -1,5 +1,7 @@
 package core
 
+import "io"
+
 // SendIdentityRecords returns, for the specs, the identity record of every
 // accepted send: what the runtime keeps to answer a repeated tool-call
 // identity. The seed allows a digest of the message there, never its text.
@@ -11,4 +13,40 @@ func SendIdentityRecords(rt *Runtime) []any {
 		out = append(out, rec)
 	}
 	return out
+}
+
+// SetIDEntropy makes RandomIDs read its bits from r, for the specs, and
+// returns the function that puts crypto/rand back. Bits read ahead from the
+// previous source are dropped, so the next id draws from r.
+func SetIDEntropy(r io.Reader) (restore func()) {
+	e := &idEntropy
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prev := e.source
+	e.source, e.off = r, len(e.buf)
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.source, e.off = prev, len(e.buf)
+	}
+}
+
+// WorkArgsBothWays checks the work tool's arguments, a JSON document, by
+// the general JSON Schema engine and by hand, and returns both errors'
+// text ("" when valid); byHand says the hand check read the arguments at
+// all (rather than handing them to the engine).
+func WorkArgsBothWays(args string) (engine, byHand string, handled bool, err error) {
+	v, err := decodeArgs(args)
+	if err != nil {
+		return "", "", false, err
+	}
+	general := &Schema{raw: workToolSchema.raw, doc: workToolSchema.doc, compiled: workToolSchema.compiled}
+	text := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	_, handled = workToolSchema.flat.problems(v)
+	return text(general.Validate(v)), text(workToolSchema.Validate(v)), handled, nil
 }

@@ -3,10 +3,12 @@ package core
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 )
@@ -55,41 +57,22 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	rt := inst.rt
 	a := inst.p.agent
 	ctx = context.WithValue(ctx, runtimeKey{}, rt)
-	start := Event{Kind: EventRunStart, Run: inst.id, Agent: a.ID, Parent: parent, Mode: mode, Input: input, Labels: inst.labels}
-	if inst.w != nil {
-		start.Work = inst.w.ref.ID
-	}
-	rt.emit(start)
+	inst.emitRunStart(mode, parent, input)
+	var seal runSeal
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("agent %q panicked: %v", a.ID, r)
+			err = errorf("agent %q panicked: %v", a.ID, r)
 		}
-		if err != nil && ctx.Err() != nil {
-			// A cancelled run takes the Work it started with it; a run
-			// that ends any other way leaves its Work running.
-			rt.reg.cancelStartedBy(inst.id, inst.seq)
-		}
-		end := Event{Kind: EventRunEnd, Run: inst.id, Agent: a.ID, Mode: mode, Output: out, Err: err}
-		if inst.w != nil {
-			end.Work = inst.w.ref.ID
-		}
-		rt.emit(end)
+		inst.endRun(ctx, mode, out, err)
+		// The run's last request is answered: its copy of the tool specs
+		// can serve a later run.
+		inst.p.specs.release(&seal.tools)
 	}()
 
-	if err := a.Prompt.Input.validateValue(input); err != nil {
-		return nil, fmt.Errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
-	}
-	first, err := renderPrompt(a.Prompt, input)
-	if err != nil {
-		return nil, fmt.Errorf("agent %q prompt: %w", a.ID, err)
-	}
-	if first != "" {
-		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
+	if err := inst.begin(input); err != nil {
+		return nil, err
 	}
 	step := inst.chain()
-	seen := 0
-	var tools runTools
-	var msgs runMessages
 	budget := inst.p.maxSteps
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
@@ -103,10 +86,10 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			return nil, err
 		}
 		if *inst.steps <= 0 {
-			return nil, fmt.Errorf("agent %q: %w (its top-level run's steps are used up by the foreground children it runs inside)", a.ID, ErrStepBudget)
+			return nil, errorf("agent %q: %w (its top-level run's steps are used up by the foreground children it runs inside)", a.ID, ErrStepBudget)
 		}
 		*inst.steps--
-		rt.exec.Yield(Point{Kind: PointProviderStep, Run: inst.id, Work: inst.workID(), Agent: a.ID, Step: inst.step})
+		inst.yield(PointProviderStep, "")
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -114,67 +97,185 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			inst.history = append(inst.history, inst.inbox()...)
 		}
 		if inst.w != nil {
-			if msgs := rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
-				inst.history = append(inst.history, msgs...)
-				rt.emit(Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: a.ID, Work: inst.w.ref.ID,
-					Step: inst.step, Cursor: fmt.Sprint(len(msgs))})
-			}
+			inst.deliverGuidance()
 		}
-		// The request is sealed: it holds its own copy of the history, and
-		// the run's own copy of the tool specs, put back as prepared, so
-		// nothing that middleware or the provider does to it reaches the
-		// history, the next request or another run.
-		req := &Request{
-			Model:    inst.model,
-			Agent:    a.ID,
-			Run:      inst.id,
-			Step:     inst.step,
-			System:   a.Prompt.System,
-			Messages: msgs.seal(inst.history),
-			Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
-			Tools:    inst.p.specs.seal(&tools),
-			Output:   a.Prompt.Output,
-		}
-		inst.newMsgs = len(inst.history) - seen
-		req.NewMessages = inst.newMsgs
-		seen = len(inst.history)
-		resp, err := step(ctx, req)
+		resp, err := inst.request(ctx, step, &seal)
 		if err != nil {
-			return nil, fmt.Errorf("agent %q step %d: %w", a.ID, inst.step, err)
-		}
-		if resp == nil {
-			resp = &Response{}
+			return nil, err
 		}
 		if len(resp.ToolCalls) == 0 {
-			out, problem := inst.finalOutput(resp)
-			if problem == "" {
-				// The final answer is part of the history, so that a
-				// later turn on it sees its own previous answer.
-				inst.history = append(inst.history, Message{Role: RoleAssistant, Content: out.Raw})
+			if out, ok := inst.final(resp); ok {
 				return out, nil
 			}
-			inst.history = append(inst.history,
-				Message{Role: RoleAssistant, Content: firstNonEmpty(resp.Text, string(resp.Output))},
-				Message{Role: RoleUser, Content: problem})
 			continue
 		}
-		inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls)})
-		for _, call := range resp.ToolCalls {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			rt.exec.Yield(Point{Kind: PointToolCall, Run: inst.id, Work: inst.workID(), Agent: a.ID, Step: inst.step, Tool: call.Name})
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			msg, err := inst.callTool(ctx, call)
-			if err != nil {
-				return nil, err
-			}
-			inst.history = append(inst.history, msg)
+		if err := inst.toolRound(ctx, resp); err != nil {
+			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("agent %q: %w (%d steps)", a.ID, ErrStepBudget, budget)
+	return nil, errorf("agent %q: %w (%d steps)", a.ID, ErrStepBudget, budget)
+}
+
+// The helpers below keep what a run step does rarely, or only once, out of
+// run's own frame: every background child starts a goroutine in run, and
+// every foreground child nests a run inside a tool call, so the frames on
+// that path decide how often a goroutine's stack has to grow.
+
+// manyCalls is how many tool calls a response has before the run makes
+// room for their messages and records at once.
+const manyCalls = occurrenceScanLimit
+
+// runSeal is what a run keeps from request to request: its own copy of
+// the history and of the tool specs, and how much of the history its
+// previous request held.
+type runSeal struct {
+	msgs  runMessages
+	tools runTools
+	seen  int
+}
+
+// request seals the run's next provider request and sends it through the
+// middleware chain.
+func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal) (*Response, error) {
+	rt := inst.rt
+	a := inst.p.agent
+	// The request is sealed: it holds its own copy of the history, and
+	// the run's own copy of the tool specs, put back as prepared, so
+	// nothing that middleware or the provider does to it reaches the
+	// history, the next request or another run.
+	req := &Request{
+		Model:    inst.model,
+		Agent:    a.ID,
+		Run:      inst.id,
+		Step:     inst.step,
+		System:   a.Prompt.System,
+		Messages: seal.msgs.seal(inst.history),
+		Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
+		Tools:    inst.p.specs.seal(&seal.tools),
+		Output:   a.Prompt.Output,
+	}
+	inst.newMsgs = len(inst.history) - seal.seen
+	req.NewMessages = inst.newMsgs
+	seal.seen = len(inst.history)
+	resp, err := step(ctx, req)
+	if err != nil {
+		return nil, errorf("agent %q step %d: %w", a.ID, inst.step, err)
+	}
+	if resp == nil {
+		resp = &Response{}
+	}
+	return resp, nil
+}
+
+// final reads a response without tool calls: the run's output, or, when
+// the output is missing or invalid, a correction for the model and false.
+func (inst *instance) final(resp *Response) (*Output, bool) {
+	out, problem := inst.finalOutput(resp)
+	if problem == "" {
+		// The final answer is part of the history, so that a later turn
+		// on it sees its own previous answer.
+		inst.history = append(inst.history, Message{Role: RoleAssistant, Content: out.Raw})
+		return out, true
+	}
+	inst.history = append(inst.history,
+		Message{Role: RoleAssistant, Content: firstNonEmpty(resp.Text, string(resp.Output))},
+		Message{Role: RoleUser, Content: problem})
+	return nil, false
+}
+
+// toolRound runs a response's tool calls in order, each answered in the
+// history. Only a context error ends the run.
+func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
+	// The history takes the response and a tool message per call: for a
+	// response of many calls, room for them at once, and for their
+	// records, not call by call (for a few, append's doubling leaves room
+	// for what follows, such as the final answer).
+	if len(resp.ToolCalls) > manyCalls {
+		inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
+	}
+	inst.appendAssistant(resp)
+	inst.calls.reserve(inst.step, len(resp.ToolCalls))
+	for _, call := range resp.ToolCalls {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		inst.yield(PointToolCall, call.Name)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		msg, err := inst.callTool(ctx, call)
+		if err != nil {
+			return err
+		}
+		inst.history = append(inst.history, msg)
+	}
+	return nil
+}
+
+// appendAssistant appends a response with tool calls to the history, with
+// its own copy of the calls.
+func (inst *instance) appendAssistant(resp *Response) {
+	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls)})
+}
+
+// emitRequest reports a request as the provider receives it, and
+// emitResponse its answer: the events are built out of the innermost link
+// of the chain, which is on the stack while the provider runs.
+func (inst *instance) emitRequest(req *Request) {
+	inst.rt.emit(Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Request: req, NewMessages: inst.newMsgs})
+}
+
+func (inst *instance) emitResponse(req *Request, resp *Response, err error) {
+	inst.rt.emit(Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Response: resp, Err: err})
+}
+
+// begin checks the run's input and starts its history with the prompt.
+func (inst *instance) begin(input any) error {
+	a := inst.p.agent
+	if err := a.Prompt.Input.validateValue(input); err != nil {
+		return errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
+	}
+	first, err := renderPrompt(a.Prompt, input)
+	if err != nil {
+		return errorf("agent %q prompt: %w", a.ID, err)
+	}
+	if first != "" {
+		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
+	}
+	return nil
+}
+
+// emitRunStart reports the start of the run.
+func (inst *instance) emitRunStart(mode RunMode, parent string, input any) {
+	inst.rt.emit(Event{Kind: EventRunStart, Run: inst.id, Agent: inst.p.agent.ID, Parent: parent, Mode: mode,
+		Input: input, Labels: inst.labels, Work: inst.workID()})
+}
+
+// endRun cancels the Work a cancelled run started and reports its end.
+func (inst *instance) endRun(ctx context.Context, mode RunMode, out *Output, err error) {
+	rt := inst.rt
+	if err != nil && ctx.Err() != nil {
+		// A cancelled run takes the Work it started with it; a run that
+		// ends any other way leaves its Work running.
+		rt.reg.cancelStartedBy(inst.id, inst.seq)
+	}
+	rt.emit(Event{Kind: EventRunEnd, Run: inst.id, Agent: inst.p.agent.ID, Mode: mode, Output: out, Err: err, Work: inst.workID()})
+}
+
+// yield marks a semantic point of the run: before a provider step, or
+// before a tool call (of the tool).
+func (inst *instance) yield(kind PointKind, tool string) {
+	inst.rt.exec.Yield(Point{Kind: kind, Run: inst.id, Work: inst.workID(), Agent: inst.p.agent.ID, Step: inst.step, Tool: tool})
+}
+
+// deliverGuidance appends the guidance sent to the run's Work since its
+// last step to its history.
+func (inst *instance) deliverGuidance() {
+	if msgs := inst.rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
+		inst.history = append(inst.history, msgs...)
+		inst.rt.emit(Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.w.ref.ID,
+			Step: inst.step, Cursor: strconv.Itoa(len(msgs))})
+	}
 }
 
 // runMessages are one run's own copy of its history, which its requests
@@ -194,6 +295,9 @@ func (rm *runMessages) seal(h []Message) []Message {
 		if !sameMessage(&rm.msgs[i], &h[i]) {
 			rm.msgs[i] = copyMessage(h[i])
 		}
+	}
+	if n := len(h) - len(rm.msgs); n > manyCalls {
+		rm.msgs = slices.Grow(rm.msgs, n)
 	}
 	for _, m := range h[len(rm.msgs):] {
 		rm.msgs = append(rm.msgs, copyMessage(m))
@@ -244,9 +348,9 @@ func (inst *instance) chain() StepFunc {
 	rt := inst.rt
 	a := inst.p.agent
 	next := StepFunc(func(ctx context.Context, req *Request) (*Response, error) {
-		rt.emit(Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Request: req, NewMessages: inst.newMsgs})
+		inst.emitRequest(req)
 		resp, err := rt.opts.Provider.Step(ctx, req)
-		rt.emit(Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Response: resp, Err: err})
+		inst.emitResponse(req, resp, err)
 		return resp, err
 	})
 	for i := len(a.Use) - 1; i >= 0; i-- {
@@ -310,12 +414,12 @@ func firstNonEmpty(s ...string) string {
 // callTool runs one tool call and returns its tool message. Only a context
 // error ends the run; everything else is a model-facing error.
 func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, error) {
-	rt := inst.rt
 	ctx = context.WithValue(ctx, callKey{}, CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name})
-	rt.emit(Event{Kind: EventToolCall, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: &call})
+	c := &call // both events report the same call
+	inst.emitTool(EventToolCall, c, nil, nil, nil)
+	var note toolNote
+	content, ref, err := inst.execTool(ctx, call, &note)
 	msg := Message{Role: RoleTool, ToolCallID: call.ID, ToolName: call.Name}
-	ev := Event{Kind: EventToolResult, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: &call}
-	content, ref, err := inst.execTool(ctx, call, &ev)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return msg, err
@@ -324,33 +428,46 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 		content = toolErrorContent(err)
 	}
 	msg.Content = content
-	ev.Result = &msg
-	ev.Ref = ref
-	rt.emit(ev)
+	result := msg
+	inst.emitTool(EventToolResult, c, &result, ref, &note)
 	return msg, nil
 }
 
-func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (string, *WorkRef, error) {
+// toolNote is what a work call adds to the event of its result: its
+// action, and the Work it names (setWork: it names one, maybe "").
+type toolNote struct {
+	action, work string
+	setWork      bool
+}
+
+// emitTool reports a tool call, or its result. It builds the event out of
+// callTool's frame, which is on the path of every foreground child run.
+func (inst *instance) emitTool(kind EventKind, call *ToolCall, result *Message, ref *WorkRef, note *toolNote) {
+	ev := Event{Kind: kind, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: call, Result: result, Ref: ref}
+	if note != nil {
+		ev.Action = note.action
+		if note.setWork {
+			ev.Work = note.work
+		}
+	}
+	inst.rt.emit(ev)
+}
+
+func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNote) (string, *WorkRef, error) {
 	pt := inst.p.tool(call.Name)
 	if pt == nil {
-		return "", nil, &ModelError{Code: "unknown_tool", Message: fmt.Sprintf("there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))}
+		return "", nil, modelErrorf("unknown_tool", "there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))
 	}
 	args, err := decodeArgs(call.Arguments)
 	if err != nil {
-		return "", nil, &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("arguments of %s are not a JSON object: %v", call.Name, err)}
+		return "", nil, modelErrorf("invalid_arguments", "arguments of %s are not a JSON object: %v", call.Name, err)
 	}
 	if err := pt.params.validateJSON(call.Arguments, args); err != nil {
-		return "", nil, &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("arguments of %s: %s", call.Name, strings.Join(err.(*ValidationError).Problems, "; "))}
+		return "", nil, modelErrorf("invalid_arguments", "arguments of %s: %s", call.Name, strings.Join(err.(*ValidationError).Problems, "; "))
 	}
 	switch pt.kind {
 	case kindWork:
-		in := workInputOf(args.(map[string]any))
-		ev.Action = in.Action
-		if in.ID != nil {
-			ev.Work = *in.ID
-		}
-		out, err := inst.rt.workCall(ctx, inst.id, inst.seq, inst.step, call, in)
-		return out, nil, err
+		return inst.workTool(ctx, call, args, note)
 	case kindFunction:
 		v, err := pt.tool.Run(ctx, call, args)
 		if err != nil {
@@ -359,39 +476,59 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, ev *Event) (s
 		out, err := toolContent(v)
 		return out, nil, err
 	case kindForeground, kindBackground, kindBgTool:
-		background, _ := args.(map[string]any)[BackgroundFlag].(bool)
-		background = background && pt.kind != kindForeground
-		input := childInput(pt, args)
-		if pt.child != nil && inst.depth >= inst.rt.opts.MaxDepth {
-			return "", nil, &ModelError{Code: "depth_exceeded", Message: fmt.Sprintf(
-				"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)}
-		}
-		digest := inputDigest(input)
-		if occ, err := inst.calls.seen(inst.step, call.ID, pt.name, digest, background); err != nil {
-			return "", nil, err
-		} else if occ != nil && background {
-			ref := occ.ref
-			out, err := marshalRef(ref)
-			return out, &ref, err
-		} else if occ != nil {
-			return occ.content, nil, occ.err
-		}
-		if background {
-			ref, err := inst.startWork(call, pt, input)
-			if err != nil {
-				return "", nil, err
-			}
-			inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: digest, background: true, ref: ref})
-			out, err := marshalRef(ref)
-			return out, &ref, err
-		}
-		out, err := inst.runForeground(ctx, call, pt, input)
-		if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
-			inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: digest, content: out, err: err})
-		}
-		return out, nil, err
+		return inst.childCall(ctx, call, pt, args)
 	}
-	return "", nil, fmt.Errorf("tool %q has no handler", call.Name)
+	return "", nil, errorf("tool %q has no handler", call.Name)
+}
+
+// workTool runs a call of the work tool.
+func (inst *instance) workTool(ctx context.Context, call ToolCall, args any, note *toolNote) (string, *WorkRef, error) {
+	in := workInputOf(args.(map[string]any))
+	note.action = in.Action
+	if in.ID != nil {
+		note.work, note.setWork = *in.ID, true
+	}
+	out, err := inst.rt.workCall(ctx, inst.id, inst.seq, inst.step, call, in)
+	return out, nil, err
+}
+
+// childCall runs a call of a child tool: in the background as Work, or in
+// the foreground inside the call, or answers a repeated call identity with
+// what the first call produced.
+func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *preparedTool, args any) (string, *WorkRef, error) {
+	background, _ := args.(map[string]any)[BackgroundFlag].(bool)
+	background = background && pt.kind != kindForeground
+	input := childInput(pt, args)
+	if pt.child != nil && inst.depth >= inst.rt.opts.MaxDepth {
+		return "", nil, modelErrorf("depth_exceeded",
+			"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)
+	}
+	digest := inputDigest(input)
+	if occ, err := inst.calls.seen(inst.step, call.ID, pt.name, digest, background); err != nil {
+		return "", nil, err
+	} else if occ != nil {
+		return occ.replay()
+	}
+	if background {
+		return inst.startBackground(call, pt, input, &digest)
+	}
+	out, err := inst.runForeground(ctx, call, pt, input)
+	if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
+		inst.calls.recordForeground(call.ID, pt.name, &digest, out, err)
+	}
+	return out, nil, err
+}
+
+// startBackground starts a background call as Work and answers with its
+// work.ref.
+func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any, digest *[sha256.Size]byte) (string, *WorkRef, error) {
+	ref, err := inst.startWork(call, pt, input)
+	if err != nil {
+		return "", nil, err
+	}
+	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, ref: ref})
+	out, err := marshalRef(ref)
+	return out, &ref, err
 }
 
 // workInputOf reads the work tool's arguments, which its schema has already

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
@@ -76,6 +77,25 @@ func (*occurrences) check(occ *occurrence, callID, tool string, digest [sha256.S
 	return occ, nil
 }
 
+// reserve makes room for the calls of a step's response at once, when it
+// has more than a few: a response of thousands of calls would otherwise
+// copy the records (and rehash their index) again and again as they grow.
+func (o *occurrences) reserve(step, calls int) {
+	if calls <= manyCalls {
+		return
+	}
+	if o.step != step {
+		o.step, o.calls = step, o.calls[:0]
+		clear(o.byCall)
+	}
+	if cap(o.calls)-len(o.calls) < calls {
+		o.calls = slices.Grow(o.calls, calls)
+	}
+	if o.byCall == nil {
+		o.byCall = make(map[occurrenceKey]int, calls)
+	}
+}
+
 // record remembers what a new identity produced at the current step.
 func (o *occurrences) record(occ occurrence) {
 	o.calls = append(o.calls, occ)
@@ -91,6 +111,25 @@ func (o *occurrences) record(occ occurrence) {
 	default:
 		o.byCall[occurrenceKey{occ.callID, occ.tool}] = n - 1
 	}
+}
+
+// recordForeground remembers what a foreground call produced. It is kept
+// out of line: its caller's frame is on the stack while the child runs.
+//
+//go:noinline
+func (o *occurrences) recordForeground(callID, tool string, digest *[sha256.Size]byte, content string, err error) {
+	o.record(occurrence{callID: callID, tool: tool, digest: *digest, content: content, err: err})
+}
+
+// replay answers a repeated call identity with what its first call
+// produced: the existing work.ref, or the foreground child's output.
+func (occ *occurrence) replay() (string, *WorkRef, error) {
+	if occ.background {
+		ref := occ.ref
+		out, err := marshalRef(ref)
+		return out, &ref, err
+	}
+	return occ.content, nil, occ.err
 }
 
 // inputDigest is the digest of a child call's input that its occurrence

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // WorkToolName is the automatic tool's name.
@@ -58,30 +59,44 @@ func (p *prepared) tool(name string) *preparedTool {
 type toolSpecs struct {
 	list   []ToolSpec
 	params int // the parameters' total length
+
+	// free is the copy of a run that has ended, for the next run of the
+	// agent: a copy is checked and put back as prepared before each
+	// request anyway, so a run that takes one pays a comparison, not a
+	// copy. One is kept: runs of an agent mostly follow one another.
+	mu   sync.Mutex
+	free runTools
 }
 
-func newToolSpecs(specs []ToolSpec) toolSpecs {
-	t := toolSpecs{list: specs}
+func (t *toolSpecs) init(specs []ToolSpec) {
+	t.list = specs
 	for _, sp := range specs {
 		t.params += len(sp.Parameters)
 	}
-	return t
 }
 
 // runTools are one run's own copy of its agent's tool specs: every request
 // of the run carries them, and before each request they are put back as
 // prepared, so that nothing a middleware or provider did to one request's
-// tools reaches the next request, and no run shares them with another.
+// tools reaches the next request, and no two running runs share them. A
+// run that ends hands its copy on to a later run of the agent, which puts
+// it back as prepared before its first request, like any other.
 type runTools struct {
 	specs []ToolSpec
 	buf   []byte
 }
 
-// seal returns the tools for the next request of a run, copying them the
-// first time and restoring what an earlier request changed after that.
+// seal returns the tools for the next request of a run, taking an ended
+// run's copy or making one the first time, and restoring what an earlier
+// request changed.
 func (t *toolSpecs) seal(rt *runTools) []ToolSpec {
 	if len(t.list) == 0 {
 		return nil
+	}
+	if rt.specs == nil {
+		t.mu.Lock()
+		*rt, t.free = t.free, runTools{}
+		t.mu.Unlock()
 	}
 	if rt.specs == nil {
 		rt.specs = make([]ToolSpec, len(t.list))
@@ -108,6 +123,18 @@ func (t *toolSpecs) seal(rt *runTools) []ToolSpec {
 		off += n
 	}
 	return rt.specs
+}
+
+// release hands an ended run's copy on to the agent's later runs.
+func (t *toolSpecs) release(rt *runTools) {
+	if rt.specs == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.free.specs == nil {
+		t.free = *rt
+	}
+	t.mu.Unlock()
 }
 
 // point sets a run's specs to the prepared ones, with their parameters in
@@ -218,7 +245,7 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 		}
 		specs = append(specs, ToolSpec{Name: pt.name, Description: pt.description(), Parameters: pt.params.raw})
 	}
-	p.specs = newToolSpecs(specs)
+	p.specs.init(specs)
 	delete(inProgress, a)
 	rt.prepared[a] = p
 	return p, nil

@@ -81,7 +81,11 @@ type Request struct {
 	// Status is the trailing, non-cacheable "Background work:" block
 	// sampled for this request, or nil. It is never stored in history.
 	Status *StatusBlock `json:"status,omitempty"`
-	// Tools are offered in this order.
+	// Tools are offered in this order. They are the run's own copy, put
+	// back as prepared before each of its requests and handed on to a
+	// later run of the agent when the run ends: a provider or observer
+	// that keeps a request past the run copies its Tools while the run
+	// lasts.
 	Tools []ToolSpec `json:"tools,omitempty"`
 	// Output, when set, asks for a structured final output.
 	Output *Schema `json:"output,omitempty"`

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/crux-sim/crux-sim/internal/keys"
 )
 
 // Options configure a Runtime. The zero value of every field has a
@@ -381,7 +382,7 @@ type ParallelResult struct {
 // them and returns each one's result. Every agent is prepared before any
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
-	names := slices.Sorted(maps.Keys(pr.Agents))
+	names := keys.Sorted(pr.Agents)
 	preps := make([]*prepared, len(names))
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])

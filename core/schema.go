@@ -11,13 +11,16 @@ import (
 	"github.com/crux-sim/crux-sim/internal/jsonenc"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
 
 // Schema is a compiled JSON Schema (draft 2020-12 unless the document says
-// otherwise). Validation is done by github.com/santhosh-tekuri/jsonschema,
-// never by hand. A Schema is immutable and safe for concurrent use.
+// otherwise). Validation is done by github.com/santhosh-tekuri/jsonschema;
+// the one exception is the work tool's schema, whose arguments every work
+// call sends: it is checked by hand (see flatObject), with the engine's
+// decisions and words. A Schema is immutable and safe for concurrent use.
 type Schema struct {
 	raw      json.RawMessage
 	doc      any
@@ -30,6 +33,11 @@ type Schema struct {
 	// run. Bounded by maxValidMemo entries.
 	validMu sync.RWMutex
 	valid   map[string]struct{}
+
+	// flat, when set, checks the schema's documents by hand: it is set on
+	// the work tool's schema, whose arguments every work call sends (see
+	// flatObject).
+	flat *flatObject
 }
 
 // maxValidMemo bounds how many valid documents a Schema remembers, and
@@ -141,6 +149,14 @@ func (s *Schema) Validate(v any) error {
 	if s == nil {
 		return nil
 	}
+	if s.flat != nil {
+		if problems, ok := s.flat.problems(v); ok {
+			if problems == nil {
+				return nil
+			}
+			return &ValidationError{Problems: problems}
+		}
+	}
 	err := s.compiled.Validate(v)
 	if err == nil {
 		return nil
@@ -154,8 +170,8 @@ func (s *Schema) Validate(v any) error {
 // validateJSON validates v, the decoding of the JSON document doc, and
 // remembers doc when it is valid.
 func (s *Schema) validateJSON(doc string, v any) error {
-	if s == nil {
-		return nil
+	if s == nil || s.flat != nil {
+		return s.Validate(v) // checking by hand costs less than remembering
 	}
 	if s.knownValid(doc) {
 		return nil
@@ -229,6 +245,11 @@ func leafProblems(e *jsonschema.ValidationError) []string {
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
+			if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+				// Named in the order the object's map was walked: in
+				// order of name instead, the same every time.
+				slices.Sort(k.Properties)
+			}
 			loc := "/" + strings.Join(e.InstanceLocation, "/")
 			out = append(out, fmt.Sprintf("at %q: %s", loc, e.ErrorKind.LocalizedString(printer)))
 			return
@@ -238,6 +259,10 @@ func leafProblems(e *jsonschema.ValidationError) []string {
 		}
 	}
 	walk(e)
+	// The causes come in the order the object's properties were walked,
+	// which is a map's: in order of location and text instead, so that the
+	// same document gets the same error text every time.
+	slices.Sort(out)
 	return out
 }
 

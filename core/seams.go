@@ -3,6 +3,7 @@ package core
 import (
 	"crypto/rand"
 	"encoding/base32"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -72,20 +73,72 @@ func (s *SequentialIDs) NewID(kind IDKind) string {
 	return p + strconv.Itoa(s.n[kind])
 }
 
-// RandomIDs draws 80 random bits per id, e.g. w_k3j5x2mq7t9a4bcd.
+// RandomIDs draws 80 random bits per id, e.g. w_k3j5x2mq7t9a4bcd. The
+// bits come from crypto/rand, read a block at a time for many ids (one
+// read per id made the system call a large part of a short run); each bit
+// serves one id only, so ids stay as unpredictable and as unique as the
+// source.
 type RandomIDs struct{}
 
 var b32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
+// idBytes is how many random bytes an id takes; idBlock how many ids one
+// read of the source serves.
+const (
+	idBytes = 10
+	idBlock = 64
+)
+
+// idEntropy is the random bytes read ahead for ids, shared by every
+// RandomIDs (the type holds nothing, so that its zero value is the
+// production default).
+var idEntropy struct {
+	mu     sync.Mutex
+	source io.Reader // crypto/rand.Reader; a seam for the specs
+	buf    [idBytes * idBlock]byte
+	off    int
+}
+
+func init() {
+	idEntropy.source = rand.Reader
+	idEntropy.off = len(idEntropy.buf)
+}
+
 // NewID returns a fresh random id of the kind.
 func (RandomIDs) NewID(kind IDKind) string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
 	p := strings.TrimSuffix(idPrefix[kind], "-")
 	if p == "" {
 		p = string(kind)
 	}
-	return p + "_" + b32.EncodeToString(b[:])
+	var b [idBytes]byte
+	drawIDBytes(&b)
+	var out [64]byte
+	if len(p)+1+b32.EncodedLen(idBytes) > len(out) {
+		// A kind of id too long for the buffer on the stack.
+		return p + "_" + b32.EncodeToString(b[:])
+	}
+	n := copy(out[:], p)
+	out[n] = '_'
+	b32.Encode(out[n+1:], b[:])
+	return string(out[:n+1+b32.EncodedLen(idBytes)])
+}
+
+// drawIDBytes fills b with random bytes no other id has used.
+func drawIDBytes(b *[idBytes]byte) {
+	e := &idEntropy
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.off == len(e.buf) {
+		if _, err := io.ReadFull(e.source, e.buf[:]); err != nil {
+			// crypto/rand does not fail (it crashes the program first);
+			// a source that does must not hand out a repeated id.
+			panic("core: no random bits for an id: " + err.Error())
+		}
+		e.off = 0
+	}
+	copy(b[:], e.buf[e.off:e.off+idBytes])
+	clear(e.buf[e.off : e.off+idBytes]) // what has served an id is kept nowhere
+	e.off += idBytes
 }
 
 // PointKind names a semantic point at which an actor may be parked.

@@ -1,10 +1,15 @@
 package core_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base32"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -220,6 +225,65 @@ var _ = Describe("Work ids", func() {
 		first.Release()
 		Expect(f.awaitTerminal(ctx, "w-dup")).To(Equal(lifecycle.Completed))
 	}, within)
+})
+
+// countingReader counts the reads of the source it wraps.
+type countingReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
+var _ = Describe("Random ids", Serial, func() {
+	It("draws each id's 80 bits from the random source, a block of many ids per read, and no bit serves two ids", func() {
+		// A source whose every byte differs: ids that reused a bit, or
+		// did not read the source, would not spell it.
+		stream := make([]byte, 10*1000)
+		for w := range 1000 {
+			binary.BigEndian.PutUint64(stream[10*w:], uint64(w)*0x9e3779b97f4a7c15)
+			binary.BigEndian.PutUint16(stream[10*w+8:], uint16(w))
+		}
+		src := &countingReader{r: bytes.NewReader(stream)}
+		defer core.SetIDEntropy(src)()
+		enc := base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+		kinds := []core.IDKind{core.IDWork, core.IDRun, core.IDSend, "lease"}
+		prefixes := []string{"w_", "run_", "send_", "lease_"}
+		seen := map[string]bool{}
+		for i := range 640 {
+			id := core.RandomIDs{}.NewID(kinds[i%4])
+			Expect(id).To(Equal(prefixes[i%4]+enc.EncodeToString(stream[10*i:10*i+10])), "id %d", i)
+			Expect(seen[id]).To(BeFalse())
+			seen[id] = true
+		}
+		Expect(src.reads).To(BeNumerically(">=", 1))
+		Expect(src.reads).To(BeNumerically("<=", 640/64), "one read serves a block of ids")
+	})
+
+	It("draws unique, well-formed ids from crypto/rand by default, from many goroutines at once", func() {
+		const workers, each = 4, 500
+		ids := make(chan string, workers*each)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					ids <- core.RandomIDs{}.NewID(core.IDWork)
+				}
+			})
+		}
+		wg.Wait()
+		close(ids)
+		seen := map[string]bool{}
+		for id := range ids {
+			Expect(id).To(MatchRegexp(`^w_[a-z2-7]{16}$`))
+			Expect(seen[id]).To(BeFalse(), "id %s drawn twice", id)
+			seen[id] = true
+		}
+		Expect(seen).To(HaveLen(workers * each))
+	})
 })
 
 var _ = Describe("list and status", func() {

@@ -14,7 +14,7 @@ const MaxResultWait = 30 * time.Second
 // WorkActions are the work tool's actions.
 var WorkActions = []string{"list", "status", "result", "cancel", "detach", "send"}
 
-var workToolSchema = MustSchema(`{
+var workToolSchema = flatSchema(`{
   "type": "object",
   "properties": {
     "action": {"type": "string", "enum": ["list", "status", "result", "cancel", "detach", "send"],
@@ -26,6 +26,16 @@ var workToolSchema = MustSchema(`{
   "required": ["action"],
   "additionalProperties": false
 }`)
+
+// flatSchema is MustSchema for a schema of flatObject's shape, checked by
+// hand; it panics if the document is not of the shape.
+func flatSchema(doc string) *Schema {
+	s := MustSchema(doc)
+	if s.flat = newFlatObject(s.doc); s.flat == nil {
+		panic("core: schema is not a flat object of strings: " + doc)
+	}
+	return s
+}
 
 // WorkToolSchema returns the parameters the work tool is offered with: the
 // JSON Schema of the contract's WorkToolInput, exactly as every request

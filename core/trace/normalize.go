@@ -48,22 +48,17 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// simulation's sequential ids are their own normal form, so there is
 	// usually nothing to rename).
 	var ids renamer
-	perAgent := map[string]int{}
-	var counts [idKinds]int
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
-			perAgent[e.Agent]++
-			ids.name(runID, e.Run, e.Agent, "#", perAgent[e.Agent])
+			ids.name(runID, e.Run, e.Agent)
 		}
 		if e.Work != "" && e.Kind == Work && e.From == "" && !ids.has(workID, e.Work) {
-			counts[workID]++
-			ids.name(workID, e.Work, "w", "-", counts[workID])
+			ids.name(workID, e.Work, "w")
 		}
 		for _, c := range e.Calls {
 			if c.ID != "" && !ids.has(callID, c.ID) {
-				counts[callID]++
-				ids.name(callID, c.ID, "call", "-", counts[callID])
+				ids.name(callID, c.ID, "call")
 			}
 		}
 		if e.Kind == ToolResult && e.Action == "send" && !e.IsError {
@@ -71,8 +66,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 				ID string `json:"id"`
 			}
 			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" && !ids.has(sendID, rec.ID) {
-				counts[sendID]++
-				ids.name(sendID, rec.ID, "send", "-", counts[sendID])
+				ids.name(sendID, rec.ID, "send")
 			}
 		}
 	}
@@ -130,29 +124,102 @@ const (
 )
 
 // renamer holds, per kind of id, every id given a name and the renaming
-// of those whose name differs.
+// of those whose name differs. While every id of a kind has been its own
+// name (a simulation's sequential ids), the names given are known from
+// the counts alone, and no set of them is kept: a trace with nothing to
+// rename costs no allocation per id.
 type renamer struct {
+	// named is nil while every id of the kind was its own name.
 	named  [idKinds]map[string]struct{}
 	rename [idKinds]map[string]string
+	// counts counts the names given of each kind but runs, which are
+	// counted per agent.
+	counts   [idKinds]int
+	perAgent map[string]int
+}
+
+// prefixes and seps spell a kind's names: w-1, call-1, send-1; a run's
+// prefix is its agent's id (coord#1).
+var (
+	prefixes = [idKinds]string{workID: "w", callID: "call", sendID: "send"}
+	seps     = [idKinds]string{runID: "#", workID: "-", callID: "-", sendID: "-"}
+)
+
+func (r *renamer) given(k idKind, prefix string) int {
+	if k == runID {
+		return r.perAgent[prefix]
+	}
+	return r.counts[k]
 }
 
 func (r *renamer) has(k idKind, raw string) bool {
-	_, ok := r.named[k][raw]
-	return ok
+	if r.named[k] != nil {
+		_, ok := r.named[k][raw]
+		return ok
+	}
+	// Every name so far is its own id: raw is one if it spells the
+	// prefix, the separator and a number already given.
+	i := strings.LastIndex(raw, seps[k])
+	if i < 0 || (k != runID && raw[:i] != prefixes[k]) {
+		return false
+	}
+	n, err := strconv.Atoi(raw[i+len(seps[k]):])
+	return err == nil && n >= 1 && n <= r.given(k, raw[:i]) && spells(raw[i+len(seps[k]):], n)
 }
 
-func (r *renamer) name(k idKind, raw, prefix, sep string, n int) {
+// spells reports whether s is n in decimal, as strconv.Itoa writes it,
+// without allocating the text (Itoa does from 100 on).
+func spells(s string, n int) bool {
+	var buf [20]byte
+	return string(strconv.AppendInt(buf[:0], int64(n), 10)) == s
+}
+
+// name gives raw the next name of its kind (prefix is the agent's id for a
+// run, the kind's own prefix otherwise).
+func (r *renamer) name(k idKind, raw, prefix string) {
+	var n int
+	if k == runID {
+		if r.perAgent == nil {
+			r.perAgent = map[string]int{}
+		}
+		r.perAgent[prefix]++
+		n = r.perAgent[prefix]
+	} else {
+		r.counts[k]++
+		n = r.counts[k]
+	}
+	sep := seps[k]
+	if len(raw) > len(prefix)+len(sep) && strings.HasPrefix(raw, prefix) &&
+		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], n) {
+		if r.named[k] != nil {
+			r.named[k][raw] = struct{}{}
+		}
+		return
+	}
 	if r.named[k] == nil {
+		// The first id that is not its own name: from now on the names
+		// given are kept, starting with every one given so far.
 		r.named[k] = map[string]struct{}{}
+		if k == runID {
+			for agent, count := range r.perAgent {
+				if agent == prefix {
+					count--
+				}
+				for j := 1; j <= count; j++ {
+					r.named[k][agent+sep+strconv.Itoa(j)] = struct{}{}
+				}
+			}
+		} else {
+			for j := 1; j < n; j++ {
+				r.named[k][prefix+sep+strconv.Itoa(j)] = struct{}{}
+			}
+		}
 	}
 	r.named[k][raw] = struct{}{}
-	if num := strconv.Itoa(n); len(raw) != len(prefix)+len(sep)+len(num) || !strings.HasPrefix(raw, prefix) ||
-		raw[len(prefix):len(prefix)+len(sep)] != sep || raw[len(prefix)+len(sep):] != num {
-		if r.rename[k] == nil {
-			r.rename[k] = map[string]string{}
-		}
-		r.rename[k][raw] = prefix + sep + num
+	if r.rename[k] == nil {
+		r.rename[k] = map[string]string{}
 	}
+	r.rename[k][raw] = prefix + sep + strconv.Itoa(n)
 }
 
 // of returns the renaming of one kind of id.
@@ -396,12 +463,18 @@ func (sc *jsonScan) scan() bool {
 			}
 			j++
 			str := s[i+1 : j-1]
-			if escaped {
+			n := len(sc.frames)
+			isKey := n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey
+			// A string written with escapes is decoded only where its text
+			// counts: as a key, or as a "kind" (a value so written is never
+			// rewritten). Content is full of escapes, and decoding it all
+			// would allocate for strings with nothing to rename.
+			if escaped && (isKey || (n > 0 && sc.frames[n-1].key == "kind")) {
 				var u string
 				_ = json.Unmarshal([]byte(s[i:j]), &u)
 				str = u
 			}
-			if n := len(sc.frames); n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey {
+			if isKey {
 				sc.frames[n-1].key, sc.frames[n-1].wantKey = str, false
 			} else {
 				sc.value(j, str, true, !escaped)

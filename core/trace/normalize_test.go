@@ -2,6 +2,8 @@ package trace
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -133,6 +135,94 @@ func TestNormalizationLeavesBrokenJSONAsItIs(t *testing.T) {
 		}}
 		if got := tr.Normalize().Entries[1].Content; got != s {
 			t.Errorf("%q became %q", s, got)
+		}
+	}
+}
+
+// normalTrace is a coordinator's run of n steps, each a request, a research
+// call and its result and a note, whose Work and call ids are already in
+// normal form; its run id is too unless raw names it otherwise.
+func normalTrace(n int, run string) *Trace {
+	es := []Entry{{Kind: RunStart, Run: run, Agent: "coord"}}
+	for i := range n {
+		call := &core.ToolCall{ID: "call-" + strconv.Itoa(i+1), Name: "research", Arguments: `{"q":"x"}`}
+		es = append(es,
+			Entry{Kind: Request, Run: run, Agent: "coord", Status: []string{"- w-" + strconv.Itoa(i+1) + " · research · running 4s"},
+				Messages: []core.Message{{Role: core.RoleUser, Content: "hello"}, {Role: core.RoleTool, ToolName: "research", Content: `{"a":"b"}`}}},
+			Entry{Kind: Response, Run: run, Agent: "coord", Calls: []core.ToolCall{*call}},
+			Entry{Kind: Work, Run: run, Work: "w-" + strconv.Itoa(i+1), To: "queued"},
+			Entry{Kind: ToolResult, Run: run, Agent: "coord", Call: call, Content: `{"findings":"x","notes":"line 1\nline \"2\""}`},
+			Entry{Kind: Note, Detail: "crash loses nothing here"},
+		)
+	}
+	return &Trace{Entries: es}
+}
+
+// Normalization does nothing where nothing needs renaming: an id already in
+// its normal form, and a string holding no id to rename, cost no
+// allocation, so a trace of 100 steps costs what one of 10 does, both when
+// nothing at all is renamed and when only the run's id is.
+func TestNormalizationAllocatesNothingPerEntryWithNothingToRename(t *testing.T) {
+	for _, run := range []string{"coord#1", "session-1"} {
+		var allocs [2]float64
+		for i, n := range []int{10, 100} {
+			tr := normalTrace(n, run)
+			entries := tr.Entries
+			allocs[i] = testing.AllocsPerRun(20, func() {
+				tr.Entries = entries
+				tr.NormalizeIDs()
+			}) - testing.AllocsPerRun(20, func() { _ = make([]Entry, len(entries)) })
+		}
+		if allocs[1] != allocs[0] {
+			t.Errorf("run %s: normalizing 100 steps takes %v allocations, 10 steps %v: want the same", run, allocs[1], allocs[0])
+		}
+		n, _ := normalTrace(3, run).NormalizeIDs()
+		if n.Entries[0].Run != "coord#1" || n.Entries[2].Calls[0].ID != "call-1" || n.Entries[8].Work != "w-2" || n.Entries[6].Status[0] != "- w-2 · research · running 4s" {
+			t.Errorf("run %s: normalized as %+v", run, n.Entries)
+		}
+	}
+}
+
+// Ids in normal form that come out of order, or repeat a name another kind
+// or agent already holds, are renamed as they were before any was kept.
+func TestNormalizationRenamesNormalLookingIDsThatAreOutOfOrder(t *testing.T) {
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: "coord#1", Agent: "coord"},
+		{Kind: RunStart, Run: "coord#1", Agent: "research"}, // seen: stays
+		{Kind: RunStart, Run: "research#2", Agent: "research"},
+		{Kind: RunStart, Run: "coord#2", Agent: "coord"},
+		{Kind: Work, Work: "w-1"},
+		{Kind: Work, Work: "w-3"},
+		{Kind: Work, Work: "w-2"},
+		{Kind: Work, Work: "w-1"}, // seen
+		{Kind: Work, Work: "w-01"},
+	}}
+	n, id := tr.NormalizeIDs()
+	got := []string{n.Entries[0].Run, n.Entries[1].Run, n.Entries[2].Run, n.Entries[3].Run,
+		n.Entries[4].Work, n.Entries[5].Work, n.Entries[6].Work, n.Entries[7].Work, n.Entries[8].Work, id("w-01")}
+	want := []string{"coord#1", "coord#1", "research#1", "coord#2", "w-1", "w-2", "w-3", "w-1", "w-4", "w-4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// A string written with escapes is read for what it says where that
+// counts (a key, a work.ref's kind), and an escaped value is never
+// rewritten.
+func TestNormalizationReadsEscapedKeysAndKindsAndLeavesEscapedValues(t *testing.T) {
+	call := &core.ToolCall{ID: "c", Name: core.WorkToolName}
+	for _, c := range []struct{ in, want string }{
+		{`{"kind":"work\u002eref","id":"w_x7","note":"a\nb"}`, `{"kind":"work\u002eref","id":"w-1","note":"a\nb"}`},
+		{`{"kind":"work.ref","\u0069d":"w_x7"}`, `{"kind":"work.ref","\u0069d":"w-1"}`},
+		{`{"kind":"work.ref","id":"w_x\u0037"}`, `{"kind":"work.ref","id":"w_x\u0037"}`},
+		{`{"kind":"work.reff","id":"w_x7"}`, `{"kind":"work.reff","id":"w_x7"}`},
+	} {
+		tr := &Trace{Entries: []Entry{
+			{Kind: Work, Run: "r", Work: "w_x7", To: "queued"},
+			{Kind: ToolResult, Run: "r", Call: call, Content: c.in},
+		}}
+		if got := tr.Normalize().Entries[1].Content; got != c.want {
+			t.Errorf("%s became %s, want %s", c.in, got, c.want)
 		}
 	}
 }

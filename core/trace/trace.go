@@ -113,6 +113,12 @@ type Recorder struct {
 	mu      sync.Mutex
 	start   time.Time
 	entries []Entry
+	// tools are the tool names of the last few lists of them recorded: a
+	// run offers the same tools at every step, and its request entries
+	// share one list of them (entries are never modified once recorded),
+	// whatever other runs' requests come between.
+	tools     [4][]string
+	nextTools int
 }
 
 // NewRecorder returns a recorder whose offsets count from start.
@@ -146,10 +152,7 @@ func (r *Recorder) Observe(e core.Event) {
 	case core.EventRequest:
 		en.Kind = Request
 		req := e.Request
-		en.Tools = make([]string, len(req.Tools))
-		for i, t := range req.Tools {
-			en.Tools[i] = t.Name
-		}
+		en.Tools = r.toolNames(req.Tools)
 		if n := e.NewMessages; n > 0 && n <= len(req.Messages) {
 			en.Messages = req.Messages[len(req.Messages)-n:]
 		}
@@ -191,6 +194,38 @@ func (r *Recorder) Observe(e core.Event) {
 		return
 	}
 	r.add(e.Time, en)
+}
+
+// toolNames returns the names of a request's tools: a list an earlier
+// request's entry holds when they are the same.
+func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, names := range r.tools {
+		if names != nil && sameNames(names, specs) {
+			return names
+		}
+	}
+	names := make([]string, len(specs))
+	for i, t := range specs {
+		names[i] = t.Name
+	}
+	names = names[:len(names):len(names)]
+	r.tools[r.nextTools] = names
+	r.nextTools = (r.nextTools + 1) % len(r.tools)
+	return names
+}
+
+func sameNames(names []string, specs []core.ToolSpec) bool {
+	if len(names) != len(specs) {
+		return false
+	}
+	for i := range specs {
+		if specs[i].Name != names[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Add records a harness entry at a time.
