@@ -296,7 +296,7 @@ var _ = Describe("The built-in scenarios", func() {
 		full, err := Builtin("research-coordinator")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(UseBuiltinFiles(fstest.MapFS{
-			"builtin/broken.yaml": {Data: []byte("# a comment\nname: broken\ndescription: >-\n  Listed from\n  its header\ntags: [x, y]\nagents: 42\n")},
+			"builtin/broken.yaml":               {Data: []byte("# a comment\nname: broken\ndescription: >-\n  Listed from\n  its header\ntags: [x, y]\nagents: 42\n")},
 			"builtin/research-coordinator.yaml": {Data: rc},
 		}))
 		Expect(Builtins()).To(Equal([]BuiltinInfo{
