@@ -162,3 +162,55 @@ func BenchmarkDelegateFanout(b *testing.B) {
 		})
 	}
 }
+
+// backgroundFanoutScenario is a coordinator that starts n background
+// research children in one response and then rejoins each with a work
+// result call: n Work items of one owner, each with its own output.
+func backgroundFanoutScenario(n int) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, `name: background-fanout-%d
+agents:
+  researcher:
+    description: Researches one part
+    prompt:
+      input: {type: object, properties: {part: {type: integer}}, required: [part]}
+      template: "Research part {{.part}}."
+  coordinator:
+    description: Researches every part in the background
+    tools:
+      research: {background: researcher}
+run:
+  agents: {coordinator: coordinator}
+  context: Research every part.
+options:
+  max-steps: %d
+  max-outstanding: %d
+  max-concurrent: %d
+script:
+  coordinator:
+    - calls:
+`, n, n+3, n, n)
+	for i := range n {
+		fmt.Fprintf(&s, "        - {tool: research, args: {part: %d, run_in_background: true}}\n", i)
+	}
+	s.WriteString("    - {call: work, args: {action: result, id: {work-of: research}}}\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&s, "    - {call: work, args: {action: result, id: {work-of: research#%d}}}\n", i)
+	}
+	s.WriteString("    - text: Every part researched.\n  researcher:\n")
+	for i := range n {
+		fmt.Fprintf(&s, "    - {when: {message: Research part %d.}, latency: 1s, text: Part %d is researched.}\n", i, i)
+	}
+	fmt.Fprintf(&s, `expect:
+  - count: {match: {work: {to: completed}}, min: %d, max: %d}
+`, n, n)
+	return s.String()
+}
+
+func BenchmarkBackgroundFanout(b *testing.B) {
+	for _, n := range fanoutWidths {
+		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
+			benchmarkScenario(b, loadGenerated(b, "background-fanout", backgroundFanoutScenario(n)), 1, n, "child")
+		})
+	}
+}
