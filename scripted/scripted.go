@@ -122,9 +122,32 @@ type Provider struct {
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     map[string]int // run id → ordinal of the run among its agent's runs
-	ordinals map[string]int // agent → runs seen
+	runs     map[string]*runState // by run id
+	ordinals map[string]int       // agent → runs seen
 	callSeq  int
+}
+
+// runState is what the provider knows of one run: its ordinal among its
+// agent's runs, the history its step's references resolve against, and
+// the work.refs that history showed. Only the run's own step reads or
+// changes the last two, and a run takes one step at a time.
+type runState struct {
+	ordinal int
+	history history
+	refs    runRefs
+}
+
+// history returns what the run's references resolve against in req.
+func (p *Provider) history(req *core.Request) *history {
+	p.mu.Lock()
+	run := p.runs[req.Run]
+	if run == nil { // a request that pick did not see
+		run = &runState{}
+		p.runs[req.Run] = run
+	}
+	p.mu.Unlock()
+	run.history = history{req: req, refs: &run.refs}
+	return &run.history
 }
 
 type script struct {
@@ -147,7 +170,7 @@ func (s *script) take(i int) {
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, funcs: map[string]Func{}, runs: map[string]int{}, ordinals: map[string]int{}}
+	p := &Provider{scripts: map[string]*script{}, funcs: map[string]Func{}, runs: map[string]*runState{}, ordinals: map[string]int{}}
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -249,12 +272,13 @@ func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests = append(p.requests, req)
-	n, ok := p.runs[req.Run]
-	if !ok {
+	run := p.runs[req.Run]
+	if run == nil {
 		p.ordinals[req.Agent]++
-		n = p.ordinals[req.Agent]
-		p.runs[req.Run] = n
+		run = &runState{ordinal: p.ordinals[req.Agent]}
+		p.runs[req.Run] = run
 	}
+	n := run.ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		s := p.scripts[key]
 		if s == nil {
@@ -341,7 +365,7 @@ func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {
 		case nil:
 		default:
 			var scratch [512]byte // args is a copy of what is written here
-			raw, err := appendJSON(scratch[:0], req, a)
+			raw, err := appendJSON(scratch[:0], p.history(req), a)
 			if err != nil {
 				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
 			}
@@ -390,7 +414,7 @@ func encodeJSON(v any) (json.RawMessage, error) {
 	// Outputs hold no references: resolving against no request finds none,
 	// and a WorkOf in an output is encoded as json.Marshal would (a string).
 	var scratch [1024]byte
-	raw, err := appendJSON(scratch[:0], nil, v)
+	raw, err := appendJSON(scratch[:0], &noHistory, v)
 	if err != nil {
 		return nil, err
 	}
