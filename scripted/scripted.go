@@ -122,17 +122,17 @@ type Provider struct {
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     map[string]*runState // by run id
-	ordinals map[string]int       // agent → runs seen
+	runs     map[string]int // run id → ordinal of the run among its agent's runs
+	ordinals map[string]int // agent → runs seen
 	callSeq  int
+	// histories are the runs whose steps' calls took arguments, by run id.
+	histories map[string]*runHistory
 }
 
-// runState is what the provider knows of one run: its ordinal among its
-// agent's runs, the history its step's references resolve against, and
-// the work.refs that history showed. Only the run's own step reads or
-// changes the last two, and a run takes one step at a time.
-type runState struct {
-	ordinal int
+// runHistory is what a run's step's references resolve against, and the
+// work.refs that run's history showed. Only the run's own step reads or
+// changes it, and a run takes one step at a time.
+type runHistory struct {
 	history history
 	refs    runRefs
 }
@@ -140,10 +140,13 @@ type runState struct {
 // history returns what the run's references resolve against in req.
 func (p *Provider) history(req *core.Request) *history {
 	p.mu.Lock()
-	run := p.runs[req.Run]
-	if run == nil { // a request that pick did not see
-		run = &runState{}
-		p.runs[req.Run] = run
+	run := p.histories[req.Run]
+	if run == nil {
+		if p.histories == nil {
+			p.histories = map[string]*runHistory{}
+		}
+		run = &runHistory{}
+		p.histories[req.Run] = run
 	}
 	p.mu.Unlock()
 	run.history = history{req: req, refs: &run.refs}
@@ -170,7 +173,7 @@ func (s *script) take(i int) {
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, funcs: map[string]Func{}, runs: map[string]*runState{}, ordinals: map[string]int{}}
+	p := &Provider{scripts: map[string]*script{}, funcs: map[string]Func{}, runs: map[string]int{}, ordinals: map[string]int{}}
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -272,13 +275,12 @@ func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests = append(p.requests, req)
-	run := p.runs[req.Run]
-	if run == nil {
+	n, ok := p.runs[req.Run]
+	if !ok {
 		p.ordinals[req.Agent]++
-		run = &runState{ordinal: p.ordinals[req.Agent]}
-		p.runs[req.Run] = run
+		n = p.ordinals[req.Agent]
+		p.runs[req.Run] = n
 	}
-	n := run.ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		s := p.scripts[key]
 		if s == nil {
