@@ -75,6 +75,16 @@ func BenchmarkRunSteps(b *testing.B) {
 
 var fanoutWidths = []int{1, 10, 100, 1000}
 
+// benchmarkFanout runs the scenario gen makes at each of fanoutWidths, with
+// the cost per child.
+func benchmarkFanout(b *testing.B, name string, gen func(n int) string) {
+	for _, n := range fanoutWidths {
+		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
+			benchmarkScenario(b, loadGenerated(b, name, gen(n)), 1, n, "child")
+		})
+	}
+}
+
 // workerFanoutScenario is a coordinator that spawns n workers in one
 // response and is woken by each worker.complete.
 func workerFanoutScenario(n int) string {
@@ -111,13 +121,7 @@ expect:
 	return s.String()
 }
 
-func BenchmarkWorkerFanout(b *testing.B) {
-	for _, n := range fanoutWidths {
-		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
-			benchmarkScenario(b, loadGenerated(b, "worker-fanout", workerFanoutScenario(n)), 1, n, "child")
-		})
-	}
-}
+func BenchmarkWorkerFanout(b *testing.B) { benchmarkFanout(b, "worker-fanout", workerFanoutScenario) }
 
 // delegateFanoutScenario is a coordinator that delegates n goals in one
 // delegate_task call, blocks until every child answers, and answers.
@@ -156,11 +160,7 @@ expect:
 }
 
 func BenchmarkDelegateFanout(b *testing.B) {
-	for _, n := range fanoutWidths {
-		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
-			benchmarkScenario(b, loadGenerated(b, "delegate-fanout", delegateFanoutScenario(n)), 1, n, "child")
-		})
-	}
+	benchmarkFanout(b, "delegate-fanout", delegateFanoutScenario)
 }
 
 // backgroundFanoutScenario is a coordinator that starts n background
@@ -208,9 +208,5 @@ script:
 }
 
 func BenchmarkBackgroundFanout(b *testing.B) {
-	for _, n := range fanoutWidths {
-		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
-			benchmarkScenario(b, loadGenerated(b, "background-fanout", backgroundFanoutScenario(n)), 1, n, "child")
-		})
-	}
+	benchmarkFanout(b, "background-fanout", backgroundFanoutScenario)
 }
