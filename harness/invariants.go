@@ -68,7 +68,8 @@ type Facts struct {
 	Secrets []string
 	// CallStarted maps a tool call id to the virtual time it started.
 	CallStarted map[string]time.Duration
-	// Sends maps a send identity to the receipt it got.
+	// Sends maps a send identity to the receipt it got (nil until the
+	// first send).
 	Sends map[string]string
 	// justDetached is the Work the previous entry detached: the detach
 	// call's own receipt follows it.
@@ -136,7 +137,7 @@ type checker struct {
 
 func newChecker(r *run, invs []Invariant) *checker {
 	return &checker{r: r, invs: invs, state: Facts{
-		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}, Sends: map[string]string{},
+		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{},
 	}}
 }
 
@@ -278,6 +279,9 @@ func (s *Facts) learn(e *trace.Entry) {
 			}
 		}
 		if e.Action == "send" && !e.IsError {
+			if s.Sends == nil {
+				s.Sends = map[string]string{}
+			}
 			s.Sends[e.Run+"/"+e.Call.ID+"/"+fmt.Sprint(e.Step)] = e.Content
 			var rec core.SendReceipt
 			if json.Unmarshal([]byte(e.Content), &rec) == nil {

@@ -173,7 +173,7 @@ func (s *script) take(i int) {
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, funcs: map[string]Func{}, runs: map[string]int{}, ordinals: map[string]int{}}
+	p := &Provider{scripts: map[string]*script{}, runs: map[string]int{}, ordinals: map[string]int{}}
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -204,6 +204,9 @@ func (p *Provider) ScriptRun(agent string, n int, turns ...Turn) *Provider {
 func (p *Provider) Answer(agent string, f Func) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.funcs == nil {
+		p.funcs = map[string]Func{}
+	}
 	p.funcs[agent] = f
 	return p
 }
