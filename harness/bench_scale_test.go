@@ -75,6 +75,16 @@ func BenchmarkRunSteps(b *testing.B) {
 
 var fanoutWidths = []int{1, 10, 100, 1000}
 
+// benchmarkFanout runs the scenario gen makes at each of fanoutWidths, with
+// the cost per child.
+func benchmarkFanout(b *testing.B, name string, gen func(n int) string) {
+	for _, n := range fanoutWidths {
+		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
+			benchmarkScenario(b, loadGenerated(b, name, gen(n)), 1, n, "child")
+		})
+	}
+}
+
 // workerFanoutScenario is a coordinator that spawns n workers in one
 // response and is woken by each worker.complete.
 func workerFanoutScenario(n int) string {
@@ -111,13 +121,7 @@ expect:
 	return s.String()
 }
 
-func BenchmarkWorkerFanout(b *testing.B) {
-	for _, n := range fanoutWidths {
-		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
-			benchmarkScenario(b, loadGenerated(b, "worker-fanout", workerFanoutScenario(n)), 1, n, "child")
-		})
-	}
-}
+func BenchmarkWorkerFanout(b *testing.B) { benchmarkFanout(b, "worker-fanout", workerFanoutScenario) }
 
 // delegateFanoutScenario is a coordinator that delegates n goals in one
 // delegate_task call, blocks until every child answers, and answers.
@@ -156,9 +160,53 @@ expect:
 }
 
 func BenchmarkDelegateFanout(b *testing.B) {
-	for _, n := range fanoutWidths {
-		b.Run("width="+strconv.Itoa(n), func(b *testing.B) {
-			benchmarkScenario(b, loadGenerated(b, "delegate-fanout", delegateFanoutScenario(n)), 1, n, "child")
-		})
+	benchmarkFanout(b, "delegate-fanout", delegateFanoutScenario)
+}
+
+// backgroundFanoutScenario is a coordinator that starts n background
+// research children in one response and then rejoins each with a work
+// result call: n Work items of one owner, each with its own output.
+func backgroundFanoutScenario(n int) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, `name: background-fanout-%d
+agents:
+  researcher:
+    description: Researches one part
+    prompt:
+      input: {type: object, properties: {part: {type: integer}}, required: [part]}
+      template: "Research part {{.part}}."
+  coordinator:
+    description: Researches every part in the background
+    tools:
+      research: {background: researcher}
+run:
+  agents: {coordinator: coordinator}
+  context: Research every part.
+options:
+  max-steps: %d
+  max-outstanding: %d
+  max-concurrent: %d
+script:
+  coordinator:
+    - calls:
+`, n, n+3, n, n)
+	for i := range n {
+		fmt.Fprintf(&s, "        - {tool: research, args: {part: %d, run_in_background: true}}\n", i)
 	}
+	s.WriteString("    - {call: work, args: {action: result, id: {work-of: research}}}\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&s, "    - {call: work, args: {action: result, id: {work-of: research#%d}}}\n", i)
+	}
+	s.WriteString("    - text: Every part researched.\n  researcher:\n")
+	for i := range n {
+		fmt.Fprintf(&s, "    - {when: {message: Research part %d.}, latency: 1s, text: Part %d is researched.}\n", i, i)
+	}
+	fmt.Fprintf(&s, `expect:
+  - count: {match: {work: {to: completed}}, min: %d, max: %d}
+`, n, n)
+	return s.String()
+}
+
+func BenchmarkBackgroundFanout(b *testing.B) {
+	benchmarkFanout(b, "background-fanout", backgroundFanoutScenario)
 }

@@ -72,6 +72,25 @@ func (o CampaignOptions) CheckSeeds() error {
 	return nil
 }
 
+// ShardSchedules is how many schedules the campaign's shard runs over
+// targets scenarios: one per scenario for each of the shard's seeds (at
+// most the largest int64; a campaign that large ends at its budget).
+func (o CampaignOptions) ShardSchedules(targets int) int64 {
+	sh := o.Shard
+	if sh.Count == 0 {
+		sh = Shard{Index: 0, Count: 1}
+	}
+	count := int64(sh.Count)
+	seeds := o.Seeds / count
+	if o.Seeds%count > int64(sh.Index) {
+		seeds++
+	}
+	if t := int64(targets); t > 0 && seeds > math.MaxInt64/t {
+		return math.MaxInt64
+	}
+	return seeds * int64(targets)
+}
+
 // Load returns a fresh copy of a scenario: a campaign runs schedules on many
 // goroutines, and a scenario's agents must not be shared between
 // concurrent runs.
@@ -174,7 +193,21 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 		defer stopBudget()
 	}
 
-	jobs := make(chan job, opts.Jobs*4)
+	// The campaign's schedules are numbered seed by seed, each seed's
+	// targets in order; a job takes the next number. No goroutine feeds
+	// the jobs: a hand-off per schedule between a feeder and the jobs
+	// cost a wake-up on the other core every few tens of microseconds.
+	perSeed, count := int64(len(targets)), int64(opts.Shard.Count)
+	total := opts.ShardSchedules(len(targets))
+	var next atomic.Int64
+	take := func() (job, bool) {
+		i := next.Add(1) - 1
+		if i < 0 || i >= total || ctx.Err() != nil {
+			return job{}, false
+		}
+		k := int64(opts.Shard.Index) + i/perSeed*count
+		return job{target: &targets[i%perSeed], seed: opts.Start + k}, true
+	}
 	var done, failing, crashed, crashes atomic.Int64
 	var mu sync.Mutex
 	res := &CampaignResult{}
@@ -186,7 +219,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 		go func() {
 			defer wg.Done()
 			cache := map[*Target]*scenarios.Scenario{}
-			for j := range jobs {
+			for j, ok := take(); ok; j, ok = take() {
 				sc := cache[j.target]
 				if sc == nil {
 					var err error
@@ -232,23 +265,6 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 		}()
 	}
 
-feed:
-	// Counted by offset, not by seed: Start+Seeds may be one past the
-	// largest int64.
-	for k := int64(0); k < opts.Seeds; k++ {
-		if int(k%int64(opts.Shard.Count)) != opts.Shard.Index {
-			continue
-		}
-		s := opts.Start + k
-		for i := range targets {
-			select {
-			case jobs <- job{target: &targets[i], seed: s}:
-			case <-ctx.Done():
-				break feed
-			}
-		}
-	}
-	close(jobs)
 	wg.Wait()
 	if res.Stopped == "" && ctx.Err() != nil && opts.Budget > 0 && time.Since(start) >= opts.Budget {
 		res.Stopped = "stopped at the time budget"

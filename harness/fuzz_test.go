@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,6 +107,32 @@ func TestShardsAreDisjointAndCoverTheSeedSpace(t *testing.T) {
 	}
 	if sh, err := harness.ParseShard("2/5"); err != nil || sh != (harness.Shard{Index: 2, Count: 5}) {
 		t.Errorf("ParseShard(2/5) = %v, %v", sh, err)
+	}
+}
+
+// An uneven split of seeds over shards, two scenarios a seed, two jobs:
+// each shard runs the schedules ShardSchedules counts, and together they
+// run every one once.
+func TestShardSchedulesIsWhatEachShardRuns(t *testing.T) {
+	targets := []harness.Target{builtinTarget("cancel-vs-complete"), builtinTarget("queued-cancel")}
+	total := int64(0)
+	for i := range 4 {
+		opts := harness.CampaignOptions{Seeds: 31, Start: 7, Jobs: 2, Shard: harness.Shard{Index: i, Count: 4}}
+		res := harness.Fuzz(context.Background(), targets, opts)
+		want := int64(16)
+		if i == 3 {
+			want = 14
+		}
+		if n := opts.ShardSchedules(len(targets)); n != want || res.Schedules != want {
+			t.Errorf("shard %d/4: ShardSchedules %d, ran %d, want %d", i, n, res.Schedules, want)
+		}
+		total += res.Schedules
+	}
+	if total != 62 {
+		t.Errorf("the shards ran %d schedules together, want 62", total)
+	}
+	if n := (harness.CampaignOptions{Seeds: math.MaxInt64, Start: 1}).ShardSchedules(3); n != math.MaxInt64 {
+		t.Errorf("the largest seed space over 3 scenarios counts %d schedules, want the largest int64", n)
 	}
 }
 

@@ -68,13 +68,22 @@ type Facts struct {
 	Secrets []string
 	// CallStarted maps a tool call id to the virtual time it started.
 	CallStarted map[string]time.Duration
-	// Sends maps a send identity to the receipt it got.
+	// Sends maps a send identity to the receipt it got (nil until the
+	// first send).
 	Sends map[string]string
 	// justDetached is the Work the previous entry detached: the detach
 	// call's own receipt follows it.
 	justDetached string
 	// Tasks is what a platform run's events said of its durable tasks.
 	Tasks map[string]*TaskFacts
+
+	// secrets holds the first leakPrefix bytes of each of Secrets, in its
+	// order; unreturned holds, per owner, the outputs of its Work that no
+	// result call has returned yet (long enough to count), in creation
+	// order, tagged with the Work's id. An entry is checked against
+	// these, not against every Work and secret of the run.
+	secrets    needles
+	unreturned map[string]*needles
 }
 
 // WorkFacts is what the trace said of one Work item.
@@ -85,6 +94,9 @@ type WorkFacts struct {
 	Output   string
 	Rejoined bool
 	Cursor   int
+
+	order  int // position in Facts.Order
+	needle int // 1 + position among the owner's unreturned outputs; 0: none
 }
 
 // Caps checked by the invariants.
@@ -125,7 +137,7 @@ type checker struct {
 
 func newChecker(r *run, invs []Invariant) *checker {
 	return &checker{r: r, invs: invs, state: Facts{
-		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}, Sends: map[string]string{},
+		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{},
 	}}
 }
 
@@ -231,7 +243,7 @@ func (s *Facts) learn(e *trace.Entry) {
 	case trace.Work:
 		w := s.Works[e.Work]
 		if w == nil {
-			w = &WorkFacts{Owner: e.Run}
+			w = &WorkFacts{Owner: e.Run, order: len(s.Order)}
 			s.Works[e.Work] = w
 			s.Order = append(s.Order, e.Work)
 		}
@@ -247,6 +259,7 @@ func (s *Facts) learn(e *trace.Entry) {
 		}
 		if w := s.Works[e.Work]; w != nil && e.Error == "" {
 			w.Output = e.Content
+			s.awaitResult(e.Work, w)
 		}
 		secret := e.Content
 		if e.Error != "" {
@@ -254,6 +267,7 @@ func (s *Facts) learn(e *trace.Entry) {
 		}
 		if len(secret) >= minSecretLen {
 			s.Secrets = append(s.Secrets, secret)
+			s.secrets.add(secret[:min(len(secret), leakPrefix)], len(s.Secrets)-1, "")
 		}
 	case trace.ToolCall:
 		s.CallStarted[e.Run+"/"+e.Call.ID] = e.At
@@ -261,9 +275,13 @@ func (s *Facts) learn(e *trace.Entry) {
 		if e.Action == "result" {
 			if w := s.Works[e.Work]; w != nil && w.Output != "" && e.Content == w.Output {
 				w.Rejoined = true
+				s.awaitResult(e.Work, w)
 			}
 		}
 		if e.Action == "send" && !e.IsError {
+			if s.Sends == nil {
+				s.Sends = map[string]string{}
+			}
 			s.Sends[e.Run+"/"+e.Call.ID+"/"+fmt.Sprint(e.Step)] = e.Content
 			var rec core.SendReceipt
 			if json.Unmarshal([]byte(e.Content), &rec) == nil {
@@ -273,6 +291,28 @@ func (s *Facts) learn(e *trace.Entry) {
 			}
 		}
 	}
+}
+
+// awaitResult keeps the owner's unreturned outputs up to date with w:
+// indexed while w has an output that no result returned, long enough to
+// count as a leak.
+func (s *Facts) awaitResult(id string, w *WorkFacts) {
+	set := s.unreturned[w.Owner]
+	if w.needle > 0 {
+		set.remove(w.needle - 1)
+		w.needle = 0
+	}
+	if w.Output == "" || w.Rejoined || len(w.Output) < minSecretLen {
+		return
+	}
+	if set == nil {
+		if s.unreturned == nil {
+			s.unreturned = map[string]*needles{}
+		}
+		set = &needles{}
+		s.unreturned[w.Owner] = set
+	}
+	w.needle = 1 + set.add(w.Output, w.order, id)
 }
 
 func checkLegal(s *Facts, e *trace.Entry) string {
@@ -323,11 +363,10 @@ func checkSecrets(s *Facts, e *trace.Entry) string {
 		return ""
 	}
 	for _, t := range texts {
-		for _, sec := range s.Secrets {
-			// A status row cuts labels, so a leak may be only a prefix.
-			if strings.Contains(t, sec[:min(len(sec), leakPrefix)]) {
-				return fmt.Sprintf("%s of %s carries child content %q", where, e.Run, abbreviate(sec))
-			}
+		// A status row cuts labels, so a leak may be only a prefix: the
+		// set holds each secret's first leakPrefix bytes.
+		if i := s.secrets.first(t, nil); i >= 0 {
+			return fmt.Sprintf("%s of %s carries child content %q", where, e.Run, abbreviate(s.Secrets[i]))
 		}
 	}
 	return ""
@@ -344,32 +383,43 @@ func checkOutputOnlyThroughResult(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.Request && e.Kind != trace.ToolResult {
 		return ""
 	}
-	for _, id := range s.Order {
-		w := s.Works[id]
-		if w.Owner != e.Run || w.Output == "" || w.Rejoined || len(w.Output) < minSecretLen {
-			continue
+	set := s.unreturned[e.Run]
+	if set == nil || set.live == 0 {
+		return ""
+	}
+	if e.Kind == trace.ToolResult {
+		i := set.first(e.Content, func(i int) bool {
+			// The result call that returns the output is how it may arrive.
+			return e.Action != "result" || e.Work != set.list[i].tag || e.Content != set.list[i].s
+		})
+		if i < 0 {
+			return ""
 		}
-		if e.Kind == trace.ToolResult {
-			if e.Action == "result" && e.Work == id && e.Content == w.Output {
-				continue
-			}
-			if strings.Contains(e.Content, w.Output) {
-				return fmt.Sprintf("the output of %s reached %s through a %s call, not a work result", id, e.Run, e.Call.Name)
-			}
-			continue
-		}
-		for _, m := range e.Messages {
-			if strings.Contains(m.Content, w.Output) {
-				return fmt.Sprintf("the output of %s is in a request message of %s before a work result returned it", id, e.Run)
-			}
-		}
-		for _, row := range e.Status {
-			if strings.Contains(row, w.Output) {
-				return fmt.Sprintf("the output of %s is in a status row of %s", id, e.Run)
-			}
+		return fmt.Sprintf("the output of %s reached %s through a %s call, not a work result", set.list[i].tag, e.Run, e.Call.Name)
+	}
+	// The Work of least order whose output any message or row carries.
+	best := -1
+	consider := func(i int) {
+		if i >= 0 && (best < 0 || set.list[i].order < set.list[best].order) {
+			best = i
 		}
 	}
-	return ""
+	for _, m := range e.Messages {
+		consider(set.first(m.Content, nil))
+	}
+	for _, row := range e.Status {
+		consider(set.first(row, nil))
+	}
+	if best < 0 {
+		return ""
+	}
+	id, out := set.list[best].tag, set.list[best].s
+	for _, m := range e.Messages {
+		if strings.Contains(m.Content, out) {
+			return fmt.Sprintf("the output of %s is in a request message of %s before a work result returned it", id, e.Run)
+		}
+	}
+	return fmt.Sprintf("the output of %s is in a status row of %s", id, e.Run)
 }
 
 // checkNotFound: an id action on a detached, foreign or unknown id answers

@@ -110,6 +110,33 @@ var _ = Describe("invariants", func() {
 			}), "request 9"),
 	)
 
+	It("output-only-through-result and no-child-content-in-status: among 40 children's outputs, the one that leaked is caught and named", func() {
+		const leaked = "Part 22 is researched."
+		var work string
+		defect := func(e trace.Entry) []trace.Entry {
+			if e.Kind != trace.RunEnd || e.Content != leaked {
+				return nil
+			}
+			work = e.Work
+			return []trace.Entry{
+				{Kind: trace.Request, Run: "coordinator#1", Agent: "coordinator", Step: 90,
+					Messages: []core.Message{{Role: core.RoleUser, Content: "Leaked early: " + leaked}}},
+				{Kind: trace.Request, Run: "coordinator#1", Agent: "coordinator", Step: 91,
+					Status: []string{"- " + e.Work + " · research · completed 1s · " + leaked}},
+			}
+		}
+		sc := load(backgroundFanoutScenario(40))
+		o := harness.Run(sc, harness.WithTraceDefect(harness.Options{Seed: 5}, defect))
+		Expect(work).NotTo(BeEmpty())
+		Expect(o.Violations).To(ContainElements(
+			SatisfyAll(HaveField("Invariant", "output-only-through-result"),
+				HaveField("Message", "the output of "+work+" is in a request message of coordinator#1 before a work result returned it")),
+			SatisfyAll(HaveField("Invariant", "no-child-content-in-status"),
+				HaveField("Message", `a status row of coordinator#1 carries child content "`+leaked+`"`)),
+		), transcript(o))
+		Expect(harness.Run(sc, harness.Options{Seed: 5}).Violations).To(BeEmpty(), "without the defect the run is clean")
+	})
+
 	It("caps: a result wait never outlasts 30 s", func() {
 		sc := load(coordinatorYAML("slow-result", `
 research-coordinator:

@@ -102,3 +102,49 @@ func reportCPU(b *testing.B) func() {
 		b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// BenchmarkIdlePoll is the scheduled-work ticker alone over eight virtual
+// days: one row, due in a month, no sweepers and no recovery pass, so that
+// every one of the 11,520 wake-ups is an idle poll; ns/poll is the cost of
+// one, the clock's jump to it included.
+func BenchmarkIdlePoll(b *testing.B) {
+	const days = 8
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		s := sim.New(sim.Options{ReplayStrict: true, Start: epoch})
+		p, err := platform.New(platform.Options{
+			Core:                     core.Options{Provider: scripted.New(), Clock: s.Clock(), IDs: &core.SequentialIDs{}, Executor: s},
+			Agents:                   map[string]*core.Agent{"scout": {ID: "scout"}},
+			Store:                    store.NewMemory(),
+			Instance:                 "bench",
+			NoSweepers:               true,
+			ScheduleRecoveryInterval: 60 * 24 * time.Hour,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		root, err := p.NewSession(platform.SessionOptions{Agent: "scout", User: "ada"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Cron(root, "0 9 1 2 *", "the yearly report"); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Settle(); err != nil {
+			b.Fatal(err)
+		}
+		steps := s.Steps()
+		if err := s.RunFor(days * 24 * time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		if s.Steps() != steps {
+			b.Fatalf("%d actor steps in a week of idle polls", s.Steps()-steps)
+		}
+		_ = p.Close()
+		if err := s.Settle(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*days*24*60), "ns/poll")
+}

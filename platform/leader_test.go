@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -42,5 +43,28 @@ var _ = Describe("The scheduled-work ticker's leader", func() {
 		Expect(survivorFired).NotTo(BeEmpty())
 		Expect(epoch.Add(survivorFired[0])).To(BeTemporally("<=", dies.Add(platform.DefaultLeaderTTL)),
 			"the survivor's first fire, at +%s, is more than one lease after the leader died at +4m30s", survivorFired[0])
+	})
+})
+
+var _ = Describe("The scheduled-work ticker's idle poll", func() {
+	It("costs no actor and no allocation: hours of polls with nothing due, a row due tomorrow", func() {
+		// No recovery pass in these hours: that pass has work to do.
+		e := newEnv(func(o *platform.Options) { o.ScheduleRecoveryInterval = 30 * 24 * time.Hour })
+		root := e.root("scout")
+		_, err := e.p.Cron(root, "0 9 * * *", "the morning report")
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(time.Minute) // the first poll
+		steps, jumps := e.sim.Steps(), 0
+		var runErr error
+		allocs := testing.AllocsPerRun(3, func() {
+			if err := e.sim.RunFor(time.Hour); err != nil {
+				runErr = err
+			}
+			jumps++
+		})
+		Expect(runErr).NotTo(HaveOccurred())
+		Expect(e.sim.Steps()).To(Equal(steps), "an idle poll starts no actor")
+		Expect(allocs).To(BeZero(), "allocations per hour of idle polls")
+		Expect(e.sim.Clock().Now()).To(Equal(epoch.Add(time.Minute + time.Duration(jumps)*time.Hour)))
 	})
 })

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing/fstest"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -280,6 +281,35 @@ var _ = Describe("The built-in scenarios", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(a.Run.Agents["coordinator"]).NotTo(BeIdenticalTo(b.Run.Agents["coordinator"]))
 		Expect(a.Source).To(Equal("builtin:research-coordinator"))
+	})
+
+	It("are listed as loading each in full describes it", func() {
+		for _, b := range Builtins() {
+			sc, err := Builtin(b.Name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(BuiltinInfo{Name: sc.Name, Description: sc.Description, Tags: sc.Tags}).To(Equal(b))
+		}
+	})
+
+	It("are listed from each file's header alone, and only the one asked for is loaded in full", func() {
+		rc, _ := BuiltinSource("research-coordinator")
+		full, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(UseBuiltinFiles(fstest.MapFS{
+			"builtin/broken.yaml":               {Data: []byte("# a comment\nname: broken\ndescription: >-\n  Listed from\n  its header\ntags: [x, y]\nagents: 42\n")},
+			"builtin/research-coordinator.yaml": {Data: rc},
+		}))
+		Expect(Builtins()).To(Equal([]BuiltinInfo{
+			{Name: "broken", Description: "Listed from its header", Tags: []string{"x", "y"}},
+			{Name: "research-coordinator", Description: full.Description, Tags: []string{"recipe", "background"}},
+		}))
+		_, err = Builtin("broken")
+		Expect(err).To(MatchError(ContainSubstring("builtin:broken:7:")))
+	})
+
+	It("that name themselves otherwise than their file are refused when listed", func() {
+		DeferCleanup(UseBuiltinFiles(fstest.MapFS{"builtin/one.yaml": {Data: []byte("name: two\nagents: {}\n")}}))
+		Expect(func() { Builtins() }).To(PanicWith(MatchError(`built-in scenario file one.yaml names itself "two"`)))
 	})
 
 	It("suggest the name meant when a name is wrong", func() {

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -644,19 +643,11 @@ func (p *Pattern) matchBackground(e *trace.Entry) bool {
 		if p.Tool != "" && c.Name != p.Tool {
 			continue
 		}
-		if runsInBackground(c.Arguments) == *p.InBackground {
+		if RunsInBackground(c.Arguments) == *p.InBackground {
 			return true
 		}
 	}
 	return false
-}
-
-func runsInBackground(args string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal([]byte(args), &m) != nil {
-		return false
-	}
-	return string(m[core.BackgroundFlag]) == "true"
 }
 
 func (p *Pattern) matchTool(e *trace.Entry) bool {

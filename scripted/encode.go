@@ -3,7 +3,6 @@ package scripted
 import (
 	"encoding/json"
 
-	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
 
@@ -14,16 +13,16 @@ import (
 // the path of every scripted step, so internal/jsonenc writes them without
 // reflection and without first copying the value to resolve it; anything
 // it declines is resolved the slow way and left to encoding/json.
-func appendJSON(b []byte, req *core.Request, v any) ([]byte, error) {
+func appendJSON(b []byte, h *history, v any) ([]byte, error) {
 	start := len(b)
-	out, ok, err := jsonenc.AppendWith(b, v, refEncoder{req})
+	out, ok, err := jsonenc.AppendWith(b, v, refEncoder{h})
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		return out, nil
 	}
-	v, err = resolve(req, v)
+	v, err = resolve(h, v)
 	if err != nil {
 		return nil, err
 	}
@@ -36,13 +35,13 @@ func appendJSON(b []byte, req *core.Request, v any) ([]byte, error) {
 
 // refEncoder stands in what a script's symbolic references resolve to in
 // the request.
-type refEncoder struct{ req *core.Request }
+type refEncoder struct{ h *history }
 
 // Substitute implements jsonenc.Leaf.
 func (e refEncoder) Substitute(v any) (any, bool, error) {
 	switch t := v.(type) {
 	case WorkOf, ResultField:
-		plain, err := resolve(e.req, t)
+		plain, err := resolve(e.h, t)
 		return plain, err == nil, err
 	}
 	return nil, false, nil

@@ -2,8 +2,10 @@ package scripted
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -23,7 +25,7 @@ var encodeCases = []any{
 func TestArgumentsAndOutputsEncodeByteForByteAsEncodingJSON(t *testing.T) {
 	for _, v := range encodeCases {
 		want, werr := json.Marshal(v)
-		got, gerr := appendJSON(nil, nil, v)
+		got, gerr := appendJSON(nil, &noHistory, v)
 		if (werr != nil) != (gerr != nil) || string(got) != string(want) {
 			t.Errorf("appendJSON(%#v) = %s, %v; json.Marshal gives %s, %v", v, got, gerr, want, werr)
 		}
@@ -32,7 +34,7 @@ func TestArgumentsAndOutputsEncodeByteForByteAsEncodingJSON(t *testing.T) {
 
 func TestNonFiniteNumbersFailAsInEncodingJSON(t *testing.T) {
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		if _, err := appendJSON(nil, nil, f); err == nil {
+		if _, err := appendJSON(nil, &noHistory, f); err == nil {
 			t.Errorf("appendJSON(%v) succeeded; encoding/json refuses it", f)
 		}
 	}
@@ -43,7 +45,7 @@ func TestRandomScriptValuesEncodeAsEncodingJSON(t *testing.T) {
 	for range 2000 {
 		v := randomValue(r, 3)
 		want, _ := json.Marshal(v)
-		got, err := appendJSON(nil, nil, v)
+		got, err := appendJSON(nil, &noHistory, v)
 		if err != nil || string(got) != string(want) {
 			t.Fatalf("appendJSON(%#v) = %s, %v; json.Marshal gives %s", v, got, err, want)
 		}
@@ -93,11 +95,11 @@ func TestWorkOfInArgumentsResolveToTheIDTheHistoryShows(t *testing.T) {
 	req := &core.Request{Messages: []core.Message{
 		{Role: core.RoleTool, ToolName: "research", Content: `{"kind":"work.ref","id":"w-7","targetId":"r","guarantees":{"execution":"process-local","rejoin":"process-local"}}`},
 	}}
-	got, err := appendJSON(nil, req, map[string]any{"action": "result", "id": WorkOf("research")})
+	got, err := appendJSON(nil, &history{req: req}, map[string]any{"action": "result", "id": WorkOf("research")})
 	if err != nil || string(got) != `{"action":"result","id":"w-7"}` {
 		t.Errorf("got %s, %v", got, err)
 	}
-	if _, err := appendJSON(nil, req, []any{WorkOf("other")}); err == nil {
+	if _, err := appendJSON(nil, &history{req: req}, []any{WorkOf("other")}); err == nil {
 		t.Error("a reference to a tool that returned no work.ref encoded without error")
 	}
 }
@@ -122,4 +124,43 @@ func TestAWorkRefIsReadAsTheJSONDecoderReadsIt(t *testing.T) {
 			t.Errorf("parseWorkRef(%s) = %+v, %v; the decoder reads %+v, %v", c, got, ok, want, wantOK)
 		}
 	}
+}
+
+// A run's references resolve through the provider's index of its history
+// exactly as a pass over the whole history resolves them: over requests
+// whose history grows, and over one whose history is not the one read
+// before (shorter, or ending elsewhere), which is read again.
+func TestWorkOfResolvesThroughTheRunsIndexAsThroughItsWholeHistory(t *testing.T) {
+	ref := func(tool, id string) core.Message {
+		return core.Message{Role: core.RoleTool, ToolName: tool, ToolCallID: "c-" + id,
+			Content: `{"kind":"work.ref","id":"` + id + `","targetId":"r","guarantees":{"execution":"process-local","rejoin":"process-local"}}`}
+	}
+	var msgs []core.Message
+	for i := 1; i <= 30; i++ {
+		tool := "research"
+		if i%3 == 0 {
+			tool = "index"
+		}
+		msgs = append(msgs, ref(tool, fmt.Sprintf("w-%d", i)), core.Message{Role: core.RoleAssistant, Content: "noted"})
+	}
+	msgs = append(msgs, core.Message{Role: core.RoleTool, ToolName: "research", IsError: true, Content: `{"kind":"work.ref","id":"w-err"}`})
+	var refs runRefs
+	specs := []string{"research", "research#1", "research#7", "research#20", "research#21", "index", "index#3", "index#11", "other", "research#0"}
+	check := func(hist []core.Message) {
+		t.Helper()
+		req := &core.Request{Run: "coordinator#1", Messages: hist}
+		for _, spec := range specs {
+			want, wok := FindWorkRef(req, spec)
+			got, gok := refs.find(req, spec)
+			if got != want || gok != wok {
+				t.Fatalf("%d messages, %s: the index says %v %v, the whole history %v %v", len(hist), spec, got.ID, gok, want.ID, wok)
+			}
+		}
+	}
+	for n := 0; n <= len(msgs); n += 3 {
+		check(msgs[:n])
+	}
+	check(msgs[:10])                                                // shorter than what was read
+	check(append(slices.Clone(msgs[:9]), ref("research", "w-new"))) // as long, another last message
+	check(msgs)
 }

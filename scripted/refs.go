@@ -23,12 +23,7 @@ type WorkOf string
 // FindWorkRef returns the work.ref of the most recent result of the named
 // tool in the request's history; "tool#n" returns the n-th from the start.
 func FindWorkRef(req *core.Request, tool string) (core.WorkRef, bool) {
-	nth := 0
-	if i := strings.LastIndexByte(tool, '#'); i >= 0 {
-		if n, err := strconv.Atoi(tool[i+1:]); err == nil && n > 0 {
-			tool, nth = tool[:i], n
-		}
-	}
+	tool, nth := splitRef(tool)
 	isRef := func(m *core.Message) (core.WorkRef, bool) {
 		if m.Role != core.RoleTool || m.ToolName != tool || m.IsError {
 			return core.WorkRef{}, false
@@ -52,6 +47,111 @@ func FindWorkRef(req *core.Request, tool string) (core.WorkRef, bool) {
 		}
 	}
 	return core.WorkRef{}, false
+}
+
+// splitRef reads "tool#n" as the tool and n (from 1), and "tool" as the
+// tool and 0, the most recent.
+func splitRef(spec string) (tool string, nth int) {
+	if i := strings.LastIndexByte(spec, '#'); i >= 0 {
+		if n, err := strconv.Atoi(spec[i+1:]); err == nil && n > 0 {
+			return spec[:i], n
+		}
+	}
+	return spec, 0
+}
+
+// runRefs is what a run's history has shown of work.refs so far: the
+// results of each tool in history order, each read as a work.ref at most
+// once, and how far the history was read. A run's history only grows from
+// request to request (the runtime seals it), so a reference costs the
+// messages new since the run's previous request, not a pass over its whole
+// history (which made a script that rejoins N Work items quadratic in N).
+// A history that did not grow from what was read (the last message read is
+// not where it was) is read again from the start.
+type runRefs struct {
+	read   int
+	last   core.Message // the last message read
+	byTool []toolRefs   // a run calls few tools: a list, not a map
+}
+
+// toolRefs are one tool's results: the history's messages (by position),
+// how many of them were read as work.refs, and the refs they were.
+type toolRefs struct {
+	tool   string
+	msgs   []int
+	parsed int
+	refs   []core.WorkRef
+}
+
+// find answers FindWorkRef(req, spec) from the index.
+func (r *runRefs) find(req *core.Request, spec string) (core.WorkRef, bool) {
+	msgs := req.Messages
+	if r.read > len(msgs) || r.read > 0 && !sameMessage(&msgs[r.read-1], &r.last) {
+		r.read, r.byTool = 0, r.byTool[:0]
+	}
+	for ; r.read < len(msgs); r.read++ {
+		if m := &msgs[r.read]; m.Role == core.RoleTool && !m.IsError {
+			t := r.of(m.ToolName)
+			t.msgs = append(t.msgs, r.read)
+		}
+	}
+	if r.read > 0 {
+		r.last = msgs[r.read-1]
+	}
+	tool, nth := splitRef(spec)
+	t := r.of(tool)
+	for ; t.parsed < len(t.msgs) && (nth == 0 || len(t.refs) < nth); t.parsed++ {
+		if ref, ok := parseWorkRef(msgs[t.msgs[t.parsed]].Content); ok {
+			t.refs = append(t.refs, ref)
+		}
+	}
+	switch {
+	case len(t.refs) == 0 || nth > len(t.refs):
+		return core.WorkRef{}, false
+	case nth == 0:
+		return t.refs[len(t.refs)-1], true
+	}
+	return t.refs[nth-1], true
+}
+
+// of returns the tool's results, added when the run has none yet.
+func (r *runRefs) of(tool string) *toolRefs {
+	for i := range r.byTool {
+		if r.byTool[i].tool == tool {
+			return &r.byTool[i]
+		}
+	}
+	r.byTool = append(r.byTool, toolRefs{tool: tool})
+	return &r.byTool[len(r.byTool)-1]
+}
+
+// sameMessage compares what identifies a message in a history; strings
+// that share their bytes compare at once.
+func sameMessage(a, b *core.Message) bool {
+	return a.Role == b.Role && a.ToolCallID == b.ToolCallID && a.ToolName == b.ToolName &&
+		a.IsError == b.IsError && a.Guidance == b.Guidance && len(a.ToolCalls) == len(b.ToolCalls) && a.Content == b.Content
+}
+
+// indexRefsFrom is the history length from which a run's references are
+// answered from its index: a shorter one costs less to read whole.
+const indexRefsFrom = 32
+
+// history is what a script's references resolve against: the request, and
+// the index of the run's work.refs that answers WorkOf (nil: the request's
+// history is read whole).
+type history struct {
+	req  *core.Request
+	refs *runRefs
+}
+
+// noHistory resolves nothing: a reference is written as the text it holds.
+var noHistory history
+
+func (h *history) workRef(spec string) (core.WorkRef, bool) {
+	if h.refs == nil || len(h.req.Messages) < indexRefsFrom && h.refs.read == 0 {
+		return FindWorkRef(h.req, spec)
+	}
+	return h.refs.find(h.req, spec)
 }
 
 // parseWorkRef reads a tool message that may be a work.ref. The runtime
@@ -93,13 +193,14 @@ func plainJSONString(s string) bool {
 }
 
 // resolve replaces symbolic references in v.
-func resolve(req *core.Request, v any) (any, error) {
+func resolve(h *history, v any) (any, error) {
+	req := h.req
 	switch t := v.(type) {
 	case WorkOf:
 		if req == nil {
 			return string(t), nil // nothing to resolve against
 		}
-		ref, ok := FindWorkRef(req, string(t))
+		ref, ok := h.workRef(string(t))
 		if !ok {
 			return nil, errNoWorkRef(string(t))
 		}
@@ -116,7 +217,7 @@ func resolve(req *core.Request, v any) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
-			r, err := resolve(req, x)
+			r, err := resolve(h, x)
 			if err != nil {
 				return nil, err
 			}
@@ -126,7 +227,7 @@ func resolve(req *core.Request, v any) (any, error) {
 	case []any:
 		out := make([]any, len(t))
 		for i, x := range t {
-			r, err := resolve(req, x)
+			r, err := resolve(h, x)
 			if err != nil {
 				return nil, err
 			}

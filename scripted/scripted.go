@@ -125,6 +125,32 @@ type Provider struct {
 	runs     map[string]int // run id → ordinal of the run among its agent's runs
 	ordinals map[string]int // agent → runs seen
 	callSeq  int
+	// histories are the runs whose steps' calls took arguments, by run id.
+	histories map[string]*runHistory
+}
+
+// runHistory is what a run's step's references resolve against, and the
+// work.refs that run's history showed. Only the run's own step reads or
+// changes it, and a run takes one step at a time.
+type runHistory struct {
+	history history
+	refs    runRefs
+}
+
+// history returns what the run's references resolve against in req.
+func (p *Provider) history(req *core.Request) *history {
+	p.mu.Lock()
+	run := p.histories[req.Run]
+	if run == nil {
+		if p.histories == nil {
+			p.histories = map[string]*runHistory{}
+		}
+		run = &runHistory{}
+		p.histories[req.Run] = run
+	}
+	p.mu.Unlock()
+	run.history = history{req: req, refs: &run.refs}
+	return &run.history
 }
 
 type script struct {
@@ -147,7 +173,7 @@ func (s *script) take(i int) {
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, funcs: map[string]Func{}, runs: map[string]int{}, ordinals: map[string]int{}}
+	p := &Provider{scripts: map[string]*script{}, runs: map[string]int{}, ordinals: map[string]int{}}
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -178,6 +204,9 @@ func (p *Provider) ScriptRun(agent string, n int, turns ...Turn) *Provider {
 func (p *Provider) Answer(agent string, f Func) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.funcs == nil {
+		p.funcs = map[string]Func{}
+	}
 	p.funcs[agent] = f
 	return p
 }
@@ -341,7 +370,7 @@ func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {
 		case nil:
 		default:
 			var scratch [512]byte // args is a copy of what is written here
-			raw, err := appendJSON(scratch[:0], req, a)
+			raw, err := appendJSON(scratch[:0], p.history(req), a)
 			if err != nil {
 				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
 			}
@@ -390,7 +419,7 @@ func encodeJSON(v any) (json.RawMessage, error) {
 	// Outputs hold no references: resolving against no request finds none,
 	// and a WorkOf in an output is encoded as json.Marshal would (a string).
 	var scratch [1024]byte
-	raw, err := appendJSON(scratch[:0], nil, v)
+	raw, err := appendJSON(scratch[:0], &noHistory, v)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 // session turns the requests a client sends, and the answers it gets,
@@ -578,7 +579,7 @@ func (ss *session) answer(t *turn, resp *core.Response, err error, now time.Time
 			continue
 		}
 		c.child = &child
-		c.background = child.background && backgroundFlag(call.Arguments)
+		c.background = child.background && scenarios.RunsInBackground(call.Arguments)
 		if child.agent != nil {
 			if in, ok := childInput(child.agent, call.Arguments); ok {
 				c.first, c.firstOK = "", false
@@ -593,11 +594,6 @@ func (ss *session) answer(t *turn, resp *core.Response, err error, now time.Time
 		end.Content = responseText(resp)
 		r.endAt = ss.add(now, end)
 	}
-}
-
-func backgroundFlag(args string) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal([]byte(args), &m) == nil && string(m[core.BackgroundFlag]) == "true"
 }
 
 // observed completes the entries (the state each Work was first seen in,
