@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
@@ -231,7 +231,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r.checker = newChecker(r, invs)
 
 	out := &Outcome{Result: &scenarios.Result{Scenario: sc.Name, Seed: opts.Seed, Outputs: map[string]*core.RunResult{}}}
-	for _, name := range slices.Sorted(maps.Keys(sc.Run.Agents)) {
+	for _, name := range keys.Sorted(sc.Run.Agents) {
 		if err := r.rt.Prepare(sc.Run.Agents[name]); err != nil {
 			out.PrepareErr = err
 			break
@@ -443,7 +443,7 @@ func unreadFinding(id, label string) string {
 // unusedFindings are the findings for scripted turns no request used.
 func unusedFindings(unused map[string]int) []string {
 	var out []string
-	for _, agent := range slices.Sorted(maps.Keys(unused)) {
+	for _, agent := range keys.Sorted(unused) {
 		out = append(out, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
 	}
 	return out

@@ -5,13 +5,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
@@ -95,9 +95,9 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 	p.mu.Lock()
 	defer p.unlock()
-	for _, root := range slices.Sorted(maps.Keys(p.board)) {
+	for _, root := range keys.Sorted(p.board) {
 		b := p.board[root]
-		for _, k := range slices.Sorted(maps.Keys(b.claims)) {
+		for _, k := range keys.Sorted(b.claims) {
 			if c := b.claims[k]; !c.Expires.After(now) {
 				delete(b.claims, k)
 				claims++
@@ -196,7 +196,7 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 	}
 	p.mu.Unlock()
 	var deleted []string
-	for _, root := range slices.Sorted(maps.Keys(last)) {
+	for _, root := range keys.Sorted(last) {
 		if busy[root] || now.Sub(last[root]) < p.opts.WorkspaceGrace {
 			continue
 		}

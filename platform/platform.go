@@ -5,15 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/jonboulle/clockwork"
 	"github.com/robfig/cron/v3"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 // ID kinds the platform draws from core.IDSource.
@@ -159,7 +160,7 @@ func New(opts Options) (*Platform, error) {
 	}
 	p.base, p.stopBase = context.WithCancelCause(context.Background())
 	p.tools = p.platformTools()
-	for _, name := range slices.Sorted(maps.Keys(opts.Agents)) {
+	for _, name := range keys.Sorted(opts.Agents) {
 		if a := opts.Agents[name]; a == nil {
 			return nil, fmt.Errorf("platform: agent %q is nil", name)
 		}
@@ -411,7 +412,7 @@ func (p *Platform) AllEvents() []Event {
 	for _, s := range p.order {
 		out = append(out, s.log...)
 	}
-	for _, id := range slices.Sorted(maps.Keys(p.parked)) {
+	for _, id := range keys.Sorted(p.parked) {
 		out = append(out, p.parked[id]...)
 	}
 	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
@@ -242,7 +242,7 @@ func (p *Platform) newChildLocked(parent *session, kind Kind, agent string) (*se
 		tmpl = p.opts.Agents[agent]
 		name = agent
 		if tmpl == nil {
-			return nil, fmt.Errorf("%w %q; the agents are %s", ErrUnknownAgent, agent, strings.Join(slices.Sorted(maps.Keys(p.opts.Agents)), ", "))
+			return nil, fmt.Errorf("%w %q; the agents are %s", ErrUnknownAgent, agent, strings.Join(keys.Sorted(p.opts.Agents), ", "))
 		}
 	}
 	s := &session{id: p.ids.NewID(IDSession), parent: parent.id, root: parent.root, kind: kind, agentName: name,
@@ -464,7 +464,7 @@ func (p *Platform) Session(id string) (SessionInfo, bool) {
 		Attempt: s.attempt, Schedule: s.schedule, Output: s.output, Children: slices.Clone(s.children),
 		History: slices.Clone(s.history)}
 	if a, err := p.variantLocked(s); err == nil {
-		info.Tools = slices.Sorted(maps.Keys(a.Tools))
+		info.Tools = keys.Sorted(a.Tools)
 	}
 	return info, true
 }

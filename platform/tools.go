@@ -6,11 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
 )
 
 // Platform tool names.
@@ -124,12 +123,12 @@ func (p *Platform) platformTools() map[string]*core.Tool {
 		ToolBoardRead: {"Read the board: live claims and notes.", `{"type":"object","properties":{},"additionalProperties":false}`, p.toolBoardRead},
 	}
 	schemaOnce.Do(func() {
-		for _, name := range slices.Sorted(maps.Keys(defs)) {
+		for _, name := range keys.Sorted(defs) {
 			schemas[name] = core.MustSchema(defs[name].schema)
 		}
 	})
 	out := make(map[string]*core.Tool, len(defs))
-	for _, name := range slices.Sorted(maps.Keys(defs)) {
+	for _, name := range keys.Sorted(defs) {
 		d := defs[name]
 		out[name] = &core.Tool{
 			Description: d.desc,

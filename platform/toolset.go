@@ -2,11 +2,11 @@ package platform
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
@@ -169,7 +169,7 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	}
 	plat := platformToolsFor(s, p.opts.MaxDelegationDepth)
 	var authored []string
-	for _, name := range slices.Sorted(maps.Keys(s.tmpl.Tools)) {
+	for _, name := range keys.Sorted(s.tmpl.Tools) {
 		if !permits(s.allowed, s.excluded, name, false) {
 			continue
 		}

@@ -3,13 +3,13 @@ package platform
 import (
 	"context"
 	"errors"
-	"maps"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
@@ -245,7 +245,7 @@ func (p *Platform) Board(root string) ([]Claim, []Note) {
 		return nil, nil
 	}
 	claims := make([]Claim, 0, len(b.claims))
-	for _, k := range slices.Sorted(maps.Keys(b.claims)) {
+	for _, k := range keys.Sorted(b.claims) {
 		claims = append(claims, b.claims[k])
 	}
 	return claims, slices.Clone(b.notes)

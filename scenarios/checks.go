@@ -7,12 +7,12 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -76,7 +76,7 @@ func goAgents(s *Scenario) ([]string, map[string]*core.Agent) {
 		}
 		byID[a.ID] = a
 		order = append(order, a.ID)
-		for _, name := range slices.Sorted(maps.Keys(a.Tools)) {
+		for _, name := range keys.Sorted(a.Tools) {
 			switch t := a.Tools[name].(type) {
 			case *core.Agent:
 				walk(t)
@@ -85,11 +85,11 @@ func goAgents(s *Scenario) ([]string, map[string]*core.Agent) {
 			}
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.Run.Agents)) {
+	for _, name := range keys.Sorted(s.Run.Agents) {
 		walk(s.Run.Agents[name])
 	}
 	if s.Platform != nil {
-		for _, id := range slices.Sorted(maps.Keys(s.Platform.Agents)) {
+		for _, id := range keys.Sorted(s.Platform.Agents) {
 			walk(s.Platform.Agents[id])
 		}
 	}
@@ -232,7 +232,7 @@ func forEachWorkOf(v any, f func(spec string)) {
 	case scripted.WorkOf:
 		f(string(a))
 	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(a)) {
+		for _, k := range keys.Sorted(a) {
 			forEachWorkOf(a[k], f)
 		}
 	case []any:

@@ -3,10 +3,10 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -63,7 +63,7 @@ func collectAgents(sc *scenarios.Scenario) (map[string]*agentInfo, error) {
 		}
 		slices.Sort(info.sortedTools)
 		for _, tools := range []core.Tools{a.Tools, a.Prompt.Tools} {
-			for _, name := range slices.Sorted(maps.Keys(tools)) {
+			for _, name := range keys.Sorted(tools) {
 				switch e := tools[name].(type) {
 				case *core.Agent:
 					info.children[name] = childTool{agent: e}
@@ -84,7 +84,7 @@ func collectAgents(sc *scenarios.Scenario) (map[string]*agentInfo, error) {
 		}
 		return nil
 	}
-	for _, name := range slices.Sorted(maps.Keys(sc.Run.Agents)) {
+	for _, name := range keys.Sorted(sc.Run.Agents) {
 		if err := visit(sc.Run.Agents[name], true); err != nil {
 			return nil, err
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/cassette"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
 )
@@ -139,7 +139,7 @@ func New(opts Options) (*Server, error) {
 		opts.Clock = clockwork.NewRealClock()
 	}
 	s := &Server{opts: opts, sc: sc, clock: opts.Clock, start: opts.Clock.Now(), agents: agents,
-		order: slices.Sorted(maps.Keys(agents)), done: make(chan struct{})}
+		order: keys.Sorted(agents), done: make(chan struct{})}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	if opts.Cassette != nil {
 		s.rep = cassette.NewReplayer(opts.Cassette, cassette.ReplayOptions{Sleep: s.sleep, IgnoreStatus: opts.IgnoreStatus})
