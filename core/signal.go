@@ -18,23 +18,26 @@ import (
 // such an executor must keep polling the actors waiting on one.
 type SignalWatcher interface {
 	Executor
-	// Watch is told of a channel that the caller will close, and returns
-	// the function the caller calls right after it has closed it.
-	Watch(signal <-chan struct{}) (closed func())
+	// Watch is told of a channel that the caller will close.
+	Watch(signal <-chan struct{})
+	// Closed is told, right after the caller closed it, that a channel
+	// it was told of by Watch has closed.
+	Closed(signal <-chan struct{})
 }
 
 // Signal is a channel that is closed once, by Close, and whose closing the
 // executor it was made for hears of when it is a SignalWatcher. Wait on C.
 type Signal struct {
-	c      chan struct{}
-	closed func()
+	c chan struct{}
+	w SignalWatcher
 }
 
 // NewSignal returns an open Signal made for exec.
 func NewSignal(exec Executor) Signal {
 	s := Signal{c: make(chan struct{})}
 	if w, ok := exec.(SignalWatcher); ok {
-		s.closed = w.Watch(s.c)
+		s.w = w
+		w.Watch(s.c)
 	}
 	return s
 }
@@ -46,8 +49,8 @@ func (s Signal) C() <-chan struct{} { return s.c }
 // and tells the executor.
 func (s Signal) Close() {
 	close(s.c)
-	if s.closed != nil {
-		s.closed()
+	if s.w != nil {
+		s.w.Closed(s.c)
 	}
 }
 
@@ -59,21 +62,31 @@ func SignalAfter(exec Executor, clock clockwork.Clock, d time.Duration) (<-chan 
 	return s.C(), clock.AfterFunc(d, s.Close)
 }
 
-// cancelScope is what WithCancel keeps beside a context whose Done channel
-// the executor watches: the closing of that channel, whether by the
-// context's own cancel or by an ancestor's, reaches the executor through
-// it.
+// cancelScope is a context WithCancel made, whose Done channel the
+// executor watches: the closing of that channel, whether by the context's
+// own cancel or by an ancestor's, reaches the executor through it. It is
+// the context itself (one allocation for both), and finds itself as the
+// value of cancelScopeKey.
 type cancelScope struct {
-	done   <-chan struct{}
-	closed func()
+	context.Context
+	w      SignalWatcher
+	cancel context.CancelCauseFunc
 
 	mu       sync.Mutex
 	over     bool
-	children map[*cancelScope]struct{}
 	parent   *cancelScope
+	index    int // in parent.children
+	children []*cancelScope
 }
 
 type cancelScopeKey struct{}
+
+func (sc *cancelScope) Value(key any) any {
+	if key == (cancelScopeKey{}) {
+		return sc
+	}
+	return sc.Context.Value(key)
+}
 
 // WithCancel is context.WithCancelCause for a context whose cancellation
 // the executor hears of when it is a SignalWatcher: its cancel, or the
@@ -93,19 +106,21 @@ func WithCancel(exec Executor, parent context.Context) (context.Context, context
 		// a scope of WithCancel's own that owns that very channel tells
 		// of it.
 		up, _ = parent.Value(cancelScopeKey{}).(*cancelScope)
-		if up == nil || up.done != pd {
+		if up == nil || up.Done() != pd {
 			return ctx, cancel
 		}
 	}
-	sc := &cancelScope{done: ctx.Done(), closed: w.Watch(ctx.Done()), parent: up}
+	sc := &cancelScope{Context: ctx, w: w, cancel: cancel, parent: up}
+	w.Watch(ctx.Done())
 	if up != nil && !up.adopt(sc) {
 		sc.end() // the parent has already ended, and so has ctx
 	}
-	ctx = context.WithValue(ctx, cancelScopeKey{}, sc)
-	return ctx, func(cause error) {
-		cancel(cause)
-		sc.end()
-	}
+	return sc, sc.cancelCause
+}
+
+func (sc *cancelScope) cancelCause(cause error) {
+	sc.cancel(cause)
+	sc.end()
 }
 
 // adopt records a child scope, unless the scope has ended.
@@ -115,10 +130,8 @@ func (sc *cancelScope) adopt(child *cancelScope) bool {
 	if sc.over {
 		return false
 	}
-	if sc.children == nil {
-		sc.children = map[*cancelScope]struct{}{}
-	}
-	sc.children[child] = struct{}{}
+	child.index = len(sc.children)
+	sc.children = append(sc.children, child)
 	return true
 }
 
@@ -136,11 +149,17 @@ func (sc *cancelScope) end() {
 	sc.mu.Unlock()
 	if up := sc.parent; up != nil {
 		up.mu.Lock()
-		delete(up.children, sc)
+		if i := sc.index; i < len(up.children) && up.children[i] == sc {
+			last := len(up.children) - 1
+			up.children[i] = up.children[last]
+			up.children[i].index = i
+			up.children[last] = nil
+			up.children = up.children[:last]
+		}
 		up.mu.Unlock()
 	}
-	sc.closed()
-	for c := range children {
+	sc.w.Closed(sc.Done())
+	for _, c := range children {
 		c.end()
 	}
 }

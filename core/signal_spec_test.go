@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,17 +19,17 @@ type watcher struct {
 	told    map[int]int
 }
 
-func (w *watcher) Watch(c <-chan struct{}) func() {
-	i := len(w.watched)
-	w.watched = append(w.watched, c)
-	return func() {
-		select {
-		case <-c:
-		default:
-			Fail("told of a signal that is still open")
-		}
-		w.told[i]++
+func (w *watcher) Watch(c <-chan struct{}) { w.watched = append(w.watched, c) }
+
+func (w *watcher) Closed(c <-chan struct{}) {
+	select {
+	case <-c:
+	default:
+		Fail("told of a signal that is still open")
 	}
+	i := slices.Index(w.watched, c)
+	Expect(i).NotTo(Equal(-1), "told of a signal it was never told it would close")
+	w.told[i]++
 }
 
 var _ = Describe("signals the executor hears of", func() {

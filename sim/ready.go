@@ -7,18 +7,30 @@ package sim
 // are handed out as actors start; when they run out, the live actors are
 // numbered anew (see Sim.renumber), which keeps their order.
 type readySet struct {
-	tree []int32  // Fenwick tree, 1-based: tree[i] sums a range of positions ending at i
-	slot []*actor // slot[pos] is the actor at pos
-	top  int      // the highest power of two below len(tree)
-	n    int      // runnable actors
-	next int      // the next position to hand out
+	// tree is the Fenwick tree, 1-based: tree[i].n sums a range of
+	// positions ending at i; tree[i].a is the actor at position i.
+	tree []readyNode
+	top  int // the highest power of two below len(tree)
+	n    int // runnable actors
+	next int // the next position to hand out
+}
+
+type readyNode struct {
+	n int
+	a *actor
 }
 
 // reset empties the set and makes room for size positions.
 func (r *readySet) reset(size int) {
-	size = max(size, 15)
-	r.tree = make([]int32, size+1)
-	r.slot = make([]*actor, size+1)
+	r.resetIn(make([]readyNode, max(size, 15)+1))
+}
+
+// resetIn empties the set into tree, which has room for len(tree)-1
+// positions.
+func (r *readySet) resetIn(tree []readyNode) {
+	clear(tree)
+	r.tree = tree
+	size := len(tree) - 1
 	r.top = 1
 	for r.top*2 <= size {
 		r.top *= 2
@@ -32,7 +44,7 @@ func (r *readySet) full() bool { return r.next >= len(r.tree) }
 // place gives a new actor the next position.
 func (r *readySet) place(a *actor) {
 	a.pos = r.next
-	r.slot[a.pos] = a
+	r.tree[a.pos].a = a
 	r.next++
 }
 
@@ -43,7 +55,7 @@ func (r *readySet) add(a *actor) {
 	a.inReady = true
 	r.n++
 	for i := a.pos; i < len(r.tree); i += i & -i {
-		r.tree[i]++
+		r.tree[i].n++
 	}
 }
 
@@ -54,7 +66,7 @@ func (r *readySet) remove(a *actor) {
 	a.inReady = false
 	r.n--
 	for i := a.pos; i < len(r.tree); i += i & -i {
-		r.tree[i]--
+		r.tree[i].n--
 	}
 }
 
@@ -62,25 +74,27 @@ func (r *readySet) remove(a *actor) {
 func (r *readySet) at(k int) *actor {
 	pos := 0
 	for step := r.top; step > 0; step >>= 1 {
-		if next := pos + step; next < len(r.tree) && int(r.tree[next]) <= k {
+		if next := pos + step; next < len(r.tree) && r.tree[next].n <= k {
 			pos = next
-			k -= int(r.tree[next])
+			k -= r.tree[next].n
 		}
 	}
-	return r.slot[pos+1]
+	return r.tree[pos+1].a
 }
 
-// rebuild fills the tree from the actors in slot, in O(n).
+// rebuild fills the tree from the actors placed in it, in O(n).
 func (r *readySet) rebuild() {
-	clear(r.tree)
+	for i := range r.tree {
+		r.tree[i].n = 0
+	}
 	r.n = 0
 	for i := 1; i < len(r.tree); i++ {
-		if a := r.slot[i]; a != nil && a.inReady {
-			r.tree[i]++
+		if a := r.tree[i].a; a != nil && a.inReady {
+			r.tree[i].n++
 			r.n++
 		}
 		if j := i + i&-i; j < len(r.tree) {
-			r.tree[j] += r.tree[i]
+			r.tree[j].n += r.tree[i].n
 		}
 	}
 }
@@ -89,6 +103,7 @@ func (r *readySet) rebuild() {
 // actors waiting on it.
 type watchedSignal struct {
 	waiters []waiter
+	first   [1]waiter // waiters' first backing: most signals have one
 	// compactAt is the length at which stale waiters are dropped.
 	compactAt int
 }

@@ -41,6 +41,13 @@ type Sim struct {
 	// watched holds the signals the runtime said it will close (see Watch)
 	// that have not closed yet, with the actors waiting on each.
 	watched map[<-chan struct{}]*watchedSignal
+	spare   []*watchedSignal // closed ones, for reuse
+	slab    []watchedSignal  // never used yet
+	// The first of slab, spare and the ready set's tree, made with the
+	// Sim: a short run allocates no more.
+	slab0  [16]watchedSignal
+	spare0 [16]*watchedSignal
+	tree0  [16]readyNode
 	// polled holds the waiting actors that wait on a signal nobody said
 	// it will close: they are polled on every step, as every waiting actor
 	// once was.
@@ -190,7 +197,8 @@ func New(opts Options) *Sim {
 		start = Epoch
 	}
 	s.clock = &Clock{sim: s, now: start, start: start}
-	s.ready.reset(0)
+	s.slab, s.spare = s.slab0[:], s.spare0[:0]
+	s.ready.resetIn(s.tree0[:])
 	return s
 }
 
@@ -235,24 +243,38 @@ func (s *Sim) Go(name string, fn func()) {
 	s.ready.add(a)
 }
 
-// Watch is told of a signal that the caller will close, and returns what
-// the caller calls once it has: the actors waiting on the signal become
-// runnable then, and the scheduler does not poll them until it does.
-// Signals nobody said they will close still work: the actors waiting on
-// one are polled on every step.
-func (s *Sim) Watch(signal <-chan struct{}) (closed func()) {
+// Watch is told of a signal that the caller will close, and tells Closed
+// once it has: the actors waiting on the signal become runnable then, and
+// the scheduler does not poll them until it does. Signals nobody said they
+// will close still work: the actors waiting on one are polled on every
+// step.
+func (s *Sim) Watch(signal <-chan struct{}) {
 	if s.watched == nil {
 		s.watched = map[<-chan struct{}]*watchedSignal{}
 	}
-	w := &watchedSignal{}
+	var w *watchedSignal
+	if n := len(s.spare); n > 0 {
+		w = s.spare[n-1]
+		s.spare = s.spare[:n-1]
+	} else {
+		// Made sixteen at a time (the first sixteen with the Sim), and
+		// reused once closed.
+		if len(s.slab) == 0 {
+			s.slab = make([]watchedSignal, 16)
+		}
+		w = &s.slab[0]
+		s.slab = s.slab[1:]
+		w.waiters = w.first[:0]
+	}
 	s.watched[signal] = w
-	return func() { s.fire(signal, w) }
 }
 
-// fire makes runnable every actor waiting on a watched signal that closed.
-func (s *Sim) fire(signal <-chan struct{}, w *watchedSignal) {
-	if s.watched[signal] != w {
-		return // told twice
+// Closed makes runnable every actor waiting on a watched signal that
+// closed.
+func (s *Sim) Closed(signal <-chan struct{}) {
+	w := s.watched[signal]
+	if w == nil {
+		return // told twice, or never told of it
 	}
 	delete(s.watched, signal)
 	for _, x := range w.waiters {
@@ -260,7 +282,9 @@ func (s *Sim) fire(signal <-chan struct{}, w *watchedSignal) {
 			s.ready.add(x.a)
 		}
 	}
-	w.waiters = nil
+	clear(w.waiters)
+	w.waiters, w.compactAt = w.waiters[:0], 0
+	s.spare = append(s.spare, w)
 }
 
 // Yield parks the calling actor at a semantic point; it stays runnable.
@@ -645,7 +669,7 @@ func (s *Sim) resume(a *actor) {
 // in batches, once they outnumber the live ones.
 func (s *Sim) remove(a *actor) {
 	s.ready.remove(a)
-	s.ready.slot[a.pos] = nil
+	s.ready.tree[a.pos].a = nil
 	s.live--
 	if dead := len(s.actors) - s.live; dead > 16 && dead > s.live {
 		s.compact()
