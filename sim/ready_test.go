@@ -132,6 +132,23 @@ var _ = Describe("the ready queue", func() {
 		Expect(s.Run(nil)).To(Succeed())
 	})
 
+	It("after Kill, a signal that closes wakes only the actors started since, and none that was killed", func() {
+		s := sim.New(sim.Options{Seed: 5})
+		sig := core.NewSignal(s)
+		killedWoke := waiters(s, 3, func(int) <-chan struct{} { return sig.C() })
+		Expect(s.Settle()).To(Succeed())
+		s.Kill()
+		Expect(s.Live()).To(BeEmpty())
+		woke := waiters(s, 2, func(int) <-chan struct{} { return sig.C() })
+		Expect(s.Settle()).To(Succeed())
+		sig.Close()
+		Expect(s.Step()).To(BeTrue())
+		Expect(lastChoice(s).Runnable).To(Equal(2))
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(woke).To(Equal([]bool{true, true}))
+		Expect(killedWoke).To(Equal([]bool{false, false, false}))
+	})
+
 	It("picks the i-th runnable actor in creation order while actors come and go by the thousand", func() {
 		// Positions in the ready queue are handed out anew as they run
 		// out; the order among runnable actors stays creation order.
