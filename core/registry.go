@@ -27,8 +27,8 @@ type work struct {
 	output    *Output
 	failure   error
 
-	done   chan struct{} // closed once terminal
-	cancel context.CancelFunc
+	done   Signal // closed once terminal
+	cancel context.CancelCauseFunc
 	run    func(ctx context.Context, self *work) (*Output, error)
 
 	inbox     []Message // guidance accepted and not yet delivered
@@ -122,7 +122,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		isAgent:   isAgent,
 		state:     lifecycle.Queued,
 		created:   now,
-		done:      make(chan struct{}),
+		done:      NewSignal(r.rt.exec),
 		run:       run,
 	}
 	if r.works == nil {
@@ -148,7 +148,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 func (r *registry) startLocked(w *work) {
 	r.transitionLocked(w, lifecycle.Start)
 	r.running++
-	ctx, cancel := context.WithCancel(r.rt.base)
+	ctx, cancel := WithCancel(r.rt.exec, r.rt.base)
 	w.cancel = cancel
 	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
 }
@@ -171,7 +171,7 @@ func (r *registry) finish(w *work, ctx context.Context, out *Output, err error) 
 		w.failure = err
 	}
 	r.transitionLocked(w, ev)
-	w.cancel()
+	w.cancel(nil)
 	r.running--
 	r.startQueuedLocked()
 }
@@ -203,7 +203,7 @@ func (r *registry) transitionLocked(w *work, ev lifecycle.Event) {
 	case to.Terminal():
 		w.finished = now
 		r.byOwner[w.owner].finish(w)
-		close(w.done)
+		w.done.Close()
 	}
 	r.emitTransition(w, from, to, ev)
 }
@@ -283,7 +283,7 @@ func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{})
 		w.rejoined = true
 		return resultOutcome{found: true, output: w.output}, nil
 	}
-	return resultOutcome{found: true, status: r.projectLocked(w)}, w.done
+	return resultOutcome{found: true, status: r.projectLocked(w)}, w.done.C()
 }
 
 func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
@@ -310,7 +310,7 @@ func (r *registry) cancelLocked(w *work) CancelReceipt {
 		wasQueued := w.state == lifecycle.Queued
 		r.transitionLocked(w, lifecycle.Cancel)
 		if !wasQueued { // a queued item is skipped when it reaches the queue's front
-			w.cancel()
+			w.cancel(nil)
 		}
 	}
 	return CancelReceipt{WorkID: w.ref.ID, Accepted: accepted, State: w.state, AcceptedAt: at}
@@ -446,7 +446,7 @@ func (r *registry) unfinished() []<-chan struct{} {
 	var out []<-chan struct{}
 	for _, w := range r.all {
 		if !w.state.Terminal() {
-			out = append(out, w.done)
+			out = append(out, w.done.C())
 		}
 	}
 	return out
@@ -483,7 +483,7 @@ func (r *registry) closeAll() []<-chan struct{} {
 		}
 		r.cancelLocked(w)
 		if !w.state.Terminal() {
-			pending = append(pending, w.done)
+			pending = append(pending, w.done.C())
 		}
 	}
 	return pending

@@ -145,7 +145,8 @@ func New(opts Options) *Runtime {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
-	rt.base, rt.stopBase = context.WithCancel(context.Background())
+	base, stop := WithCancel(rt.exec, context.Background())
+	rt.base, rt.stopBase = base, func() { stop(nil) }
 	rt.reg = newRegistry(rt)
 	return rt
 }
@@ -164,8 +165,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	ch := make(chan struct{})
-	t := rt.clock.AfterFunc(d, func() { close(ch) })
+	ch, t := SignalAfter(rt.exec, rt.clock, d)
 	if rt.exec.Wait("sleep "+d.String(), ch, ctx.Done()) == 1 {
 		t.Stop()
 		return ctx.Err()
@@ -400,17 +400,17 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	}
 	out := &ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
 	results := make([]*RunResult, len(names))
-	dones := make([]chan struct{}, len(names))
+	dones := make([]Signal, len(names))
 	for i, name := range names {
-		dones[i] = make(chan struct{})
+		dones[i] = NewSignal(rt.exec)
 		rt.exec.Go(pr.ID+"/"+name, func() {
-			defer close(dones[i])
+			defer dones[i].Close()
 			results[i] = rt.runTop(ctx, preps[i], pr.Context, RunOptions{Model: model})
 		})
 	}
 	var errs []error
 	for i, name := range names {
-		rt.exec.Wait("parallel "+name, dones[i])
+		rt.exec.Wait("parallel "+name, dones[i].C())
 		out.Results[name] = results[i]
 		if results[i].Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, results[i].Err))

@@ -134,8 +134,7 @@ func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string
 	if done == nil || wait <= 0 || got.status.State.Terminal() {
 		return marshal(got.status)
 	}
-	expired := make(chan struct{})
-	timer := rt.clock.AfterFunc(wait, func() { close(expired) })
+	expired, timer := SignalAfter(rt.exec, rt.clock, wait)
 	which := rt.exec.Wait("result "+id, done, expired, ctx.Done())
 	timer.Stop()
 	if which == 2 {

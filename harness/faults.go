@@ -263,16 +263,16 @@ func (f *Faults) next(agent string, run, step, from int) (PlannedFault, int, boo
 type trigger struct {
 	after *scenarios.Pattern
 	work  scenarios.Ref
-	due   chan struct{}
+	due   core.Signal
 	fired bool
 }
 
 // newTrigger arms a trigger; with no condition it is due at once.
 func (r *run) newTrigger(after *scenarios.Pattern, work scenarios.Ref) *trigger {
-	tr := &trigger{after: after, work: work, due: make(chan struct{})}
+	tr := &trigger{after: after, work: work, due: core.NewSignal(r.sim)}
 	if after == nil && work.IsZero() {
 		tr.fired = true
-		close(tr.due)
+		tr.due.Close()
 	}
 	r.triggers = append(r.triggers, tr)
 	return tr
@@ -326,7 +326,7 @@ func (r *run) arm(source, yields int, delay time.Duration) {
 		name += " " + f.Action
 	}
 	r.sim.Go(name, func() {
-		if r.sim.Wait("fault due", tr.due, r.mainDone) == 1 {
+		if r.sim.Wait("fault due", tr.due.C(), r.mainDone.C()) == 1 {
 			return
 		}
 		if !r.sleep("fault delay", delay) {
@@ -355,10 +355,9 @@ func (r *run) sleep(what string, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	wake := make(chan struct{})
-	t := r.sim.Clock().AfterFunc(d, func() { close(wake) })
+	wake, t := core.SignalAfter(r.sim, r.sim.Clock(), d)
 	defer t.Stop()
-	return r.sim.Wait(what, wake, r.mainDone) == 0
+	return r.sim.Wait(what, wake, r.mainDone.C()) == 0
 }
 
 // crashDetail says what a crash loses.
@@ -389,7 +388,7 @@ func (r *run) checkTriggers() {
 		}
 		if due {
 			tr.fired = true
-			close(tr.due)
+			tr.due.Close()
 		}
 	}
 }

@@ -99,13 +99,12 @@ func (r *run) startPlatform(out *Outcome) error {
 	}
 	pr.horizon = r.sim.Clock().Now().Add(horizon)
 	r.sim.Go("platform", func() {
-		defer close(r.mainDone)
+		defer r.mainDone.Close()
 		if err := r.setUp(); err != nil {
 			out.Err = err
 			r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Note, Detail: "setup failed: " + err.Error()})
 		}
-		wake := make(chan struct{})
-		t := r.sim.Clock().AfterFunc(pr.horizon.Sub(r.sim.Clock().Now()), func() { close(wake) })
+		wake, t := core.SignalAfter(r.sim, r.sim.Clock(), pr.horizon.Sub(r.sim.Clock().Now()))
 		r.sim.Wait("the horizon", wake)
 		t.Stop()
 		r.atHorizon()
@@ -251,7 +250,7 @@ func (r *run) armActions() {
 		a := &r.plat.sc.Actions[i]
 		tr := r.newTrigger(a.After, scenarios.Ref{})
 		r.sim.Go("platform action "+string(a.Kind), func() {
-			if r.sim.Wait("action due", tr.due, r.mainDone) == 1 {
+			if r.sim.Wait("action due", tr.due.C(), r.mainDone.C()) == 1 {
 				return
 			}
 			wait := a.Delay

@@ -157,7 +157,7 @@ type run struct {
 	ordinals map[string]int // run id → ordinal among its agent's runs
 	perAgent map[string]int
 	triggers []*trigger
-	mainDone chan struct{}
+	mainDone core.Signal
 	crashed  bool
 	logs     *logLines       // the runtime's log, with Options.CheckLogs
 	lost     []core.WorkInfo // the Work at the moment of a crash
@@ -188,7 +188,6 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		opts:     opts,
 		ordinals: map[string]int{},
 		perAgent: map[string]int{},
-		mainDone: make(chan struct{}),
 	}
 	r.rec = trace.NewRecorder(sim.Epoch)
 	r.rec.Grow(traceSizes.hint(sc))
@@ -197,6 +196,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		OnJump: r.onJump,
 		OnStep: func(a *sim.Actor) { r.checker.step(a) },
 	})
+	r.mainDone = core.NewSignal(r.sim)
 	r.prov = sc.Provider(scripted.Options{})
 	r.model = r.prov
 	if opts.Provider != nil {
@@ -260,7 +260,7 @@ func (r *run) start(out *Outcome) {
 	r.armAll()
 	sc := r.sc
 	r.sim.Go("main", func() {
-		defer close(r.mainDone)
+		defer r.mainDone.Close()
 		pr, _ := r.rt.Parallel(context.Background(), core.ParallelRun{ID: sc.Run.ID, Agents: sc.Run.Agents, Context: sc.Run.Context, Model: sc.Run.Model})
 		if pr != nil {
 			for name, res := range pr.Results {

@@ -14,7 +14,7 @@ type delegation struct {
 	parent  *session
 	child   *session
 	goal    string
-	done    chan struct{} // closed when settled
+	done    core.Signal // closed when settled
 	settled bool
 	status  string // completed, failed, timeout, interrupted
 	output  string
@@ -72,7 +72,7 @@ func (p *Platform) toolDelegateTask(ctx context.Context, s *session, _ core.Tool
 			return nil, modelErr("invalid_arguments", "%v", err)
 		}
 		p.addLocked(c)
-		d := &delegation{parent: s, child: c, goal: g, done: make(chan struct{})}
+		d := &delegation{parent: s, child: c, goal: g, done: core.NewSignal(p.exec)}
 		p.delegations[c.id] = d
 		ds = append(ds, d)
 		p.emitLocked(Event{Session: s.id, Type: EventDelegationStart, Child: c.id, Agent: c.agentName, Goal: g,
@@ -88,7 +88,7 @@ func (p *Platform) toolDelegateTask(ctx context.Context, s *session, _ core.Tool
 	// The parent polls until each child completes, up to the ceiling.
 	ended := ""
 	for _, d := range ds {
-		switch p.exec.Wait("delegate_task "+d.child.id, d.done, ceiling, ctx.Done()) {
+		switch p.exec.Wait("delegate_task "+d.child.id, d.done.C(), ceiling, ctx.Done()) {
 		case 1:
 			ended = "timeout"
 		case 2:
@@ -124,7 +124,7 @@ func (p *Platform) settleLocked(d *delegation, status, output, errText string) {
 	d.settled, d.status, d.output, d.err = true, status, output, errText
 	p.cancelSlotLocked(d.slot)
 	d.slot = nil
-	close(d.done)
+	d.done.Close()
 	ev := Event{Session: d.parent.id, Child: d.child.id, Goal: d.goal, Status: status}
 	if status == "completed" {
 		ev.Type, ev.Text = EventDelegationComplete, output
@@ -176,9 +176,9 @@ func (p *Platform) armStaleLocked(d *delegation, wait time.Duration) {
 // signalAfterLocked returns a channel closed after d, and its slot. The
 // clock callback only closes the channel.
 func (p *Platform) signalAfterLocked(d time.Duration) (<-chan struct{}, *timerSlot) {
-	ch := make(chan struct{})
+	sig := core.NewSignal(p.exec)
 	if p.closing {
-		return ch, nil
+		return sig.C(), nil
 	}
 	p.actorSeq++
 	slot := &timerSlot{seq: p.actorSeq}
@@ -189,10 +189,10 @@ func (p *Platform) signalAfterLocked(d time.Duration) (<-chan struct{}, *timerSl
 		delete(p.timers, slot)
 		p.mu.Unlock()
 		if live {
-			close(ch)
+			sig.Close()
 		}
 	})
-	return ch, slot
+	return sig.C(), slot
 }
 
 // lastActiveLocked is when a delegated child last made progress: its own

@@ -88,7 +88,7 @@ type Platform struct {
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
 	actors   map[uint64]struct{}
-	drained  chan struct{} // closed when closing and the last actor ended
+	drained  core.Signal // closed when closing and the last actor ended
 	actorSeq uint64
 	timers   map[*timerSlot]struct{}
 
@@ -146,7 +146,7 @@ func New(opts Options) (*Platform, error) {
 		variants:     map[variantKey]*core.Agent{},
 		quick:        map[quickKey]*core.Agent{},
 		actors:       map[uint64]struct{}{},
-		drained:      make(chan struct{}),
+		drained:      core.NewSignal(opts.Core.Executor),
 		timers:       map[*timerSlot]struct{}{},
 		delegations:  map[string]*delegation{},
 		board:        map[string]*board{},
@@ -158,7 +158,7 @@ func New(opts Options) (*Platform, error) {
 	if p.instance == "" {
 		p.instance = p.ids.NewID(IDInstance)
 	}
-	p.base, p.stopBase = context.WithCancelCause(context.Background())
+	p.base, p.stopBase = core.WithCancel(p.exec, context.Background())
 	p.tools = p.platformTools()
 	for _, name := range keys.Sorted(opts.Agents) {
 		if a := opts.Agents[name]; a == nil {
@@ -243,7 +243,7 @@ func (p *Platform) begin(cause error) <-chan struct{} {
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
-		return p.drained
+		return p.drained.C()
 	}
 	p.closing = true
 	for _, t := range sortedSlots(p.timers) {
@@ -251,11 +251,11 @@ func (p *Platform) begin(cause error) <-chan struct{} {
 	}
 	clear(p.timers)
 	if len(p.actors) == 0 {
-		close(p.drained)
+		p.drained.Close()
 	}
 	p.mu.Unlock()
 	p.stopBase(cause)
-	return p.drained
+	return p.drained.C()
 }
 
 // durable runs a store write unless the process has crashed.
@@ -281,7 +281,7 @@ func (p *Platform) goLocked(name string, fn func()) bool {
 			p.mu.Lock()
 			delete(p.actors, id)
 			if p.closing && len(p.actors) == 0 {
-				close(p.drained)
+				p.drained.Close()
 			}
 			p.mu.Unlock()
 		}()

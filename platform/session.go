@@ -349,7 +349,7 @@ func (p *Platform) runSession(s *session) {
 		s.pending = nil
 		s.turns++
 		turn := s.turns
-		ctx, cancel := context.WithCancelCause(p.base)
+		ctx, cancel := core.WithCancel(p.exec, p.base)
 		s.cancel = cancel
 		agent, verr := p.variantLocked(s)
 		history := slices.Clip(s.history)

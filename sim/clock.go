@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/crux-sim/crux-sim/core"
 )
 
 // Epoch is where virtual time starts: a fixed instant, so that timestamps in
@@ -83,8 +85,7 @@ func (c *Clock) Pending() int { return len(c.timers) }
 
 // Sleep parks the calling actor for d of virtual time.
 func (c *Clock) Sleep(d time.Duration) {
-	ch := make(chan struct{})
-	c.AfterFunc(d, func() { close(ch) })
+	ch, _ := core.SignalAfter(c.sim, c, d)
 	c.sim.Wait("sleep "+d.String(), ch)
 }
 

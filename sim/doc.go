@@ -24,6 +24,16 @@
 // seed with [NewRand], each under its own constant, so a change in one
 // does not shift the others.
 //
+// # Waking
+//
+// A step does not visit the actors that wait: the scheduler keeps a queue
+// of the runnable ones, and is a core.SignalWatcher ([Sim.Watch]), told by
+// the runtime when a signal it made with core.NewSignal, core.SignalAfter
+// or core.WithCancel closes; that puts the actors waiting on it in the
+// queue. An actor waiting on a channel nobody said they will close is
+// polled on every step instead, so such a channel works too, at the old
+// cost.
+//
 // # Time
 //
 // The [Clock] is a clockwork.Clock that never moves on its own: when no
@@ -50,6 +60,6 @@
 //     would; no goroutine is left behind. A panic in an actor ends the
 //     others and reaches the driver as an [*ActorPanic].
 //
-// The package knows only core's seams (Executor, Point) and clockwork; it
+// The package knows only core's seams (Executor, SignalWatcher, Point) and clockwork; it
 // knows nothing of scenarios, scripts or the platform.
 package sim

@@ -27,10 +27,31 @@ type Sim struct {
 	schedSrc rand.PCG
 	clock    *Clock
 
-	actors   []*actor // live actors in creation order
-	nextID   int
-	cur      *actor
-	runnable []*actor
+	actors []*actor // actors in creation order; finished ones are dropped lazily
+	live   int      // actors in actors that have not finished
+	nextID int
+	cur    *actor
+
+	// The runnable actors, in creation order: those not started yet, those
+	// parked at a semantic point, and waiting actors one of whose signals
+	// has closed. A waiting actor enters it when a watched signal it waits
+	// on closes (see Watch), or when a poll of the actors in polled finds
+	// one of theirs closed.
+	ready readySet
+	// watched holds the signals the runtime said it will close (see Watch)
+	// that have not closed yet, with the actors waiting on each.
+	watched map[<-chan struct{}]*watchedSignal
+	spare   []*watchedSignal // closed ones, for reuse
+	slab    []watchedSignal  // never used yet
+	// The first of slab, spare and the ready set's tree, made with the
+	// Sim: a short run allocates no more.
+	slab0  [16]watchedSignal
+	spare0 [16]*watchedSignal
+	tree0  [16]readyNode
+	// polled holds the waiting actors that wait on a signal nobody said
+	// it will close: they are polled on every step, as every waiting actor
+	// once was.
+	polled []*actor
 
 	// replay, when set, dictates scheduling choices in order; choices past
 	// its end (or out of range) fall back to the seed, or with strict to
@@ -50,6 +71,9 @@ type Sim struct {
 	// Hooks.
 	onStep func(a *Actor)
 	onJump func(from, to time.Time)
+	// onPoll is a test hook (export_test.go), told of every poll of a
+	// waiting actor's signals.
+	onPoll func(actor string)
 	// stepped is what onStep is told, reused from step to step.
 	stepped Actor
 	steps   int
@@ -83,6 +107,15 @@ type actor struct {
 	point   core.Point
 	woke    int
 	killed  bool
+
+	// pos is the actor's place in the ready set's order (creation order);
+	// inReady whether it is in the set; inPolled whether it is in polled.
+	pos      int
+	inReady  bool
+	inPolled bool
+	// wait counts the actor's waits, so that a signal that closes after
+	// the wait it was registered for ended wakes nobody.
+	wait uint32
 
 	// The actor's coroutine, made when it first runs: resume switches to
 	// it, park (through yield) switches back, stop unwinds it.
@@ -164,6 +197,8 @@ func New(opts Options) *Sim {
 		start = Epoch
 	}
 	s.clock = &Clock{sim: s, now: start, start: start}
+	s.slab, s.spare = s.slab0[:], s.spare0[:0]
+	s.ready.resetIn(s.tree0[:])
 	return s
 }
 
@@ -193,12 +228,63 @@ func (s *Sim) InActor() bool { return s.cur != nil }
 // Steps returns how many actor steps ran.
 func (s *Sim) Steps() int { return s.steps }
 
-var _ core.Executor = (*Sim)(nil)
+var _ core.SignalWatcher = (*Sim)(nil)
 
 // Go registers a new actor. It does not run until the scheduler picks it.
 func (s *Sim) Go(name string, fn func()) {
 	s.nextID++
-	s.actors = append(s.actors, &actor{id: s.nextID, name: name, fn: fn})
+	a := &actor{id: s.nextID, name: name, fn: fn}
+	s.actors = append(s.actors, a)
+	s.live++
+	if s.ready.full() {
+		s.renumber()
+	}
+	s.ready.place(a)
+	s.ready.add(a)
+}
+
+// Watch is told of a signal that the caller will close, and tells Closed
+// once it has: the actors waiting on the signal become runnable then, and
+// the scheduler does not poll them until it does. Signals nobody said they
+// will close still work: the actors waiting on one are polled on every
+// step.
+func (s *Sim) Watch(signal <-chan struct{}) {
+	if s.watched == nil {
+		s.watched = map[<-chan struct{}]*watchedSignal{}
+	}
+	var w *watchedSignal
+	if n := len(s.spare); n > 0 {
+		w = s.spare[n-1]
+		s.spare = s.spare[:n-1]
+	} else {
+		// Made sixteen at a time (the first sixteen with the Sim), and
+		// reused once closed.
+		if len(s.slab) == 0 {
+			s.slab = make([]watchedSignal, 16)
+		}
+		w = &s.slab[0]
+		s.slab = s.slab[1:]
+		w.waiters = w.first[:0]
+	}
+	s.watched[signal] = w
+}
+
+// Closed makes runnable every actor waiting on a watched signal that
+// closed.
+func (s *Sim) Closed(signal <-chan struct{}) {
+	w := s.watched[signal]
+	if w == nil {
+		return // told twice, or never told of it
+	}
+	delete(s.watched, signal)
+	for _, x := range w.waiters {
+		if x.current() {
+			s.ready.add(x.a)
+		}
+	}
+	clear(w.waiters)
+	w.waiters, w.compactAt = w.waiters[:0], 0
+	s.spare = append(s.spare, w)
 }
 
 // Yield parks the calling actor at a semantic point; it stays runnable.
@@ -207,6 +293,9 @@ func (s *Sim) Yield(p core.Point) {
 	a := s.cur
 	if a == nil {
 		return
+	}
+	if a.killed {
+		panic(errKilled)
 	}
 	a.state, a.point, a.reason = stateReady, p, ""
 	s.park(a)
@@ -226,10 +315,46 @@ func (s *Sim) Wait(reason string, signals ...<-chan struct{}) int {
 	if a == nil {
 		return s.drive(reason, signals)
 	}
+	if a.killed {
+		panic(errKilled)
+	}
+	a.wait++
 	a.state, a.signals, a.reason = stateWaiting, signals, reason
+	if !s.enlist(a) {
+		s.ready.remove(a)
+	}
 	s.park(a)
 	a.signals = nil
 	return a.woke
+}
+
+// enlist registers a waiting actor with what it waits on, and reports
+// whether one of its signals has closed already (it stays runnable then).
+// An actor that waits on a signal nobody said they will close is polled
+// from then on.
+func (s *Sim) enlist(a *actor) bool {
+	unwatched := false
+	for _, c := range a.signals {
+		if c == nil {
+			continue // never closes
+		}
+		if w := s.watched[c]; w != nil {
+			w.enlist(a)
+			continue
+		}
+		// Unwatched, or watched and closed already.
+		select {
+		case <-c:
+			return true
+		default:
+			unwatched = true
+		}
+	}
+	if unwatched && !a.inPolled {
+		a.inPolled = true
+		s.polled = append(s.polled, a)
+	}
+	return false
 }
 
 // drive is Wait from outside any actor: it runs the simulation until a
@@ -349,7 +474,7 @@ func (s *Sim) Run(until func() bool) error {
 		if until != nil && until() {
 			return nil
 		}
-		if len(s.actors) == 0 {
+		if s.live == 0 {
 			return nil
 		}
 		did, err := s.next(time.Time{}, false)
@@ -401,7 +526,7 @@ func (s *Sim) Settle() error { return s.RunFor(0) }
 func (s *Sim) RunUntilIdle() error {
 	s.driving++
 	defer func() { s.driving-- }()
-	for len(s.actors) > 0 {
+	for s.live > 0 {
 		did, err := s.next(time.Time{}, false)
 		if err != nil || !did {
 			return err
@@ -426,19 +551,8 @@ func (s *Sim) Step() bool {
 // unless bounded and that deadline is past horizon. It reports whether it
 // did either.
 func (s *Sim) next(horizon time.Time, bounded bool) (bool, error) {
-	s.runnable = s.runnable[:0]
-	for _, a := range s.actors {
-		switch a.state {
-		case stateNew, stateReady:
-			s.runnable = append(s.runnable, a)
-		case stateWaiting:
-			if i := poll(a.signals); i >= 0 {
-				a.woke = i
-				s.runnable = append(s.runnable, a)
-			}
-		}
-	}
-	if len(s.runnable) == 0 {
+	s.pollUnwatched()
+	if s.ready.n == 0 {
 		at, ok := s.clock.next()
 		if !ok || bounded && at.After(horizon) {
 			return false, nil
@@ -452,7 +566,12 @@ func (s *Sim) next(horizon time.Time, bounded bool) (bool, error) {
 	if s.steps >= s.limit {
 		return false, fmt.Errorf("%w (%d steps)", ErrStepLimit, s.limit)
 	}
-	a := s.runnable[s.choose()]
+	a := s.ready.at(s.choose())
+	if a.state == stateWaiting {
+		if a.woke = poll(a.signals); a.woke < 0 {
+			panic(fmt.Sprintf("sim: actor %q was woken, but none of its signals has closed", a.name))
+		}
+	}
 	s.resume(a)
 	s.steps++
 	if a.state == stateDone {
@@ -465,8 +584,34 @@ func (s *Sim) next(horizon time.Time, bounded bool) (bool, error) {
 	return true, nil
 }
 
+// pollUnwatched makes runnable the polled actors one of whose signals
+// closed, and forgets those that no longer wait.
+func (s *Sim) pollUnwatched() {
+	if len(s.polled) == 0 {
+		return
+	}
+	j := 0
+	for _, a := range s.polled {
+		if s.onPoll != nil {
+			s.onPoll(a.name)
+		}
+		switch {
+		case a.state != stateWaiting || a.inReady || a.killed:
+		case poll(a.signals) >= 0:
+			s.ready.add(a)
+		default:
+			s.polled[j] = a
+			j++
+			continue
+		}
+		a.inPolled = false
+	}
+	clear(s.polled[j:])
+	s.polled = s.polled[:j]
+}
+
 func (s *Sim) choose() int {
-	n := len(s.runnable)
+	n := s.ready.n
 	i := -1
 	if k := len(s.decisions); k < len(s.replay) {
 		if s.replay[k] < n {
@@ -482,7 +627,7 @@ func (s *Sim) choose() int {
 			i = s.sched.IntN(n)
 		}
 	}
-	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: s.runnable[i].name})
+	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: s.ready.at(i).name})
 	return i
 }
 
@@ -520,19 +665,51 @@ func (s *Sim) resume(a *actor) {
 	}
 }
 
+// remove forgets an actor that finished. Finished actors leave s.actors
+// in batches, once they outnumber the live ones.
 func (s *Sim) remove(a *actor) {
-	for i, x := range s.actors {
-		if x == a {
-			s.actors = append(s.actors[:i], s.actors[i+1:]...)
-			return
+	s.ready.remove(a)
+	s.ready.tree[a.pos].a = nil
+	s.live--
+	if dead := len(s.actors) - s.live; dead > 16 && dead > s.live {
+		s.compact()
+	}
+}
+
+// compact drops finished actors from s.actors, keeping the order.
+func (s *Sim) compact() {
+	j := 0
+	for _, a := range s.actors {
+		if a.state != stateDone {
+			s.actors[j] = a
+			j++
 		}
+	}
+	clear(s.actors[j:])
+	s.actors = s.actors[:j]
+}
+
+// renumber gives the live actors positions 1..n in creation order, with
+// room for as many again to start.
+func (s *Sim) renumber() {
+	s.compact()
+	ready := s.ready.n
+	s.ready.reset(2*len(s.actors) + 16)
+	for _, a := range s.actors {
+		s.ready.place(a)
+	}
+	s.ready.rebuild()
+	if s.ready.n != ready {
+		panic(fmt.Sprintf("sim: renumbering lost runnable actors (%d, was %d)", s.ready.n, ready))
 	}
 }
 
 func (s *Sim) deadlock() *DeadlockError {
 	e := &DeadlockError{At: s.clock.Elapsed()}
 	for _, a := range s.actors {
-		e.Actors = append(e.Actors, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})
+		if a.state != stateDone {
+			e.Actors = append(e.Actors, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})
+		}
 	}
 	return e
 }
@@ -546,6 +723,9 @@ func (s *Sim) Kill() {
 	for len(s.actors) > 0 {
 		a := s.actors[0]
 		s.actors = s.actors[1:]
+		if a.state == stateDone {
+			continue
+		}
 		a.killed = true
 		if a.stop != nil {
 			s.cur = a
@@ -554,14 +734,17 @@ func (s *Sim) Kill() {
 		}
 		a.state = stateDone
 	}
-	s.actors = nil
+	s.actors, s.live, s.polled = nil, 0, nil
+	s.ready.reset(0)
 }
 
 // Live returns the actors that have not finished.
 func (s *Sim) Live() []Actor {
-	out := make([]Actor, len(s.actors))
-	for i, a := range s.actors {
-		out[i] = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason}
+	out := make([]Actor, 0, s.live)
+	for _, a := range s.actors {
+		if a.state != stateDone {
+			out = append(out, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})
+		}
 	}
 	return out
 }

@@ -1,0 +1,5 @@
+package sim
+
+// OnPoll sets a hook told of every poll of a waiting actor's signals by the
+// scheduler (not of a driver polling its own).
+func OnPoll(s *Sim, f func(actor string)) { s.onPoll = f }

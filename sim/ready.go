@@ -1,0 +1,140 @@
+package sim
+
+// readySet is the simulator's runnable actors in creation order, as a
+// Fenwick tree over the actors' positions: adding, removing and finding the
+// i-th runnable actor each cost O(log n), so a step costs the same with ten
+// waiting actors as with ten thousand. Positions follow creation order and
+// are handed out as actors start; when they run out, the live actors are
+// numbered anew (see Sim.renumber), which keeps their order.
+type readySet struct {
+	// tree is the Fenwick tree, 1-based: tree[i].n sums a range of
+	// positions ending at i; tree[i].a is the actor at position i.
+	tree []readyNode
+	top  int // the highest power of two below len(tree)
+	n    int // runnable actors
+	next int // the next position to hand out
+}
+
+type readyNode struct {
+	n int
+	a *actor
+}
+
+// reset empties the set and makes room for size positions.
+func (r *readySet) reset(size int) {
+	r.resetIn(make([]readyNode, max(size, 15)+1))
+}
+
+// resetIn empties the set into tree, which has room for len(tree)-1
+// positions.
+func (r *readySet) resetIn(tree []readyNode) {
+	clear(tree)
+	r.tree = tree
+	size := len(tree) - 1
+	r.top = 1
+	for r.top*2 <= size {
+		r.top *= 2
+	}
+	r.n, r.next = 0, 1
+}
+
+// full reports whether every position has been handed out.
+func (r *readySet) full() bool { return r.next >= len(r.tree) }
+
+// place gives a new actor the next position.
+func (r *readySet) place(a *actor) {
+	a.pos = r.next
+	r.tree[a.pos].a = a
+	r.next++
+}
+
+func (r *readySet) add(a *actor) {
+	if a.inReady {
+		return
+	}
+	a.inReady = true
+	r.n++
+	for i := a.pos; i < len(r.tree); i += i & -i {
+		r.tree[i].n++
+	}
+}
+
+func (r *readySet) remove(a *actor) {
+	if !a.inReady {
+		return
+	}
+	a.inReady = false
+	r.n--
+	for i := a.pos; i < len(r.tree); i += i & -i {
+		r.tree[i].n--
+	}
+}
+
+// at returns the k-th runnable actor (from 0) in creation order.
+func (r *readySet) at(k int) *actor {
+	pos := 0
+	for step := r.top; step > 0; step >>= 1 {
+		if next := pos + step; next < len(r.tree) && r.tree[next].n <= k {
+			pos = next
+			k -= r.tree[next].n
+		}
+	}
+	return r.tree[pos+1].a
+}
+
+// rebuild fills the tree from the actors placed in it, in O(n).
+func (r *readySet) rebuild() {
+	for i := range r.tree {
+		r.tree[i].n = 0
+	}
+	r.n = 0
+	for i := 1; i < len(r.tree); i++ {
+		if a := r.tree[i].a; a != nil && a.inReady {
+			r.tree[i].n++
+			r.n++
+		}
+		if j := i + i&-i; j < len(r.tree) {
+			r.tree[j].n += r.tree[i].n
+		}
+	}
+}
+
+// watchedSignal is a signal the runtime said it will close, with the
+// actors waiting on it.
+type watchedSignal struct {
+	waiters []waiter
+	first   [1]waiter // waiters' first backing: most signals have one
+	// compactAt is the length at which stale waiters are dropped.
+	compactAt int
+}
+
+// waiter is an actor's wait on a watched signal: the wait'th.
+type waiter struct {
+	a    *actor
+	wait uint32
+}
+
+// current reports whether the actor still waits the wait the entry was
+// made for.
+func (w waiter) current() bool {
+	return w.a.state == stateWaiting && w.a.wait == w.wait && !w.a.killed
+}
+
+func (w *watchedSignal) enlist(a *actor) {
+	if len(w.waiters) >= max(w.compactAt, 8) {
+		// A signal that stays open while actors wait on it again and
+		// again (a context's Done beside many sleeps) keeps only the
+		// waits that are still current.
+		j := 0
+		for _, x := range w.waiters {
+			if x.current() {
+				w.waiters[j] = x
+				j++
+			}
+		}
+		clear(w.waiters[j:])
+		w.waiters = w.waiters[:j]
+		w.compactAt = 2 * j
+	}
+	w.waiters = append(w.waiters, waiter{a: a, wait: a.wait})
+}
