@@ -103,7 +103,9 @@ type Event struct {
 
 // Observer receives a Runtime's events. It is called synchronously, possibly
 // from several goroutines and while the runtime holds internal locks: it must
-// be quick and must not call back into the Runtime.
+// be quick and must not call back into the Runtime. An event is read-only:
+// an observer must not write to what it holds (a request's messages and
+// tools are the run's own sealed copy).
 type Observer interface {
 	Observe(Event)
 }

@@ -354,6 +354,43 @@ var _ = Describe("The sealed request", func() {
 	}, within)
 })
 
+// changingReader is a provider that says it reads its requests only until
+// it writes to one: then it says so, from the next request on.
+type changingReader struct {
+	*stage
+	wrote atomic.Bool
+	seen  []string
+}
+
+func (c *changingReader) ReadsRequestsOnly() bool { return !c.wrote.Load() }
+
+func (c *changingReader) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
+	c.seen = append(c.seen, req.Messages[0].Content)
+	if len(c.seen) == 2 {
+		req.Messages[0].Content = "WRITTEN"
+		c.wrote.Store(true)
+	}
+	return c.stage.Step(ctx, req)
+}
+
+var _ = Describe("A provider that reads its requests only", func() {
+	It("is asked before every request: once it no longer says so, the history is checked again and what was written is put back", func(ctx SpecContext) {
+		model := &changingReader{stage: newStage()}
+		f := newFixture(ctx, func(o *core.Options) { o.Provider = model })
+		a := &core.Agent{ID: "steps", Description: "Takes three steps", Tools: core.Tools{"echo": okTool("Echoes")}}
+		model.Script("steps",
+			scripted.Calls(scripted.Use("echo", map[string]any{"text": "one"})),
+			scripted.Calls(scripted.Use("echo", map[string]any{"text": "two"})),
+			scripted.Say("done"))
+
+		res, err := f.run(a, "the question")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(model.seen).To(Equal([]string{"the question", "the question", "the question"}),
+			"the third request holds the history as it was, not what the provider wrote into the second")
+		Expect(res.Messages[0].Content).To(Equal("the question"))
+	}, within)
+})
+
 var _ = Describe("Recursion", func() {
 	// selfCaller is an agent whose only tool is itself, as a foreground
 	// child.

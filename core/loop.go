@@ -134,6 +134,18 @@ type runSeal struct {
 	seen  int
 }
 
+// readOnly reports whether nothing that sees the run's next request can
+// write to it: the agent has no middleware and the provider is a
+// RequestReader that says so. The request's history is then only
+// extended, not checked.
+func (inst *instance) readOnly() bool {
+	if len(inst.p.agent.Use) > 0 {
+		return false
+	}
+	r, ok := inst.rt.opts.Provider.(RequestReader)
+	return ok && r.ReadsRequestsOnly()
+}
+
 // request seals the run's next provider request and sends it through the
 // middleware chain.
 func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal) (*Response, error) {
@@ -149,7 +161,7 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 		Run:      inst.id,
 		Step:     inst.step,
 		System:   a.Prompt.System,
-		Messages: seal.msgs.seal(inst.history),
+		Messages: seal.msgs.seal(inst.history, inst.readOnly()),
 		Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
 		Tools:    inst.p.specs.seal(&seal.tools),
 		Output:   a.Prompt.Output,
@@ -289,11 +301,15 @@ type runMessages struct {
 }
 
 // seal returns the messages of the next request: the history, as the
-// run's own copy.
-func (rm *runMessages) seal(h []Message) []Message {
-	for i := range rm.msgs {
-		if !sameMessage(&rm.msgs[i], &h[i]) {
-			rm.msgs[i] = copyMessage(h[i])
+// run's own copy. Unless trusted (nothing that saw the earlier requests
+// could write to them), it first checks the messages the earlier requests
+// held against the history and puts back any that were changed.
+func (rm *runMessages) seal(h []Message, trusted bool) []Message {
+	if !trusted {
+		for i := range rm.msgs {
+			if !sameMessage(&rm.msgs[i], &h[i]) {
+				rm.msgs[i] = copyMessage(h[i])
+			}
 		}
 	}
 	if n := len(h) - len(rm.msgs); n > manyCalls {

@@ -11,6 +11,25 @@ type Provider interface {
 	Step(ctx context.Context, req *Request) (*Response, error)
 }
 
+// RequestReader is a Provider that can promise what every Provider should
+// do: that it never writes to a Request it is handed, nor to anything the
+// Request holds (its messages and their tool calls, its tool specs and
+// their parameters), during the step or after it. A run's requests are
+// sealed either way. Before each request of a run whose agent has no
+// middleware and whose provider says ReadsRequestsOnly, nothing that saw
+// the earlier requests could have written to them, so the runtime skips
+// its check that the history they held is unchanged (a pass over the
+// whole history, a cost that grows with the run); when the provider says
+// false, or the agent has middleware, the check runs and puts back
+// whatever was changed. The scripted provider says true while no turn or
+// answer of its scripts is a function of the caller's.
+type RequestReader interface {
+	Provider
+	// ReadsRequestsOnly reports whether the promise holds now; it is
+	// asked before every request.
+	ReadsRequestsOnly() bool
+}
+
 // ProviderFunc adapts a function to a Provider.
 type ProviderFunc func(ctx context.Context, req *Request) (*Response, error)
 

@@ -427,6 +427,13 @@ func (r *run) act(f *scenarios.Fault, source int, now time.Time) {
 // faultProvider applies the run's provider faults in front of the model.
 type faultProvider struct{ r *run }
 
+// ReadsRequestsOnly passes on what the model says (core.RequestReader):
+// injecting faults reads the request and writes nothing.
+func (p *faultProvider) ReadsRequestsOnly() bool {
+	r, ok := p.r.model.(core.RequestReader)
+	return ok && r.ReadsRequestsOnly()
+}
+
 // Step applies the step's faults, then asks the model.
 func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
 	r := p.r

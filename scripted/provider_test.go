@@ -191,3 +191,30 @@ func TestResultFieldResolvesToAFieldOfTheMostRecentResultOfTheToolOrTheNth(t *te
 		t.Errorf("an unresolvable reference gave %v", err)
 	}
 }
+
+func TestTheProviderReadsRequestsOnlyUntilAScriptHandsThemToTheCallersCode(t *testing.T) {
+	var _ core.RequestReader = scripted.New()
+	p := scripted.New().Script("a", scripted.Say("one"), scripted.Final(map[string]any{"x": 1}))
+	p.ScriptRun("a", 2, scripted.Say("two"))
+	if !p.ReadsRequestsOnly() {
+		t.Fatal("a provider of plain turns says it writes to requests")
+	}
+	cases := map[string]func(*scripted.Provider){
+		"a When": func(p *scripted.Provider) {
+			p.Script("b", scripted.Turn{Text: "b", When: func(*core.Request) bool { return true }})
+		},
+		"a Respond": func(p *scripted.Provider) {
+			p.Script("b", scripted.Turn{Respond: func(*core.Request) (*core.Response, error) { return nil, nil }})
+		},
+		"an Answer": func(p *scripted.Provider) {
+			p.Answer("b", func(*core.Request) (*core.Response, error) { return nil, nil })
+		},
+	}
+	for name, add := range cases {
+		p := scripted.New().Script("a", scripted.Say("one"))
+		add(p)
+		if p.ReadsRequestsOnly() {
+			t.Errorf("with %s, the provider still says it reads requests only", name)
+		}
+	}
+}

@@ -127,6 +127,20 @@ type Provider struct {
 	callSeq  int
 	// histories are the runs whose steps' calls took arguments, by run id.
 	histories map[string]*runHistory
+	// userCode counts the turns and answers that hand a request to a
+	// function of the caller's (When, Respond, Answer's Func).
+	userCode int
+}
+
+// ReadsRequestsOnly reports whether the provider, as scripted so far, only
+// reads the requests it is handed (core.RequestReader): true while no turn
+// has a When or Respond function and no agent has an Answer function, which
+// are the caller's code and could write to a request. A Condition (what a
+// scenario's when: builds) reads the request and must not write to it.
+func (p *Provider) ReadsRequestsOnly() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.userCode == 0
 }
 
 // runHistory is what a run's step's references resolve against, and the
@@ -191,6 +205,11 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	}
 	s.turns = append(s.turns, turns...)
 	s.used = append(s.used, make([]bool, len(turns))...)
+	for _, t := range turns {
+		if t.When != nil || t.Respond != nil {
+			p.userCode++
+		}
+	}
 	return p
 }
 
@@ -208,6 +227,7 @@ func (p *Provider) Answer(agent string, f Func) *Provider {
 		p.funcs = map[string]Func{}
 	}
 	p.funcs[agent] = f
+	p.userCode++
 	return p
 }
 
