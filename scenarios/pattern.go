@@ -643,7 +643,7 @@ func (p *Pattern) matchBackground(e *trace.Entry) bool {
 		if p.Tool != "" && c.Name != p.Tool {
 			continue
 		}
-		if RunsInBackground(c.Arguments) == *p.InBackground {
+		if core.RunsInBackground(c.Arguments) == *p.InBackground {
 			return true
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
-	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 // session turns the requests a client sends, and the answers it gets,
@@ -579,7 +578,7 @@ func (ss *session) answer(t *turn, resp *core.Response, err error, now time.Time
 			continue
 		}
 		c.child = &child
-		c.background = child.background && scenarios.RunsInBackground(call.Arguments)
+		c.background = child.background && core.RunsInBackground(call.Arguments)
 		if child.agent != nil {
 			if in, ok := childInput(child.agent, call.Arguments); ok {
 				c.first, c.firstOK = "", false

@@ -1,16 +1,16 @@
-package scenarios
+package core
 
 import (
 	"encoding/json"
 	"strings"
-
-	"github.com/crux-sim/crux-sim/core"
 )
 
 // RunsInBackground reports whether a tool call's arguments ask to run in
 // the background: they are a JSON object whose run_in_background member
-// (the last one, if the key repeats) is the literal true. Matching an
-// expectation asks it of every call of every response, once per pattern,
+// (the last one, if the key repeats) is the literal true, as the runtime
+// reads them. A scenario's in-background pattern and crux-sim serve, which
+// see only the call's argument string, ask it; matching an expectation
+// asks it of every call of every response, once per pattern,
 // so it reads the arguments in place, without decoding them into a map;
 // the rare key written with escapes is decoded.
 func RunsInBackground(args string) bool {
@@ -34,7 +34,7 @@ func RunsInBackground(args string) bool {
 		i = skipSpace(args, end)
 		i = skipSpace(args, i+1) // the colon
 		vend := skipValue(args, i)
-		if key == core.BackgroundFlag {
+		if key == BackgroundFlag {
 			background = args[i:vend] == "true"
 		}
 		i = skipSpace(args, vend)

@@ -1,4 +1,4 @@
-package scenarios_test
+package core_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/crux-sim/crux-sim/core"
-	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 // decodedBackground is the rule decoded the slow way: the arguments
@@ -68,7 +67,7 @@ func TestRunsInBackgroundReadsArgumentsAsDecodingThemDoes(t *testing.T) {
 	}
 	seen := map[bool]int{}
 	for _, args := range cases {
-		got, want := scenarios.RunsInBackground(args), decodedBackground(args)
+		got, want := core.RunsInBackground(args), decodedBackground(args)
 		if got != want {
 			t.Fatalf("RunsInBackground(%s) = %v; decoding says %v", args, got, want)
 		}
