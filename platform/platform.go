@@ -318,9 +318,7 @@ func (p *Platform) afterLocked(d time.Duration, name string, fn func()) *timerSl
 			return
 		}
 		delete(p.timers, slot)
-		p.goLocked(name, func() {
-			fn()
-		})
+		p.goLocked(name, fn)
 	})
 	return slot
 }
