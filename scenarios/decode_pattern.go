@@ -140,17 +140,17 @@ func requestDiff(p *Pattern, req *core.Request, explain bool) (bool, []string) {
 		t.Entries = append(t.Entries, trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Messages: old})
 	}
 	if p.Tools != nil || len(p.ToolsInclude) > 0 || len(p.ToolsExclude) > 0 {
-		e.Tools = make([]string, len(req.Tools))
-		for i, t := range req.Tools {
-			e.Tools[i] = t.Name
+		for _, t := range req.Tools {
+			m.tools = append(m.tools, t.Name)
 		}
+		e.Tools = m.tools
 	}
 	refs := !p.Work.IsZero() || p.Status != nil && !p.Status.Work.IsZero()
 	if req.Status != nil && (refs || p.Status != nil || p.NoStatus) {
-		e.Status = make([]string, len(req.Status.Rows))
-		for i, r := range req.Status.Rows {
-			e.Status[i] = r.String()
+		for _, r := range req.Status.Rows {
+			m.status = append(m.status, r.String())
 		}
+		e.Status = m.status
 	}
 	if refs {
 		for _, msg := range req.Messages {
@@ -169,10 +169,13 @@ func requestDiff(p *Pattern, req *core.Request, explain bool) (bool, []string) {
 	return p.Match(t, e), nil
 }
 
-// requestMatch is the entry and trace MatchRequest builds a request into.
+// requestMatch is the entry and trace MatchRequest builds a request into,
+// with the room for the entry's tool names and status rows.
 type requestMatch struct {
-	entry trace.Entry
-	trace trace.Trace
+	entry  trace.Entry
+	trace  trace.Trace
+	tools  []string
+	status []string
 }
 
 var requestMatches = sync.Pool{New: func() any { return new(requestMatch) }}
@@ -183,6 +186,10 @@ func (m *requestMatch) put() {
 	m.entry = trace.Entry{}
 	clear(m.trace.Entries)
 	m.trace.Entries = m.trace.Entries[:0]
+	clear(m.tools)
+	m.tools = m.tools[:0]
+	clear(m.status)
+	m.status = m.status[:0]
 	requestMatches.Put(m)
 }
 
