@@ -688,15 +688,25 @@ func (r *RowPattern) matchAny(t *trace.Trace, rows []string) bool {
 
 // match reads a rendered row "- id · label · state Ns[ · Result available]".
 func (r *RowPattern) match(row, id string) bool {
-	parts := strings.Split(strings.TrimPrefix(row, "- "), " · ")
-	if len(parts) < 3 {
+	// The fields are cut one at a time, as strings.Split would cut them,
+	// without building the slice of them.
+	const sep = " · "
+	rest := strings.TrimPrefix(row, "- ")
+	rowID, rest, ok := strings.Cut(rest, sep)
+	if !ok {
 		return false
 	}
-	state, _, _ := strings.Cut(parts[2], " ")
-	available := len(parts) > 3 && parts[3] == "Result available"
+	label, rest, ok := strings.Cut(rest, sep)
+	if !ok {
+		return false
+	}
+	third, rest, more := strings.Cut(rest, sep)
+	state, _, _ := strings.Cut(third, " ")
+	fourth, _, _ := strings.Cut(rest, sep)
+	available := more && fourth == "Result available"
 	switch {
-	case id != "" && parts[0] != id:
-	case r.Label != "" && parts[1] != r.Label:
+	case id != "" && rowID != id:
+	case r.Label != "" && label != r.Label:
 	case r.State != "" && state != r.State:
 	case r.ResultAvailable != nil && available != *r.ResultAvailable:
 	case r.Contains != "" && !strings.Contains(row, r.Contains):
