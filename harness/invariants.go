@@ -136,7 +136,14 @@ type checker struct {
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
-	return &checker{r: r, invs: invs, state: Facts{
+	c := &checker{}
+	c.init(r, invs)
+	return c
+}
+
+// init prepares c in place, for a run that holds it by value.
+func (c *checker) init(r *run, invs []Invariant) {
+	*c = checker{r: r, invs: invs, state: Facts{
 		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{},
 	}}
 }

@@ -163,6 +163,16 @@ type run struct {
 	lost     []core.WorkInfo // the Work at the moment of a crash
 	checker  *checker
 
+	// What the run hands the runtime, allocated with the run: its
+	// provider in front of the model, its ids and its checker (checker
+	// points at own for a run of top-level agents).
+	provider faultProvider
+	ids      core.SequentialIDs
+	own      checker
+	// seed is what the trace's Seed points at, allocated with the
+	// outcome; nil for an outcome made elsewhere.
+	seed *int64
+
 	// faults decide which faults fire; held by value, allocated with
 	// the run.
 	faults Faults
@@ -189,6 +199,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		ordinals: map[string]int{},
 		perAgent: map[string]int{},
 	}
+	r.provider.r = r
 	r.rec = trace.NewRecorder(sim.Epoch)
 	r.rec.Grow(traceSizes.hint(sc))
 	r.faults.init(sc, opts)
@@ -213,11 +224,11 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r.rt = core.New(core.Options{
 		Logger:         logger,
 		LogContent:     opts.logContent,
-		Provider:       &faultProvider{r: r},
+		Provider:       &r.provider,
 		Clock:          r.sim.Clock(),
-		IDs:            &core.SequentialIDs{},
+		IDs:            &r.ids,
 		Executor:       r.sim,
-		Observer:       core.ObserverFunc(r.observe),
+		Observer:       (*runObserver)(r),
 		MaxConcurrent:  sc.Options.MaxConcurrent,
 		MaxOutstanding: sc.Options.MaxOutstanding,
 		MaxSteps:       sc.Options.MaxSteps,
@@ -228,9 +239,12 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	if invs == nil {
 		invs = defaultInvariants
 	}
-	r.checker = newChecker(r, invs)
+	r.checker = &r.own
+	r.own.init(r, invs)
 
-	out := &Outcome{Result: &scenarios.Result{Scenario: sc.Name, Seed: opts.Seed, Outputs: map[string]*core.RunResult{}}}
+	o := newOutcome(sc.Name, opts.Seed)
+	r.seed = &o.seed
+	out := &o.Outcome
 	for _, name := range keys.Sorted(sc.Run.Agents) {
 		if err := r.rt.Prepare(sc.Run.Agents[name]); err != nil {
 			out.PrepareErr = err
@@ -273,6 +287,12 @@ func (r *run) start(out *Outcome) {
 		_ = r.rt.Close()
 	})
 }
+
+// runObserver is a run as the runtime's observer: the run's own events
+// go to observe, with nothing to allocate for the adapter.
+type runObserver run
+
+func (o *runObserver) Observe(e core.Event) { (*run)(o).observe(e) }
 
 // onJump records a clock jump. A platform run holds it back until
 // something happens after it (deferJump).
@@ -359,8 +379,11 @@ func (r *run) finish(out *Outcome) {
 	// than copy them.
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
-	seed := r.opts.Seed
-	norm.Name, norm.Seed, norm.Resolution = r.sc.Name, &seed, r.sc.Options.ShownAt()
+	seed := r.seed
+	if seed == nil {
+		seed = new(r.opts.Seed)
+	}
+	norm.Name, norm.Seed, norm.Resolution = r.sc.Name, seed, r.sc.Options.ShownAt()
 	id := norm.NormalizeInPlace()
 	out.Trace = norm
 	var works []core.WorkInfo
@@ -373,6 +396,9 @@ func (r *run) finish(out *Outcome) {
 	if r.plat != nil {
 		out.Platform = r.plat.result(id)
 		out.Findings = append(out.Findings, findingLines(out.Platform.Findings)...)
+	}
+	if len(works) > 0 {
+		out.Works = make([]core.WorkInfo, 0, len(works))
 	}
 	for _, w := range works {
 		switch {
@@ -409,12 +435,27 @@ func (r *run) finish(out *Outcome) {
 // illFormed is the outcome of a Go scenario that Check refused: nothing
 // runs, and the one verdict says why, with the loader's words.
 func illFormed(sc *scenarios.Scenario, opts Options, err error) *Outcome {
-	seed := opts.Seed
-	t := &trace.Trace{Name: sc.Name, Seed: &seed}
-	out := &Outcome{Result: &scenarios.Result{Scenario: sc.Name, Seed: seed, Trace: t, Outputs: map[string]*core.RunResult{}}}
+	o := newOutcome(sc.Name, opts.Seed)
+	out := &o.Outcome
+	out.Trace = &trace.Trace{Name: sc.Name, Seed: &o.seed}
 	out.Verdicts = []Verdict{{Description: "the scenario is well-formed", Cause: true,
 		Failure: &scenarios.Failure{Message: strings.ReplaceAll(err.Error(), "\n", "; "), At: -1}}}
 	return out
+}
+
+// outcome is an Outcome allocated with its Result and the seed its
+// trace points at: a run makes one of each.
+type outcome struct {
+	Outcome
+	result scenarios.Result
+	seed   int64
+}
+
+// newOutcome is the empty outcome of a run of the named scenario.
+func newOutcome(name string, seed int64) *outcome {
+	o := &outcome{result: scenarios.Result{Scenario: name, Seed: seed, Outputs: map[string]*core.RunResult{}}, seed: seed}
+	o.Result = &o.result
+	return o
 }
 
 // judge adds the verdicts every run gets, simulated or observed: the
