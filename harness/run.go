@@ -462,8 +462,13 @@ func newOutcome(name string, seed int64) *outcome {
 // scenario's expectations, then that preparation succeeded (unless the
 // scenario is about its failing) and that the script covered every step.
 func judge(sc *scenarios.Scenario, out *Outcome) {
-	for _, e := range sc.Expectations {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: e.Describe(), Failure: e.Check(out.Result)})
+	if n := len(sc.Expectations) + len(out.ScriptFailures); n > 0 {
+		// Room for these verdicts and the two a run may add after them
+		// (preparation, and the simulation's settling).
+		out.Verdicts = slices.Grow(out.Verdicts, n+2)
+	}
+	for i, e := range sc.Expectations {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: e.Check(out.Result)})
 	}
 	if out.PrepareErr != nil && !sc.ExpectsPrepareFailure() {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds", Cause: true,

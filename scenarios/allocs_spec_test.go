@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"slices"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -46,5 +47,46 @@ var _ = Describe("Matching cost", func() {
 		Expect(MatchRequest(p, req)).To(BeTrue())
 		Expect(testing.AllocsPerRun(50, func() { MatchRequest(p, req) })).To(BeZero())
 		Expect(MatchRequest(&Pattern{Tools: []string{"work", "research"}}, req)).To(BeFalse(), "the order of the tools counts")
+	})
+})
+
+// A verdict's description is what its expectation claims. The runs of a
+// campaign judge one loaded scenario seed after seed, so the loader
+// describes its expectations once; a Go scenario's may change between
+// runs, and are described when asked.
+var _ = Describe("Scenario.Claim", func() {
+	It("says what each expectation's Describe says", func() {
+		sc, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sc.Expectations).NotTo(BeEmpty())
+		for i, e := range sc.Expectations {
+			Expect(sc.Claim(i)).To(Equal(e.Describe()))
+		}
+	})
+
+	It("describes a loaded scenario's expectations once, not on every run", func() {
+		if raceDetector {
+			Skip("allocation counts do not hold under the race detector")
+		}
+		sc, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(testing.AllocsPerRun(20, func() {
+			for i := range sc.Expectations {
+				_ = sc.Claim(i)
+			}
+		})).To(BeZero())
+	})
+
+	It("describes expectations that changed after loading, or that a Go scenario holds, as they are now", func() {
+		sc, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		sc.Expectations = append(slices.Clone(sc.Expectations[1:]), Count{Pattern: Pattern{Kind: trace.RunEnd}, Min: 3, Max: 3})
+		for i, e := range sc.Expectations {
+			Expect(sc.Claim(i)).To(Equal(e.Describe()))
+		}
+		g := New("go-built").Expect(Count{Pattern: Pattern{Kind: trace.RunEnd}, Min: 1})
+		Expect(g.Claim(0)).To(Equal(g.Expectations[0].Describe()))
+		g.Expectations[0] = Count{Pattern: Pattern{Kind: trace.RunStart}, Max: 2}
+		Expect(g.Claim(0)).To(Equal(g.Expectations[0].Describe()))
 	})
 })

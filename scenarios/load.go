@@ -75,6 +75,7 @@ func load(name string, src []byte) (*Scenario, error) {
 		return nil, err
 	}
 	sc.Source, sc.loaded = name, true
+	sc.describe()
 	sum := sha256.Sum256(src)
 	sc.Digest = hex.EncodeToString(sum[:])
 	return sc, nil

@@ -34,6 +34,10 @@ type Scenario struct {
 	// loaded is set for a scenario the file loader made: it checked
 	// everything Check does.
 	loaded bool
+	// claims are the loader's descriptions of Expectations (see Claim),
+	// claimsOf the first of the expectations they describe.
+	claims   []string
+	claimsOf *Expectation
 }
 
 // TopLevel names the top-level agents, which start at once on one context.
@@ -184,6 +188,33 @@ func (s *Scenario) ExpectsPrepareFailure() bool {
 		}
 	}
 	return false
+}
+
+// Claim is what the i-th expectation claims: its Describe, the
+// description of its verdict. A scenario the file loader made describes
+// its expectations once, when it loads them, so that the runs of a
+// campaign do not build the same lines seed after seed; a scenario built
+// in Go, whose expectations may change between runs, describes them when
+// asked.
+func (s *Scenario) Claim(i int) string {
+	if len(s.claims) == len(s.Expectations) && len(s.claims) > 0 && s.claimsOf == &s.Expectations[0] {
+		return s.claims[i]
+	}
+	return s.Expectations[i].Describe()
+}
+
+// describe records what the scenario's expectations claim, as they are
+// now (Claim).
+func (s *Scenario) describe() {
+	s.claims, s.claimsOf = nil, nil
+	if len(s.Expectations) == 0 {
+		return
+	}
+	s.claims = make([]string, len(s.Expectations))
+	for i, e := range s.Expectations {
+		s.claims[i] = e.Describe()
+	}
+	s.claimsOf = &s.Expectations[0]
 }
 
 // With sets runtime options.
