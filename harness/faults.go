@@ -94,9 +94,11 @@ type Faults struct {
 	enabled []bool
 	// draw is the fault stream (probabilities, an action's jitter, a
 	// crash's delay), lat the latency stream; their states live here.
-	draw, lat       *rand.Rand
-	drawSrc, latSrc rand.PCG
-	fired           []PlannedFault
+	// The generators are held by value, like their states, so that a
+	// run allocates none of them.
+	draw, lat                 rand.Rand
+	drawSrc, latSrc, swarmSrc rand.PCG
+	fired                     []PlannedFault
 	// shown is the resolution a fault's entry shows its latency at.
 	shown time.Duration
 }
@@ -112,8 +114,8 @@ func NewFaults(sc *scenarios.Scenario, opts Options) *Faults {
 // init prepares f in place, for a run that holds it by value.
 func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
 	f.plan, f.shown = opts.Plan, sc.Options.ShownAt()
-	f.draw = sim.NewRandIn(&f.drawSrc, opts.Seed, streamFaults)
-	f.lat = sim.NewRandIn(&f.latSrc, opts.Seed, streamLatency)
+	f.draw = *sim.NewRandIn(&f.drawSrc, opts.Seed, streamFaults)
+	f.lat = *sim.NewRandIn(&f.latSrc, opts.Seed, streamLatency)
 	f.list = append([]scenarios.Fault(nil), sc.Faults...)
 	f.own = len(sc.Faults)
 	f.enabled = make([]bool, len(f.list))
@@ -123,7 +125,7 @@ func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
 	if !opts.Swarm || opts.Plan != nil {
 		return
 	}
-	mix := sim.NewRand(opts.Seed, streamSwarm)
+	mix := sim.NewRandIn(&f.swarmSrc, opts.Seed, streamSwarm)
 	for i := range f.enabled {
 		f.enabled[i] = mix.IntN(2) == 0
 	}
