@@ -1,8 +1,10 @@
 package scenarios_test
 
 import (
+	"io"
 	"slices"
 	"testing"
+	"text/template"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -88,5 +90,24 @@ var _ = Describe("Scenario.Claim", func() {
 		Expect(g.Claim(0)).To(Equal(g.Expectations[0].Describe()))
 		g.Expectations[0] = Count{Pattern: Pattern{Kind: trace.RunStart}, Max: 2}
 		Expect(g.Claim(0)).To(Equal(g.Expectations[0].Describe()))
+	})
+})
+
+// A template prompt renders each child's first message: the message is the
+// text the template wrote, with no copy of it.
+var _ = Describe("Rendering a template prompt", func() {
+	It("allocates only what executing its template does, and the message it writes", func() {
+		if raceDetector {
+			Skip("allocation counts do not hold under the race detector")
+		}
+		sc, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		render := sc.Run.Agents["coordinator"].Prompt.Render
+		input := map[string]any{"question": "what changed in the 2025 release notes?"}
+		Expect(render(input)).To(Equal("what changed in the 2025 release notes?"))
+		tmpl := template.Must(template.New("same").Option("missingkey=error").Parse("{{.question}}"))
+		execute := testing.AllocsPerRun(20, func() { _ = tmpl.Execute(io.Discard, input) })
+		Expect(testing.AllocsPerRun(20, func() { _, _ = render(input) })).To(BeNumerically("<=", execute+2),
+			"the writer and the one string it grows into")
 	})
 })

@@ -3,7 +3,6 @@ package scenarios
 // The agents section: agents, their prompts and their tools.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -188,7 +187,8 @@ func (l *loader) prompt(a *agentDecl, n *node) core.Prompt {
 			l.errorf(tn, "%s template does not parse: %s", what, templateError(a.id, err))
 		} else {
 			p.Render = func(input any) (string, error) {
-				var b bytes.Buffer
+				// A Builder's String is the bytes it wrote, not a copy.
+				var b strings.Builder
 				if err := tmpl.Execute(&b, input); err != nil {
 					return "", err
 				}
