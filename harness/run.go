@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -511,32 +513,53 @@ const traceHint = 32
 // traceSizes remembers the longest trace each scenario's runs recorded, so
 // that its next run (another seed of a campaign) makes room for its trace
 // once and no more. It forgets everything past maxSized scenarios.
-var traceSizes = sizeMemo{sizes: map[*scenarios.Scenario]int{}}
+var traceSizes sizeMemo
 
 const maxSized = 256
 
+// sizeMemo is read by every run of every job of a campaign, and changes
+// only when a scenario's trace grows past its longest yet: the runs read
+// the sizes without a lock, from a map that is never changed once
+// published, and a change publishes a new map.
 type sizeMemo struct {
-	mu    sync.Mutex
-	sizes map[*scenarios.Scenario]int
+	mu    sync.Mutex // held by a change
+	sizes atomic.Pointer[map[*scenarios.Scenario]int]
 }
 
 func (m *sizeMemo) hint(sc *scenarios.Scenario) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if n, ok := m.sizes[sc]; ok {
+	if n, ok := m.size(sc); ok {
 		return n
 	}
 	return traceHint
 }
 
+func (m *sizeMemo) size(sc *scenarios.Scenario) (int, bool) {
+	sizes := m.sizes.Load()
+	if sizes == nil {
+		return 0, false
+	}
+	n, ok := (*sizes)[sc]
+	return n, ok
+}
+
 func (m *sizeMemo) remember(sc *scenarios.Scenario, n int) {
+	if old, _ := m.size(sc); n <= old {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old, ok := m.sizes[sc]
-	if !ok && len(m.sizes) >= maxSized {
-		clear(m.sizes)
+	var sizes map[*scenarios.Scenario]int
+	if cur := m.sizes.Load(); cur != nil {
+		if old, ok := (*cur)[sc]; ok && n <= old {
+			return
+		}
+		if _, ok := (*cur)[sc]; ok || len(*cur) < maxSized {
+			sizes = maps.Clone(*cur)
+		}
 	}
-	if n > old {
-		m.sizes[sc] = n
+	if sizes == nil {
+		sizes = map[*scenarios.Scenario]int{}
 	}
+	sizes[sc] = n
+	m.sizes.Store(&sizes)
 }
