@@ -439,7 +439,7 @@ func (p *faultProvider) ReadsRequestsOnly() bool {
 // Step applies the step's faults, then asks the model.
 func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
 	r := p.r
-	if err := r.faults.Inject(ctx, req, r.ordinals[req.Run], p); err != nil {
+	if err := r.faults.Inject(ctx, req, r.ordinals.of(req.Run), p); err != nil {
 		return nil, err
 	}
 	return r.model.Step(ctx, req)

@@ -156,8 +156,7 @@ type run struct {
 	prov  *scripted.Provider
 	model core.Provider // what answers after the faults: the script, or Options.Provider
 
-	ordinals map[string]int // run id → ordinal among its agent's runs
-	perAgent map[string]int
+	ordinals ordinals
 	triggers []*trigger
 	mainDone core.Signal
 	crashed  bool
@@ -198,8 +197,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r := &run{
 		sc:       sc,
 		opts:     opts,
-		ordinals: map[string]int{},
-		perAgent: map[string]int{},
+		ordinals: ordinals{},
 	}
 	r.provider.r = r
 	r.rec = trace.NewRecorder(sim.Epoch)
@@ -290,6 +288,29 @@ func (r *run) start(out *Outcome) {
 	})
 }
 
+// ordinals number each agent's runs in the order they start: a run's
+// ordinal selects the faults and scripts of the agent's n-th run. One map
+// holds both the runs' ordinals and the agents' counts.
+type ordinals map[ordinalKey]int
+
+type ordinalKey struct {
+	agent bool // id is an agent's, and the value its runs so far
+	id    string
+}
+
+// start numbers a run the first time it starts; a platform session's
+// turns are runs with one id, and keep the session's ordinal.
+func (o ordinals) start(run, agent string) {
+	if _, seen := o[ordinalKey{id: run}]; !seen {
+		n := o[ordinalKey{agent: true, id: agent}] + 1
+		o[ordinalKey{agent: true, id: agent}] = n
+		o[ordinalKey{id: run}] = n
+	}
+}
+
+// of is a run's ordinal; 0 for a run that has not started.
+func (o ordinals) of(run string) int { return o[ordinalKey{id: run}] }
+
 // runObserver is a run as the runtime's observer: the run's own events
 // go to observe, with nothing to allocate for the adapter.
 type runObserver run
@@ -321,12 +342,7 @@ func (r *run) observe(e core.Event) {
 	}
 	r.flushJump()
 	if e.Kind == core.EventRunStart {
-		// A platform session's turns are runs with one id: its ordinal is
-		// the session's.
-		if _, seen := r.ordinals[e.Run]; !seen {
-			r.perAgent[e.Agent]++
-			r.ordinals[e.Run] = r.perAgent[e.Agent]
-		}
+		r.ordinals.start(e.Run, e.Agent)
 	}
 	if r.opts.traceDefect == nil {
 		r.rec.Observe(e)
