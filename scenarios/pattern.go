@@ -157,8 +157,10 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 // for matching it against many entries: a pattern sets a few of its
 // fields, and only those are looked at.
 type compiled struct {
-	p    *Pattern
-	bits uint64 // bit i: the pattern sets patternTable[i]
+	p *Pattern
+	// compares and scans hold bit i when the pattern sets patternTable[i]:
+	// scans for the fields that scan, compares for the others.
+	compares, scans uint64
 }
 
 // compile picks out the fields p sets.
@@ -166,18 +168,26 @@ func (p *Pattern) compile() compiled {
 	c := compiled{p: p}
 	for i := range patternTable {
 		if patternTable[i].set(p) {
-			c.bits |= 1 << i
+			c.compares |= 1 << i
 		}
 	}
+	c.scans = c.compares & scanningFields
+	c.compares &^= scanningFields
 	return c
 }
 
-// match reports whether e matches every field the pattern sets.
+// match reports whether e matches every field the pattern sets: the
+// fields that compare one value, then those that scan.
 func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {
 	if c.p.Kind != "" && e.Kind != c.p.Kind {
 		return false
 	}
-	for b := c.bits; b != 0; b &= b - 1 {
+	for b := c.compares; b != 0; b &= b - 1 {
+		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
+			return false
+		}
+	}
+	for b := c.scans; b != 0; b &= b - 1 {
 		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
 			return false
 		}
@@ -185,10 +195,18 @@ func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {
 	return true
 }
 
+// scanningFields holds bit i when patternTable[i] scans.
+var scanningFields uint64
+
 // A compiled pattern keeps one bit per field.
 func init() {
 	if len(patternTable) > 64 {
 		panic("scenarios: more pattern fields than a compiled pattern has bits")
+	}
+	for i := range patternTable {
+		if patternTable[i].scans {
+			scanningFields |= 1 << i
+		}
 	}
 }
 
@@ -213,6 +231,12 @@ type patternField struct {
 	why func(p *Pattern, t *trace.Trace, e *trace.Entry) ([]string, int)
 	// show renders a set field's value for String ("" when unset).
 	show func(p *Pattern) string
+	// scans is set for a field whose match reads through text or the
+	// trace (a substring, messages, status rows, a call's arguments, a
+	// reference to resolve) rather than comparing one value: a compiled
+	// pattern checks it after the fields that compare, which turn most
+	// entries away first. Matching is the same in either order.
+	scans bool
 }
 
 // miss is one difference of a weight.
@@ -287,7 +311,8 @@ func messageText(key string, field func(*Pattern) *string, guidance, history boo
 		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
 			return miss(1, says, *field(p))
 		},
-		show: func(p *Pattern) string { return showQuoted(*field(p)) }}
+		show:  func(p *Pattern) string { return showQuoted(*field(p)) },
+		scans: true}
 }
 
 // atOffset is a field about when an entry happened, as an offset from the
@@ -390,6 +415,7 @@ var patternTable = []patternField{
 				p.Status = l.rowPattern(n, what)
 			}
 		},
+		scans: true,
 		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
 			return p.Status == nil || p.Status.matchAny(t, e.Status)
 		},
@@ -442,6 +468,7 @@ var patternTable = []patternField{
 	{key: "in-background",
 		set:    func(p *Pattern) bool { return p.InBackground != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.InBackground = l.optBool(n, what) },
+		scans:  true,
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.InBackground == nil || p.matchBackground(e)
 		},
@@ -461,6 +488,7 @@ var patternTable = []patternField{
 	{key: "work",
 		set:    func(p *Pattern) bool { return !p.Work.IsZero() },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Work = l.ref(n, what) },
+		scans:  true,
 		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
 			if p.Work.IsZero() {
 				return true
@@ -523,6 +551,7 @@ var patternTable = []patternField{
 	{key: "contains",
 		set:    func(p *Pattern) bool { return p.Contains != "" },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Contains = l.str(n, what) },
+		scans:  true,
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			return p.Contains == "" || entryContains(e, p.Contains)
 		},
