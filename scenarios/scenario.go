@@ -195,7 +195,10 @@ func (s *Scenario) ExpectsPrepareFailure() bool {
 // its expectations once, when it loads them, so that the runs of a
 // campaign do not build the same lines seed after seed; a scenario built
 // in Go, whose expectations may change between runs, describes them when
-// asked.
+// asked. Expectations given to a loaded scenario afterwards (a new slice,
+// or more of them) are described when asked too; one replaced in place,
+// in the slice the loader made, keeps the loaded description, as a loaded
+// scenario keeps the loader's checks (Check).
 func (s *Scenario) Claim(i int) string {
 	if len(s.claims) == len(s.Expectations) && len(s.claims) > 0 && s.claimsOf == &s.Expectations[0] {
 		return s.claims[i]
