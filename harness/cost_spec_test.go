@@ -45,14 +45,22 @@ var _ = Describe("The cost of a campaign's run", func() {
 	})
 
 	// A swarm run draws its fault mix, and every run its faults and
-	// latencies, from generators the run holds: drawing allocates nothing
-	// that a run without faults does not.
-	It("draws a swarm's fault mix without allocating generators", func() {
-		sc, err := scenarios.Builtin("cancel-vs-complete")
-		Expect(err).NotTo(HaveOccurred())
-		plain := testing.AllocsPerRun(20, func() { harness.NewFaults(sc, harness.Options{Seed: 3}) })
-		swarm := testing.AllocsPerRun(20, func() { harness.NewFaults(sc, harness.Options{Seed: 3, Swarm: true}) })
-		Expect(plain).To(BeNumerically("<=", 1+2*min(1, len(sc.Faults))), "the Faults and its lists of faults")
-		Expect(swarm).To(BeNumerically("<=", plain+2), "a swarm's extra latency fault grows the two lists, and no more")
-	})
+	// latencies, from generators the run holds, and reads the scenario's
+	// faults where they are: preparing the faults allocates the Faults
+	// and which of them are on, and a swarm's extra latency fault a list
+	// of its own.
+	DescribeTable("prepares a run's faults without copying the scenario's or allocating generators",
+		func(name string) {
+			sc, err := scenarios.Builtin(name)
+			Expect(err).NotTo(HaveOccurred())
+			plain := testing.AllocsPerRun(20, func() { harness.NewFaults(sc, harness.Options{Seed: 3}) })
+			Expect(plain).To(BeNumerically("<=", 1+min(1, len(sc.Faults))), "the Faults, and which of its faults are on")
+			for seed := range int64(8) {
+				swarm := testing.AllocsPerRun(5, func() { harness.NewFaults(sc, harness.Options{Seed: seed, Swarm: true}) })
+				Expect(swarm).To(BeNumerically("<=", 3), "seed %d: and the swarm's list with its extra fault", seed)
+			}
+		},
+		Entry("a scenario without faults", "cancel-vs-complete"),
+		Entry("a scenario with faults", "detach-vs-result"),
+	)
 })

@@ -116,9 +116,15 @@ func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
 	f.plan, f.shown = opts.Plan, sc.Options.ShownAt()
 	f.draw = *sim.NewRandIn(&f.drawSrc, opts.Seed, streamFaults)
 	f.lat = *sim.NewRandIn(&f.latSrc, opts.Seed, streamLatency)
-	f.list = append([]scenarios.Fault(nil), sc.Faults...)
+	// The scenario's faults are only read: the run shares them, clipped,
+	// so that a swarm's extra fault is appended to a copy of its own.
+	f.list = slices.Clip(sc.Faults)
 	f.own = len(sc.Faults)
-	f.enabled = make([]bool, len(f.list))
+	room := len(f.list)
+	if room > 0 && opts.Swarm && opts.Plan == nil {
+		room++ // the swarm's latency fault, when it draws one
+	}
+	f.enabled = make([]bool, len(f.list), room)
 	for i := range f.enabled {
 		f.enabled[i] = true
 	}
