@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -289,11 +290,11 @@ func (s *Facts) learn(e *trace.Entry) {
 			if s.Sends == nil {
 				s.Sends = map[string]string{}
 			}
-			s.Sends[e.Run+"/"+e.Call.ID+"/"+fmt.Sprint(e.Step)] = e.Content
+			s.Sends[sendKey(e)] = e.Content
 			var rec core.SendReceipt
 			if json.Unmarshal([]byte(e.Content), &rec) == nil {
 				if w := s.Works[rec.WorkID]; w != nil {
-					fmt.Sscan(rec.Cursor, &w.Cursor)
+					w.Cursor = parseCursor(rec.Cursor, w.Cursor)
 				}
 			}
 		}
@@ -453,7 +454,7 @@ func checkNotFound(s *Facts, e *trace.Entry) string {
 		return ""
 	}
 	if e.Action == "send" {
-		if _, repeat := s.Sends[e.Run+"/"+e.Call.ID+"/"+fmt.Sprint(e.Step)]; repeat {
+		if _, repeat := s.Sends[sendKey(e)]; repeat {
 			return ""
 		}
 	}
@@ -469,7 +470,7 @@ func checkSendIdempotent(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.ToolResult || e.Action != "send" || e.IsError {
 		return ""
 	}
-	key := e.Run + "/" + e.Call.ID + "/" + fmt.Sprint(e.Step)
+	key := sendKey(e)
 	if prev, ok := s.Sends[key]; ok {
 		if prev != e.Content {
 			return fmt.Sprintf("the repeated send %s got receipt %s, the first got %s", e.Call.ID, e.Content, prev)
@@ -480,10 +481,31 @@ func checkSendIdempotent(s *Facts, e *trace.Entry) string {
 	if json.Unmarshal([]byte(e.Content), &rec) != nil || rec.WorkID == "" {
 		return ""
 	}
-	if w := s.Works[rec.WorkID]; w != nil && rec.Cursor != fmt.Sprint(w.Cursor+1) {
+	if w := s.Works[rec.WorkID]; w != nil && rec.Cursor != strconv.Itoa(w.Cursor+1) {
 		return fmt.Sprintf("send to %s got cursor %s after cursor %d", rec.WorkID, rec.Cursor, w.Cursor)
 	}
 	return ""
+}
+
+// sendKey is a send's identity in Facts.Sends: the run, the tool call
+// and the provider step that made it.
+func sendKey(e *trace.Entry) string {
+	return e.Run + "/" + e.Call.ID + "/" + strconv.Itoa(e.Step)
+}
+
+// parseCursor reads a send receipt's cursor, as fmt.Sscan reads an int;
+// a cursor that is not one leaves the last known cursor. A plain decimal
+// (what the runtime writes) is read by strconv; anything else (a sign, a
+// base prefix, a leading zero, which Sscan reads as octal) by Sscan.
+func parseCursor(s string, last int) int {
+	if s == "0" || s != "" && s[0] >= '1' && s[0] <= '9' {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	v := last // escapes to Sscan: made only on this path
+	fmt.Sscan(s, &v)
+	return v
 }
 
 // capsWithin checks at most 12 status rows, 50 listed entries, and no
