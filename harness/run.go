@@ -418,11 +418,12 @@ func (r *run) finish(out *Outcome) {
 	if len(works) > 0 {
 		out.Works = make([]core.WorkInfo, 0, len(works))
 	}
+	closed := newRuntimeCloses(norm, works)
 	for _, w := range works {
 		switch {
 		case w.State == "completed" && !w.Rejoined:
 			out.Findings = append(out.Findings, unreadFinding(id(w.Ref.ID), w.Label))
-		case w.State == "cancelled" && !out.Crashed && r.closedByRuntime(norm, id(w.Ref.ID)):
+		case w.State == "cancelled" && !out.Crashed && closed.closedByRuntime(id(w.Ref.ID)):
 			out.Findings = append(out.Findings, fmt.Sprintf("%s (%s) was still running when the runtime closed and was cancelled", id(w.Ref.ID), w.Label))
 		}
 		w.Ref.ID, w.Owner = id(w.Ref.ID), id(w.Owner)
@@ -513,12 +514,52 @@ func unusedFindings(unused map[string]int) []string {
 	return out
 }
 
-// closedByRuntime reports whether Work was cancelled by Close rather than
-// by its owner: no cancel call or action for it is in the trace.
-func (r *run) closedByRuntime(t *trace.Trace, work string) bool {
-	return !slices.ContainsFunc(t.Entries, func(e trace.Entry) bool {
-		return e.Action == "cancel" && e.Work == work
-	})
+// runtimeCloses tells the Work the runtime's Close cancelled from Work its
+// owner cancelled: no cancel call or action for it is in the trace.
+type runtimeCloses struct {
+	t *trace.Trace
+	// cancelled holds the Work the trace's cancel entries name, read in
+	// one pass, when the run has more cancelled Work than manyCancelled;
+	// with fewer, each is looked for in the trace.
+	cancelled map[string]bool
+}
+
+// manyCancelled is how many cancelled Work a run may have before the
+// trace's cancel entries are read once into a set, rather than the
+// trace searched for each.
+const manyCancelled = 4
+
+func newRuntimeCloses(t *trace.Trace, works []core.WorkInfo) runtimeCloses {
+	c := runtimeCloses{t: t}
+	n := 0
+	for _, w := range works {
+		if w.State == "cancelled" {
+			n++
+		}
+	}
+	if n > manyCancelled {
+		c.cancelled = map[string]bool{}
+		for i := range t.Entries {
+			if e := &t.Entries[i]; e.Action == "cancel" {
+				c.cancelled[e.Work] = true
+			}
+		}
+	}
+	return c
+}
+
+// closedByRuntime reports whether the cancelled Work (its normal id) was
+// cancelled by Close rather than by its owner.
+func (c *runtimeCloses) closedByRuntime(work string) bool {
+	if c.cancelled != nil {
+		return !c.cancelled[work]
+	}
+	for i := range c.t.Entries {
+		if e := &c.t.Entries[i]; e.Action == "cancel" && e.Work == work {
+			return false
+		}
+	}
+	return true
 }
 
 // traceHint is the room a run's trace starts with: the built-in scenarios
