@@ -38,6 +38,8 @@ type instance struct {
 	// newMsgs is how many messages of the request in flight are new since
 	// the previous one, for the innermost link of the middleware chain.
 	newMsgs int
+	// rc is the run's context, kept here to need no allocation of its own.
+	rc runContext
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
@@ -56,7 +58,8 @@ func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
 	rt := inst.rt
 	a := inst.p.agent
-	ctx = context.WithValue(ctx, runtimeKey{}, rt)
+	inst.rc = runContext{Context: ctx, rt: rt}
+	ctx = &inst.rc
 	inst.emitRunStart(mode, parent, input)
 	var seal runSeal
 	defer func() {
@@ -430,8 +433,10 @@ func firstNonEmpty(s ...string) string {
 // callTool runs one tool call and returns its tool message. Only a context
 // error ends the run; everything else is a model-facing error.
 func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, error) {
-	ctx = context.WithValue(ctx, callKey{}, CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name})
-	c := &call // both events report the same call
+	f := &toolCallFrame{Context: ctx, call: call,
+		info: CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name}}
+	ctx = f
+	c := &f.call // both events report the same call
 	inst.emitTool(EventToolCall, c, nil, nil, nil)
 	var note toolNote
 	content, ref, err := inst.execTool(ctx, call, &note)
@@ -444,9 +449,27 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 		content = toolErrorContent(err)
 	}
 	msg.Content = content
-	result := msg
-	inst.emitTool(EventToolResult, c, &result, ref, &note)
+	f.result = msg // the event's own copy, apart from the history's
+	inst.emitTool(EventToolResult, c, &f.result, ref, &note)
 	return msg, nil
+}
+
+// toolCallFrame is one tool call in flight, in one allocation: the context
+// the tool runs on (the run's, with the call's CallInfo as the value of
+// callKey), and the call and its result message that the call's events
+// point to.
+type toolCallFrame struct {
+	context.Context
+	info   CallInfo
+	call   ToolCall
+	result Message
+}
+
+func (f *toolCallFrame) Value(key any) any {
+	if key == (callKey{}) {
+		return &f.info
+	}
+	return f.Context.Value(key)
 }
 
 // toolNote is what a work call adds to the event of its result: its
@@ -606,7 +629,7 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
-			ctx = context.WithValue(ctx, runtimeKey{}, rt)
+			ctx = &runContext{Context: ctx, rt: rt}
 			v, err := pt.tool.Run(ctx, call, input)
 			if err != nil {
 				return nil, err

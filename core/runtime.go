@@ -153,6 +153,21 @@ func New(opts Options) *Runtime {
 
 type runtimeKey struct{}
 
+// runContext is a context with a runtime as the value of runtimeKey: an
+// agent run's, and a background tool's, so that Sleep, Await and ClockOf
+// find the runtime running them.
+type runContext struct {
+	context.Context
+	rt *Runtime
+}
+
+func (c *runContext) Value(key any) any {
+	if key == (runtimeKey{}) {
+		return c.rt
+	}
+	return c.Context.Value(key)
+}
+
 // Sleep waits d on the clock of the runtime running the calling tool or
 // provider step, through its executor, so that a simulation controls the
 // wait; it ends early with the context's error. Outside a runtime it waits
@@ -323,8 +338,11 @@ type callKey struct{}
 // CallOf returns the tool call the calling tool runs for; ok is false
 // outside a tool call.
 func CallOf(ctx context.Context) (CallInfo, bool) {
-	c, ok := ctx.Value(callKey{}).(CallInfo)
-	return c, ok
+	c, ok := ctx.Value(callKey{}).(*CallInfo)
+	if !ok {
+		return CallInfo{}, false
+	}
+	return *c, true
 }
 
 // Run runs an agent to its final output on the calling goroutine. Its

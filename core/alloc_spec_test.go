@@ -1,0 +1,73 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
+)
+
+// The runtime's hot path has allocation budgets: a whole run of a fixed
+// shape, on a fresh runtime, allocates at most so many times. The runs
+// here start no goroutine (foreground children run inside the tool call),
+// so the count is exact; the provider answers from responses made once,
+// so the count is the runtime's own (and the schema engine's).
+var _ = Describe("the runtime's allocations per run", func() {
+	exact := findings("Chlorophyll breaks down in the cold")
+	childFinal := &core.Response{Output: exact}
+	final := &core.Response{Text: finalAnswer}
+	callResearch := &core.Response{ToolCalls: []core.ToolCall{
+		{ID: "call_1", Name: "research", Arguments: `{"question":"Why do leaves change color in autumn?"}`}}}
+	callList := &core.Response{ToolCalls: []core.ToolCall{
+		{ID: "call_1", Name: "work", Arguments: `{"action":"list"}`}}}
+
+	allocsOf := func(p readingProvider) float64 {
+		coordinator := shared.Coordinator(shared.ResearchAgent())
+		ctx := context.Background()
+		return testing.AllocsPerRun(50, func() {
+			rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}})
+			res, err := rt.Run(ctx, coordinator, shared.Ask(shared.Question))
+			if err != nil || res.Output.Raw != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+			_ = rt.Close()
+		})
+	}
+
+	It("a run of the coordinator with its research child in the foreground allocates at most 60 times", func() {
+		n := allocsOf(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			switch {
+			case req.Agent == shared.ResearchID:
+				return childFinal, nil
+			case req.Step == 1:
+				return callResearch, nil
+			}
+			return final, nil
+		})
+		Expect(n).To(BeNumerically("<=", 60))
+	})
+
+	It("a run of the coordinator that lists its Work once allocates at most 46 times", func() {
+		n := allocsOf(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			if req.Step == 1 {
+				return callList, nil
+			}
+			return final, nil
+		})
+		Expect(n).To(BeNumerically("<=", 46))
+	})
+})
+
+// readingProvider is a provider that says it only reads requests, as the
+// simulator's scripted provider does.
+type readingProvider func(ctx context.Context, req *core.Request) (*core.Response, error)
+
+func (f readingProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
+	return f(ctx, req)
+}
+
+func (readingProvider) ReadsRequestsOnly() bool { return true }
