@@ -28,6 +28,7 @@ type instance struct {
 	// foreground children: a foreground child runs inside its parent's
 	// tool call, so its provider steps are its parent's time.
 	steps *int
+	pool  int // steps points here for a run that is not a foreground child
 	// depth counts the child runs between this one and its top-level run
 	// (0 for a top-level run).
 	depth int
@@ -81,8 +82,8 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		budget = inst.maxSteps
 	}
 	if inst.steps == nil {
-		pool := budget
-		inst.steps = &pool
+		inst.pool = budget
+		inst.steps = &inst.pool
 	}
 	for inst.step = 1; inst.step <= budget; inst.step++ {
 		if err := ctx.Err(); err != nil {
@@ -172,7 +173,13 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	inst.newMsgs = len(inst.history) - seal.seen
 	req.NewMessages = inst.newMsgs
 	seal.seen = len(inst.history)
-	resp, err := step(ctx, req)
+	var resp *Response
+	var err error
+	if step == nil {
+		resp, err = inst.provide(ctx, req)
+	} else {
+		resp, err = step(ctx, req)
+	}
 	if err != nil {
 		return nil, errorf("agent %q step %d: %w", a.ID, inst.step, err)
 	}
@@ -361,22 +368,29 @@ func (inst *instance) workID() string {
 	return inst.w.ref.ID
 }
 
-// chain builds the agent's middleware around the provider. The innermost
-// link reports the request exactly as the provider receives it.
+// chain builds the agent's middleware around the provider, or returns nil
+// for an agent without middleware, whose requests go to provide directly.
 func (inst *instance) chain() StepFunc {
-	rt := inst.rt
 	a := inst.p.agent
-	next := StepFunc(func(ctx context.Context, req *Request) (*Response, error) {
-		inst.emitRequest(req)
-		resp, err := rt.opts.Provider.Step(ctx, req)
-		inst.emitResponse(req, resp, err)
-		return resp, err
-	})
+	if len(a.Use) == 0 {
+		return nil
+	}
+	next := StepFunc(inst.provide)
 	for i := len(a.Use) - 1; i >= 0; i-- {
 		mw, inner := a.Use[i], next
 		next = func(ctx context.Context, req *Request) (*Response, error) { return mw(ctx, req, inner) }
 	}
 	return next
+}
+
+// provide is the innermost link of the chain: it sends the request to
+// the provider, and reports the request exactly as the provider receives
+// it, and its answer.
+func (inst *instance) provide(ctx context.Context, req *Request) (*Response, error) {
+	inst.emitRequest(req)
+	resp, err := inst.rt.opts.Provider.Step(ctx, req)
+	inst.emitResponse(req, resp, err)
+	return resp, err
 }
 
 // finalOutput reads a final response. It returns a model-facing correction
