@@ -51,14 +51,14 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 57))
 	})
 
-	It("a run of the coordinator that lists its Work once allocates at most 44 times", func() {
+	It("a run of the coordinator that lists its Work once allocates at most 41 times", func() {
 		n := allocsOf(func(_ context.Context, req *core.Request) (*core.Response, error) {
 			if req.Step == 1 {
 				return callList, nil
 			}
 			return final, nil
 		})
-		Expect(n).To(BeNumerically("<=", 44))
+		Expect(n).To(BeNumerically("<=", 41))
 	})
 })
 

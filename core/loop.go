@@ -511,6 +511,13 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 	if pt == nil {
 		return "", nil, modelErrorf("unknown_tool", "there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))
 	}
+	if pt.kind == kindWork {
+		// Valid arguments, written plainly, are read straight into the
+		// input; anything else takes the general path, for its problems.
+		if in, ok := readWorkInput(pt.params, call.Arguments); ok {
+			return inst.workTool(ctx, call, in, note)
+		}
+	}
 	args, err := decodeArgs(call.Arguments)
 	if err != nil {
 		return "", nil, modelErrorf("invalid_arguments", "arguments of %s are not a JSON object: %v", call.Name, err)
@@ -520,7 +527,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 	}
 	switch pt.kind {
 	case kindWork:
-		return inst.workTool(ctx, call, args, note)
+		return inst.workTool(ctx, call, workInputOf(args.(map[string]any)), note)
 	case kindFunction:
 		v, err := pt.tool.Run(ctx, call, args)
 		if err != nil {
@@ -535,8 +542,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 }
 
 // workTool runs a call of the work tool.
-func (inst *instance) workTool(ctx context.Context, call ToolCall, args any, note *toolNote) (string, *WorkRef, error) {
-	in := workInputOf(args.(map[string]any))
+func (inst *instance) workTool(ctx context.Context, call ToolCall, in WorkInput, note *toolNote) (string, *WorkRef, error) {
 	note.action = in.Action
 	if in.ID != nil {
 		note.work, note.setWork = *in.ID, true
@@ -584,22 +590,42 @@ func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any
 	return out, &ref, err
 }
 
-// workInputOf reads the work tool's arguments, which its schema has already
-// validated (an object of strings), without a JSON round trip: this is on
-// the path of every work call.
+// workValues hold the work tool's optional arguments, which a WorkInput
+// read from them points into (one allocation for the three).
+type workValues struct{ id, timeout, message string }
+
+// set reads one argument of the work tool into in.
+func (vals *workValues) set(in *WorkInput, name, value string) {
+	switch name {
+	case "action":
+		in.Action = value
+	case "id":
+		vals.id, in.ID = value, &vals.id
+	case "timeout":
+		vals.timeout, in.Timeout = value, &vals.timeout
+	case "message":
+		vals.message, in.Message = value, &vals.message
+	}
+}
+
+// readWorkInput reads the work tool's arguments straight from their
+// document, without decoding it to a map, when the document is valid by
+// the tool's schema and written plainly (see flatObject.readValid); ok is
+// false otherwise. This is on the path of every work call.
+func readWorkInput(params *Schema, doc string) (in WorkInput, ok bool) {
+	vals := new(workValues)
+	ok = params.flat.readValid(doc, func(name, value string) { vals.set(&in, name, value) })
+	return in, ok
+}
+
+// workInputOf reads the work tool's decoded arguments, which its schema
+// has already validated (an object of strings).
 func workInputOf(m map[string]any) WorkInput {
 	var in WorkInput
-	in.Action, _ = m["action"].(string)
-	// The optional fields point into one allocation.
-	vals := new(struct{ id, timeout, message string })
-	if v, ok := m["id"].(string); ok {
-		vals.id, in.ID = v, &vals.id
-	}
-	if v, ok := m["timeout"].(string); ok {
-		vals.timeout, in.Timeout = v, &vals.timeout
-	}
-	if v, ok := m["message"].(string); ok {
-		vals.message, in.Message = v, &vals.message
+	vals := new(workValues)
+	for name, v := range m {
+		s, _ := v.(string)
+		vals.set(&in, name, s)
 	}
 	return in
 }
