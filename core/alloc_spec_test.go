@@ -38,7 +38,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 		})
 	}
 
-	It("a run of the coordinator with its research child in the foreground allocates at most 57 times", func() {
+	It("a run of the coordinator with its research child in the foreground allocates at most 52 times", func() {
 		n := allocsOf(func(_ context.Context, req *core.Request) (*core.Response, error) {
 			switch {
 			case req.Agent == shared.ResearchID:
@@ -48,17 +48,17 @@ var _ = Describe("the runtime's allocations per run", func() {
 			}
 			return final, nil
 		})
-		Expect(n).To(BeNumerically("<=", 57))
+		Expect(n).To(BeNumerically("<=", 52))
 	})
 
-	It("a run of the coordinator that lists its Work once allocates at most 41 times", func() {
+	It("a run of the coordinator that lists its Work once allocates at most 37 times", func() {
 		n := allocsOf(func(_ context.Context, req *core.Request) (*core.Response, error) {
 			if req.Step == 1 {
 				return callList, nil
 			}
 			return final, nil
 		})
-		Expect(n).To(BeNumerically("<=", 41))
+		Expect(n).To(BeNumerically("<=", 37))
 	})
 })
 

@@ -125,6 +125,11 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 // every foreground child nests a run inside a tool call, so the frames on
 // that path decide how often a goroutine's stack has to grow.
 
+// historyRoom is the room a run's history starts with: its prompt, a tool
+// round of one call and the final answer (the shortest run with a tool
+// call) fit without the history growing.
+const historyRoom = 4
+
 // manyCalls is how many tool calls a response has before the run makes
 // room for their messages and records at once.
 const manyCalls = occurrenceScanLimit
@@ -262,6 +267,9 @@ func (inst *instance) begin(input any) error {
 		return errorf("agent %q prompt: %w", a.ID, err)
 	}
 	if first != "" {
+		if inst.history == nil {
+			inst.history = make([]Message, 0, historyRoom)
+		}
 		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
 	}
 	return nil
@@ -322,8 +330,9 @@ func (rm *runMessages) seal(h []Message, trusted bool) []Message {
 			}
 		}
 	}
-	if n := len(h) - len(rm.msgs); n > manyCalls {
-		rm.msgs = slices.Grow(rm.msgs, n)
+	if cap(rm.msgs) < len(h) {
+		// The copy grows as the history has grown: at once, to its room.
+		rm.msgs = slices.Grow(rm.msgs, cap(h)-len(rm.msgs))
 	}
 	for _, m := range h[len(rm.msgs):] {
 		rm.msgs = append(rm.msgs, copyMessage(m))
