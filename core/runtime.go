@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -401,37 +402,39 @@ type ParallelResult struct {
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
 	names := keys.Sorted(pr.Agents)
-	preps := make([]*prepared, len(names))
+	// Each agent's preparation, result and end, in one allocation.
+	runs := make([]struct {
+		p    *prepared
+		res  *RunResult
+		done Signal
+	}, len(names))
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])
 		if err != nil {
 			return nil, fmt.Errorf("parallel %s: agent %q: %w", pr.ID, name, err)
 		}
-		preps[i] = p
+		runs[i].p = p
 	}
 	if rt.base.Err() != nil {
 		return nil, ErrClosed
 	}
-	model := pr.Model
-	if model == "" {
-		model = rt.opts.Model
-	}
+	model := cmp.Or(pr.Model, rt.opts.Model)
 	out := &ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
-	results := make([]*RunResult, len(names))
-	dones := make([]Signal, len(names))
 	for i, name := range names {
-		dones[i] = NewSignal(rt.exec)
+		r := &runs[i]
+		r.done = NewSignal(rt.exec)
 		rt.exec.Go(pr.ID+"/"+name, func() {
-			defer dones[i].Close()
-			results[i] = rt.runTop(ctx, preps[i], pr.Context, RunOptions{Model: model})
+			defer r.done.Close()
+			r.res = rt.runTop(ctx, r.p, pr.Context, RunOptions{Model: model})
 		})
 	}
 	var errs []error
 	for i, name := range names {
-		rt.exec.Wait("parallel "+name, dones[i].C())
-		out.Results[name] = results[i]
-		if results[i].Err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, results[i].Err))
+		r := &runs[i]
+		rt.exec.Wait("parallel "+name, r.done.C())
+		out.Results[name] = r.res
+		if r.res.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, r.res.Err))
 		}
 	}
 	return out, errors.Join(errs...)
