@@ -8,7 +8,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
 	shared "github.com/crux-sim/crux-sim/internal/fixture"
+	"github.com/crux-sim/crux-sim/scripted"
 )
 
 // The runtime's hot path has allocation budgets: a whole run of a fixed
@@ -83,6 +85,30 @@ var _ = Describe("the runtime's allocations per run", func() {
 			_ = rt.Close()
 		})
 		Expect(n).To(BeNumerically("<=", 60))
+	})
+
+	// A Work item's times never change once set, so a projection of it
+	// writes each as a timestamp once; a start at the instant of creation
+	// shares the creation's text.
+	It("a status of running Work allocates at most 3 times, its timestamps written once", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		id := f.awaitRef(ctx, 1).ID
+		f.awaitState(ctx, id, lifecycle.Running)
+		in := core.WorkInput{Action: "status", ID: &id}
+		first, err := f.rt.WorkAction(ctx, res.Run, 0, "call_status", in)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first).To(ContainSubstring(`"state":"running"`))
+		n := testing.AllocsPerRun(20, func() {
+			if got, _ := f.rt.WorkAction(ctx, res.Run, 0, "call_status", in); got != first {
+				Fail("the status changed: " + got)
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 3))
 	})
 })
 

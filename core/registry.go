@@ -22,10 +22,13 @@ type work struct {
 	created   time.Time
 	started   time.Time
 	finished  time.Time
-	detached  bool
-	rejoined  bool
-	output    *Output
-	failure   error
+	// stamps are the three times as projections write them, each written
+	// once it is set (a time never changes once set; see stampsLocked).
+	stamps   [3]string
+	detached bool
+	rejoined bool
+	output   *Output
+	failure  error
 
 	done   Signal // closed once terminal
 	cancel context.CancelCauseFunc
@@ -227,17 +230,36 @@ func (r *registry) visibleLocked(owner, id string) *work {
 }
 
 func (r *registry) projectLocked(w *work) WorkStatus {
+	created, started, finished := w.stampsLocked()
 	return WorkStatus{
 		Work:            w.ref,
 		TargetLabel:     w.label,
 		State:           w.state,
 		Attachment:      "attached",
 		Attempt:         1,
-		CreatedAt:       timestamp(w.created),
-		StartedAt:       timestamp(w.started),
-		FinishedAt:      timestamp(w.finished),
+		CreatedAt:       created,
+		StartedAt:       started,
+		FinishedAt:      finished,
 		ResultAvailable: w.state == lifecycle.Completed,
 	}
+}
+
+// stampsLocked returns the work's creation, start and finish times as
+// timestamps ("" for a time not yet set). Each is written the first time
+// it is asked for once set, and a time equal to the one before it (Work
+// that starts as it is created, say) shares that one's text.
+func (w *work) stampsLocked() (created, started, finished string) {
+	times := [3]time.Time{w.created, w.started, w.finished}
+	for i, t := range times {
+		switch {
+		case w.stamps[i] != "" || t.IsZero():
+		case i > 0 && t.Equal(times[i-1]) && w.stamps[i-1] != "":
+			w.stamps[i] = w.stamps[i-1]
+		default:
+			w.stamps[i] = timestamp(t)
+		}
+	}
+	return w.stamps[0], w.stamps[1], w.stamps[2]
 }
 
 // MaxListed is the most entries a list action returns.
