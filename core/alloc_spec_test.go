@@ -110,6 +110,22 @@ var _ = Describe("the runtime's allocations per run", func() {
 		})
 		Expect(n).To(BeNumerically("<=", 3))
 	})
+
+	It("sequential ids number each kind on its own, and a fresh source and its first Work id take two allocations, the source and the text", func() {
+		ids := &core.SequentialIDs{}
+		var got []string
+		for _, k := range []core.IDKind{core.IDWork, core.IDWork, core.IDSend, core.IDRun, "probe", core.IDWork, "probe"} {
+			got = append(got, ids.NewID(k))
+		}
+		got = append(got, ids.NewScopedID(core.IDRun, "research-agent"), ids.NewScopedID(core.IDRun, "research-agent"), ids.NewScopedID(core.IDWork, "x"))
+		Expect(got).To(Equal([]string{"w-1", "w-2", "send-1", "run-1", "probe-1", "w-3", "probe-2", "research-agent#1", "research-agent#2", "w-4"}))
+		n := testing.AllocsPerRun(50, func() {
+			if (&core.SequentialIDs{}).NewID(core.IDWork) != "w-1" {
+				Fail("a fresh source's first Work id is not w-1")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 2))
+	})
 })
 
 // readingProvider is a provider that says it only reads requests, as the
