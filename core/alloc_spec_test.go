@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -124,6 +127,19 @@ var _ = Describe("the runtime's allocations per run", func() {
 				Fail("a fresh source's first Work id is not w-1")
 			}
 		})
+		Expect(n).To(BeNumerically("<=", 2))
+	})
+
+	It("a status block of a full set of rows, and the count of those left out, allocates twice: the block and its text", func() {
+		rows := make([]core.StatusRow, core.MaxStatusRows)
+		lines := []string{core.StatusHeader}
+		for i := range rows {
+			rows[i] = core.StatusRow{ID: fmt.Sprintf("w-%d", i+1), Label: "research", State: lifecycle.Running, Elapsed: time.Duration(i*37) * time.Second}
+			lines = append(lines, rows[i].String())
+		}
+		blk := core.BuildStatus(rows, 40)
+		Expect(blk.Text).To(HavePrefix(strings.Join(lines, "\n") + "\n(28 "))
+		n := testing.AllocsPerRun(50, func() { _ = core.BuildStatus(rows, 40) })
 		Expect(n).To(BeNumerically("<=", 2))
 	})
 })

@@ -66,3 +66,7 @@ func WorkInputBothWays(args string) (direct WorkInput, read bool, general WorkIn
 	}
 	return direct, read, workInputOf(v.(map[string]any)), ""
 }
+
+// BuildStatus is the status block a request carries for the rows the
+// registry sampled out of total attached items.
+func BuildStatus(rows []StatusRow, total int) *StatusBlock { return buildStatus(rows, total) }
