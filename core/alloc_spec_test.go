@@ -142,6 +142,19 @@ var _ = Describe("the runtime's allocations per run", func() {
 		n := testing.AllocsPerRun(50, func() { _ = core.BuildStatus(rows, 40) })
 		Expect(n).To(BeNumerically("<=", 2))
 	})
+
+	It("taking the background flag out of a child call's input allocates nothing", func() {
+		flagged := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "research",
+			Arguments: `{"question":"Why do leaves change color in autumn?","run_in_background":false}`}}}
+		without := allocsOf(inForeground)
+		with := allocsOf(func(ctx context.Context, req *core.Request) (*core.Response, error) {
+			if req.Agent == shared.CoordinatorID && req.Step == 1 {
+				return flagged, nil
+			}
+			return inForeground(ctx, req)
+		})
+		Expect(with).To(BeNumerically("<=", without))
+	})
 })
 
 // readingProvider is a provider that says it only reads requests, as the

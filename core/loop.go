@@ -698,6 +698,9 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 	})
 }
 
+// childInput is a child call's input, read from its arguments: the
+// arguments are the call's own (decoded for it alone), so the background
+// flag is taken out of them in place.
 func childInput(pt *preparedTool, args any) any {
 	m, _ := args.(map[string]any)
 	if !pt.hasInput {
@@ -706,16 +709,8 @@ func childInput(pt *preparedTool, args any) any {
 	if pt.wrapped {
 		return m["input"]
 	}
-	if _, ok := m[BackgroundFlag]; !ok {
-		return m
-	}
-	clean := make(map[string]any, len(m)-1)
-	for k, v := range m {
-		if k != BackgroundFlag {
-			clean[k] = v
-		}
-	}
-	return clean
+	delete(m, BackgroundFlag)
+	return m
 }
 
 func decodeArgs(s string) (any, error) {
