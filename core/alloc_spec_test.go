@@ -155,6 +155,14 @@ var _ = Describe("the runtime's allocations per run", func() {
 		})
 		Expect(with).To(BeNumerically("<=", without))
 	})
+
+	It("reading whether a call runs in the background allocates nothing, however long its arguments", func() {
+		args := `{"question":"` + strings.Repeat("Why do leaves change color? ", 20) + `","run_in_background":true}`
+		Expect(core.RunsInBackground(args)).To(BeTrue())
+		Expect(core.RunsInBackground(`{"run_in_background":true,"run_in_backgroun\u0064":false}`)).To(BeFalse(), "an escaped key is still read")
+		n := testing.AllocsPerRun(50, func() { _ = core.RunsInBackground(args) })
+		Expect(n).To(BeZero())
+	})
 })
 
 // readingProvider is a provider that says it only reads requests, as the
