@@ -163,6 +163,37 @@ var _ = Describe("the runtime's allocations per run", func() {
 		n := testing.AllocsPerRun(50, func() { _ = core.RunsInBackground(args) })
 		Expect(n).To(BeZero())
 	})
+
+	// The child runs on a goroutine of its own: the runtime waits for it
+	// (Settle) before the count ends, and its allocations are the same
+	// whichever runs first, since the coordinator only reads the status.
+	It("a run that starts one background child and reads its status once allocates at most 75 times", func() {
+		coordinator := shared.Coordinator(shared.ResearchAgent())
+		callBackground := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "research",
+			Arguments: `{"question":"Why do leaves change color in autumn?","run_in_background":true}`}}}
+		p := readingProvider(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			switch {
+			case req.Agent == shared.ResearchID:
+				return childFinal, nil
+			case req.Step == 1:
+				return callBackground, nil
+			}
+			if req.Status == nil || len(req.Status.Rows) != 1 {
+				Fail("the second request has no status row of its child")
+			}
+			return final, nil
+		})
+		ctx := context.Background()
+		n := testing.AllocsPerRun(50, func() {
+			rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}})
+			if res, err := rt.Run(ctx, coordinator, shared.Ask(shared.Question)); err != nil || res.Output.Raw != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+			rt.Settle()
+			_ = rt.Close()
+		})
+		Expect(n).To(BeNumerically("<=", 75))
+	})
 })
 
 // readingProvider is a provider that says it only reads requests, as the

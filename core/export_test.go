@@ -69,4 +69,8 @@ func WorkInputBothWays(args string) (direct WorkInput, read bool, general WorkIn
 
 // BuildStatus is the status block a request carries for the rows the
 // registry sampled out of total attached items.
-func BuildStatus(rows []StatusRow, total int) *StatusBlock { return buildStatus(rows, total) }
+func BuildStatus(rows []StatusRow, total int) *StatusBlock {
+	blk := &StatusBlock{}
+	fillStatus(blk, rows, total)
+	return blk
+}

@@ -164,17 +164,13 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	// the run's own copy of the tool specs, put back as prepared, so
 	// nothing that middleware or the provider does to it reaches the
 	// history, the next request or another run.
-	req := &Request{
-		Model:    inst.model,
-		Agent:    a.ID,
-		Run:      inst.id,
-		Step:     inst.step,
-		System:   a.Prompt.System,
-		Messages: seal.msgs.seal(inst.history, inst.readOnly()),
-		Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
-		Tools:    inst.p.specs.seal(&seal.tools),
-		Output:   a.Prompt.Output,
-	}
+	req := rt.reg.newRequest(inst.id, rt.clock.Now())
+	req.Model = inst.model
+	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
+	req.System = a.Prompt.System
+	req.Messages = seal.msgs.seal(inst.history, inst.readOnly())
+	req.Tools = inst.p.specs.seal(&seal.tools)
+	req.Output = a.Prompt.Output
 	inst.newMsgs = len(inst.history) - seal.seen
 	req.NewMessages = inst.newMsgs
 	seal.seen = len(inst.history)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -407,18 +408,45 @@ func (r *registry) takeGuidance(w *work) []Message {
 	return msgs
 }
 
-// statusRows samples the owner's attached Work for a status block: at
+// newRequest makes a request with the status block of the owner's Work
+// sampled at now (no Status when the owner has none): one allocation for
+// both when the block has one row, the usual case.
+func (r *registry) newRequest(owner string, now time.Time) *Request {
+	var buf [MaxStatusRows]StatusRow
+	sampled, total := r.statusRows(owner, now, &buf)
+	if len(sampled) == 0 {
+		return &Request{}
+	}
+	rs := &struct {
+		req    Request
+		status StatusBlock
+		row    [1]StatusRow
+	}{}
+	var rows []StatusRow
+	if len(sampled) == 1 {
+		rs.row[0] = sampled[0]
+		rows = rs.row[:]
+	} else {
+		rows = slices.Clone(sampled)
+	}
+	fillStatus(&rs.status, rows, total)
+	rs.req.Status = &rs.status
+	return &rs.req
+}
+
+// statusRows samples the owner's attached Work for a status block, in
+// buf: at
 // most MaxStatusRows rows, unfinished Work first (oldest first), then
 // finished Work (most recently finished first), and how many attached
 // items there are in all.
-func (r *registry) statusRows(owner string, now time.Time) ([]StatusRow, int) {
+func (r *registry) statusRows(owner string, now time.Time, buf *[MaxStatusRows]StatusRow) ([]StatusRow, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ow := r.byOwner[owner]
 	if ow == nil || ow.visible.n == 0 {
 		return nil, 0
 	}
-	rows := make([]StatusRow, 0, min(ow.visible.n, MaxStatusRows))
+	rows := buf[:0]
 	for w := ow.open.head; w != nil && len(rows) < MaxStatusRows; w = w.links[listOpen].next {
 		rows = append(rows, r.statusRowLocked(w, now))
 	}

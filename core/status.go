@@ -72,14 +72,10 @@ func (r StatusRow) writeTo(b *strings.Builder) {
 	}
 }
 
-// buildStatus renders the rows the registry sampled, in its order and
-// within the cap, out of total attached items: the rest are counted as
-// omitted.
-func buildStatus(rows []StatusRow, total int) *StatusBlock {
-	if len(rows) == 0 {
-		return nil
-	}
-	blk := &StatusBlock{}
+// fillStatus renders into blk the rows the registry sampled (one at
+// least), in its order and within the cap, out of total attached items:
+// the rest are counted as omitted.
+func fillStatus(blk *StatusBlock, rows []StatusRow, total int) {
 	if len(rows) > MaxStatusRows {
 		rows = rows[:MaxStatusRows]
 	}
@@ -107,7 +103,6 @@ func buildStatus(rows []StatusRow, total int) *StatusBlock {
 	}
 	blk.Rows = rows
 	blk.Text = b.String()
-	return blk
 }
 
 // SafeLabel makes a value fit on one line of a status row, as the row's
