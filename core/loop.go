@@ -113,7 +113,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			}
 			continue
 		}
-		if err := inst.toolRound(ctx, resp); err != nil {
+		if err := inst.toolRound(ctx, resp, &seal.spare); err != nil {
 			return nil, err
 		}
 	}
@@ -141,6 +141,7 @@ type runSeal struct {
 	msgs  runMessages
 	tools runTools
 	seen  int
+	spare spareCalls // the copy's room for the latest tool calls
 }
 
 // readOnly reports whether nothing that sees the run's next request can
@@ -168,7 +169,7 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System
-	req.Messages = seal.msgs.seal(inst.history, inst.readOnly())
+	req.Messages = seal.msgs.seal(inst.history, inst.readOnly(), &seal.spare)
 	req.Tools = inst.p.specs.seal(&seal.tools)
 	req.Output = a.Prompt.Output
 	inst.newMsgs = len(inst.history) - seal.seen
@@ -208,7 +209,7 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 
 // toolRound runs a response's tool calls in order, each answered in the
 // history. Only a context error ends the run.
-func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
+func (inst *instance) toolRound(ctx context.Context, resp *Response, spare *spareCalls) error {
 	// The history takes the response and a tool message per call: for a
 	// response of many calls, room for them at once, and for their
 	// records, not call by call (for a few, append's doubling leaves room
@@ -216,7 +217,7 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
 	if len(resp.ToolCalls) > manyCalls {
 		inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
 	}
-	inst.appendAssistant(resp)
+	inst.appendAssistant(resp, spare)
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
@@ -237,8 +238,34 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
 
 // appendAssistant appends a response with tool calls to the history, with
 // its own copy of the calls.
-func (inst *instance) appendAssistant(resp *Response) {
-	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls)})
+// The copy is made twice in one allocation: the history's, and the run's
+// sealed copy's, which the next request takes (see spareCalls).
+func (inst *instance) appendAssistant(resp *Response, spare *spareCalls) {
+	n := len(resp.ToolCalls)
+	both := make([]ToolCall, 2*n)
+	copy(both, resp.ToolCalls)
+	copy(both[n:], resp.ToolCalls)
+	*spare = spareCalls{of: &both[0], calls: both[n : 2*n : 2*n]}
+	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: both[:n:n]})
+}
+
+// spareCalls is a copy of the tool calls of the history's latest
+// assistant message, apart from the history's own, for the run's sealed
+// copy of the history to take when the message first joins a request.
+// Nothing writes to the history's calls, so the two stay equal until then.
+type spareCalls struct {
+	of    *ToolCall // the first of the history's calls it copies
+	calls []ToolCall
+}
+
+// take returns the spare copy of m's calls, or false when it holds none.
+func (s *spareCalls) take(m *Message) ([]ToolCall, bool) {
+	if s.of == nil || len(m.ToolCalls) == 0 || unsafe.SliceData(m.ToolCalls) != s.of {
+		return nil, false
+	}
+	calls := s.calls
+	*s = spareCalls{}
+	return calls, true
 }
 
 // emitRequest reports a request as the provider receives it, and
@@ -318,7 +345,7 @@ type runMessages struct {
 // run's own copy. Unless trusted (nothing that saw the earlier requests
 // could write to them), it first checks the messages the earlier requests
 // held against the history and puts back any that were changed.
-func (rm *runMessages) seal(h []Message, trusted bool) []Message {
+func (rm *runMessages) seal(h []Message, trusted bool, spare *spareCalls) []Message {
 	if !trusted {
 		for i := range rm.msgs {
 			if !sameMessage(&rm.msgs[i], &h[i]) {
@@ -331,7 +358,12 @@ func (rm *runMessages) seal(h []Message, trusted bool) []Message {
 		rm.msgs = slices.Grow(rm.msgs, cap(h)-len(rm.msgs))
 	}
 	for _, m := range h[len(rm.msgs):] {
-		rm.msgs = append(rm.msgs, copyMessage(m))
+		if calls, ok := spare.take(&m); ok {
+			m.ToolCalls = calls
+		} else {
+			m = copyMessage(m)
+		}
+		rm.msgs = append(rm.msgs, m)
 	}
 	n := len(rm.msgs)
 	return rm.msgs[:n:n]
