@@ -32,7 +32,7 @@ type work struct {
 	failure  error
 
 	done   Signal // closed once terminal
-	cancel context.CancelCauseFunc
+	cancel canceller
 	run    func(ctx context.Context, self *work) (*Output, error)
 
 	inbox     []Message // guidance accepted and not yet delivered
@@ -152,7 +152,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 func (r *registry) startLocked(w *work) {
 	r.transitionLocked(w, lifecycle.Start)
 	r.running++
-	ctx, cancel := WithCancel(r.rt.exec, r.rt.base)
+	ctx, cancel := withCancel(r.rt.exec, r.rt.base)
 	w.cancel = cancel
 	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
 }
@@ -175,7 +175,7 @@ func (r *registry) finish(w *work, ctx context.Context, out *Output, err error) 
 		w.failure = err
 	}
 	r.transitionLocked(w, ev)
-	w.cancel(nil)
+	w.cancel.cancel(nil)
 	r.running--
 	r.startQueuedLocked()
 }
@@ -333,7 +333,7 @@ func (r *registry) cancelLocked(w *work) CancelReceipt {
 		wasQueued := w.state == lifecycle.Queued
 		r.transitionLocked(w, lifecycle.Cancel)
 		if !wasQueued { // a queued item is skipped when it reaches the queue's front
-			w.cancel(nil)
+			w.cancel.cancel(nil)
 		}
 	}
 	return CancelReceipt{WorkID: w.ref.ID, Accepted: accepted, State: w.state, AcceptedAt: at}

@@ -102,7 +102,7 @@ type Runtime struct {
 	reg      *registry
 
 	base     context.Context
-	stopBase context.CancelFunc
+	stopBase canceller
 
 	prepMu   sync.Mutex
 	prepared map[*Agent]*prepared
@@ -146,8 +146,8 @@ func New(opts Options) *Runtime {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
-	base, stop := WithCancel(rt.exec, context.Background())
-	rt.base, rt.stopBase = base, func() { stop(nil) }
+	base, stop := withCancel(rt.exec, context.Background())
+	rt.base, rt.stopBase = base, stop
 	rt.reg = newRegistry(rt)
 	return rt
 }
@@ -463,7 +463,7 @@ func (rt *Runtime) Settle() {
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		pending := rt.reg.closeAll()
-		rt.stopBase()
+		rt.stopBase.cancel(nil)
 		for _, done := range pending {
 			rt.exec.Wait("close", done)
 		}
