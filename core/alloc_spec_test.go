@@ -194,6 +194,18 @@ var _ = Describe("the runtime's allocations per run", func() {
 		})
 		Expect(n).To(BeNumerically("<=", 71))
 	})
+
+	It("a sequential id past the ninety-ninth of its kind or scope is one allocation, its text", func() {
+		ids := &core.SequentialIDs{}
+		for range 150 {
+			_, _, _ = ids.NewID(core.IDWork), ids.NewID("session"), ids.NewScopedID(core.IDRun, "research-agent")
+		}
+		Expect([]string{ids.NewID(core.IDWork), ids.NewID("session"), ids.NewScopedID(core.IDRun, "research-agent")}).
+			To(Equal([]string{"w-151", "session-151", "research-agent#151"}))
+		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewID(core.IDWork) })).To(BeNumerically("<=", 1))
+		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewID("session") })).To(BeNumerically("<=", 1))
+		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewScopedID(core.IDRun, "research-agent") })).To(BeNumerically("<=", 1))
+	})
 })
 
 // readingProvider is a provider that says it only reads requests, as the

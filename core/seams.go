@@ -60,7 +60,18 @@ func (s *SequentialIDs) NewScopedID(kind IDKind, scope string) string {
 		s.scoped = map[string]int{}
 	}
 	s.scoped[scope]++
-	return scope + "#" + strconv.Itoa(s.scoped[scope])
+	return numbered(scope, "#", s.scoped[scope])
+}
+
+// numbered writes a sequential id, such as w-12 or research-agent#3, in
+// one allocation (strconv.Itoa makes a string of its own from 100 on).
+func numbered(prefix, sep string, n int) string {
+	var buf [64]byte
+	if len(prefix)+len(sep)+20 > len(buf) {
+		return prefix + sep + strconv.Itoa(n)
+	}
+	b := append(append(buf[:0], prefix...), sep...)
+	return string(strconv.AppendInt(b, int64(n), 10))
 }
 
 // idPrefix is the prefix of a kind of the runtime's own, with its index
@@ -80,13 +91,13 @@ func (s *SequentialIDs) NewID(kind IDKind) string {
 	defer s.mu.Unlock()
 	if p, i := idPrefix(kind); i >= 0 {
 		s.known[i]++
-		return p + strconv.Itoa(s.known[i])
+		return numbered(p, "", s.known[i])
 	}
 	if s.n == nil {
 		s.n = map[IDKind]int{}
 	}
 	s.n[kind]++
-	return string(kind) + "-" + strconv.Itoa(s.n[kind])
+	return numbered(string(kind), "-", s.n[kind])
 }
 
 // RandomIDs draws 80 random bits per id, e.g. w_k3j5x2mq7t9a4bcd. The
