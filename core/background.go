@@ -27,9 +27,13 @@ func RunsInBackground(args string) bool {
 		end := skipString(args, i)
 		key := args[i+1 : end-1]
 		if strings.IndexByte(key, '\\') >= 0 {
-			if err := json.Unmarshal([]byte(args[i:end]), &key); err != nil {
+			// Decoded into a variable of its own, which goes to the
+			// heap only here.
+			var decoded string
+			if err := json.Unmarshal([]byte(args[i:end]), &decoded); err != nil {
 				return false
 			}
+			key = decoded
 		}
 		i = skipSpace(args, end)
 		i = skipSpace(args, i+1) // the colon

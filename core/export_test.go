@@ -50,3 +50,27 @@ func WorkArgsBothWays(args string) (engine, byHand string, handled bool, err err
 	_, handled = workToolSchema.flat.problems(v)
 	return text(general.Validate(v)), text(workToolSchema.Validate(v)), handled, nil
 }
+
+// WorkInputBothWays reads the work tool's arguments, a JSON document,
+// straight from the document (read says it did) and the general way
+// (decoded, checked by the schema, then read from the map; problem is the
+// check's error text, "" when valid).
+func WorkInputBothWays(args string) (direct WorkInput, read bool, general WorkInput, problem string) {
+	direct, read = readWorkInput(workToolSchema, args)
+	v, err := decodeArgs(args)
+	if err != nil {
+		return direct, read, WorkInput{}, err.Error()
+	}
+	if err := workToolSchema.Validate(v); err != nil {
+		return direct, read, WorkInput{}, err.Error()
+	}
+	return direct, read, workInputOf(v.(map[string]any)), ""
+}
+
+// BuildStatus is the status block a request carries for the rows the
+// registry sampled out of total attached items.
+func BuildStatus(rows []StatusRow, total int) *StatusBlock {
+	blk := &StatusBlock{}
+	fillStatus(blk, rows, total)
+	return blk
+}

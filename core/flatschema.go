@@ -139,6 +139,71 @@ func (f *flatObject) problems(v any) (problems []string, ok bool) {
 	return problems, true
 }
 
+// readValid reads a document that is valid by the table, written the
+// plain way models and scripts write it: an object of strings without
+// escapes (as jsonDecoder reads them). It calls set for each property in
+// the document's order (a repeated one again, so the last value stands,
+// as decoding keeps it) and reports whether the document was read and is
+// valid; when it is not, what set was told counts for nothing, and the
+// caller decodes and checks the document the general way, whose problems
+// are the ones to show.
+func (f *flatObject) readValid(doc string, set func(name, value string)) bool {
+	if len(f.required) > 64 {
+		return false
+	}
+	d := jsonDecoder{s: doc}
+	d.space()
+	if d.i >= len(doc) || doc[d.i] != '{' {
+		return false
+	}
+	d.i++
+	d.space()
+	var seen uint64 // the required properties present, by index
+	if d.i < len(doc) && doc[d.i] == '}' {
+		d.i++
+	} else {
+		for {
+			d.space()
+			name, ok := d.str()
+			if !ok {
+				return false
+			}
+			d.space()
+			if d.i >= len(doc) || doc[d.i] != ':' {
+				return false
+			}
+			d.i++
+			d.space()
+			value, ok := d.str()
+			if !ok {
+				return false
+			}
+			enum, declared := f.props[name]
+			if !declared || enum != nil && !slices.Contains(enum, value) {
+				return false
+			}
+			if i := slices.Index(f.required, name); i >= 0 {
+				seen |= 1 << i
+			}
+			set(name, value)
+			d.space()
+			if d.i >= len(doc) {
+				return false
+			}
+			if doc[d.i] == '}' {
+				d.i++
+				break
+			}
+			if doc[d.i] != ',' {
+				return false
+			}
+			d.i++
+		}
+	}
+	d.space()
+	return d.i == len(doc) && seen == 1<<len(f.required)-1
+}
+
 // jsonTypeName names a decoded JSON value's type as the engine does.
 func jsonTypeName(v any) (string, bool) {
 	switch x := v.(type) {

@@ -112,3 +112,28 @@ func TestTimestampsAreWrittenAsTheLayoutSays(t *testing.T) {
 		t.Error("the zero time has a timestamp")
 	}
 }
+
+// The work tool's arguments read straight from their document are the
+// ones the general path (decode, check, read the map) gives, and only a
+// document the general path accepts is read straight.
+func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
+	for _, s := range append(jsonCases, `{"action":"send","id":"w-1","message":"m","timeout":"1s"}`, `{"action":"list","action":"nope"}`) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		direct, read := readWorkInput(workToolSchema, s)
+		if !read {
+			return
+		}
+		v, err := decodeArgs(s)
+		if err == nil {
+			err = workToolSchema.Validate(v)
+		}
+		if err != nil {
+			t.Fatalf("%q was read straight, but the general path refuses it: %v", s, err)
+		}
+		if general := workInputOf(v.(map[string]any)); !reflect.DeepEqual(direct, general) {
+			t.Fatalf("%q reads as %+v straight, %+v the general way", s, direct, general)
+		}
+	})
+}

@@ -28,6 +28,7 @@ type instance struct {
 	// foreground children: a foreground child runs inside its parent's
 	// tool call, so its provider steps are its parent's time.
 	steps *int
+	pool  int // steps points here for a run that is not a foreground child
 	// depth counts the child runs between this one and its top-level run
 	// (0 for a top-level run).
 	depth int
@@ -38,6 +39,8 @@ type instance struct {
 	// newMsgs is how many messages of the request in flight are new since
 	// the previous one, for the innermost link of the middleware chain.
 	newMsgs int
+	// rc is the run's context, kept here to need no allocation of its own.
+	rc runContext
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
@@ -56,7 +59,8 @@ func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
 	rt := inst.rt
 	a := inst.p.agent
-	ctx = context.WithValue(ctx, runtimeKey{}, rt)
+	inst.rc = runContext{Context: ctx, rt: rt}
+	ctx = &inst.rc
 	inst.emitRunStart(mode, parent, input)
 	var seal runSeal
 	defer func() {
@@ -78,8 +82,8 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		budget = inst.maxSteps
 	}
 	if inst.steps == nil {
-		pool := budget
-		inst.steps = &pool
+		inst.pool = budget
+		inst.steps = &inst.pool
 	}
 	for inst.step = 1; inst.step <= budget; inst.step++ {
 		if err := ctx.Err(); err != nil {
@@ -109,7 +113,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			}
 			continue
 		}
-		if err := inst.toolRound(ctx, resp); err != nil {
+		if err := inst.toolRound(ctx, resp, &seal.spare); err != nil {
 			return nil, err
 		}
 	}
@@ -120,6 +124,11 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 // run's own frame: every background child starts a goroutine in run, and
 // every foreground child nests a run inside a tool call, so the frames on
 // that path decide how often a goroutine's stack has to grow.
+
+// historyRoom is the room a run's history starts with: its prompt, a tool
+// round of one call and the final answer (the shortest run with a tool
+// call) fit without the history growing.
+const historyRoom = 4
 
 // manyCalls is how many tool calls a response has before the run makes
 // room for their messages and records at once.
@@ -132,6 +141,7 @@ type runSeal struct {
 	msgs  runMessages
 	tools runTools
 	seen  int
+	spare spareCalls // the copy's room for the latest tool calls
 }
 
 // readOnly reports whether nothing that sees the run's next request can
@@ -155,21 +165,23 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	// the run's own copy of the tool specs, put back as prepared, so
 	// nothing that middleware or the provider does to it reaches the
 	// history, the next request or another run.
-	req := &Request{
-		Model:    inst.model,
-		Agent:    a.ID,
-		Run:      inst.id,
-		Step:     inst.step,
-		System:   a.Prompt.System,
-		Messages: seal.msgs.seal(inst.history, inst.readOnly()),
-		Status:   buildStatus(rt.reg.statusRows(inst.id, rt.clock.Now())),
-		Tools:    inst.p.specs.seal(&seal.tools),
-		Output:   a.Prompt.Output,
-	}
+	req := rt.reg.newRequest(inst.id, rt.clock.Now())
+	req.Model = inst.model
+	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
+	req.System = a.Prompt.System
+	req.Messages = seal.msgs.seal(inst.history, inst.readOnly(), &seal.spare)
+	req.Tools = inst.p.specs.seal(&seal.tools)
+	req.Output = a.Prompt.Output
 	inst.newMsgs = len(inst.history) - seal.seen
 	req.NewMessages = inst.newMsgs
 	seal.seen = len(inst.history)
-	resp, err := step(ctx, req)
+	var resp *Response
+	var err error
+	if step == nil {
+		resp, err = inst.provide(ctx, req)
+	} else {
+		resp, err = step(ctx, req)
+	}
 	if err != nil {
 		return nil, errorf("agent %q step %d: %w", a.ID, inst.step, err)
 	}
@@ -197,7 +209,7 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 
 // toolRound runs a response's tool calls in order, each answered in the
 // history. Only a context error ends the run.
-func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
+func (inst *instance) toolRound(ctx context.Context, resp *Response, spare *spareCalls) error {
 	// The history takes the response and a tool message per call: for a
 	// response of many calls, room for them at once, and for their
 	// records, not call by call (for a few, append's doubling leaves room
@@ -205,7 +217,7 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
 	if len(resp.ToolCalls) > manyCalls {
 		inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
 	}
-	inst.appendAssistant(resp)
+	inst.appendAssistant(resp, spare)
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
@@ -226,8 +238,34 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response) error {
 
 // appendAssistant appends a response with tool calls to the history, with
 // its own copy of the calls.
-func (inst *instance) appendAssistant(resp *Response) {
-	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls)})
+// The copy is made twice in one allocation: the history's, and the run's
+// sealed copy's, which the next request takes (see spareCalls).
+func (inst *instance) appendAssistant(resp *Response, spare *spareCalls) {
+	n := len(resp.ToolCalls)
+	both := make([]ToolCall, 2*n)
+	copy(both, resp.ToolCalls)
+	copy(both[n:], resp.ToolCalls)
+	*spare = spareCalls{of: &both[0], calls: both[n : 2*n : 2*n]}
+	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: both[:n:n]})
+}
+
+// spareCalls is a copy of the tool calls of the history's latest
+// assistant message, apart from the history's own, for the run's sealed
+// copy of the history to take when the message first joins a request.
+// Nothing writes to the history's calls, so the two stay equal until then.
+type spareCalls struct {
+	of    *ToolCall // the first of the history's calls it copies
+	calls []ToolCall
+}
+
+// take returns the spare copy of m's calls, or false when it holds none.
+func (s *spareCalls) take(m *Message) ([]ToolCall, bool) {
+	if s.of == nil || len(m.ToolCalls) == 0 || unsafe.SliceData(m.ToolCalls) != s.of {
+		return nil, false
+	}
+	calls := s.calls
+	*s = spareCalls{}
+	return calls, true
 }
 
 // emitRequest reports a request as the provider receives it, and
@@ -252,6 +290,9 @@ func (inst *instance) begin(input any) error {
 		return errorf("agent %q prompt: %w", a.ID, err)
 	}
 	if first != "" {
+		if inst.history == nil {
+			inst.history = make([]Message, 0, historyRoom)
+		}
 		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
 	}
 	return nil
@@ -304,7 +345,7 @@ type runMessages struct {
 // run's own copy. Unless trusted (nothing that saw the earlier requests
 // could write to them), it first checks the messages the earlier requests
 // held against the history and puts back any that were changed.
-func (rm *runMessages) seal(h []Message, trusted bool) []Message {
+func (rm *runMessages) seal(h []Message, trusted bool, spare *spareCalls) []Message {
 	if !trusted {
 		for i := range rm.msgs {
 			if !sameMessage(&rm.msgs[i], &h[i]) {
@@ -312,11 +353,17 @@ func (rm *runMessages) seal(h []Message, trusted bool) []Message {
 			}
 		}
 	}
-	if n := len(h) - len(rm.msgs); n > manyCalls {
-		rm.msgs = slices.Grow(rm.msgs, n)
+	if cap(rm.msgs) < len(h) {
+		// The copy grows as the history has grown: at once, to its room.
+		rm.msgs = slices.Grow(rm.msgs, cap(h)-len(rm.msgs))
 	}
 	for _, m := range h[len(rm.msgs):] {
-		rm.msgs = append(rm.msgs, copyMessage(m))
+		if calls, ok := spare.take(&m); ok {
+			m.ToolCalls = calls
+		} else {
+			m = copyMessage(m)
+		}
+		rm.msgs = append(rm.msgs, m)
 	}
 	n := len(rm.msgs)
 	return rm.msgs[:n:n]
@@ -358,22 +405,29 @@ func (inst *instance) workID() string {
 	return inst.w.ref.ID
 }
 
-// chain builds the agent's middleware around the provider. The innermost
-// link reports the request exactly as the provider receives it.
+// chain builds the agent's middleware around the provider, or returns nil
+// for an agent without middleware, whose requests go to provide directly.
 func (inst *instance) chain() StepFunc {
-	rt := inst.rt
 	a := inst.p.agent
-	next := StepFunc(func(ctx context.Context, req *Request) (*Response, error) {
-		inst.emitRequest(req)
-		resp, err := rt.opts.Provider.Step(ctx, req)
-		inst.emitResponse(req, resp, err)
-		return resp, err
-	})
+	if len(a.Use) == 0 {
+		return nil
+	}
+	next := StepFunc(inst.provide)
 	for i := len(a.Use) - 1; i >= 0; i-- {
 		mw, inner := a.Use[i], next
 		next = func(ctx context.Context, req *Request) (*Response, error) { return mw(ctx, req, inner) }
 	}
 	return next
+}
+
+// provide is the innermost link of the chain: it sends the request to
+// the provider, and reports the request exactly as the provider receives
+// it, and its answer.
+func (inst *instance) provide(ctx context.Context, req *Request) (*Response, error) {
+	inst.emitRequest(req)
+	resp, err := inst.rt.opts.Provider.Step(ctx, req)
+	inst.emitResponse(req, resp, err)
+	return resp, err
 }
 
 // finalOutput reads a final response. It returns a model-facing correction
@@ -430,8 +484,10 @@ func firstNonEmpty(s ...string) string {
 // callTool runs one tool call and returns its tool message. Only a context
 // error ends the run; everything else is a model-facing error.
 func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, error) {
-	ctx = context.WithValue(ctx, callKey{}, CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name})
-	c := &call // both events report the same call
+	f := &toolCallFrame{Context: ctx, call: call,
+		info: CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name}}
+	ctx = f
+	c := &f.call // both events report the same call
 	inst.emitTool(EventToolCall, c, nil, nil, nil)
 	var note toolNote
 	content, ref, err := inst.execTool(ctx, call, &note)
@@ -444,9 +500,27 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 		content = toolErrorContent(err)
 	}
 	msg.Content = content
-	result := msg
-	inst.emitTool(EventToolResult, c, &result, ref, &note)
+	f.result = msg // the event's own copy, apart from the history's
+	inst.emitTool(EventToolResult, c, &f.result, ref, &note)
 	return msg, nil
+}
+
+// toolCallFrame is one tool call in flight, in one allocation: the context
+// the tool runs on (the run's, with the call's CallInfo as the value of
+// callKey), and the call and its result message that the call's events
+// point to.
+type toolCallFrame struct {
+	context.Context
+	info   CallInfo
+	call   ToolCall
+	result Message
+}
+
+func (f *toolCallFrame) Value(key any) any {
+	if key == (callKey{}) {
+		return &f.info
+	}
+	return f.Context.Value(key)
 }
 
 // toolNote is what a work call adds to the event of its result: its
@@ -474,6 +548,13 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 	if pt == nil {
 		return "", nil, modelErrorf("unknown_tool", "there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))
 	}
+	if pt.kind == kindWork {
+		// Valid arguments, written plainly, are read straight into the
+		// input; anything else takes the general path, for its problems.
+		if in, ok := readWorkInput(pt.params, call.Arguments); ok {
+			return inst.workTool(ctx, call, in, note)
+		}
+	}
 	args, err := decodeArgs(call.Arguments)
 	if err != nil {
 		return "", nil, modelErrorf("invalid_arguments", "arguments of %s are not a JSON object: %v", call.Name, err)
@@ -483,7 +564,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 	}
 	switch pt.kind {
 	case kindWork:
-		return inst.workTool(ctx, call, args, note)
+		return inst.workTool(ctx, call, workInputOf(args.(map[string]any)), note)
 	case kindFunction:
 		v, err := pt.tool.Run(ctx, call, args)
 		if err != nil {
@@ -498,8 +579,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 }
 
 // workTool runs a call of the work tool.
-func (inst *instance) workTool(ctx context.Context, call ToolCall, args any, note *toolNote) (string, *WorkRef, error) {
-	in := workInputOf(args.(map[string]any))
+func (inst *instance) workTool(ctx context.Context, call ToolCall, in WorkInput, note *toolNote) (string, *WorkRef, error) {
 	note.action = in.Action
 	if in.ID != nil {
 		note.work, note.setWork = *in.ID, true
@@ -547,22 +627,42 @@ func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any
 	return out, &ref, err
 }
 
-// workInputOf reads the work tool's arguments, which its schema has already
-// validated (an object of strings), without a JSON round trip: this is on
-// the path of every work call.
+// workValues hold the work tool's optional arguments, which a WorkInput
+// read from them points into (one allocation for the three).
+type workValues struct{ id, timeout, message string }
+
+// set reads one argument of the work tool into in.
+func (vals *workValues) set(in *WorkInput, name, value string) {
+	switch name {
+	case "action":
+		in.Action = value
+	case "id":
+		vals.id, in.ID = value, &vals.id
+	case "timeout":
+		vals.timeout, in.Timeout = value, &vals.timeout
+	case "message":
+		vals.message, in.Message = value, &vals.message
+	}
+}
+
+// readWorkInput reads the work tool's arguments straight from their
+// document, without decoding it to a map, when the document is valid by
+// the tool's schema and written plainly (see flatObject.readValid); ok is
+// false otherwise. This is on the path of every work call.
+func readWorkInput(params *Schema, doc string) (in WorkInput, ok bool) {
+	vals := new(workValues)
+	ok = params.flat.readValid(doc, func(name, value string) { vals.set(&in, name, value) })
+	return in, ok
+}
+
+// workInputOf reads the work tool's decoded arguments, which its schema
+// has already validated (an object of strings).
 func workInputOf(m map[string]any) WorkInput {
 	var in WorkInput
-	in.Action, _ = m["action"].(string)
-	// The optional fields point into one allocation.
-	vals := new(struct{ id, timeout, message string })
-	if v, ok := m["id"].(string); ok {
-		vals.id, in.ID = v, &vals.id
-	}
-	if v, ok := m["timeout"].(string); ok {
-		vals.timeout, in.Timeout = v, &vals.timeout
-	}
-	if v, ok := m["message"].(string); ok {
-		vals.message, in.Message = v, &vals.message
+	vals := new(workValues)
+	for name, v := range m {
+		s, _ := v.(string)
+		vals.set(&in, name, s)
 	}
 	return in
 }
@@ -606,7 +706,7 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
-			ctx = context.WithValue(ctx, runtimeKey{}, rt)
+			ctx = &runContext{Context: ctx, rt: rt}
 			v, err := pt.tool.Run(ctx, call, input)
 			if err != nil {
 				return nil, err
@@ -626,6 +726,9 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 	})
 }
 
+// childInput is a child call's input, read from its arguments: the
+// arguments are the call's own (decoded for it alone), so the background
+// flag is taken out of them in place.
 func childInput(pt *preparedTool, args any) any {
 	m, _ := args.(map[string]any)
 	if !pt.hasInput {
@@ -634,16 +737,8 @@ func childInput(pt *preparedTool, args any) any {
 	if pt.wrapped {
 		return m["input"]
 	}
-	if _, ok := m[BackgroundFlag]; !ok {
-		return m
-	}
-	clean := make(map[string]any, len(m)-1)
-	for k, v := range m {
-		if k != BackgroundFlag {
-			clean[k] = v
-		}
-	}
-	return clean
+	delete(m, BackgroundFlag)
+	return m
 }
 
 func decodeArgs(s string) (any, error) {

@@ -163,6 +163,10 @@ type preparedTool struct {
 	hasInput bool
 }
 
+// workTool is the automatic work tool, the same for every agent that has
+// it (nothing changes a preparedTool once prepared).
+var workTool = &preparedTool{name: WorkToolName, kind: kindWork, params: workToolSchema}
+
 var boolProp = map[string]any{
 	"type":        "boolean",
 	"description": "Run in the background and return a work.ref at once instead of waiting for the result.",
@@ -218,6 +222,13 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 			hasBackground = true
 		}
 	}
+	room := len(names)
+	if hasBackground {
+		room++ // the work tool, last
+	}
+	if room > 0 {
+		p.tools = make([]*preparedTool, 0, room)
+	}
 	for _, name := range names {
 		entry, ok := a.Tools[name]
 		if !ok {
@@ -233,7 +244,7 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 		p.tools = append(p.tools, pt)
 	}
 	if hasBackground {
-		p.tools = append(p.tools, &preparedTool{name: WorkToolName, kind: kindWork, params: workToolSchema})
+		p.tools = append(p.tools, workTool)
 	}
 	specs := make([]ToolSpec, 0, len(p.tools))
 	for _, pt := range p.tools {

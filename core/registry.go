@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,13 +23,16 @@ type work struct {
 	created   time.Time
 	started   time.Time
 	finished  time.Time
-	detached  bool
-	rejoined  bool
-	output    *Output
-	failure   error
+	// stamps are the three times as projections write them, each written
+	// once it is set (a time never changes once set; see stampsLocked).
+	stamps   [3]string
+	detached bool
+	rejoined bool
+	output   *Output
+	failure  error
 
 	done   Signal // closed once terminal
-	cancel context.CancelCauseFunc
+	cancel canceller
 	run    func(ctx context.Context, self *work) (*Output, error)
 
 	inbox     []Message // guidance accepted and not yet delivered
@@ -148,7 +152,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 func (r *registry) startLocked(w *work) {
 	r.transitionLocked(w, lifecycle.Start)
 	r.running++
-	ctx, cancel := WithCancel(r.rt.exec, r.rt.base)
+	ctx, cancel := withCancel(r.rt.exec, r.rt.base)
 	w.cancel = cancel
 	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
 }
@@ -171,7 +175,7 @@ func (r *registry) finish(w *work, ctx context.Context, out *Output, err error) 
 		w.failure = err
 	}
 	r.transitionLocked(w, ev)
-	w.cancel(nil)
+	w.cancel.cancel(nil)
 	r.running--
 	r.startQueuedLocked()
 }
@@ -227,17 +231,36 @@ func (r *registry) visibleLocked(owner, id string) *work {
 }
 
 func (r *registry) projectLocked(w *work) WorkStatus {
+	created, started, finished := w.stampsLocked()
 	return WorkStatus{
 		Work:            w.ref,
 		TargetLabel:     w.label,
 		State:           w.state,
 		Attachment:      "attached",
 		Attempt:         1,
-		CreatedAt:       timestamp(w.created),
-		StartedAt:       timestamp(w.started),
-		FinishedAt:      timestamp(w.finished),
+		CreatedAt:       created,
+		StartedAt:       started,
+		FinishedAt:      finished,
 		ResultAvailable: w.state == lifecycle.Completed,
 	}
+}
+
+// stampsLocked returns the work's creation, start and finish times as
+// timestamps ("" for a time not yet set). Each is written the first time
+// it is asked for once set, and a time equal to the one before it (Work
+// that starts as it is created, say) shares that one's text.
+func (w *work) stampsLocked() (created, started, finished string) {
+	times := [3]time.Time{w.created, w.started, w.finished}
+	for i, t := range times {
+		switch {
+		case w.stamps[i] != "" || t.IsZero():
+		case i > 0 && t.Equal(times[i-1]) && w.stamps[i-1] != "":
+			w.stamps[i] = w.stamps[i-1]
+		default:
+			w.stamps[i] = timestamp(t)
+		}
+	}
+	return w.stamps[0], w.stamps[1], w.stamps[2]
 }
 
 // MaxListed is the most entries a list action returns.
@@ -310,7 +333,7 @@ func (r *registry) cancelLocked(w *work) CancelReceipt {
 		wasQueued := w.state == lifecycle.Queued
 		r.transitionLocked(w, lifecycle.Cancel)
 		if !wasQueued { // a queued item is skipped when it reaches the queue's front
-			w.cancel(nil)
+			w.cancel.cancel(nil)
 		}
 	}
 	return CancelReceipt{WorkID: w.ref.ID, Accepted: accepted, State: w.state, AcceptedAt: at}
@@ -385,18 +408,45 @@ func (r *registry) takeGuidance(w *work) []Message {
 	return msgs
 }
 
-// statusRows samples the owner's attached Work for a status block: at
+// newRequest makes a request with the status block of the owner's Work
+// sampled at now (no Status when the owner has none): one allocation for
+// both when the block has one row, the usual case.
+func (r *registry) newRequest(owner string, now time.Time) *Request {
+	var buf [MaxStatusRows]StatusRow
+	sampled, total := r.statusRows(owner, now, &buf)
+	if len(sampled) == 0 {
+		return &Request{}
+	}
+	rs := &struct {
+		req    Request
+		status StatusBlock
+		row    [1]StatusRow
+	}{}
+	var rows []StatusRow
+	if len(sampled) == 1 {
+		rs.row[0] = sampled[0]
+		rows = rs.row[:]
+	} else {
+		rows = slices.Clone(sampled)
+	}
+	fillStatus(&rs.status, rows, total)
+	rs.req.Status = &rs.status
+	return &rs.req
+}
+
+// statusRows samples the owner's attached Work for a status block, in
+// buf: at
 // most MaxStatusRows rows, unfinished Work first (oldest first), then
 // finished Work (most recently finished first), and how many attached
 // items there are in all.
-func (r *registry) statusRows(owner string, now time.Time) ([]StatusRow, int) {
+func (r *registry) statusRows(owner string, now time.Time, buf *[MaxStatusRows]StatusRow) ([]StatusRow, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ow := r.byOwner[owner]
 	if ow == nil || ow.visible.n == 0 {
 		return nil, 0
 	}
-	rows := make([]StatusRow, 0, min(ow.visible.n, MaxStatusRows))
+	rows := buf[:0]
 	for w := ow.open.head; w != nil && len(rows) < MaxStatusRows; w = w.links[listOpen].next {
 		rows = append(rows, r.statusRowLocked(w, now))
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,7 +102,7 @@ type Runtime struct {
 	reg      *registry
 
 	base     context.Context
-	stopBase context.CancelFunc
+	stopBase canceller
 
 	prepMu   sync.Mutex
 	prepared map[*Agent]*prepared
@@ -145,13 +146,28 @@ func New(opts Options) *Runtime {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
-	base, stop := WithCancel(rt.exec, context.Background())
-	rt.base, rt.stopBase = base, func() { stop(nil) }
+	base, stop := withCancel(rt.exec, context.Background())
+	rt.base, rt.stopBase = base, stop
 	rt.reg = newRegistry(rt)
 	return rt
 }
 
 type runtimeKey struct{}
+
+// runContext is a context with a runtime as the value of runtimeKey: an
+// agent run's, and a background tool's, so that Sleep, Await and ClockOf
+// find the runtime running them.
+type runContext struct {
+	context.Context
+	rt *Runtime
+}
+
+func (c *runContext) Value(key any) any {
+	if key == (runtimeKey{}) {
+		return c.rt
+	}
+	return c.Context.Value(key)
+}
 
 // Sleep waits d on the clock of the runtime running the calling tool or
 // provider step, through its executor, so that a simulation controls the
@@ -323,8 +339,11 @@ type callKey struct{}
 // CallOf returns the tool call the calling tool runs for; ok is false
 // outside a tool call.
 func CallOf(ctx context.Context) (CallInfo, bool) {
-	c, ok := ctx.Value(callKey{}).(CallInfo)
-	return c, ok
+	c, ok := ctx.Value(callKey{}).(*CallInfo)
+	if !ok {
+		return CallInfo{}, false
+	}
+	return *c, true
 }
 
 // Run runs an agent to its final output on the calling goroutine. Its
@@ -383,37 +402,39 @@ type ParallelResult struct {
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
 	names := keys.Sorted(pr.Agents)
-	preps := make([]*prepared, len(names))
+	// Each agent's preparation, result and end, in one allocation.
+	runs := make([]struct {
+		p    *prepared
+		res  *RunResult
+		done Signal
+	}, len(names))
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])
 		if err != nil {
 			return nil, fmt.Errorf("parallel %s: agent %q: %w", pr.ID, name, err)
 		}
-		preps[i] = p
+		runs[i].p = p
 	}
 	if rt.base.Err() != nil {
 		return nil, ErrClosed
 	}
-	model := pr.Model
-	if model == "" {
-		model = rt.opts.Model
-	}
+	model := cmp.Or(pr.Model, rt.opts.Model)
 	out := &ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
-	results := make([]*RunResult, len(names))
-	dones := make([]Signal, len(names))
 	for i, name := range names {
-		dones[i] = NewSignal(rt.exec)
+		r := &runs[i]
+		r.done = NewSignal(rt.exec)
 		rt.exec.Go(pr.ID+"/"+name, func() {
-			defer dones[i].Close()
-			results[i] = rt.runTop(ctx, preps[i], pr.Context, RunOptions{Model: model})
+			defer r.done.Close()
+			r.res = rt.runTop(ctx, r.p, pr.Context, RunOptions{Model: model})
 		})
 	}
 	var errs []error
 	for i, name := range names {
-		rt.exec.Wait("parallel "+name, dones[i].C())
-		out.Results[name] = results[i]
-		if results[i].Err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, results[i].Err))
+		r := &runs[i]
+		rt.exec.Wait("parallel "+name, r.done.C())
+		out.Results[name] = r.res
+		if r.res.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, r.res.Err))
 		}
 	}
 	return out, errors.Join(errs...)
@@ -442,7 +463,7 @@ func (rt *Runtime) Settle() {
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		pending := rt.reg.closeAll()
-		rt.stopBase()
+		rt.stopBase.cancel(nil)
 		for _, done := range pending {
 			rt.exec.Wait("close", done)
 		}

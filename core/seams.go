@@ -38,9 +38,16 @@ type ScopedIDSource interface {
 // them. It is safe for concurrent use.
 type SequentialIDs struct {
 	mu     sync.Mutex
-	n      map[IDKind]int
+	known  [len(knownKinds)]int // the runtime's own kinds, by index in knownKinds
+	n      map[IDKind]int       // any other kind
 	scoped map[string]int
 }
+
+// knownKinds are the kinds of ids the runtime draws, with their prefixes.
+var knownKinds = [...]struct {
+	kind   IDKind
+	prefix string
+}{{IDRun, "run-"}, {IDWork, "w-"}, {IDSend, "send-"}}
 
 // NewScopedID numbers runs per agent and everything else per kind.
 func (s *SequentialIDs) NewScopedID(kind IDKind, scope string) string {
@@ -53,24 +60,44 @@ func (s *SequentialIDs) NewScopedID(kind IDKind, scope string) string {
 		s.scoped = map[string]int{}
 	}
 	s.scoped[scope]++
-	return scope + "#" + strconv.Itoa(s.scoped[scope])
+	return numbered(scope, "#", s.scoped[scope])
 }
 
-var idPrefix = map[IDKind]string{IDRun: "run-", IDWork: "w-", IDSend: "send-"}
+// numbered writes a sequential id, such as w-12 or research-agent#3, in
+// one allocation (strconv.Itoa makes a string of its own from 100 on).
+func numbered(prefix, sep string, n int) string {
+	var buf [64]byte
+	if len(prefix)+len(sep)+20 > len(buf) {
+		return prefix + sep + strconv.Itoa(n)
+	}
+	b := append(append(buf[:0], prefix...), sep...)
+	return string(strconv.AppendInt(b, int64(n), 10))
+}
+
+// idPrefix is the prefix of a kind of the runtime's own, with its index
+// in knownKinds; i is -1 for another kind.
+func idPrefix(kind IDKind) (prefix string, i int) {
+	for i, k := range knownKinds {
+		if k.kind == kind {
+			return k.prefix, i
+		}
+	}
+	return "", -1
+}
 
 // NewID returns the next id of the kind.
 func (s *SequentialIDs) NewID(kind IDKind) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if p, i := idPrefix(kind); i >= 0 {
+		s.known[i]++
+		return numbered(p, "", s.known[i])
+	}
 	if s.n == nil {
 		s.n = map[IDKind]int{}
 	}
 	s.n[kind]++
-	p, ok := idPrefix[kind]
-	if !ok {
-		p = string(kind) + "-"
-	}
-	return p + strconv.Itoa(s.n[kind])
+	return numbered(string(kind), "-", s.n[kind])
 }
 
 // RandomIDs draws 80 random bits per id, e.g. w_k3j5x2mq7t9a4bcd. The
@@ -106,7 +133,8 @@ func init() {
 
 // NewID returns a fresh random id of the kind.
 func (RandomIDs) NewID(kind IDKind) string {
-	p := strings.TrimSuffix(idPrefix[kind], "-")
+	p, _ := idPrefix(kind)
+	p = strings.TrimSuffix(p, "-")
 	if p == "" {
 		p = string(kind)
 	}

@@ -95,10 +95,36 @@ func (sc *cancelScope) Value(key any) any {
 // (an ancestor canceled some other way), it is plain
 // context.WithCancelCause, and the executor polls whoever waits on it.
 func WithCancel(exec Executor, parent context.Context) (context.Context, context.CancelCauseFunc) {
+	ctx, c := withCancel(exec, parent)
+	if c.scope != nil {
+		return ctx, c.scope.cancelCause
+	}
+	return ctx, c.fn
+}
+
+// canceller cancels a context withCancel made: through its scope when
+// the executor watches it, else through context's cancel function. The
+// runtime keeps one for each context it makes (a Work item's, its base)
+// rather than WithCancel's function, which costs an allocation of its own.
+type canceller struct {
+	scope *cancelScope
+	fn    context.CancelCauseFunc
+}
+
+func (c canceller) cancel(cause error) {
+	if c.scope != nil {
+		c.scope.cancelCause(cause)
+		return
+	}
+	c.fn(cause)
+}
+
+// withCancel is WithCancel, with the context's canceller.
+func withCancel(exec Executor, parent context.Context) (context.Context, canceller) {
 	ctx, cancel := context.WithCancelCause(parent)
 	w, ok := exec.(SignalWatcher)
 	if !ok {
-		return ctx, cancel
+		return ctx, canceller{fn: cancel}
 	}
 	var up *cancelScope
 	if pd := parent.Done(); pd != nil {
@@ -107,7 +133,7 @@ func WithCancel(exec Executor, parent context.Context) (context.Context, context
 		// of it.
 		up, _ = parent.Value(cancelScopeKey{}).(*cancelScope)
 		if up == nil || up.Done() != pd {
-			return ctx, cancel
+			return ctx, canceller{fn: cancel}
 		}
 	}
 	sc := &cancelScope{Context: ctx, w: w, cancel: cancel, parent: up}
@@ -115,7 +141,7 @@ func WithCancel(exec Executor, parent context.Context) (context.Context, context
 	if up != nil && !up.adopt(sc) {
 		sc.end() // the parent has already ended, and so has ctx
 	}
-	return sc, sc.cancelCause
+	return sc, canceller{scope: sc}
 }
 
 func (sc *cancelScope) cancelCause(cause error) {

@@ -47,7 +47,16 @@ type StatusRow struct {
 // String renders the row, e.g. "- w-1 · research · completed 9s · Result available".
 func (r StatusRow) String() string {
 	var b strings.Builder
-	b.Grow(len(r.ID) + len(r.Label) + len(r.State) + 48) // one allocation for the whole row
+	b.Grow(r.size()) // one allocation for the whole row
+	r.writeTo(&b)
+	return b.String()
+}
+
+// size is about the length of the row's text, for room to write it in.
+func (r StatusRow) size() int { return len(r.ID) + len(r.Label) + len(r.State) + 48 }
+
+// writeTo writes the row's text, which String returns, to b.
+func (r StatusRow) writeTo(b *strings.Builder) {
 	b.WriteString("- ")
 	b.WriteString(r.ID)
 	b.WriteString(" · ")
@@ -55,34 +64,37 @@ func (r StatusRow) String() string {
 	b.WriteString(" · ")
 	b.WriteString(string(r.State))
 	b.WriteByte(' ')
-	b.WriteString(strconv.FormatInt(int64(r.Elapsed/time.Second), 10))
+	var secs [20]byte
+	b.Write(strconv.AppendInt(secs[:0], int64(r.Elapsed/time.Second), 10))
 	b.WriteByte('s')
 	if r.ResultAvailable {
 		b.WriteString(" · Result available")
 	}
-	return b.String()
 }
 
-// buildStatus renders the rows the registry sampled, in its order and
-// within the cap, out of total attached items: the rest are counted as
-// omitted.
-func buildStatus(rows []StatusRow, total int) *StatusBlock {
-	if len(rows) == 0 {
-		return nil
-	}
-	blk := &StatusBlock{}
+// fillStatus renders into blk the rows the registry sampled (one at
+// least), in its order and within the cap, out of total attached items:
+// the rest are counted as omitted.
+func fillStatus(blk *StatusBlock, rows []StatusRow, total int) {
 	if len(rows) > MaxStatusRows {
 		rows = rows[:MaxStatusRows]
 	}
 	blk.Omitted = total - len(rows)
-	var b strings.Builder
-	b.Grow(len(StatusHeader) + 64*len(rows))
-	b.WriteString(StatusHeader)
+	size := len(StatusHeader)
+	if blk.Omitted > 0 {
+		size += len("\n(") + 20 + len(omittedTail)
+	}
 	for i := range rows {
 		rows[i].ID = SafeLabel(rows[i].ID)
 		rows[i].Label = SafeLabel(rows[i].Label)
+		size += 1 + rows[i].size()
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(StatusHeader)
+	for i := range rows {
 		b.WriteByte('\n')
-		b.WriteString(rows[i].String())
+		rows[i].writeTo(&b)
 	}
 	if blk.Omitted > 0 {
 		b.WriteString("\n(")
@@ -91,7 +103,6 @@ func buildStatus(rows []StatusRow, total int) *StatusBlock {
 	}
 	blk.Rows = rows
 	blk.Text = b.String()
-	return blk
 }
 
 // SafeLabel makes a value fit on one line of a status row, as the row's

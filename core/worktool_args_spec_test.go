@@ -85,6 +85,29 @@ var _ = Describe("The work tool's arguments", func() {
 		}
 	})
 
+	It("are read straight from a plainly written valid document into the input the general path reads, and never from one it refuses", func() {
+		plain := []string{`{"action":"list"}`, `{"action":"result","id":"w-1"}`, `{"action":"result","id":"w-1","timeout":"5s"}`,
+			` { "id" : "w-2" ,	"action":"send", "message":"m" } `, `{"action":"status","id":"w-1","id":"w-2"}`}
+		check := func(args string) (read bool) {
+			direct, read, general, problem := core.WorkInputBothWays(args)
+			if read {
+				Expect(problem).To(BeEmpty(), "%s was read straight, but the general path refuses it", args)
+				Expect(direct).To(Equal(general), "the two readings of %s", args)
+			}
+			return read
+		}
+		for _, args := range plain {
+			Expect(check(args)).To(BeTrue(), "%s is read straight", args)
+		}
+		for _, args := range workArgCases {
+			check(args)
+		}
+		r := rand.New(rand.NewPCG(18, 2))
+		for range 3000 {
+			check(randomWorkArgs(r))
+		}
+	})
+
 	It("get the same error text every time, its problems and the names in each in order", func() {
 		args := `{"zz":1,"action":"nope","id":2,"aa":true,"mm":null}`
 		want := `input does not match the schema: at "/": additional properties 'aa', 'mm', 'zz' not allowed; ` +

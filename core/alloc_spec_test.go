@@ -1,0 +1,219 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
+	"github.com/crux-sim/crux-sim/scripted"
+)
+
+// The runtime's hot path has allocation budgets: a whole run of a fixed
+// shape, on a fresh runtime, allocates at most so many times. The runs
+// here start no goroutine (foreground children run inside the tool call),
+// so the count is exact; the provider answers from responses made once,
+// so the count is the runtime's own (and the schema engine's).
+var _ = Describe("the runtime's allocations per run", func() {
+	BeforeEach(func() {
+		if raceDetector {
+			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
+		}
+	})
+	exact := findings("Chlorophyll breaks down in the cold")
+	childFinal := &core.Response{Output: exact}
+	final := &core.Response{Text: finalAnswer}
+	callResearch := &core.Response{ToolCalls: []core.ToolCall{
+		{ID: "call_1", Name: "research", Arguments: `{"question":"Why do leaves change color in autumn?"}`}}}
+	callList := &core.Response{ToolCalls: []core.ToolCall{
+		{ID: "call_1", Name: "work", Arguments: `{"action":"list"}`}}}
+
+	allocsOf := func(p readingProvider) float64 {
+		coordinator := shared.Coordinator(shared.ResearchAgent())
+		ctx := context.Background()
+		return testing.AllocsPerRun(50, func() {
+			rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}})
+			res, err := rt.Run(ctx, coordinator, shared.Ask(shared.Question))
+			if err != nil || res.Output.Raw != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+			_ = rt.Close()
+		})
+	}
+	inForeground := func(_ context.Context, req *core.Request) (*core.Response, error) {
+		switch {
+		case req.Agent == shared.ResearchID:
+			return childFinal, nil
+		case req.Step == 1:
+			return callResearch, nil
+		}
+		return final, nil
+	}
+
+	It("a run of the coordinator with its research child in the foreground allocates at most 48 times", func() {
+		n := allocsOf(inForeground)
+		Expect(n).To(BeNumerically("<=", 48))
+	})
+
+	It("a run of the coordinator that lists its Work once allocates at most 33 times", func() {
+		n := allocsOf(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			if req.Step == 1 {
+				return callList, nil
+			}
+			return final, nil
+		})
+		Expect(n).To(BeNumerically("<=", 33))
+	})
+
+	// Parallel starts each agent as an actor of its own: with the
+	// production executor a goroutine, which reuses a finished one's
+	// stack and allocates nothing once the program has run one.
+	It("a Parallel run of one coordinator with its research child in the foreground allocates at most 56 times", func() {
+		coordinator := shared.Coordinator(shared.ResearchAgent())
+		ctx := context.Background()
+		run := core.ParallelRun{ID: "run", Agents: map[string]*core.Agent{"coordinator": coordinator}, Context: shared.Ask(shared.Question)}
+		n := testing.AllocsPerRun(50, func() {
+			rt := core.New(core.Options{Provider: readingProvider(inForeground), IDs: &core.SequentialIDs{}})
+			res, err := rt.Parallel(ctx, run)
+			if err != nil || res.Results["coordinator"].Output.Raw != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+			_ = rt.Close()
+		})
+		Expect(n).To(BeNumerically("<=", 56))
+	})
+
+	// A Work item's times never change once set, so a projection of it
+	// writes each as a timestamp once; a start at the instant of creation
+	// shares the creation's text.
+	It("a status of running Work allocates at most 3 times, its timestamps written once", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		id := f.awaitRef(ctx, 1).ID
+		f.awaitState(ctx, id, lifecycle.Running)
+		in := core.WorkInput{Action: "status", ID: &id}
+		first, err := f.rt.WorkAction(ctx, res.Run, 0, "call_status", in)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first).To(ContainSubstring(`"state":"running"`))
+		n := testing.AllocsPerRun(20, func() {
+			if got, _ := f.rt.WorkAction(ctx, res.Run, 0, "call_status", in); got != first {
+				Fail("the status changed: " + got)
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 3))
+	})
+
+	It("sequential ids number each kind on its own, and a fresh source and its first Work id take two allocations, the source and the text", func() {
+		ids := &core.SequentialIDs{}
+		var got []string
+		for _, k := range []core.IDKind{core.IDWork, core.IDWork, core.IDSend, core.IDRun, "probe", core.IDWork, "probe"} {
+			got = append(got, ids.NewID(k))
+		}
+		got = append(got, ids.NewScopedID(core.IDRun, "research-agent"), ids.NewScopedID(core.IDRun, "research-agent"), ids.NewScopedID(core.IDWork, "x"))
+		Expect(got).To(Equal([]string{"w-1", "w-2", "send-1", "run-1", "probe-1", "w-3", "probe-2", "research-agent#1", "research-agent#2", "w-4"}))
+		n := testing.AllocsPerRun(50, func() {
+			if (&core.SequentialIDs{}).NewID(core.IDWork) != "w-1" {
+				Fail("a fresh source's first Work id is not w-1")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 2))
+	})
+
+	It("a status block of a full set of rows, and the count of those left out, is written in one allocation, its text", func() {
+		rows := make([]core.StatusRow, core.MaxStatusRows)
+		lines := []string{core.StatusHeader}
+		for i := range rows {
+			rows[i] = core.StatusRow{ID: fmt.Sprintf("w-%d", i+1), Label: "research", State: lifecycle.Running, Elapsed: time.Duration(i*37) * time.Second}
+			lines = append(lines, rows[i].String())
+		}
+		blk := core.BuildStatus(rows, 40)
+		Expect(blk.Text).To(HavePrefix(strings.Join(lines, "\n") + "\n(28 "))
+		n := testing.AllocsPerRun(50, func() { _ = core.BuildStatus(rows, 40) })
+		Expect(n).To(BeNumerically("<=", 1))
+	})
+
+	It("taking the background flag out of a child call's input allocates nothing", func() {
+		flagged := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "research",
+			Arguments: `{"question":"Why do leaves change color in autumn?","run_in_background":false}`}}}
+		without := allocsOf(inForeground)
+		with := allocsOf(func(ctx context.Context, req *core.Request) (*core.Response, error) {
+			if req.Agent == shared.CoordinatorID && req.Step == 1 {
+				return flagged, nil
+			}
+			return inForeground(ctx, req)
+		})
+		Expect(with).To(BeNumerically("<=", without))
+	})
+
+	It("reading whether a call runs in the background allocates nothing, however long its arguments", func() {
+		args := `{"question":"` + strings.Repeat("Why do leaves change color? ", 20) + `","run_in_background":true}`
+		Expect(core.RunsInBackground(args)).To(BeTrue())
+		Expect(core.RunsInBackground(`{"run_in_background":true,"run_in_backgroun\u0064":false}`)).To(BeFalse(), "an escaped key is still read")
+		n := testing.AllocsPerRun(50, func() { _ = core.RunsInBackground(args) })
+		Expect(n).To(BeZero())
+	})
+
+	// The child runs on a goroutine of its own: the runtime waits for it
+	// (Settle) before the count ends, and its allocations are the same
+	// whichever runs first, since the coordinator only reads the status.
+	It("a run that starts one background child and reads its status once allocates at most 71 times", func() {
+		coordinator := shared.Coordinator(shared.ResearchAgent())
+		callBackground := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "research",
+			Arguments: `{"question":"Why do leaves change color in autumn?","run_in_background":true}`}}}
+		p := readingProvider(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			switch {
+			case req.Agent == shared.ResearchID:
+				return childFinal, nil
+			case req.Step == 1:
+				return callBackground, nil
+			}
+			if req.Status == nil || len(req.Status.Rows) != 1 {
+				Fail("the second request has no status row of its child")
+			}
+			return final, nil
+		})
+		ctx := context.Background()
+		n := testing.AllocsPerRun(50, func() {
+			rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}})
+			if res, err := rt.Run(ctx, coordinator, shared.Ask(shared.Question)); err != nil || res.Output.Raw != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+			rt.Settle()
+			_ = rt.Close()
+		})
+		Expect(n).To(BeNumerically("<=", 71))
+	})
+
+	It("a sequential id past the ninety-ninth of its kind or scope is one allocation, its text", func() {
+		ids := &core.SequentialIDs{}
+		for range 150 {
+			_, _, _ = ids.NewID(core.IDWork), ids.NewID("session"), ids.NewScopedID(core.IDRun, "research-agent")
+		}
+		Expect([]string{ids.NewID(core.IDWork), ids.NewID("session"), ids.NewScopedID(core.IDRun, "research-agent")}).
+			To(Equal([]string{"w-151", "session-151", "research-agent#151"}))
+		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewID(core.IDWork) })).To(BeNumerically("<=", 1))
+		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewID("session") })).To(BeNumerically("<=", 1))
+		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewScopedID(core.IDRun, "research-agent") })).To(BeNumerically("<=", 1))
+	})
+})
+
+// readingProvider is a provider that says it only reads requests, as the
+// simulator's scripted provider does.
+type readingProvider func(ctx context.Context, req *core.Request) (*core.Response, error)
+
+func (f readingProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
+	return f(ctx, req)
+}
+
+func (readingProvider) ReadsRequestsOnly() bool { return true }
