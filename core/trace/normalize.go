@@ -32,7 +32,8 @@ func (t *Trace) NormalizeIDs() (*Trace, func(id string) string) {
 
 // NormalizeInPlace is NormalizeIDs that rewrites t's own entries instead of
 // copying them, for a caller that owns them: one that took them from a
-// Recorder it will not use again. The slices an entry holds (messages,
+// Recorder it will not use again. An entry's part is rewritten where it
+// is (a Recorder's parts are its own); the slices a part holds (messages,
 // calls, status rows) are still copied before they are changed, since they
 // may be shared with the run that produced them.
 func (t *Trace) NormalizeInPlace() func(id string) string {
@@ -53,10 +54,10 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
 			ids.name(runID, e.Run, e.Agent)
 		}
-		if e.Work != "" && e.Kind == Work && e.From == "" && !ids.has(workID, e.Work) {
+		if e.Work != "" && e.Kind == Work && e.From() == "" && !ids.has(workID, e.Work) {
 			ids.name(workID, e.Work, "w")
 		}
-		for _, c := range e.Calls {
+		for _, c := range e.Calls() {
 			if c.ID != "" && !ids.has(callID, c.ID) {
 				ids.name(callID, c.ID, "call")
 			}
@@ -80,21 +81,49 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	js := &jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: stamps,
 		renames: len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0}
 
+	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	for i := range t.Entries {
-		if &dst[i] != &t.Entries[i] {
+		if !inPlace {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
-		e.Run, e.Parent, e.Work = run(e.Run), run(e.Parent), work(e.Work)
+		e.Run, e.Work = run(e.Run), work(e.Work)
 		if e.Kind == ToolResult {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
 			e.Detail = fixDetail(e.Detail, run, work)
-			e.Status = fixStrings(e.Status, func(row string) string { return fixRow(row, work) })
 		}
-		e.Messages = fixMessages(e.Messages, call, js.fix)
-		e.Calls = fixCalls(e.Calls, call, js.fix)
+		// A copy's parts are shared with the trace normalized from: they
+		// are copied before they change. A trace normalized in place owns
+		// its parts (its entries' slices may still be the run's).
+		switch p := e.Part.(type) {
+		case *RunPart:
+			if parent := run(p.Parent); parent != p.Parent {
+				if !inPlace {
+					p = e.EditRun()
+				}
+				p.Parent = parent
+			}
+		case *RequestPart:
+			status := p.Status
+			if js.renames {
+				status = fixStrings(status, func(row string) string { return fixRow(row, work) })
+			}
+			if msgs := fixMessages(p.Messages, call, js.fix); !sameSlice(status, p.Status) || !sameSlice(msgs, p.Messages) {
+				if !inPlace {
+					p = e.EditRequest()
+				}
+				p.Status, p.Messages = status, msgs
+			}
+		case *ResponsePart:
+			if calls := fixCalls(p.Calls, call, js.fix); !sameSlice(calls, p.Calls) {
+				if !inPlace {
+					p = e.EditResponse()
+				}
+				p.Calls = calls
+			}
+		}
 		if e.Call != nil {
 			if cid, args := call(e.Call.ID), workArgs(e.Call, js.fix); cid != e.Call.ID || args != e.Call.Arguments {
 				c := *e.Call

@@ -29,8 +29,8 @@ func TestRequestEntriesOfferingTheSameToolsShareTheirNames(t *testing.T) {
 	}
 	want := map[string][]string{"coord#1": {"research", "work"}, "research#1": {"search"}, "empty#1": {}}
 	for i, e := range r.Entries() {
-		if !slices.Equal(e.Tools, want[e.Run]) || e.Tools == nil {
-			t.Errorf("entry %d of %s offers %q, want %q", i, e.Run, e.Tools, want[e.Run])
+		if !slices.Equal(e.Tools(), want[e.Run]) || e.Tools() == nil {
+			t.Errorf("entry %d of %s offers %q, want %q", i, e.Run, e.Tools(), want[e.Run])
 		}
 	}
 }
