@@ -13,6 +13,8 @@ package trace
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -369,35 +371,50 @@ type Recorder struct {
 	responses slab[ResponsePart]
 	runs      slab[RunPart]
 	works     slab[WorkPart]
+	// rows holds the requests' status rows, inputs the runs' inputs.
+	rows   slab[string]
+	inputs slab[byte]
 }
 
-// slab hands out values from chunks it allocates a few at a time: the
-// values live as long as the recorder's entries, which are never
-// modified once recorded.
+// slab hands out values, and runs of them, from chunks it allocates a
+// few at a time: the values live as long as the recorder's entries, which
+// are never modified once recorded.
 type slab[T any] struct {
 	free []T
-	// chunk is the length of the next chunk (a default when 0).
-	chunk int
+	// chunk is the length of the next chunk (minChunk when 0), at most
+	// max (maxChunk when 0).
+	chunk, max int
 }
 
-func (s *slab[T]) new() *T {
-	if len(s.free) == 0 {
-		n := s.chunk
-		if n == 0 {
-			n = minChunk
+func (s *slab[T]) new() *T { return &s.take(1)[0] }
+
+// take returns n zero values, as a slice with no room to grow into the
+// values after them.
+func (s *slab[T]) take(n int) []T {
+	if len(s.free) < n {
+		c, most := s.chunk, s.max
+		if c == 0 {
+			c = minChunk
 		}
-		s.free = make([]T, n)
-		s.chunk = min(2*n, maxChunk)
+		if most == 0 {
+			most = maxChunk
+		}
+		s.free = make([]T, max(c, n))
+		s.chunk = min(2*c, most)
 	}
-	v := &s.free[0]
-	s.free = s.free[1:]
+	v := s.free[:n:n]
+	s.free = s.free[n:]
 	return v
 }
 
 // size makes the next chunk about n long.
 func (s *slab[T]) size(n int) {
 	if n > 0 && len(s.free) < n {
-		s.chunk = min(n, maxChunk)
+		most := s.max
+		if most == 0 {
+			most = maxChunk
+		}
+		s.chunk = min(n, most)
 		s.free = nil
 	}
 }
@@ -406,7 +423,7 @@ const minChunk, maxChunk = 8, 256
 
 // NewRecorder returns a recorder whose offsets count from start.
 func NewRecorder(start time.Time) *Recorder {
-	return &Recorder{start: start}
+	return &Recorder{start: start, inputs: slab[byte]{chunk: 256, max: 16 << 10}}
 }
 
 // Grow makes room for n more entries at once. A caller that knows roughly
@@ -418,11 +435,14 @@ func (r *Recorder) Grow(n int) {
 	defer r.mu.Unlock()
 	r.entries = slices.Grow(r.entries, n)
 	// A run's entries are about a fifth requests and a fifth responses;
-	// runs start and end, and Work moves, less often.
+	// runs start and end, and Work moves, less often; a status row or two a
+	// request, and a few bytes of input a run.
 	r.requests.size(n / 5)
 	r.responses.size(n / 5)
 	r.runs.size(n / 6)
 	r.works.size(n / 8)
+	r.rows.size(n / 2)
+	r.inputs.size(8 * n)
 }
 
 // Observe records a runtime event.
@@ -437,7 +457,8 @@ func (r *Recorder) Observe(e core.Event) {
 		if e.Input != nil {
 			var scratch [512]byte
 			if in, ok := jsonenc.Append(scratch[:0], e.Input); ok {
-				p.Input = slices.Clone(in)
+				p.Input = r.inputs.take(len(in))
+				copy(p.Input, in)
 			} else {
 				p.Input, _ = json.Marshal(e.Input)
 			}
@@ -451,10 +472,7 @@ func (r *Recorder) Observe(e core.Event) {
 			p.Messages = req.Messages[len(req.Messages)-n:]
 		}
 		if req.Status != nil {
-			p.Status = make([]string, len(req.Status.Rows))
-			for i, row := range req.Status.Rows {
-				p.Status[i] = row.String()
-			}
+			p.Status = statusRows(r.rows.take(len(req.Status.Rows)), req.Status)
 			p.Omitted = req.Status.Omitted
 		}
 	case core.EventResponse:
@@ -494,6 +512,48 @@ func (r *Recorder) Observe(e core.Event) {
 		return
 	}
 	r.addLocked(e.Time, en)
+}
+
+// statusRows renders a status block's rows into rows, one a string: the
+// block's own text holds each row's line as the row renders it, and a row
+// is that line, shared, when it is; only a row whose line differs is
+// rendered anew.
+func statusRows(rows []string, blk *core.StatusBlock) []string {
+	text, ok := strings.CutPrefix(blk.Text, core.StatusHeader)
+	for i, row := range blk.Rows {
+		var line string
+		if ok {
+			if text, ok = strings.CutPrefix(text, "\n"); ok {
+				n := strings.IndexByte(text, '\n')
+				if n < 0 {
+					n = len(text)
+				}
+				line, text = text[:n], text[n:]
+			}
+		}
+		if ok && renders(row, line) {
+			rows[i] = line
+		} else {
+			rows[i] = row.String()
+		}
+	}
+	return rows
+}
+
+// renders reports whether line is the row as StatusRow.String renders it.
+func renders(r core.StatusRow, line string) bool {
+	var buf [20]byte
+	for _, part := range [...]string{"- ", r.ID, " · ", r.Label, " · ", string(r.State), " ",
+		string(strconv.AppendInt(buf[:0], int64(r.Elapsed/time.Second), 10)), "s"} {
+		var ok bool
+		if line, ok = strings.CutPrefix(line, part); !ok {
+			return false
+		}
+	}
+	if r.ResultAvailable {
+		return line == " · Result available"
+	}
+	return line == ""
 }
 
 // toolNames returns the names of a request's tools: a list an earlier
