@@ -225,3 +225,34 @@ func TestNormalizationReadsEscapedKeysAndKindsAndLeavesEscapedValues(t *testing.
 		}
 	}
 }
+
+// What normalization rewrites (a detail naming a run, a work document
+// naming its Work and a time) is written into shared room, not into an
+// allocation per string: a trace of many such entries costs a few
+// allocations, however many entries there are.
+func TestNormalizationWritesWhatItRewritesWithoutAnAllocationPerString(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	call := &core.ToolCall{ID: "call-1", Name: core.WorkToolName, Arguments: `{"action":"status","id":"w_a"}`}
+	es := []Entry{
+		{Kind: RunStart, Run: "session-1", Agent: "worker"},
+		{Kind: Work, Run: "session-1", Work: "w_a", Part: &WorkPart{To: "queued"}},
+	}
+	const n = 200
+	for range n {
+		es = append(es,
+			Entry{Kind: Note, Detail: "session-1 worker.start child=session-1"},
+			Entry{Kind: ToolResult, Run: "session-1", Call: call, Action: "status", Work: "w_a",
+				Content: `{"work":{"kind":"work.ref","id":"w_a","targetId":"research"},"targetLabel":"research","state":"running","createdAt":"2026-01-01T00:00:05.000Z"}`})
+	}
+	tr := &Trace{Start: start, Entries: es}
+	norm, _ := tr.NormalizeIDs()
+	if got, want := norm.Entries[2].Detail, "worker#1 worker.start child=worker#1"; got != want {
+		t.Errorf("detail normalized as %q, want %q", got, want)
+	}
+	if got, want := norm.Entries[3].Content, `{"work":{"kind":"work.ref","id":"w-1","targetId":"research"},"targetLabel":"research","state":"running","createdAt":"+5s"}`; got != want {
+		t.Errorf("document normalized as %s, want %s", got, want)
+	}
+	if got := testing.AllocsPerRun(10, func() { tr.NormalizeIDs() }); got > n/5 {
+		t.Errorf("normalizing %d rewritten details and documents allocates %v times, want at most %d", 2*n, got, n/5)
+	}
+}
