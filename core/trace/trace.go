@@ -129,68 +129,47 @@ func (*ResponsePart) part() {}
 func (*RunPart) part()      {}
 func (*WorkPart) part()     {}
 
-func (e *Entry) request() *RequestPart {
-	p, _ := e.Part.(*RequestPart)
-	if p == nil {
-		return &noRequest
-	}
-	return p
+func (e *Entry) request() *RequestPart   { return partOf(e, &noRequest) }
+func (e *Entry) response() *ResponsePart { return partOf(e, &noResponse) }
+func (e *Entry) run() *RunPart           { return partOf(e, &noRun) }
+func (e *Entry) work() *WorkPart         { return partOf(e, &noWork) }
+
+// partPtr is a pointer to a kind of part.
+type partPtr[P any] interface {
+	*P
+	Part
 }
 
-func (e *Entry) response() *ResponsePart {
-	p, _ := e.Part.(*ResponsePart)
-	if p == nil {
-		return &noResponse
+// partOf returns the entry's part of one kind, or none when it has none.
+func partOf[P any, PP partPtr[P]](e *Entry, none *P) *P {
+	if p, _ := e.Part.(PP); p != nil {
+		return p
 	}
-	return p
+	return none
 }
 
-func (e *Entry) run() *RunPart {
-	p, _ := e.Part.(*RunPart)
-	if p == nil {
-		return &noRun
-	}
-	return p
-}
-
-func (e *Entry) work() *WorkPart {
-	p, _ := e.Part.(*WorkPart)
-	if p == nil {
-		return &noWork
-	}
-	return p
+// editPart sets the entry's part to a copy of its part of one kind (of
+// none when it has none) and returns the copy.
+func editPart[P any, PP partPtr[P]](e *Entry, none *P) *P {
+	c := *partOf[P, PP](e, none)
+	e.Part = PP(&c)
+	return &c
 }
 
 // EditRequest sets the entry's part to a copy of its request part (an
 // empty one when it has none; an entry carries one part) and returns it:
 // what it changes changes this entry only, never one it was copied from
 // or the recorder's.
-func (e *Entry) EditRequest() *RequestPart {
-	c := *e.request()
-	e.Part = &c
-	return &c
-}
+func (e *Entry) EditRequest() *RequestPart { return editPart(e, &noRequest) }
 
 // EditResponse is EditRequest for a response's part.
-func (e *Entry) EditResponse() *ResponsePart {
-	c := *e.response()
-	e.Part = &c
-	return &c
-}
+func (e *Entry) EditResponse() *ResponsePart { return editPart(e, &noResponse) }
 
 // EditRun is EditRequest for a run's part.
-func (e *Entry) EditRun() *RunPart {
-	c := *e.run()
-	e.Part = &c
-	return &c
-}
+func (e *Entry) EditRun() *RunPart { return editPart(e, &noRun) }
 
 // EditWork is EditRequest for a Work transition's part.
-func (e *Entry) EditWork() *WorkPart {
-	c := *e.work()
-	e.Part = &c
-	return &c
-}
+func (e *Entry) EditWork() *WorkPart { return editPart(e, &noWork) }
 
 // The parts an entry without one reads as: never written to.
 var (
