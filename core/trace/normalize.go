@@ -83,6 +83,9 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		scan:    scans.Get().(*jsonScan)}
 	defer js.done()
 
+	var words idWords
+	words.add(run)
+	words.add(work)
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	var lastCall, lastFixed *core.ToolCall
 	for i := range t.Entries {
@@ -95,7 +98,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
-			e.Detail = fixDetail(e.Detail, run, work, &js.out)
+			e.Detail = fixDetail(e.Detail, run, work, &words, &js.out)
 		}
 		// A copy's parts are shared with the trace normalized from: they
 		// are copied before they change. A trace normalized in place owns
@@ -344,13 +347,16 @@ func (a *agentCounts) each(fn func(agent string, n int)) {
 // delegation.start child=session-2", a note's "crash loses w-1"): only a
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
-func fixDetail(d string, run, work names, out *texts) string {
+func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 	if d == "" {
 		return d
 	}
 	last, changed := 0, false
 	word := func(from, to int) {
 		w := d[from:to]
+		if !words.may(w) {
+			return
+		}
 		n := work.of(w)
 		if n == w {
 			n = run.of(w)
@@ -367,9 +373,12 @@ func fixDetail(d string, run, work names, out *texts) string {
 	}
 	start := -1
 	for i := 0; i < len(d); i++ {
-		c := d[i]
-		switch {
-		case c == '"':
+		switch detailBytes[d[i]] {
+		case inWord:
+			if start < 0 {
+				start = i
+			}
+		case quote:
 			if start >= 0 {
 				word(start, i)
 				start = -1
@@ -380,19 +389,18 @@ func fixDetail(d string, run, work names, out *texts) string {
 					i++
 				}
 			}
-		case c == ' ' || c == '=' || c == ',' || c == ';' || c == '(' || c == ')' || c == '[' || c == ']':
+		case colon:
+			if i+1 < len(d) && d[i+1] != ' ' {
+				if start < 0 {
+					start = i
+				}
+				continue
+			}
+			fallthrough
+		case between:
 			if start >= 0 {
 				word(start, i)
 				start = -1
-			}
-		case c == ':' && (i+1 == len(d) || d[i+1] == ' '):
-			if start >= 0 {
-				word(start, i)
-				start = -1
-			}
-		default:
-			if start < 0 {
-				start = i
 			}
 		}
 	}
@@ -404,6 +412,49 @@ func fixDetail(d string, run, work names, out *texts) string {
 	}
 	out.write(d[last:])
 	return out.end()
+}
+
+// What a byte of a detail is to its words: part of one, a separator
+// between them, a quote (quoted text has no words), or a colon, which ends
+// a word where a space or the end follows it.
+const (
+	inWord = iota
+	between
+	quote
+	colon
+)
+
+var detailBytes = func() (c [256]uint8) {
+	for _, b := range []byte(" =,;()[]") {
+		c[b] = between
+	}
+	c['"'], c[':'] = quote, colon
+	return c
+}()
+
+// idWords tells at a glance most words that are no id to rename: the ids
+// renamed start with a few bytes and have a few lengths.
+type idWords struct {
+	first          [256]bool
+	minLen, maxLen int
+}
+
+func (w *idWords) add(m names) {
+	for id := range m {
+		if id == "" {
+			continue
+		}
+		if w.maxLen == 0 {
+			w.minLen = len(id)
+		}
+		w.first[id[0]] = true
+		w.minLen, w.maxLen = min(w.minLen, len(id)), max(w.maxLen, len(id))
+	}
+}
+
+// may reports whether word may be an id to rename.
+func (w *idWords) may(word string) bool {
+	return len(word) >= w.minLen && len(word) <= w.maxLen && len(word) > 0 && w.first[word[0]]
 }
 
 // fixRow renames the id a status row starts with ("- w-1 · research ·
@@ -455,6 +506,10 @@ type jsonFixer struct {
 	scan *jsonScan
 	// out holds the documents, details and rows the normalization rewrote.
 	out texts
+	// The last document fixed: a tool's answer is fixed in its result's
+	// entry and again as a message of its caller's next request.
+	lastIn, lastOut string
+	lastWork        bool
 }
 
 // scans are the scans of normalizations done.
@@ -504,9 +559,18 @@ type jsonScan struct {
 // fix fixes a JSON document; work says it is the work tool's (its
 // arguments or answer, or a work.ref), whose id keys count.
 func (f *jsonFixer) fix(s string, work bool) string {
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!f.renames && !mayHoldTimestamp(s)) {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!f.renames && !mayHoldTimestamp(s)) || (!work && !mayHoldPlatformKey(s)) {
 		return s
 	}
+	if s == f.lastIn && work == f.lastWork {
+		return f.lastOut
+	}
+	out := f.fixDoc(s, work)
+	f.lastIn, f.lastWork, f.lastOut = s, work, out
+	return out
+}
+
+func (f *jsonFixer) fixDoc(s string, work bool) string {
 	sc := f.scan
 	sc.s, sc.work = s, work
 	sc.frames, sc.pending, sc.edits = sc.frames[:0], sc.pending[:0], sc.edits[:0]
@@ -547,6 +611,31 @@ func jsonString(s string) (text string, plain bool) {
 	}
 	return s, true
 }
+
+// mayHoldPlatformKey is a fast filter for a document that is not the work
+// tool's, of which only the platform's keys are read (see value): one of
+// them written plainly, or some string written with escapes, which the
+// scan reads for what it says.
+func mayHoldPlatformKey(s string) bool {
+	for _, k := range platformKeys {
+		if strings.Contains(s, k) {
+			return true
+		}
+	}
+	return strings.IndexByte(s, '\\') >= 0
+}
+
+// The platform's keys fix reads in any document: the first three hold a
+// session's run id, the last a time.
+const (
+	keyWorkerID  = "worker_id"
+	keySessionID = "session_id"
+	keyOverwrote = "overwrote"
+	keyNextRun   = "next_run"
+)
+
+// platformKeys are the platform's keys as a document writes them plainly.
+var platformKeys = [...]string{`"` + keyWorkerID + `"`, `"` + keySessionID + `"`, `"` + keyOverwrote + `"`, `"` + keyNextRun + `"`}
 
 func (f *jsonFixer) scanDoc() bool {
 	sc := f.scan
@@ -639,10 +728,10 @@ func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
 	}
 	plain := flag
 	switch key {
-	case "worker_id", "session_id", "overwrote":
+	case keyWorkerID, keySessionID, keyOverwrote:
 		sc.edit(top, end, str, f.run.of(str), plain, true)
 		return
-	case "next_run":
+	case keyNextRun:
 		if off, ok := f.stamps.offset(str, &f.out); ok {
 			sc.edit(top, end, str, off, plain, true)
 		}

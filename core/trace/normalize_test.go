@@ -256,3 +256,55 @@ func TestNormalizationWritesWhatItRewritesWithoutAnAllocationPerString(t *testin
 		t.Errorf("normalizing %d rewritten details and documents allocates %v times, want at most %d", 2*n, got, n/5)
 	}
 }
+
+// Any tool's answer and a platform event's message have the platform's
+// keys read, whether written plainly or with escapes, and nothing else.
+func TestNormalizationReadsThePlatformsKeysInAnyDocument(t *testing.T) {
+	call := &core.ToolCall{ID: "c", Name: "delegate"}
+	for _, c := range []struct{ in, want string }{
+		{`{"worker_id":"session-2","note":"session-2"}`, `{"worker_id":"worker#1","note":"session-2"}`},
+		{`{"worker\u005fid":"session-2"}`, `{"worker\u005fid":"worker#1"}`},
+		{`[{"a":{"session_id":"session-2"}}]`, `[{"a":{"session_id":"worker#1"}}]`},
+		{`{"overwrote": "session-2", "next_run": "2026-01-01T00:01:00.000Z"}`, `{"overwrote": "worker#1", "next_run": "+1m0s"}`},
+		{`{"id":"session-2","child":"session-2"}`, `{"id":"session-2","child":"session-2"}`},
+	} {
+		tr := &Trace{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Entries: []Entry{
+			{Kind: RunStart, Run: "session-2", Agent: "worker"},
+			{Kind: ToolResult, Run: "session-2", Call: call, Content: c.in},
+			{Kind: Request, Run: "session-2", Part: &RequestPart{Messages: []core.Message{{Role: core.RoleUser, Content: c.in}}}},
+		}}
+		n := tr.Normalize()
+		if got := n.Entries[1].Content; got != c.want {
+			t.Errorf("a tool's answer %s became %s, want %s", c.in, got, c.want)
+		}
+		if got := n.Entries[2].Messages()[0].Content; got != c.want {
+			t.Errorf("a platform event %s became %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A harness entry's detail has a run's or a Work's id renamed where it is a
+// whole word: between spaces, after a key's '=', in a list or in brackets,
+// before a ':' that ends a phrase; never inside double quotes, whatever
+// escapes they hold, and never as part of a longer word.
+func TestNormalizationRenamesWholeWordsOfADetailOutsideQuotes(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"session-1 worker.start child=session-1", "worker#1 worker.start child=worker#1"},
+		{"crash loses w_a research (w_a, owner session-1)", "crash loses w-1 research (w-1, owner worker#1)"},
+		{"parents=[session-1;w_a] next: session-1: done", "parents=[worker#1;w-1] next: worker#1: done"},
+		{"session-1:x session-1x xsession-1 w_a:", "session-1:x session-1x xsession-1 w-1:"},
+		{`text="session-1 \"w_a\" session-1" session-1`, `text="session-1 \"w_a\" session-1" worker#1`},
+		{`"\\"session-1 "unclosed session-1`, `"\\"worker#1 "unclosed session-1`},
+		{`session-1"quoted"session-1`, `worker#1"quoted"worker#1`},
+		{"nothing here", "nothing here"},
+	} {
+		tr := &Trace{Entries: []Entry{
+			{Kind: RunStart, Run: "session-1", Agent: "worker"},
+			{Kind: Work, Run: "session-1", Work: "w_a", Part: &WorkPart{To: "queued"}},
+			{Kind: Note, Detail: c.in},
+		}}
+		if got := tr.Normalize().Entries[2].Detail; got != c.want {
+			t.Errorf("%s became %s, want %s", c.in, got, c.want)
+		}
+	}
+}
