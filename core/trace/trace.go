@@ -427,20 +427,27 @@ func (r *Recorder) Grow(n int) {
 // Observe records a runtime event.
 func (r *Recorder) Observe(e core.Event) {
 	en := Entry{Run: e.Run, Agent: e.Agent, Step: e.Step, Work: e.Work, Label: e.Label}
+	// A run's input is encoded before the lock is taken: encoding/json may
+	// call the input's own code.
+	var scratch [512]byte
+	var encoded []byte             // in scratch: the entry takes a copy
+	var marshalled json.RawMessage // the entry's own
+	if e.Kind == core.EventRunStart && e.Input != nil {
+		var ok bool
+		if encoded, ok = jsonenc.Append(scratch[:0], e.Input); !ok {
+			encoded = nil
+			marshalled, _ = json.Marshal(e.Input)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e.Kind {
 	case core.EventRunStart:
 		p := r.runs.new()
-		en.Kind, en.Part, p.Parent, p.Mode = RunStart, p, e.Parent, string(e.Mode)
-		if e.Input != nil {
-			var scratch [512]byte
-			if in, ok := jsonenc.Append(scratch[:0], e.Input); ok {
-				p.Input = r.inputs.take(len(in))
-				copy(p.Input, in)
-			} else {
-				p.Input, _ = json.Marshal(e.Input)
-			}
+		en.Kind, en.Part, p.Parent, p.Mode, p.Input = RunStart, p, e.Parent, string(e.Mode), marshalled
+		if encoded != nil {
+			p.Input = r.inputs.take(len(encoded))
+			copy(p.Input, encoded)
 		}
 	case core.EventRequest:
 		p := r.requests.new()
