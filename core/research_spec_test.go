@@ -111,14 +111,14 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		By("1. the first request offers research and the automatic work tool, and the coordinator calls research with run_in_background: true")
 		Expect(toolNames(reqs[0])).To(Equal([]string{"research", "work"}))
 		Expect(reqs[0].Status).To(BeNil())
-		Expect(resps[0].Calls).To(HaveLen(1))
-		Expect(resps[0].Calls[0].Name).To(Equal("research"))
-		Expect(args(resps[0].Calls[0])).To(Equal(map[string]any{"question": shared.Question, "run_in_background": true}))
+		Expect(resps[0].Calls()).To(HaveLen(1))
+		Expect(resps[0].Calls()[0].Name).To(Equal("research"))
+		Expect(args(resps[0].Calls()[0])).To(Equal(map[string]any{"question": shared.Question, "run_in_background": true}))
 
 		By("2. its continuation receives a work.ref, but not the child result")
 		last := reqs[1].Messages[len(reqs[1].Messages)-1]
 		Expect(last.Role).To(Equal(core.RoleTool))
-		Expect(last.ToolCallID).To(Equal(resps[0].Calls[0].ID))
+		Expect(last.ToolCallID).To(Equal(resps[0].Calls()[0].ID))
 		ref := obj(last.Content)
 		Expect(ref["kind"]).To(Equal("work.ref"))
 		Expect(ref["targetId"]).To(Equal(shared.ResearchID))
@@ -131,9 +131,9 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 		Expect(reqs[2].Status.Text).To(Equal("Background work:\n- " + id + " · research · completed 3s · Result available"))
 
 		By("4. the coordinator calls the automatic work tool with action: result and the retained id")
-		Expect(resps[1].Calls).To(HaveLen(1))
-		Expect(resps[1].Calls[0].Name).To(Equal("work"))
-		Expect(args(resps[1].Calls[0])).To(Equal(map[string]any{"action": "result", "id": id}))
+		Expect(resps[1].Calls()).To(HaveLen(1))
+		Expect(resps[1].Calls()[0].Name).To(Equal("work"))
+		Expect(args(resps[1].Calls()[0])).To(Equal(map[string]any{"action": "result", "id": id}))
 
 		By("5. only that result round contains the child's exact output")
 		Expect(containing(reqs, string(exact))).To(Equal([]int{2}))
@@ -143,7 +143,7 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 				holders = append(holders, m)
 			}
 		}
-		Expect(holders).To(Equal([]core.Message{{Role: core.RoleTool, ToolCallID: resps[1].Calls[0].ID, ToolName: "work",
+		Expect(holders).To(Equal([]core.Message{{Role: core.RoleTool, ToolCallID: resps[1].Calls()[0].ID, ToolName: "work",
 			Content: string(exact)}}))
 		Expect(reqs[2].Status.Text).NotTo(ContainSubstring("Chlorophyll"))
 
@@ -212,7 +212,7 @@ var _ = Describe("Seed 02: the background research coordinator", func() {
 			Expect(toolNames(reqs[0])).To(Equal([]string{"research", "work"}))
 			resps := responses(f)
 			last := reqs[1].Messages[len(reqs[1].Messages)-1]
-			Expect(last).To(Equal(core.Message{Role: core.RoleTool, ToolCallID: resps[0].Calls[0].ID, ToolName: "research",
+			Expect(last).To(Equal(core.Message{Role: core.RoleTool, ToolCallID: resps[0].Calls()[0].ID, ToolName: "research",
 				Content: string(exact)}))
 			Expect(f.rt.Works()).To(BeEmpty())
 			Expect(reqs[1].Status).To(BeNil())

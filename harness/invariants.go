@@ -178,19 +178,19 @@ func checkSampled(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.Work {
 		return ""
 	}
-	to := lifecycle.State(e.To)
+	to := lifecycle.State(e.To())
 	if !to.Valid() {
-		return fmt.Sprintf("%s was seen in state %q, which is not a Work state", e.Work, e.To)
+		return fmt.Sprintf("%s was seen in state %q, which is not a Work state", e.Work, e.To())
 	}
 	w := s.Works[e.Work]
-	if e.From == "" || w == nil {
+	if e.From() == "" || w == nil {
 		return ""
 	}
-	if w.State != e.From {
-		return fmt.Sprintf("%s was seen to move from %s, but it was last seen %s", e.Work, e.From, w.State)
+	if w.State != e.From() {
+		return fmt.Sprintf("%s was seen to move from %s, but it was last seen %s", e.Work, e.From(), w.State)
 	}
-	if !lifecycle.Reachable(lifecycle.State(e.From), to) {
-		return fmt.Sprintf("%s was seen %s and then %s, which the lifecycle cannot reach", e.Work, e.From, e.To)
+	if !lifecycle.Reachable(lifecycle.State(e.From()), to) {
+		return fmt.Sprintf("%s was seen %s and then %s, which the lifecycle cannot reach", e.Work, e.From(), e.To())
 	}
 	return ""
 }
@@ -255,23 +255,23 @@ func (s *Facts) learn(e *trace.Entry) {
 			s.Works[e.Work] = w
 			s.Order = append(s.Order, e.Work)
 		}
-		w.State = e.To
+		w.State = e.To()
 	case trace.Detach:
 		if w := s.Works[e.Work]; w != nil {
 			w.Detached = true
 		}
 		s.justDetached = e.Work
 	case trace.RunEnd:
-		if e.Mode != "background" {
+		if e.Mode() != "background" {
 			return
 		}
-		if w := s.Works[e.Work]; w != nil && e.Error == "" {
+		if w := s.Works[e.Work]; w != nil && e.Err() == "" {
 			w.Output = e.Content
 			s.awaitResult(e.Work, w)
 		}
 		secret := e.Content
-		if e.Error != "" {
-			secret = e.Error
+		if e.Err() != "" {
+			secret = e.Err()
 		}
 		if len(secret) >= minSecretLen {
 			s.Secrets = append(s.Secrets, secret)
@@ -327,27 +327,27 @@ func checkLegal(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.Work {
 		return ""
 	}
-	if e.From == "" {
-		if e.To != string(lifecycle.Queued) {
-			return fmt.Sprintf("%s was created %s; Work is created queued", e.Work, e.To)
+	if e.From() == "" {
+		if e.To() != string(lifecycle.Queued) {
+			return fmt.Sprintf("%s was created %s; Work is created queued", e.Work, e.To())
 		}
 		return ""
 	}
-	if w := s.Works[e.Work]; w != nil && w.State != e.From {
-		return fmt.Sprintf("%s moved from %s, but it was %s", e.Work, e.From, w.State)
+	if w := s.Works[e.Work]; w != nil && w.State != e.From() {
+		return fmt.Sprintf("%s moved from %s, but it was %s", e.Work, e.From(), w.State)
 	}
-	if !lifecycle.Legal(lifecycle.State(e.From), lifecycle.State(e.To)) {
-		return fmt.Sprintf("%s moved %s → %s, which the lifecycle does not allow", e.Work, e.From, e.To)
+	if !lifecycle.Legal(lifecycle.State(e.From()), lifecycle.State(e.To())) {
+		return fmt.Sprintf("%s moved %s → %s, which the lifecycle does not allow", e.Work, e.From(), e.To())
 	}
 	return ""
 }
 
 func checkTerminal(s *Facts, e *trace.Entry) string {
-	if e.Kind != trace.Work || e.From == "" {
+	if e.Kind != trace.Work || e.From() == "" {
 		return ""
 	}
 	if w := s.Works[e.Work]; w != nil && lifecycle.State(w.State).Terminal() {
-		return fmt.Sprintf("%s was %s, a terminal state, and then moved to %s", e.Work, w.State, e.To)
+		return fmt.Sprintf("%s was %s, a terminal state, and then moved to %s", e.Work, w.State, e.To())
 	}
 	return ""
 }
@@ -361,8 +361,8 @@ func checkSecrets(s *Facts, e *trace.Entry) string {
 	var where string
 	var texts []string
 	switch {
-	case e.Kind == trace.Request && len(e.Status) > 0:
-		where, texts = "a status row", e.Status
+	case e.Kind == trace.Request && len(e.Status()) > 0:
+		where, texts = "a status row", e.Status()
 	case e.Kind == trace.ToolResult && (e.Action == "list" || e.Action == "status" || e.Action == "cancel" || e.Action == "detach" || e.Action == "send"):
 		where, texts = "a work "+e.Action+" result", []string{e.Content}
 	case e.Kind == trace.ToolResult && e.Action == "result" && isProjection(e.Content):
@@ -412,17 +412,17 @@ func checkOutputOnlyThroughResult(s *Facts, e *trace.Entry) string {
 			best = i
 		}
 	}
-	for _, m := range e.Messages {
+	for _, m := range e.Messages() {
 		consider(set.first(m.Content, nil))
 	}
-	for _, row := range e.Status {
+	for _, row := range e.Status() {
 		consider(set.first(row, nil))
 	}
 	if best < 0 {
 		return ""
 	}
 	id, out := set.list[best].tag, set.list[best].s
-	for _, m := range e.Messages {
+	for _, m := range e.Messages() {
 		if strings.Contains(m.Content, out) {
 			return fmt.Sprintf("the output of %s is in a request message of %s before a work result returned it", id, e.Run)
 		}
@@ -518,8 +518,8 @@ func capsWithin(slack time.Duration) func(s *Facts, e *trace.Entry) string {
 
 func checkCaps(s *Facts, e *trace.Entry, slack time.Duration) string {
 	switch {
-	case e.Kind == trace.Request && len(e.Status) > core.MaxStatusRows:
-		return fmt.Sprintf("a status block of %s has %d rows (cap %d)", e.Run, len(e.Status), core.MaxStatusRows)
+	case e.Kind == trace.Request && len(e.Status()) > core.MaxStatusRows:
+		return fmt.Sprintf("a status block of %s has %d rows (cap %d)", e.Run, len(e.Status()), core.MaxStatusRows)
 	case e.Kind == trace.ToolResult && e.Action == "list" && !e.IsError:
 		var list []json.RawMessage
 		if json.Unmarshal([]byte(e.Content), &list) == nil && len(list) > core.MaxListed {

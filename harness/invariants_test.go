@@ -27,11 +27,11 @@ func once(when func(e trace.Entry) bool, defect func(e trace.Entry) []trace.Entr
 }
 
 func transitionTo(state string) func(e trace.Entry) bool {
-	return func(e trace.Entry) bool { return e.Kind == trace.Work && e.Work == "w-1" && e.To == state }
+	return func(e trace.Entry) bool { return e.Kind == trace.Work && e.Work == "w-1" && e.To() == state }
 }
 
 func childEnded(e trace.Entry) bool {
-	return e.Kind == trace.RunEnd && e.Mode == "background" && e.Content != ""
+	return e.Kind == trace.RunEnd && e.Mode() == "background" && e.Content != ""
 }
 
 const projection = `{"work":{"kind":"work.ref","id":"w-1","targetId":"research-agent","guarantees":{"execution":"process-local","rejoin":"process-local"}},"targetLabel":"research","state":"running","attachment":"attached","attempt":1,"createdAt":"2026-01-01T00:00:00.000Z","resultAvailable":false}`
@@ -73,21 +73,21 @@ var _ = Describe("invariants", func() {
 		},
 		Entry("legal-transitions: running never goes back to queued", "legal-transitions",
 			once(transitionTo("running"), func(e trace.Entry) []trace.Entry {
-				return []trace.Entry{{Kind: trace.Work, Run: e.Run, Agent: e.Agent, Work: "w-1", Label: e.Label, From: "running", To: "queued"}}
+				return []trace.Entry{{Kind: trace.Work, Run: e.Run, Agent: e.Agent, Work: "w-1", Label: e.Label, Part: &trace.WorkPart{From: "running", To: "queued"}}}
 			}), "running → queued"),
 		Entry("terminal-states-never-change: completed stays completed", "terminal-states-never-change",
 			once(transitionTo("completed"), func(e trace.Entry) []trace.Entry {
-				return []trace.Entry{{Kind: trace.Work, Run: e.Run, Agent: e.Agent, Work: "w-1", Label: e.Label, From: "completed", To: "cancelled"}}
+				return []trace.Entry{{Kind: trace.Work, Run: e.Run, Agent: e.Agent, Work: "w-1", Label: e.Label, Part: &trace.WorkPart{From: "completed", To: "cancelled"}}}
 			}), "completed → cancelled"),
 		Entry("no-child-content-in-status: a status row never carries child output", "no-child-content-in-status",
 			once(childEnded, func(e trace.Entry) []trace.Entry {
 				return []trace.Entry{{Kind: trace.Request, Run: coordinator, Agent: "research-coordinator", Step: 9,
-					Status: []string{"- w-1 · research · completed 5s · " + e.Content}}}
+					Part: &trace.RequestPart{Status: []string{"- w-1 · research · completed 5s · " + e.Content}}}}
 			}), "status - w-1 · research · completed 5s · {"),
 		Entry("output-only-through-result: the owner's requests carry the output only after work result returned it", "output-only-through-result",
 			once(childEnded, func(e trace.Entry) []trace.Entry {
 				return []trace.Entry{{Kind: trace.Request, Run: coordinator, Agent: "research-coordinator", Step: 9,
-					Messages: []core.Message{{Role: core.RoleUser, Content: "Leaked early: " + e.Content}}}}
+					Part: &trace.RequestPart{Messages: []core.Message{{Role: core.RoleUser, Content: "Leaked early: " + e.Content}}}}}
 			}), "Leaked early"),
 		Entry("not-found-for-detached-and-foreign: another owner's lookup answers not_found", "not-found-for-detached-and-foreign",
 			once(transitionTo("running"), func(e trace.Entry) []trace.Entry {
@@ -106,7 +106,7 @@ var _ = Describe("invariants", func() {
 				for i := range rows {
 					rows[i] = fmt.Sprintf("- w-%d · research · running 0s", i+1)
 				}
-				return []trace.Entry{{Kind: trace.Request, Run: coordinator, Agent: "research-coordinator", Step: 9, Status: rows}}
+				return []trace.Entry{{Kind: trace.Request, Run: coordinator, Agent: "research-coordinator", Step: 9, Part: &trace.RequestPart{Status: rows}}}
 			}), "request 9"),
 	)
 
@@ -120,9 +120,9 @@ var _ = Describe("invariants", func() {
 			work = e.Work
 			return []trace.Entry{
 				{Kind: trace.Request, Run: "coordinator#1", Agent: "coordinator", Step: 90,
-					Messages: []core.Message{{Role: core.RoleUser, Content: "Leaked early: " + leaked}}},
+					Part: &trace.RequestPart{Messages: []core.Message{{Role: core.RoleUser, Content: "Leaked early: " + leaked}}}},
 				{Kind: trace.Request, Run: "coordinator#1", Agent: "coordinator", Step: 91,
-					Status: []string{"- " + e.Work + " · research · completed 1s · " + leaked}},
+					Part: &trace.RequestPart{Status: []string{"- " + e.Work + " · research · completed 1s · " + leaked}}},
 			}
 		}
 		sc := load(backgroundFanoutScenario(40))

@@ -61,7 +61,7 @@ func Judge(sc *scenarios.Scenario, ob Observed) *Outcome {
 	out.Violations = c.violations
 	labels := map[string]string{}
 	for i := range norm.Entries {
-		if e := &norm.Entries[i]; e.Kind == trace.Work && e.From == "" {
+		if e := &norm.Entries[i]; e.Kind == trace.Work && e.From() == "" {
 			labels[e.Work] = e.Label
 		}
 	}

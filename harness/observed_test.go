@@ -47,13 +47,13 @@ var _ = Describe("judging a run observed outside the simulator", func() {
 		sc, _, ob := observed("research-coordinator", func(es []trace.Entry) []trace.Entry {
 			out := ""
 			for i := range es {
-				if es[i].Kind == trace.RunEnd && es[i].Mode == "background" {
+				if es[i].Kind == trace.RunEnd && es[i].Mode() == "background" {
 					out = es[i].Content
 				}
 			}
 			for i := range es {
 				if es[i].Kind == trace.Request && es[i].Agent == "research-coordinator" && es[i].Step == 4 {
-					es[i].Status = []string{es[i].Status[0] + " · " + out}
+					es[i].EditRequest().Status = []string{es[i].Status()[0] + " · " + out}
 				}
 			}
 			return es
@@ -92,7 +92,7 @@ var _ = Describe("judging a run observed outside the simulator", func() {
 
 	It("accepts Work states sampled with the states between them unseen, and refuses a state the lifecycle cannot reach", func() {
 		work := func(from, to string) trace.Entry {
-			return trace.Entry{Kind: trace.Work, Run: "c#1", Agent: "research-agent", Work: "w-1", Label: "research", From: from, To: to}
+			return trace.Entry{Kind: trace.Work, Run: "c#1", Agent: "research-agent", Work: "w-1", Label: "research", Part: &trace.WorkPart{From: from, To: to}}
 		}
 		judge := func(es ...trace.Entry) []harness.Violation {
 			sc := scenarios.New("sampled")

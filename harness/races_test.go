@@ -16,7 +16,7 @@ func lifecycle(o *harness.Outcome, work string) string {
 	var states []string
 	for _, e := range o.Trace.Entries {
 		if e.Kind == trace.Work && e.Work == work {
-			states = append(states, e.To)
+			states = append(states, e.To())
 		}
 	}
 	return strings.Join(states, " > ")

@@ -25,10 +25,10 @@ var _ = Describe("Matching cost", func() {
 	})
 
 	It("reads a rendered status row without allocating", func() {
-		e := &trace.Entry{Kind: trace.Request, Run: "coord#1", Status: []string{
+		e := &trace.Entry{Kind: trace.Request, Run: "coord#1", Part: &trace.RequestPart{Status: []string{
 			"- w-1 · research · running 4s",
 			"- w-2 · research · completed 2s · Result available",
-		}}
+		}}}
 		t := &trace.Trace{Entries: []trace.Entry{*e}}
 		patterns := []Pattern{
 			{Kind: trace.Request, Status: &RowPattern{Label: "research", State: "completed", ResultAvailable: Bool(true)}},

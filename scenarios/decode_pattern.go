@@ -131,26 +131,28 @@ func requestDiff(p *Pattern, req *core.Request, explain bool) (bool, []string) {
 	// the heap on every call. They are reused instead.
 	m := requestMatches.Get().(*requestMatch)
 	defer m.put()
-	e, t := &m.entry, &m.trace
+	e, t, part := &m.entry, &m.trace, &m.part
 	n := min(max(req.NewMessages, 0), len(req.Messages))
 	old, fresh := req.Messages[:len(req.Messages)-n], req.Messages[len(req.Messages)-n:]
-	*e = trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Messages: fresh}
+	*part = trace.RequestPart{Messages: fresh}
+	*e = trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Step: req.Step, Part: part}
 	if (p.History != "" || p.HistoryGuidance != "") && len(old) > 0 {
 		// The history before this request, as the run's earlier request.
-		t.Entries = append(t.Entries, trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Messages: old})
+		m.earlier = trace.RequestPart{Messages: old}
+		t.Entries = append(t.Entries, trace.Entry{Kind: trace.Request, Agent: req.Agent, Run: req.Run, Part: &m.earlier})
 	}
 	if p.Tools != nil || len(p.ToolsInclude) > 0 || len(p.ToolsExclude) > 0 {
 		for _, t := range req.Tools {
 			m.tools = append(m.tools, t.Name)
 		}
-		e.Tools = m.tools
+		part.Tools = m.tools
 	}
 	refs := !p.Work.IsZero() || p.Status != nil && !p.Status.Work.IsZero()
 	if req.Status != nil && (refs || p.Status != nil || p.NoStatus) {
 		for _, r := range req.Status.Rows {
 			m.status = append(m.status, r.String())
 		}
-		e.Status = m.status
+		part.Status = m.status
 	}
 	if refs {
 		for _, msg := range req.Messages {
@@ -172,10 +174,12 @@ func requestDiff(p *Pattern, req *core.Request, explain bool) (bool, []string) {
 // requestMatch is the entry and trace MatchRequest builds a request into,
 // with the room for the entry's tool names and status rows.
 type requestMatch struct {
-	entry  trace.Entry
-	trace  trace.Trace
-	tools  []string
-	status []string
+	entry trace.Entry
+	trace trace.Trace
+	// part is the entry's, earlier the part of the run's earlier request.
+	part, earlier trace.RequestPart
+	// tools and status are the room for the part's tool names and rows.
+	tools, status []string
 }
 
 var requestMatches = sync.Pool{New: func() any { return new(requestMatch) }}
@@ -183,7 +187,7 @@ var requestMatches = sync.Pool{New: func() any { return new(requestMatch) }}
 // put clears what the match held (so that the pool keeps no request
 // alive) and returns it to the pool.
 func (m *requestMatch) put() {
-	m.entry = trace.Entry{}
+	m.entry, m.part, m.earlier = trace.Entry{}, trace.RequestPart{}, trace.RequestPart{}
 	clear(m.trace.Entries)
 	m.trace.Entries = m.trace.Entries[:0]
 	clear(m.tools)

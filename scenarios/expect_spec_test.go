@@ -146,9 +146,13 @@ var _ = Describe("Expectations", func() {
 		})
 
 		It("fails when the output shows in a request message or a status row of the owner", func() {
-			inMessage := doctored(run, 15, func(e *trace.Entry) { e.Messages = []core.Message{{Role: core.RoleUser, Content: findingsJSON}} })
+			inMessage := doctored(run, 15, func(e *trace.Entry) {
+				e.EditRequest().Messages = []core.Message{{Role: core.RoleUser, Content: findingsJSON}}
+			})
 			Expect(check(inMessage, OutputOnlyViaResult{Tool: "research"})).To(HavePrefix("the exact output of w-1 reached its owner research-coordinator#1 in a request message (entry #15)"))
-			inStatus := doctored(run, 15, func(e *trace.Entry) { e.Status = []string{"- w-1 · research · running 1s · " + findingsJSON} })
+			inStatus := doctored(run, 15, func(e *trace.Entry) {
+				e.EditRequest().Status = []string{"- w-1 · research · running 1s · " + findingsJSON}
+			})
 			Expect(check(inStatus, OutputOnlyViaResult{Tool: "research"})).To(HavePrefix("the exact output of w-1 appears in a status row of research-coordinator#1 (entry #15)"))
 		})
 

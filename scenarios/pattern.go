@@ -306,7 +306,7 @@ func messageText(key string, field func(*Pattern) *string, guidance, history boo
 			if history {
 				return inHistory(t, e, holds)
 			}
-			return slices.ContainsFunc(e.Messages, holds)
+			return slices.ContainsFunc(e.Messages(), holds)
 		},
 		why: func(p *Pattern, _ *trace.Trace, _ *trace.Entry) ([]string, int) {
 			return miss(1, says, *field(p))
@@ -360,10 +360,10 @@ var patternTable = []patternField{
 			}
 		},
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
-			return p.Tools == nil || slices.Equal(p.Tools, e.Tools)
+			return p.Tools == nil || slices.Equal(p.Tools, e.Tools())
 		},
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "it offered tools [%s], not [%s]", strings.Join(e.Tools, ","), strings.Join(p.Tools, ","))
+			return miss(1, "it offered tools [%s], not [%s]", strings.Join(e.Tools(), ","), strings.Join(p.Tools, ","))
 		},
 		show: func(p *Pattern) string {
 			if p.Tools == nil {
@@ -376,7 +376,7 @@ var patternTable = []patternField{
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.ToolsInclude = l.strs(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
 			for _, name := range p.ToolsInclude {
-				if !slices.Contains(e.Tools, name) {
+				if !slices.Contains(e.Tools(), name) {
 					return false
 				}
 			}
@@ -385,8 +385,8 @@ var patternTable = []patternField{
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
 			var why []string
 			for _, name := range p.ToolsInclude {
-				if !slices.Contains(e.Tools, name) {
-					why = append(why, fmt.Sprintf("it did not offer %s (it offered [%s])", name, strings.Join(e.Tools, ",")))
+				if !slices.Contains(e.Tools(), name) {
+					why = append(why, fmt.Sprintf("it did not offer %s (it offered [%s])", name, strings.Join(e.Tools(), ",")))
 				}
 			}
 			return why, len(why)
@@ -396,12 +396,12 @@ var patternTable = []patternField{
 		set:    func(p *Pattern) bool { return len(p.ToolsExclude) > 0 },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.ToolsExclude = l.strs(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
-			return !slices.ContainsFunc(p.ToolsExclude, func(name string) bool { return slices.Contains(e.Tools, name) })
+			return !slices.ContainsFunc(p.ToolsExclude, func(name string) bool { return slices.Contains(e.Tools(), name) })
 		},
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
 			var why []string
 			for _, name := range p.ToolsExclude {
-				if slices.Contains(e.Tools, name) {
+				if slices.Contains(e.Tools(), name) {
 					why = append(why, "it offered "+name)
 				}
 			}
@@ -417,15 +417,15 @@ var patternTable = []patternField{
 		},
 		scans: true,
 		match: func(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
-			return p.Status == nil || p.Status.matchAny(t, e.Status)
+			return p.Status == nil || p.Status.matchAny(t, e.Status())
 		},
 		why: func(p *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
 			// A request without any status block is further from a status
 			// pattern than one whose rows differ.
-			if len(e.Status) == 0 {
+			if len(e.Status()) == 0 {
 				return miss(2, "no status row matches %s (it carried no status block)", p.Status)
 			}
-			return miss(1, "no status row matches %s (it carried status %s)", p.Status, strings.Join(e.Status, "; "))
+			return miss(1, "no status row matches %s (it carried status %s)", p.Status, strings.Join(e.Status(), "; "))
 		},
 		show: func(p *Pattern) string {
 			if p.Status == nil {
@@ -436,9 +436,9 @@ var patternTable = []patternField{
 	{key: "no-status",
 		set:    func(p *Pattern) bool { return p.NoStatus },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.NoStatus = l.boolean(n, what) },
-		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return !p.NoStatus || len(e.Status) == 0 },
+		match:  func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool { return !p.NoStatus || len(e.Status()) == 0 },
 		why: func(_ *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			return miss(1, "it carried a status block (%s)", strings.Join(e.Status, "; "))
+			return miss(1, "it carried a status block (%s)", strings.Join(e.Status(), "; "))
 		},
 		show: func(p *Pattern) string {
 			if !p.NoStatus {
@@ -567,11 +567,11 @@ var patternTable = []patternField{
 			return miss(1, "its content is %q, not %q", e.Content, p.Equals)
 		},
 		show: func(p *Pattern) string { return showQuoted(p.Equals) }},
-	sameText("from", 1, func(p *Pattern) *string { return &p.From }, func(e *trace.Entry) string { return e.From },
+	sameText("from", 1, func(p *Pattern) *string { return &p.From }, func(e *trace.Entry) string { return e.From() },
 		(*loader).state, "it moved from %s, not %s"),
-	sameText("to", 1, func(p *Pattern) *string { return &p.To }, func(e *trace.Entry) string { return e.To },
+	sameText("to", 1, func(p *Pattern) *string { return &p.To }, func(e *trace.Entry) string { return e.To() },
 		(*loader).state, "it moved to %s, not %s"),
-	sameText("mode", 1, func(p *Pattern) *string { return &p.Mode }, func(e *trace.Entry) string { return e.Mode },
+	sameText("mode", 1, func(p *Pattern) *string { return &p.Mode }, func(e *trace.Entry) string { return e.Mode() },
 		func(l *loader, n *node, what string) string {
 			mode := l.str(n, what)
 			if n != nil && !slices.Contains(modeNames, mode) {
@@ -584,11 +584,11 @@ var patternTable = []patternField{
 		set:    func(p *Pattern) bool { return p.Failed != nil },
 		decode: func(l *loader, n *node, what string, p *Pattern) { p.Failed = l.optBool(n, what) },
 		match: func(p *Pattern, _ *trace.Trace, e *trace.Entry) bool {
-			return p.Failed == nil || (e.Error != "") == *p.Failed
+			return p.Failed == nil || (e.Err() != "") == *p.Failed
 		},
 		why: func(_ *Pattern, _ *trace.Trace, e *trace.Entry) ([]string, int) {
-			if e.Error != "" {
-				return miss(1, "it failed: %s", e.Error)
+			if e.Err() != "" {
+				return miss(1, "it failed: %s", e.Err())
 			}
 			return miss(1, "it did not fail")
 		},
@@ -653,8 +653,8 @@ func toolsOf(e *trace.Entry) []string {
 	if e.Call != nil {
 		return []string{e.Call.Name}
 	}
-	names := make([]string, len(e.Calls))
-	for i, c := range e.Calls {
+	names := make([]string, len(e.Calls()))
+	for i, c := range e.Calls() {
 		names[i] = c.Name
 	}
 	return names
@@ -664,7 +664,7 @@ func toolsOf(e *trace.Entry) []string {
 // asked to run in the background as InBackground says; a call without the
 // flag runs in the foreground.
 func (p *Pattern) matchBackground(e *trace.Entry) bool {
-	calls := e.Calls
+	calls := e.Calls()
 	if e.Call != nil {
 		calls = []core.ToolCall{*e.Call}
 	}
@@ -683,15 +683,15 @@ func (p *Pattern) matchTool(e *trace.Entry) bool {
 	if e.Call != nil {
 		return e.Call.Name == p.Tool
 	}
-	return slices.ContainsFunc(e.Calls, func(c core.ToolCall) bool { return c.Name == p.Tool })
+	return slices.ContainsFunc(e.Calls(), func(c core.ToolCall) bool { return c.Name == p.Tool })
 }
 
 func entryContains(e *trace.Entry, s string) bool {
-	if strings.Contains(e.Content, s) || strings.Contains(e.Text, s) || strings.Contains(string(e.Output), s) ||
-		strings.Contains(e.Error, s) || strings.Contains(e.Detail, s) {
+	if strings.Contains(e.Content, s) || strings.Contains(e.Text(), s) || strings.Contains(string(e.Output()), s) ||
+		strings.Contains(e.Err(), s) || strings.Contains(e.Detail, s) {
 		return true
 	}
-	for _, c := range e.Calls {
+	for _, c := range e.Calls() {
 		if strings.Contains(c.Arguments, s) {
 			return true
 		}
@@ -794,10 +794,10 @@ func inHistory(t *trace.Trace, e *trace.Entry, holds func(core.Message) bool) bo
 			if prior == e {
 				break
 			}
-			if prior.Kind == trace.Request && prior.Run == e.Run && slices.ContainsFunc(prior.Messages, holds) {
+			if prior.Kind == trace.Request && prior.Run == e.Run && slices.ContainsFunc(prior.Messages(), holds) {
 				return true
 			}
 		}
 	}
-	return slices.ContainsFunc(e.Messages, holds)
+	return slices.ContainsFunc(e.Messages(), holds)
 }

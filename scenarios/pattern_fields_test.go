@@ -47,7 +47,7 @@ var _ = Describe("Pattern fields", func() {
 		// that has nothing, or one that has what a negative field (no
 		// status, tools-exclude) rules out.
 		bare := &trace.Entry{Kind: trace.Request}
-		full := &trace.Entry{Kind: trace.Request, At: 100 * time.Hour, Tools: []string{"zz-unlikely"}, Status: []string{"- w-1 · research · completed 1s"}}
+		full := &trace.Entry{Kind: trace.Request, At: 100 * time.Hour, Part: &trace.RequestPart{Tools: []string{"zz-unlikely"}, Status: []string{"- w-1 · research · completed 1s"}}}
 		shown := map[string]string{}
 		for i := range typ.NumField() {
 			field := typ.Field(i)

@@ -97,12 +97,12 @@ func (o OutputOnlyViaResult) checkWork(t *trace.Trace, owner, id string, refAt i
 			}
 			return fail(j, "the exact output of %s reached its owner %s in entry #%d, a %s result, before any work result call returned it", id, owner, j+1, e.Call.Name)
 		case trace.Request:
-			for _, m := range e.Messages {
+			for _, m := range e.Messages() {
 				if strings.Contains(m.Content, output) {
 					return fail(j, "the exact output of %s reached its owner %s in a request message (entry #%d) before any work result call returned it", id, owner, j+1)
 				}
 			}
-			for _, row := range e.Status {
+			for _, row := range e.Status() {
 				if strings.Contains(row, output) {
 					return fail(j, "the exact output of %s appears in a status row of %s (entry #%d)", id, owner, j+1)
 				}
@@ -121,7 +121,7 @@ func lastState(t *trace.Trace, id string) (string, int) {
 	state, at := "", -1
 	for i := range t.Entries {
 		if e := &t.Entries[i]; e.Kind == trace.Work && e.Work == id {
-			state, at = e.To, i
+			state, at = e.To(), i
 		}
 	}
 	return state, at
@@ -131,7 +131,7 @@ func lastState(t *trace.Trace, id string) (string, int) {
 func childOutput(t *trace.Trace, id string) (string, bool) {
 	for i := range t.Entries {
 		e := &t.Entries[i]
-		if e.Kind == trace.RunEnd && e.Work == id && e.Mode == "background" && e.Error == "" {
+		if e.Kind == trace.RunEnd && e.Work == id && e.Mode() == "background" && e.Err() == "" {
 			return e.Content, true
 		}
 	}
@@ -163,7 +163,7 @@ func (f ForegroundOutput) Check(r *Result) *Failure {
 		child, res := "", -1
 		for j := i + 1; j < len(t.Entries); j++ {
 			x := &t.Entries[j]
-			if x.Kind == trace.RunStart && x.Mode == "foreground" && x.Parent == e.Run && child == "" {
+			if x.Kind == trace.RunStart && x.Mode() == "foreground" && x.Parent() == e.Run && child == "" {
 				child = x.Run
 			}
 			if x.Kind == trace.ToolResult && x.Run == e.Run && x.Call != nil && x.Call.ID == e.Call.ID {
@@ -243,20 +243,20 @@ func (o AgentEnds) Check(r *Result) *Failure {
 	t := r.Trace
 	for i := len(t.Entries) - 1; i >= 0; i-- {
 		e := &t.Entries[i]
-		if e.Kind != trace.RunEnd || e.Mode != "top" || e.Agent != o.Agent {
+		if e.Kind != trace.RunEnd || e.Mode() != "top" || e.Agent != o.Agent {
 			continue
 		}
-		failed := e.Error != ""
+		failed := e.Err() != ""
 		switch {
 		case o.Failed != nil && failed != *o.Failed && failed:
-			return fail(i, "%s failed: %s", o.Agent, e.Error)
+			return fail(i, "%s failed: %s", o.Agent, e.Err())
 		case o.Failed != nil && failed != *o.Failed:
 			return fail(i, "%s succeeded, but it should have failed", o.Agent)
 		case o.Failed == nil && failed:
-			return fail(i, "%s failed: %s", o.Agent, e.Error)
+			return fail(i, "%s failed: %s", o.Agent, e.Err())
 		case o.Equals != "" && e.Content != o.Equals:
 			return fail(i, "%s's final output is %q, want %q", o.Agent, e.Content, o.Equals)
-		case o.Contains != "" && !strings.Contains(e.Content+e.Error, o.Contains):
+		case o.Contains != "" && !strings.Contains(e.Content+e.Err(), o.Contains):
 			return fail(i, "%s's final output does not contain %q", o.Agent, o.Contains)
 		}
 		return nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -32,7 +33,8 @@ func (t *Trace) NormalizeIDs() (*Trace, func(id string) string) {
 
 // NormalizeInPlace is NormalizeIDs that rewrites t's own entries instead of
 // copying them, for a caller that owns them: one that took them from a
-// Recorder it will not use again. The slices an entry holds (messages,
+// Recorder it will not use again. An entry's part is rewritten where it
+// is (a Recorder's parts are its own); the slices a part holds (messages,
 // calls, status rows) are still copied before they are changed, since they
 // may be shared with the run that produced them.
 func (t *Trace) NormalizeInPlace() func(id string) string {
@@ -53,10 +55,10 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
 			ids.name(runID, e.Run, e.Agent)
 		}
-		if e.Work != "" && e.Kind == Work && e.From == "" && !ids.has(workID, e.Work) {
+		if e.Work != "" && e.Kind == Work && e.From() == "" && !ids.has(workID, e.Work) {
 			ids.name(workID, e.Work, "w")
 		}
-		for _, c := range e.Calls {
+		for _, c := range e.Calls() {
 			if c.ID != "" && !ids.has(callID, c.ID) {
 				ids.name(callID, c.ID, "call")
 			}
@@ -70,47 +72,86 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			}
 		}
 	}
-	stamps := &offsets{start: t.Start}
 	run, work, call := ids.of(runID), ids.of(workID), ids.of(callID)
 	// Ids and times are renamed only where they stand: in the fields that
 	// hold them, in the status rows' id column, and in the work tool's JSON
 	// (its arguments, projections, receipts and work.refs) at the keys
 	// that hold them. Content (text, outputs, inputs, other tools' results)
 	// is never rewritten, whatever it holds.
-	js := &jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: stamps,
-		renames: len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0}
+	js := jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: offsets{start: t.Start},
+		renames: len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0,
+		scan:    scans.Get().(*jsonScan)}
+	defer js.done()
 
+	var words idWords
+	words.add(run)
+	words.add(work)
+	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
+	var lastCall, lastFixed *core.ToolCall
 	for i := range t.Entries {
-		if &dst[i] != &t.Entries[i] {
+		if !inPlace {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
-		e.Run, e.Parent, e.Work = run(e.Run), run(e.Parent), work(e.Work)
+		e.Run, e.Work = run.of(e.Run), work.of(e.Work)
 		if e.Kind == ToolResult {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
-			e.Detail = fixDetail(e.Detail, run, work)
-			e.Status = fixStrings(e.Status, func(row string) string { return fixRow(row, work) })
+			e.Detail = fixDetail(e.Detail, run, work, &words, &js.out)
 		}
-		e.Messages = fixMessages(e.Messages, call, js.fix)
-		e.Calls = fixCalls(e.Calls, call, js.fix)
-		if e.Call != nil {
-			if cid, args := call(e.Call.ID), workArgs(e.Call, js.fix); cid != e.Call.ID || args != e.Call.Arguments {
+		// A copy's parts are shared with the trace normalized from: they
+		// are copied before they change. A trace normalized in place owns
+		// its parts (its entries' slices may still be the run's).
+		switch p := e.Part.(type) {
+		case *RunPart:
+			if parent := run.of(p.Parent); parent != p.Parent {
+				if !inPlace {
+					p = e.EditRun()
+				}
+				p.Parent = parent
+			}
+		case *RequestPart:
+			status := p.Status
+			if js.renames {
+				status = fixRows(status, work, &js.out)
+			}
+			if msgs := fixMessages(p.Messages, call, &js); !sameSlice(status, p.Status) || !sameSlice(msgs, p.Messages) {
+				if !inPlace {
+					p = e.EditRequest()
+				}
+				p.Status, p.Messages = status, msgs
+			}
+		case *ResponsePart:
+			if calls := fixCalls(p.Calls, call, &js); !sameSlice(calls, p.Calls) {
+				if !inPlace {
+					p = e.EditResponse()
+				}
+				p.Calls = calls
+			}
+		}
+		// A call's entry and its result's share the call: they share its
+		// normalized copy too.
+		if e.Call != nil && e.Call == lastCall {
+			e.Call = lastFixed
+		} else if e.Call != nil {
+			lastCall = e.Call
+			if cid, args := call.of(e.Call.ID), workArgs(e.Call, &js); cid != e.Call.ID || args != e.Call.Arguments {
 				c := *e.Call
 				c.ID, c.Arguments = cid, args
 				e.Call = &c
 			}
+			lastFixed = e.Call
 		}
 		if e.Ref != nil {
-			if rid := work(e.Ref.ID); rid != e.Ref.ID {
+			if rid := work.of(e.Ref.ID); rid != e.Ref.ID {
 				r := *e.Ref
 				r.ID = rid
 				e.Ref = &r
 			}
 		}
 	}
-	return ids.any
+	return ids.any()
 }
 
 type idKind int
@@ -135,7 +176,7 @@ type renamer struct {
 	// counts counts the names given of each kind but runs, which are
 	// counted per agent.
 	counts   [idKinds]int
-	perAgent map[string]int
+	perAgent agentCounts
 }
 
 // prefixes and seps spell a kind's names: w-1, call-1, send-1; a run's
@@ -147,7 +188,7 @@ var (
 
 func (r *renamer) given(k idKind, prefix string) int {
 	if k == runID {
-		return r.perAgent[prefix]
+		return r.perAgent.get(prefix)
 	}
 	return r.counts[k]
 }
@@ -179,11 +220,7 @@ func spells(s string, n int) bool {
 func (r *renamer) name(k idKind, raw, prefix string) {
 	var n int
 	if k == runID {
-		if r.perAgent == nil {
-			r.perAgent = map[string]int{}
-		}
-		r.perAgent[prefix]++
-		n = r.perAgent[prefix]
+		n = r.perAgent.inc(prefix)
 	} else {
 		r.counts[k]++
 		n = r.counts[k]
@@ -201,14 +238,15 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 		// given are kept, starting with every one given so far.
 		r.named[k] = map[string]struct{}{}
 		if k == runID {
-			for agent, count := range r.perAgent {
+			named := r.named[k]
+			r.perAgent.each(func(agent string, count int) {
 				if agent == prefix {
 					count--
 				}
 				for j := 1; j <= count; j++ {
-					r.named[k][agent+sep+strconv.Itoa(j)] = struct{}{}
+					named[agent+sep+strconv.Itoa(j)] = struct{}{}
 				}
-			}
+			})
 		} else {
 			for j := 1; j < n; j++ {
 				r.named[k][prefix+sep+strconv.Itoa(j)] = struct{}{}
@@ -222,26 +260,86 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 	r.rename[k][raw] = prefix + sep + strconv.Itoa(n)
 }
 
+// names is the renaming of one kind of id.
+type names map[string]string
+
+// of returns id's name.
+func (m names) of(id string) string {
+	if n, ok := m[id]; ok {
+		return n
+	}
+	return id
+}
+
 // of returns the renaming of one kind of id.
-func (r *renamer) of(k idKind) func(string) string {
-	m := r.rename[k]
+func (r *renamer) of(k idKind) names { return r.rename[k] }
+
+// any returns the renaming of an id of any kind, Work ids first, then
+// runs, calls and sends: for callers that hold ids from outside the trace.
+func (r *renamer) any() func(string) string {
+	rename := r.rename
 	return func(s string) string {
-		if n, ok := m[s]; ok {
-			return n
+		for _, k := range [...]idKind{workID, runID, callID, sendID} {
+			if n, ok := rename[k][s]; ok {
+				return n
+			}
 		}
 		return s
 	}
 }
 
-// any renames an id of any kind, Work ids first, then runs, calls and
-// sends: for callers that hold ids from outside the trace.
-func (r *renamer) any(s string) string {
-	for _, k := range []idKind{workID, runID, callID, sendID} {
-		if n, ok := r.rename[k][s]; ok {
-			return n
+// agentCounts counts runs per agent: a trace has the runs of a few agents,
+// and looking one up among a few costs less than a map, and no allocation.
+type agentCounts struct {
+	few [8]agentCount
+	n   int
+	// more counts the agents past the first few.
+	more map[string]int
+}
+
+type agentCount struct {
+	agent string
+	n     int
+}
+
+// get returns the count of agent's runs.
+func (a *agentCounts) get(agent string) int {
+	for _, c := range a.few[:a.n] {
+		if c.agent == agent {
+			return c.n
 		}
 	}
-	return s
+	return a.more[agent]
+}
+
+// inc counts one more run of agent's and returns the count.
+func (a *agentCounts) inc(agent string) int {
+	for i := range a.few[:a.n] {
+		if a.few[i].agent == agent {
+			a.few[i].n++
+			return a.few[i].n
+		}
+	}
+	if _, ok := a.more[agent]; !ok && a.n < len(a.few) {
+		a.few[a.n] = agentCount{agent: agent, n: 1}
+		a.n++
+		return 1
+	}
+	if a.more == nil {
+		a.more = map[string]int{}
+	}
+	a.more[agent]++
+	return a.more[agent]
+}
+
+// each calls fn with every agent's count.
+func (a *agentCounts) each(fn func(agent string, n int)) {
+	for _, c := range a.few[:a.n] {
+		fn(c.agent, c.n)
+	}
+	for agent, n := range a.more {
+		fn(agent, n)
+	}
 }
 
 // fixDetail renames the run and Work ids in a harness entry's detail, which
@@ -249,33 +347,38 @@ func (r *renamer) any(s string) string {
 // delegation.start child=session-2", a note's "crash loses w-1"): only a
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
-func fixDetail(d string, run, work func(string) string) string {
+func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 	if d == "" {
 		return d
 	}
-	var b strings.Builder
 	last, changed := 0, false
 	word := func(from, to int) {
 		w := d[from:to]
-		n := work(w)
+		if !words.may(w) {
+			return
+		}
+		n := work.of(w)
 		if n == w {
-			n = run(w)
+			n = run.of(w)
 		}
 		if n != w {
 			if !changed {
-				b.Grow(len(d))
+				out.start(len(d) + 16)
 				changed = true
 			}
-			b.WriteString(d[last:from])
-			b.WriteString(n)
+			out.write(d[last:from])
+			out.write(n)
 			last = to
 		}
 	}
 	start := -1
 	for i := 0; i < len(d); i++ {
-		c := d[i]
-		switch {
-		case c == '"':
+		switch detailBytes[d[i]] {
+		case inWord:
+			if start < 0 {
+				start = i
+			}
+		case quote:
 			if start >= 0 {
 				word(start, i)
 				start = -1
@@ -286,19 +389,18 @@ func fixDetail(d string, run, work func(string) string) string {
 					i++
 				}
 			}
-		case c == ' ' || c == '=' || c == ',' || c == ';' || c == '(' || c == ')' || c == '[' || c == ']':
+		case colon:
+			if i+1 < len(d) && d[i+1] != ' ' {
+				if start < 0 {
+					start = i
+				}
+				continue
+			}
+			fallthrough
+		case between:
 			if start >= 0 {
 				word(start, i)
 				start = -1
-			}
-		case c == ':' && (i+1 == len(d) || d[i+1] == ' '):
-			if start >= 0 {
-				word(start, i)
-				start = -1
-			}
-		default:
-			if start < 0 {
-				start = i
 			}
 		}
 	}
@@ -308,13 +410,56 @@ func fixDetail(d string, run, work func(string) string) string {
 	if !changed {
 		return d
 	}
-	b.WriteString(d[last:])
-	return b.String()
+	out.write(d[last:])
+	return out.end()
+}
+
+// What a byte of a detail is to its words: part of one, a separator
+// between them, a quote (quoted text has no words), or a colon, which ends
+// a word where a space or the end follows it.
+const (
+	inWord = iota
+	between
+	quote
+	colon
+)
+
+var detailBytes = func() (c [256]uint8) {
+	for _, b := range []byte(" =,;()[]") {
+		c[b] = between
+	}
+	c['"'], c[':'] = quote, colon
+	return c
+}()
+
+// idWords tells at a glance most words that are no id to rename: the ids
+// renamed start with a few bytes and have a few lengths.
+type idWords struct {
+	first          [256]bool
+	minLen, maxLen int
+}
+
+func (w *idWords) add(m names) {
+	for id := range m {
+		if id == "" {
+			continue
+		}
+		if w.maxLen == 0 {
+			w.minLen = len(id)
+		}
+		w.first[id[0]] = true
+		w.minLen, w.maxLen = min(w.minLen, len(id)), max(w.maxLen, len(id))
+	}
+}
+
+// may reports whether word may be an id to rename.
+func (w *idWords) may(word string) bool {
+	return len(word) >= w.minLen && len(word) <= w.maxLen && len(word) > 0 && w.first[word[0]]
 }
 
 // fixRow renames the id a status row starts with ("- w-1 · research ·
 // running 4s"); the rest of the row is the label and state, which stay.
-func fixRow(row string, id func(string) string) string {
+func fixRow(row string, id names, out *texts) string {
 	const lead, sep = "- ", " · "
 	if !strings.HasPrefix(row, lead) {
 		return row
@@ -324,16 +469,20 @@ func fixRow(row string, id func(string) string) string {
 		return row
 	}
 	raw := row[len(lead) : len(lead)+end]
-	if n := id(raw); n != raw {
-		return lead + n + row[len(lead)+end:]
+	if n := id.of(raw); n != raw {
+		out.start(len(row) - len(raw) + len(n))
+		out.write(lead)
+		out.write(n)
+		out.write(row[len(lead)+end:])
+		return out.end()
 	}
 	return row
 }
 
 // workArgs fixes the arguments of a call: a work call's ids, and the
 // platform's id keys of any call.
-func workArgs(c *core.ToolCall, fix func(string, bool) string) string {
-	return fix(c.Arguments, c.Name == core.WorkToolName)
+func workArgs(c *core.ToolCall, js *jsonFixer) string {
+	return js.fix(c.Arguments, c.Name == core.WorkToolName)
 }
 
 // jsonFixer renames ids and rewrites times inside a tool's JSON answer (or
@@ -347,19 +496,41 @@ func workArgs(c *core.ToolCall, fix func(string, bool) string) string {
 // byte: a value that merely contains an id, or sits at another key, is
 // content.
 type jsonFixer struct {
-	run, work, send func(string) string
-	stamps          *offsets
+	run, work, send names
+	stamps          offsets
 	// renames: some run, Work or send id is renamed (a simulation's ids
 	// are already normal, and then only timestamps need a document read).
 	renames bool
-	// scan is reused from document to document of one normalization.
-	scan jsonScan
+	// scan is reused from document to document of one normalization, and
+	// from one normalization to the next.
+	scan *jsonScan
+	// out holds the documents, details and rows the normalization rewrote.
+	out texts
+	// The last document fixed: a tool's answer is fixed in its result's
+	// entry and again as a message of its caller's next request.
+	lastIn, lastOut string
+	lastWork        bool
 }
 
-// jsonEdit replaces src[from:to] with text.
+// scans are the scans of normalizations done.
+var scans = sync.Pool{New: func() any { return new(jsonScan) }}
+
+// done gives the fixer's scan back for another normalization.
+func (f *jsonFixer) done() {
+	sc := f.scan
+	f.scan = nil
+	sc.s = ""
+	clear(sc.pending[:cap(sc.pending)])
+	clear(sc.edits[:cap(sc.edits)])
+	sc.frames, sc.pending, sc.edits = sc.frames[:0], sc.pending[:0], sc.edits[:0]
+	scans.Put(sc)
+}
+
+// jsonEdit replaces src[from:to] with text, quoted when quote is set.
 type jsonEdit struct {
 	from, to int
 	text     string
+	quote    bool
 }
 
 // jsonFrame is an open object or array of the document being fixed.
@@ -378,7 +549,6 @@ type jsonFrame struct {
 // every tool answer of every simulated run. What is not JSON after all is
 // left alone.
 type jsonScan struct {
-	f       *jsonFixer
 	s       string
 	work    bool
 	frames  []jsonFrame
@@ -389,41 +559,86 @@ type jsonScan struct {
 // fix fixes a JSON document; work says it is the work tool's (its
 // arguments or answer, or a work.ref), whose id keys count.
 func (f *jsonFixer) fix(s string, work bool) string {
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!f.renames && !mayHoldTimestamp(s)) {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!work && !mayHoldPlatformKey(s)) || (!f.renames && !mayHoldTimestamp(s)) {
 		return s
 	}
-	sc := &f.scan
-	sc.f, sc.s, sc.work = f, s, work
+	if s == f.lastIn && work == f.lastWork {
+		return f.lastOut
+	}
+	out := f.fixDoc(s, work)
+	f.lastIn, f.lastWork, f.lastOut = s, work, out
+	return out
+}
+
+func (f *jsonFixer) fixDoc(s string, work bool) string {
+	sc := f.scan
+	sc.s, sc.work = s, work
 	sc.frames, sc.pending, sc.edits = sc.frames[:0], sc.pending[:0], sc.edits[:0]
-	if !sc.scan() || len(sc.frames) != 0 || len(sc.edits) == 0 {
+	if !f.scanDoc() || len(sc.frames) != 0 || len(sc.edits) == 0 {
 		return s
 	}
 	slices.SortFunc(sc.edits, func(a, b jsonEdit) int { return cmp.Compare(a.from, b.from) })
-	var b strings.Builder
-	b.Grow(len(s))
+	n := len(s)
+	for _, e := range sc.edits {
+		n += len(e.text) + 2 - (e.to - e.from)
+	}
+	f.out.start(n)
 	last := 0
 	for _, e := range sc.edits {
-		b.WriteString(s[last:e.from])
-		b.WriteString(e.text)
+		f.out.write(s[last:e.from])
+		if e.quote {
+			f.out.write(`"`)
+			f.out.write(e.text)
+			f.out.write(`"`)
+		} else {
+			f.out.write(e.text)
+		}
 		last = e.to
 	}
-	b.WriteString(s[last:])
-	return b.String()
+	f.out.write(s[last:])
+	return f.out.end()
 }
 
 // jsonString renders s as a JSON string: ids and offsets need no escapes,
-// and anything else goes through encoding/json.
-func jsonString(s string) string {
+// and are written as they are between quotes (plain); anything else goes
+// through encoding/json.
+func jsonString(s string) (text string, plain bool) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s)
-			return string(q)
+			return string(q), false
 		}
 	}
-	return "\"" + s + "\""
+	return s, true
 }
 
-func (sc *jsonScan) scan() bool {
+// mayHoldPlatformKey is a fast filter for a document that is not the work
+// tool's, of which only the platform's keys are read (see value): one of
+// them written plainly, or some string written with escapes, which the
+// scan reads for what it says.
+func mayHoldPlatformKey(s string) bool {
+	for _, k := range platformKeys {
+		if strings.Contains(s, k) {
+			return true
+		}
+	}
+	return strings.IndexByte(s, '\\') >= 0
+}
+
+// The platform's keys fix reads in any document: the first three hold a
+// session's run id, the last a time.
+const (
+	keyWorkerID  = "worker_id"
+	keySessionID = "session_id"
+	keyOverwrote = "overwrote"
+	keyNextRun   = "next_run"
+)
+
+// platformKeys are the platform's keys as a document writes them plainly.
+var platformKeys = [...]string{`"` + keyWorkerID + `"`, `"` + keySessionID + `"`, `"` + keyOverwrote + `"`, `"` + keyNextRun + `"`}
+
+func (f *jsonFixer) scanDoc() bool {
+	sc := f.scan
 	s := sc.s
 	for i := 0; i < len(s); {
 		switch c := s[i]; c {
@@ -447,7 +662,7 @@ func (sc *jsonScan) scan() bool {
 				sc.edits = append(sc.edits, sc.pending[top.pending:]...)
 			}
 			sc.pending = sc.pending[:top.pending]
-			sc.value(i+1, "", false, false)
+			f.value(i+1, "", false, false)
 			i++
 		case '"':
 			j, escaped := i+1, false
@@ -477,7 +692,7 @@ func (sc *jsonScan) scan() bool {
 			if isKey {
 				sc.frames[n-1].key, sc.frames[n-1].wantKey = str, false
 			} else {
-				sc.value(j, str, true, !escaped)
+				f.value(j, str, true, !escaped)
 			}
 			i = j
 		default: // a number, true, false or null
@@ -488,7 +703,7 @@ func (sc *jsonScan) scan() bool {
 			if j == i {
 				return false
 			}
-			sc.value(j, "", false, s[i:j] == "true")
+			f.value(j, "", false, s[i:j] == "true")
 			i = j
 		}
 	}
@@ -497,7 +712,8 @@ func (sc *jsonScan) scan() bool {
 
 // value accounts for a value that ends at end: a string (isStr, plain when
 // it was written without escapes) or anything else (isTrue for true).
-func (sc *jsonScan) value(end int, str string, isStr, flag bool) {
+func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
+	sc := f.scan
 	n := len(sc.frames)
 	if n == 0 || !sc.frames[n-1].object {
 		return
@@ -511,13 +727,12 @@ func (sc *jsonScan) value(end int, str string, isStr, flag bool) {
 		return
 	}
 	plain := flag
-	f := sc.f
 	switch key {
-	case "worker_id", "session_id", "overwrote":
-		sc.edit(top, end, str, f.run(str), plain, true)
+	case keyWorkerID, keySessionID, keyOverwrote:
+		sc.edit(top, end, str, f.run.of(str), plain, true)
 		return
-	case "next_run":
-		if off, ok := f.stamps.offset(str); ok {
+	case keyNextRun:
+		if off, ok := f.stamps.offset(str, &f.out); ok {
 			sc.edit(top, end, str, off, plain, true)
 		}
 		return
@@ -537,9 +752,9 @@ func (sc *jsonScan) value(end int, str string, isStr, flag bool) {
 			rename = f.send
 		}
 		top.workID = top.workID || key == "workId"
-		sc.edit(top, end, str, rename(str), plain, false)
+		sc.edit(top, end, str, rename.of(str), plain, false)
 	case "createdAt", "startedAt", "finishedAt", "acceptedAt":
-		if off, ok := f.stamps.offset(str); ok {
+		if off, ok := f.stamps.offset(str, &f.out); ok {
 			sc.edit(top, end, str, off, plain, false)
 		}
 	}
@@ -552,7 +767,8 @@ func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, alway
 	if repl == str || !plain {
 		return
 	}
-	e := jsonEdit{from: end - len(str) - 2, to: end, text: jsonString(repl)}
+	text, quote := jsonString(repl)
+	e := jsonEdit{from: end - len(str) - 2, to: end, text: text, quote: quote}
 	if always {
 		sc.edits = append(sc.edits, e)
 	} else {
@@ -560,37 +776,37 @@ func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, alway
 	}
 }
 
-// fixStrings applies fix to every string, copying the slice only if one
-// changes.
-func fixStrings(ss []string, fix func(string) string) []string {
+// fixRows renames the Work id of every status row, copying the slice only
+// if one changes.
+func fixRows(rows []string, work names, texts *texts) []string {
 	var out []string
-	for i, s := range ss {
-		f := fix(s)
-		if out == nil && f != s {
-			out = slices.Clone(ss)
+	for i, row := range rows {
+		f := fixRow(row, work, texts)
+		if out == nil && f != row {
+			out = slices.Clone(rows)
 		}
 		if out != nil {
 			out[i] = f
 		}
 	}
 	if out == nil {
-		return ss
+		return rows
 	}
 	return out
 }
 
-func fixMessages(ms []core.Message, id func(string) string, fix func(string, bool) string) []core.Message {
+func fixMessages(ms []core.Message, id names, js *jsonFixer) []core.Message {
 	var out []core.Message
 	for i := range ms {
 		m := &ms[i]
 		content := m.Content
 		switch {
 		case m.Role == core.RoleTool:
-			content = fix(content, m.ToolName == core.WorkToolName || strings.Contains(content, core.WorkRefKind))
+			content = js.fix(content, m.ToolName == core.WorkToolName || strings.Contains(content, core.WorkRefKind))
 		case m.Role == core.RoleUser:
-			content = fix(content, false) // a platform event the platform wakes a session with
+			content = js.fix(content, false) // a platform event the platform wakes a session with
 		}
-		callID, calls := id(m.ToolCallID), fixCalls(m.ToolCalls, id, fix)
+		callID, calls := id.of(m.ToolCallID), fixCalls(m.ToolCalls, id, js)
 		if out == nil && (content != m.Content || callID != m.ToolCallID || !sameSlice(calls, m.ToolCalls)) {
 			out = slices.Clone(ms)
 		}
@@ -604,11 +820,11 @@ func fixMessages(ms []core.Message, id func(string) string, fix func(string, boo
 	return out
 }
 
-func fixCalls(calls []core.ToolCall, id func(string) string, fix func(string, bool) string) []core.ToolCall {
+func fixCalls(calls []core.ToolCall, id names, js *jsonFixer) []core.ToolCall {
 	var out []core.ToolCall
 	for i := range calls {
 		c := &calls[i]
-		cid, args := id(c.ID), workArgs(c, fix)
+		cid, args := id.of(c.ID), workArgs(c, js)
 		if out == nil && (cid != c.ID || args != c.Arguments) {
 			out = slices.Clone(calls)
 		}
@@ -621,6 +837,35 @@ func fixCalls(calls []core.ToolCall, id func(string) string, fix func(string, bo
 	}
 	return out
 }
+
+// texts builds the strings a normalization rewrites one after another in
+// shared chunks, rather than in an allocation each: start, then write the
+// string's pieces, then end returns it. A string, once ended, is never
+// written to again (a chunk is only appended to, and a string too long for
+// what is left of it starts a new one).
+type texts struct {
+	b    strings.Builder
+	from int
+	// chunk is the size of the next chunk.
+	chunk int
+}
+
+const minTexts, maxTexts = 256, 32 << 10
+
+// start begins a string of about n bytes.
+func (t *texts) start(n int) {
+	if t.b.Cap()-t.b.Len() < n {
+		t.chunk = min(max(2*t.chunk, minTexts), maxTexts)
+		t.b = strings.Builder{}
+		t.b.Grow(max(n, t.chunk))
+	}
+	t.from = t.b.Len()
+}
+
+func (t *texts) write(s string) { t.b.WriteString(s) }
+
+// end returns the string written since start.
+func (t *texts) end() string { return t.b.String()[t.from:] }
 
 // sameSlice reports whether two slices are the same slice (not merely
 // equal): fixCalls returns its argument when nothing changed.
@@ -645,7 +890,9 @@ type offsets struct {
 	ts, last string
 }
 
-func (o *offsets) offset(ts string) (string, bool) {
+// offset returns ts as an offset from the start, written into out when
+// out is not nil.
+func (o *offsets) offset(ts string, out *texts) (string, bool) {
 	if ts == o.ts && ts != "" {
 		return o.last, true
 	}
@@ -653,7 +900,17 @@ func (o *offsets) offset(ts string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	o.ts, o.last = ts, Offset(at.Sub(o.start))
+	o.ts = ts
+	if d := at.Sub(o.start); d > 0 && out != nil {
+		// Offset's "+" and the duration, in one string of out's.
+		text := d.String()
+		out.start(len(text) + 1)
+		out.write("+")
+		out.write(text)
+		o.last = out.end()
+	} else {
+		o.last = Offset(d)
+	}
 	return o.last, true
 }
 
@@ -677,7 +934,7 @@ func (o *offsets) replace(s string) string {
 		// An unparsable match stays as it is, and the scan goes on after
 		// it, as a regexp replacement would.
 		consumed, j = i+n, i+n-1
-		if off, ok := o.offset(s[i : i+n]); ok {
+		if off, ok := o.offset(s[i:i+n], nil); ok {
 			if b.Len() == 0 {
 				b.Grow(len(s))
 			}
@@ -751,9 +1008,15 @@ func timestampLen(s string, i int) int {
 
 // mayHoldTimestamp is a fast filter for raw JSON: an RFC 3339 time has a
 // 'T' between a digit and a digit with a '-' three places before it.
-func mayHoldTimestamp[S ~string | ~[]byte](s S) bool {
+func mayHoldTimestamp(s string) bool {
 	for i := 10; i+1 < len(s); i++ {
-		if s[i] == 'T' && s[i-3] == '-' && isDigit(s[i-1]) && isDigit(s[i+1]) {
+		// Jump to the next 'T' (a vectorized search): most documents have
+		// few.
+		k := strings.IndexByte(s[i:len(s)-1], 'T')
+		if k < 0 {
+			return false
+		}
+		if i += k; s[i-3] == '-' && isDigit(s[i-1]) && isDigit(s[i+1]) {
 			return true
 		}
 	}

@@ -15,35 +15,34 @@ func TestNormalizationRenamesIDsInOrderOfAppearanceWhereIDsStand(t *testing.T) {
 	call := &core.ToolCall{ID: "tc_9", Name: "work", Arguments: `{"action":"result","id":"w_x7"}`}
 	raw := &Trace{Start: start, Entries: []Entry{
 		{Kind: RunStart, Run: "run_zz", Agent: "coord"},
-		{Kind: Response, Run: "run_zz", Agent: "coord", Calls: []core.ToolCall{{ID: "tc_5", Name: "research"}, *call}},
-		{Kind: Work, Run: "run_zz", Work: "w_x7", To: "queued"},
+		{Kind: Response, Run: "run_zz", Agent: "coord", Part: &ResponsePart{Calls: []core.ToolCall{{ID: "tc_5", Name: "research"}, *call}}},
+		{Kind: Work, Run: "run_zz", Work: "w_x7", Part: &WorkPart{To: "queued"}},
 		// Already in normal form, but second: it becomes w-2, and the
 		// first Work's w-1 must not be read as this one.
-		{Kind: Work, Run: "run_zz", Work: "w-1", To: "queued"},
+		{Kind: Work, Run: "run_zz", Work: "w-1", Part: &WorkPart{To: "queued"}},
 		{Kind: ToolResult, Run: "run_zz", Agent: "coord", Call: call, Action: "result", Work: "w_x7",
 			Content: `{"workId":"w_x7","other":"w-1","acceptedAt":"2026-01-01T00:00:05.000Z"}`},
-		{Kind: Request, Run: "run_zz", Agent: "coord", Status: []string{"- w_x7 · research · running 5s"},
-			Messages: []core.Message{{Role: core.RoleTool, ToolCallID: "tc_9", Content: "w-1 and w_x7"}}},
-		{Kind: RunStart, Run: "research#1", Agent: "research", Parent: "run_zz", Work: "w_x7"},
+		{Kind: Request, Run: "run_zz", Agent: "coord", Part: &RequestPart{Status: []string{"- w_x7 · research · running 5s"}, Messages: []core.Message{{Role: core.RoleTool, ToolCallID: "tc_9", Content: "w-1 and w_x7"}}}},
+		{Kind: RunStart, Run: "research#1", Agent: "research", Part: &RunPart{Parent: "run_zz"}, Work: "w_x7"},
 	}}
-	before := raw.Entries[5].Messages[0].Content
+	before := raw.Entries[5].Messages()[0].Content
 	n, id := raw.NormalizeIDs()
 	checks := []struct{ got, want string }{
 		{n.Entries[0].Run, "coord#1"},
-		{n.Entries[1].Calls[0].ID, "call-1"},
-		{n.Entries[1].Calls[1].ID, "call-2"},
-		{n.Entries[1].Calls[1].Arguments, `{"action":"result","id":"w-1"}`},
+		{n.Entries[1].Calls()[0].ID, "call-1"},
+		{n.Entries[1].Calls()[1].ID, "call-2"},
+		{n.Entries[1].Calls()[1].Arguments, `{"action":"result","id":"w-1"}`},
 		{n.Entries[2].Work, "w-1"},
 		{n.Entries[3].Work, "w-2"},
 		{n.Entries[4].Call.ID, "call-2"},
 		// "other" is not where an id stands: it stays as it was.
 		{n.Entries[4].Content, `{"workId":"w-1","other":"w-1","acceptedAt":"+5s"}`},
-		{n.Entries[5].Status[0], "- w-1 · research · running 5s"},
+		{n.Entries[5].Status()[0], "- w-1 · research · running 5s"},
 		// A message's text is content, whatever it spells.
-		{n.Entries[5].Messages[0].Content, "w-1 and w_x7"},
-		{n.Entries[5].Messages[0].ToolCallID, "call-2"},
+		{n.Entries[5].Messages()[0].Content, "w-1 and w_x7"},
+		{n.Entries[5].Messages()[0].ToolCallID, "call-2"},
 		{n.Entries[6].Run, "research#1"},
-		{n.Entries[6].Parent, "coord#1"},
+		{n.Entries[6].Parent(), "coord#1"},
 		{id("w_x7"), "w-1"},
 		{id("unknown"), "unknown"},
 	}
@@ -52,7 +51,8 @@ func TestNormalizationRenamesIDsInOrderOfAppearanceWhereIDsStand(t *testing.T) {
 			t.Errorf("check %d: got %q, want %q", i, c.got, c.want)
 		}
 	}
-	if raw.Entries[5].Messages[0].Content != before || raw.Entries[4].Call.ID != "tc_9" {
+	if raw.Entries[5].Messages()[0].Content != before || raw.Entries[4].Call.ID != "tc_9" ||
+		raw.Entries[5].Status()[0] != "- w_x7 · research · running 5s" || raw.Entries[6].Parent() != "run_zz" {
 		t.Error("NormalizeIDs changed the trace it copied")
 	}
 }
@@ -62,12 +62,12 @@ func TestATraceWhoseIDsAreAlreadyNormalKeepsItsStringsAndSlices(t *testing.T) {
 	calls := []core.ToolCall{{ID: "call-1", Name: "research", Arguments: `{"q":"x"}`}}
 	tr := &Trace{Entries: []Entry{
 		{Kind: RunStart, Run: "coord#1", Agent: "coord"},
-		{Kind: Request, Run: "coord#1", Agent: "coord", Messages: msgs},
-		{Kind: Response, Run: "coord#1", Agent: "coord", Calls: calls},
-		{Kind: Work, Run: "coord#1", Work: "w-1", To: "queued"},
+		{Kind: Request, Run: "coord#1", Agent: "coord", Part: &RequestPart{Messages: msgs}},
+		{Kind: Response, Run: "coord#1", Agent: "coord", Part: &ResponsePart{Calls: calls}},
+		{Kind: Work, Run: "coord#1", Work: "w-1", Part: &WorkPart{To: "queued"}},
 	}}
 	tr.NormalizeInPlace()
-	if &tr.Entries[1].Messages[0] != &msgs[0] || &tr.Entries[2].Calls[0] != &calls[0] {
+	if &tr.Entries[1].Messages()[0] != &msgs[0] || &tr.Entries[2].Calls()[0] != &calls[0] {
 		t.Error("normalization copied slices in which nothing changed")
 	}
 	if tr.Entries[3].Work != "w-1" || tr.Entries[0].Run != "coord#1" {
@@ -82,40 +82,40 @@ func TestNormalizationNeverRewritesContentThatSpellsAnID(t *testing.T) {
 	work := &core.ToolCall{ID: "w", Name: core.WorkToolName, Arguments: `{"action":"result","id":"e","note":"e"}`}
 	research := core.ToolCall{ID: "e", Name: "research", Arguments: `{"question":"Where are the trees?","id":"e"}`}
 	raw := &Trace{Start: start, Entries: []Entry{
-		{Kind: RunStart, Run: "r", Agent: "coord", Input: json.RawMessage(`{"question":"Where are the trees? 2026-01-01T00:00:05Z"}`)},
-		{Kind: Request, Run: "r", Agent: "coord", Messages: []core.Message{{Role: core.RoleUser, Content: "Where are the trees, e?"}}},
-		{Kind: Response, Run: "r", Agent: "coord", Text: "e", Calls: []core.ToolCall{research, *work}},
-		{Kind: Work, Run: "r", Work: "e", To: "queued", Label: "research"},
+		{Kind: RunStart, Run: "r", Agent: "coord", Part: &RunPart{Input: json.RawMessage(`{"question":"Where are the trees? 2026-01-01T00:00:05Z"}`)}},
+		{Kind: Request, Run: "r", Agent: "coord", Part: &RequestPart{Messages: []core.Message{{Role: core.RoleUser, Content: "Where are the trees, e?"}}}},
+		{Kind: Response, Run: "r", Agent: "coord", Part: &ResponsePart{Text: "e", Calls: []core.ToolCall{research, *work}}},
+		{Kind: Work, Run: "r", Work: "e", Part: &WorkPart{To: "queued"}, Label: "research"},
 		{Kind: ToolResult, Run: "r", Call: &research, Ref: &core.WorkRef{Kind: core.WorkRefKind, ID: "e"},
 			Content: `{"kind":"work.ref","id":"e","targetId":"tree"}`},
 		{Kind: ToolResult, Run: "r", Call: work, Action: "result", Work: "e",
 			Content: `{"work":{"kind":"work.ref","id":"e","targetId":"tree"},"targetLabel":"research","state":"running","createdAt":"2026-01-01T00:00:05.000Z","resultAvailable":false}`},
-		{Kind: Request, Run: "r", Agent: "coord", Status: []string{"- e · research · running 5s"}, Messages: []core.Message{
+		{Kind: Request, Run: "r", Agent: "coord", Part: &RequestPart{Status: []string{"- e · research · running 5s"}, Messages: []core.Message{
 			{Role: core.RoleTool, ToolCallID: "w", ToolName: core.WorkToolName, Content: `{"workId":"e","note":"e"}`},
 			{Role: core.RoleTool, ToolCallID: "e", ToolName: "lookup", Content: `{"action":"x","id":"e"}`},
-		}},
+		}}},
 		{Kind: RunEnd, Run: "r", Agent: "coord", Content: "The trees are here, e."},
 	}}
 	n := raw.Normalize()
 	checks := []struct{ got, want string }{
 		{n.Entries[0].Run, "coord#1"},
-		{string(n.Entries[0].Input), `{"question":"Where are the trees? 2026-01-01T00:00:05Z"}`},
-		{n.Entries[1].Messages[0].Content, "Where are the trees, e?"},
-		{n.Entries[2].Text, "e"},
-		{n.Entries[2].Calls[0].ID, "call-1"},
-		{n.Entries[2].Calls[0].Arguments, `{"question":"Where are the trees?","id":"e"}`},
-		{n.Entries[2].Calls[1].ID, "call-2"},
-		{n.Entries[2].Calls[1].Arguments, `{"action":"result","id":"w-1","note":"e"}`},
+		{string(n.Entries[0].Input()), `{"question":"Where are the trees? 2026-01-01T00:00:05Z"}`},
+		{n.Entries[1].Messages()[0].Content, "Where are the trees, e?"},
+		{n.Entries[2].Text(), "e"},
+		{n.Entries[2].Calls()[0].ID, "call-1"},
+		{n.Entries[2].Calls()[0].Arguments, `{"question":"Where are the trees?","id":"e"}`},
+		{n.Entries[2].Calls()[1].ID, "call-2"},
+		{n.Entries[2].Calls()[1].Arguments, `{"action":"result","id":"w-1","note":"e"}`},
 		{n.Entries[3].Work, "w-1"},
 		{n.Entries[3].Label, "research"},
 		{n.Entries[4].Content, `{"kind":"work.ref","id":"w-1","targetId":"tree"}`},
 		{n.Entries[4].Ref.ID, "w-1"},
 		{n.Entries[5].Content, `{"work":{"kind":"work.ref","id":"w-1","targetId":"tree"},"targetLabel":"research","state":"running","createdAt":"+5s","resultAvailable":false}`},
-		{n.Entries[6].Status[0], "- w-1 · research · running 5s"},
-		{n.Entries[6].Messages[0].Content, `{"workId":"w-1","note":"e"}`},
-		{n.Entries[6].Messages[0].ToolCallID, "call-2"},
+		{n.Entries[6].Status()[0], "- w-1 · research · running 5s"},
+		{n.Entries[6].Messages()[0].Content, `{"workId":"w-1","note":"e"}`},
+		{n.Entries[6].Messages()[0].ToolCallID, "call-2"},
 		// Another tool's answer is content, even shaped like a work call.
-		{n.Entries[6].Messages[1].Content, `{"action":"x","id":"e"}`},
+		{n.Entries[6].Messages()[1].Content, `{"action":"x","id":"e"}`},
 		{n.Entries[7].Content, "The trees are here, e."},
 	}
 	for i, c := range checks {
@@ -130,7 +130,7 @@ func TestNormalizationNeverRewritesContentThatSpellsAnID(t *testing.T) {
 func TestNormalizationLeavesBrokenJSONAsItIs(t *testing.T) {
 	for _, s := range []string{`{"workId":"w_x7"`, `{"workId":"w_x7"}}`, `{"workId":"w_x7]`, `[{"workId": "w_x7", ]`, `{"workId":"\"`, `{]`, `[`, `{"a":tru`} {
 		tr := &Trace{Entries: []Entry{
-			{Kind: Work, Run: "r", Work: "w_x7", To: "queued"},
+			{Kind: Work, Run: "r", Work: "w_x7", Part: &WorkPart{To: "queued"}},
 			{Kind: ToolResult, Run: "r", Call: &core.ToolCall{ID: "c", Name: core.WorkToolName}, Action: "cancel", Content: s},
 		}}
 		if got := tr.Normalize().Entries[1].Content; got != s {
@@ -147,10 +147,9 @@ func normalTrace(n int, run string) *Trace {
 	for i := range n {
 		call := &core.ToolCall{ID: "call-" + strconv.Itoa(i+1), Name: "research", Arguments: `{"q":"x"}`}
 		es = append(es,
-			Entry{Kind: Request, Run: run, Agent: "coord", Status: []string{"- w-" + strconv.Itoa(i+1) + " · research · running 4s"},
-				Messages: []core.Message{{Role: core.RoleUser, Content: "hello"}, {Role: core.RoleTool, ToolName: "research", Content: `{"a":"b"}`}}},
-			Entry{Kind: Response, Run: run, Agent: "coord", Calls: []core.ToolCall{*call}},
-			Entry{Kind: Work, Run: run, Work: "w-" + strconv.Itoa(i+1), To: "queued"},
+			Entry{Kind: Request, Run: run, Agent: "coord", Part: &RequestPart{Status: []string{"- w-" + strconv.Itoa(i+1) + " · research · running 4s"}, Messages: []core.Message{{Role: core.RoleUser, Content: "hello"}, {Role: core.RoleTool, ToolName: "research", Content: `{"a":"b"}`}}}},
+			Entry{Kind: Response, Run: run, Agent: "coord", Part: &ResponsePart{Calls: []core.ToolCall{*call}}},
+			Entry{Kind: Work, Run: run, Work: "w-" + strconv.Itoa(i+1), Part: &WorkPart{To: "queued"}},
 			Entry{Kind: ToolResult, Run: run, Agent: "coord", Call: call, Content: `{"findings":"x","notes":"line 1\nline \"2\""}`},
 			Entry{Kind: Note, Detail: "crash loses nothing here"},
 		)
@@ -177,7 +176,7 @@ func TestNormalizationAllocatesNothingPerEntryWithNothingToRename(t *testing.T) 
 			t.Errorf("run %s: normalizing 100 steps takes %v allocations, 10 steps %v: want the same", run, allocs[1], allocs[0])
 		}
 		n, _ := normalTrace(3, run).NormalizeIDs()
-		if n.Entries[0].Run != "coord#1" || n.Entries[2].Calls[0].ID != "call-1" || n.Entries[8].Work != "w-2" || n.Entries[6].Status[0] != "- w-2 · research · running 4s" {
+		if n.Entries[0].Run != "coord#1" || n.Entries[2].Calls()[0].ID != "call-1" || n.Entries[8].Work != "w-2" || n.Entries[6].Status()[0] != "- w-2 · research · running 4s" {
 			t.Errorf("run %s: normalized as %+v", run, n.Entries)
 		}
 	}
@@ -218,10 +217,93 @@ func TestNormalizationReadsEscapedKeysAndKindsAndLeavesEscapedValues(t *testing.
 		{`{"kind":"work.reff","id":"w_x7"}`, `{"kind":"work.reff","id":"w_x7"}`},
 	} {
 		tr := &Trace{Entries: []Entry{
-			{Kind: Work, Run: "r", Work: "w_x7", To: "queued"},
+			{Kind: Work, Run: "r", Work: "w_x7", Part: &WorkPart{To: "queued"}},
 			{Kind: ToolResult, Run: "r", Call: call, Content: c.in},
 		}}
 		if got := tr.Normalize().Entries[1].Content; got != c.want {
+			t.Errorf("%s became %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// What normalization rewrites (a detail naming a run, a work document
+// naming its Work and a time) is written into shared room, not into an
+// allocation per string: a trace of many such entries costs a few
+// allocations, however many entries there are.
+func TestNormalizationWritesWhatItRewritesWithoutAnAllocationPerString(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	call := &core.ToolCall{ID: "call-1", Name: core.WorkToolName, Arguments: `{"action":"status","id":"w_a"}`}
+	es := []Entry{
+		{Kind: RunStart, Run: "session-1", Agent: "worker"},
+		{Kind: Work, Run: "session-1", Work: "w_a", Part: &WorkPart{To: "queued"}},
+	}
+	const n = 200
+	for range n {
+		es = append(es,
+			Entry{Kind: Note, Detail: "session-1 worker.start child=session-1"},
+			Entry{Kind: ToolResult, Run: "session-1", Call: call, Action: "status", Work: "w_a",
+				Content: `{"work":{"kind":"work.ref","id":"w_a","targetId":"research"},"targetLabel":"research","state":"running","createdAt":"2026-01-01T00:00:05.000Z"}`})
+	}
+	tr := &Trace{Start: start, Entries: es}
+	norm, _ := tr.NormalizeIDs()
+	if got, want := norm.Entries[2].Detail, "worker#1 worker.start child=worker#1"; got != want {
+		t.Errorf("detail normalized as %q, want %q", got, want)
+	}
+	if got, want := norm.Entries[3].Content, `{"work":{"kind":"work.ref","id":"w-1","targetId":"research"},"targetLabel":"research","state":"running","createdAt":"+5s"}`; got != want {
+		t.Errorf("document normalized as %s, want %s", got, want)
+	}
+	if got := testing.AllocsPerRun(10, func() { tr.NormalizeIDs() }); got > n/5 {
+		t.Errorf("normalizing %d rewritten details and documents allocates %v times, want at most %d", 2*n, got, n/5)
+	}
+}
+
+// Any tool's answer and a platform event's message have the platform's
+// keys read, whether written plainly or with escapes, and nothing else.
+func TestNormalizationReadsThePlatformsKeysInAnyDocument(t *testing.T) {
+	call := &core.ToolCall{ID: "c", Name: "delegate"}
+	for _, c := range []struct{ in, want string }{
+		{`{"worker_id":"session-2","note":"session-2"}`, `{"worker_id":"worker#1","note":"session-2"}`},
+		{`{"worker\u005fid":"session-2"}`, `{"worker\u005fid":"worker#1"}`},
+		{`[{"a":{"session_id":"session-2"}}]`, `[{"a":{"session_id":"worker#1"}}]`},
+		{`{"overwrote": "session-2", "next_run": "2026-01-01T00:01:00.000Z"}`, `{"overwrote": "worker#1", "next_run": "+1m0s"}`},
+		{`{"id":"session-2","child":"session-2"}`, `{"id":"session-2","child":"session-2"}`},
+	} {
+		tr := &Trace{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Entries: []Entry{
+			{Kind: RunStart, Run: "session-2", Agent: "worker"},
+			{Kind: ToolResult, Run: "session-2", Call: call, Content: c.in},
+			{Kind: Request, Run: "session-2", Part: &RequestPart{Messages: []core.Message{{Role: core.RoleUser, Content: c.in}}}},
+		}}
+		n := tr.Normalize()
+		if got := n.Entries[1].Content; got != c.want {
+			t.Errorf("a tool's answer %s became %s, want %s", c.in, got, c.want)
+		}
+		if got := n.Entries[2].Messages()[0].Content; got != c.want {
+			t.Errorf("a platform event %s became %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A harness entry's detail has a run's or a Work's id renamed where it is a
+// whole word: between spaces, after a key's '=', in a list or in brackets,
+// before a ':' that ends a phrase; never inside double quotes, whatever
+// escapes they hold, and never as part of a longer word.
+func TestNormalizationRenamesWholeWordsOfADetailOutsideQuotes(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"session-1 worker.start child=session-1", "worker#1 worker.start child=worker#1"},
+		{"crash loses w_a research (w_a, owner session-1)", "crash loses w-1 research (w-1, owner worker#1)"},
+		{"parents=[session-1;w_a] next: session-1: done", "parents=[worker#1;w-1] next: worker#1: done"},
+		{"session-1:x session-1x xsession-1 w_a:", "session-1:x session-1x xsession-1 w-1:"},
+		{`text="session-1 \"w_a\" session-1" session-1`, `text="session-1 \"w_a\" session-1" worker#1`},
+		{`"\\"session-1 "unclosed session-1`, `"\\"worker#1 "unclosed session-1`},
+		{`session-1"quoted"session-1`, `worker#1"quoted"worker#1`},
+		{"nothing here", "nothing here"},
+	} {
+		tr := &Trace{Entries: []Entry{
+			{Kind: RunStart, Run: "session-1", Agent: "worker"},
+			{Kind: Work, Run: "session-1", Work: "w_a", Part: &WorkPart{To: "queued"}},
+			{Kind: Note, Detail: c.in},
+		}}
+		if got := tr.Normalize().Entries[2].Detail; got != c.want {
 			t.Errorf("%s became %s, want %s", c.in, got, c.want)
 		}
 	}

@@ -93,24 +93,24 @@ func writeEntry(b *bytes.Buffer, e *Entry, res time.Duration, col int) {
 	}
 	// Every value a model, a file or a provider chose is escaped (see
 	// safe), so that none can paint the terminal or fake a line.
-	who, work, label, parent := safe(e.Run), safe(e.Work), safe(e.Label), safe(e.Parent)
+	who, work, label, parent := safe(e.Run), safe(e.Work), safe(e.Label), safe(e.Parent())
 	switch e.Kind {
 	case RunStart:
 		fmt.Fprintf(b, "%s start", who)
-		switch e.Mode {
+		switch e.Mode() {
 		case "background":
 			fmt.Fprintf(b, " (background %s for %s)", work, parent)
 		case "foreground":
 			fmt.Fprintf(b, " (foreground for %s)", parent)
 		}
-		if len(e.Input) > 0 && string(e.Input) != "null" {
+		if in := e.Input(); len(in) > 0 && string(in) != "null" {
 			b.WriteString(" input ")
-			b.WriteString(compact(string(e.Input)))
+			b.WriteString(compact(string(in)))
 		}
 		b.WriteByte('\n')
 	case Request:
 		fmt.Fprintf(b, "%s request %d", who, e.Step)
-		for i, t := range e.Tools {
+		for i, t := range e.Tools() {
 			if i == 0 {
 				b.WriteString(" tools=")
 			} else {
@@ -119,7 +119,7 @@ func writeEntry(b *bytes.Buffer, e *Entry, res time.Duration, col int) {
 			b.WriteString(safe(t))
 		}
 		b.WriteByte('\n')
-		for _, m := range e.Messages {
+		for _, m := range e.Messages() {
 			switch {
 			case m.Guidance:
 				b.WriteString(indent + "guidance: " + oneLine(m.Content) + "\n")
@@ -127,26 +127,26 @@ func writeEntry(b *bytes.Buffer, e *Entry, res time.Duration, col int) {
 				b.WriteString(indent + "user: " + oneLine(m.Content) + "\n")
 			}
 		}
-		for _, row := range e.Status {
+		for _, row := range e.Status() {
 			b.WriteString(indent + "status " + safe(row) + "\n")
 		}
-		if e.Omitted > 0 {
-			fmt.Fprintf(b, "%sstatus (+%d more not shown)\n", indent, e.Omitted)
+		if n := e.Omitted(); n > 0 {
+			fmt.Fprintf(b, "%sstatus (+%d more not shown)\n", indent, n)
 		}
 	case Response:
 		fmt.Fprintf(b, "%s response %d", who, e.Step)
-		if e.Error != "" {
-			b.WriteString(" error: " + oneLine(e.Error) + "\n")
+		if err := e.Err(); err != "" {
+			b.WriteString(" error: " + oneLine(err) + "\n")
 			return
 		}
 		b.WriteByte('\n')
-		if e.Text != "" {
-			b.WriteString(indent + "text " + quoteText(e.Text) + "\n")
+		if text := e.Text(); text != "" {
+			b.WriteString(indent + "text " + quoteText(text) + "\n")
 		}
-		if len(e.Output) > 0 {
-			b.WriteString(indent + "output " + compact(string(e.Output)) + "\n")
+		if out := e.Output(); len(out) > 0 {
+			b.WriteString(indent + "output " + compact(string(out)) + "\n")
 		}
-		for _, c := range e.Calls {
+		for _, c := range e.Calls() {
 			b.WriteString(indent + "call " + safe(c.ID) + " " + safe(c.Name) + " " + compact(c.Arguments) + "\n")
 		}
 	case ToolResult:
@@ -167,21 +167,21 @@ func writeEntry(b *bytes.Buffer, e *Entry, res time.Duration, col int) {
 		}
 		b.WriteByte('\n')
 	case Work:
-		if e.From == "" {
-			fmt.Fprintf(b, "%s %s %s (owner %s)\n", work, label, safe(e.To), who)
+		if from := e.From(); from == "" {
+			fmt.Fprintf(b, "%s %s %s (owner %s)\n", work, label, safe(e.To()), who)
 		} else {
-			fmt.Fprintf(b, "%s %s %s → %s\n", work, label, safe(e.From), safe(e.To))
+			fmt.Fprintf(b, "%s %s %s → %s\n", work, label, safe(from), safe(e.To()))
 		}
 	case Detach:
-		fmt.Fprintf(b, "%s %s detached by %s (still %s)\n", work, label, who, safe(e.To))
+		fmt.Fprintf(b, "%s %s detached by %s (still %s)\n", work, label, who, safe(e.To()))
 	case Send:
-		fmt.Fprintf(b, "%s %s guidance accepted, cursor %s\n", work, label, safe(e.Cursor))
+		fmt.Fprintf(b, "%s %s guidance accepted, cursor %s\n", work, label, safe(e.Cursor()))
 	case Guidance:
-		fmt.Fprintf(b, "%s guidance delivered to request %d (%s message(s))\n", who, e.Step, safe(e.Cursor))
+		fmt.Fprintf(b, "%s guidance delivered to request %d (%s message(s))\n", who, e.Step, safe(e.Cursor()))
 	case RunEnd:
 		fmt.Fprintf(b, "%s end", who)
-		if e.Error != "" {
-			b.WriteString(" error: " + oneLine(e.Error) + "\n")
+		if err := e.Err(); err != "" {
+			b.WriteString(" error: " + oneLine(err) + "\n")
 			return
 		}
 		b.WriteString(" output " + quoteText(e.Content) + "\n")

@@ -20,21 +20,20 @@ const hostile = "x\r\n+0s     coord#1 end output \"forged\"\x1b[31m\u202eevil\u2
 func TestTextEscapesControlBidiAndLineBreaksInEveryValue(t *testing.T) {
 	call := &core.ToolCall{ID: hostile, Name: hostile, Arguments: `{"q":"` + "\u202e\u2028\x7f" + `","r":"\u001b[2J"}`}
 	tr := &Trace{Entries: []Entry{
-		{Kind: RunStart, Run: hostile, Agent: hostile, Mode: "background", Work: hostile, Parent: hostile},
-		{Kind: Request, Run: hostile, Tools: []string{hostile, "work"}, Status: []string{hostile},
-			Messages: []core.Message{{Role: core.RoleUser, Content: hostile}, {Role: core.RoleUser, Guidance: true, Content: hostile}}},
-		{Kind: Response, Run: hostile, Text: hostile, Calls: []core.ToolCall{*call}},
-		{Kind: Response, Run: hostile, Error: hostile},
+		{Kind: RunStart, Run: hostile, Agent: hostile, Part: &RunPart{Mode: "background", Parent: hostile}, Work: hostile},
+		{Kind: Request, Run: hostile, Part: &RequestPart{Tools: []string{hostile, "work"}, Status: []string{hostile}, Messages: []core.Message{{Role: core.RoleUser, Content: hostile}, {Role: core.RoleUser, Guidance: true, Content: hostile}}}},
+		{Kind: Response, Run: hostile, Part: &ResponsePart{Text: hostile, Calls: []core.ToolCall{*call}}},
+		{Kind: Response, Run: hostile, Part: &ResponsePart{Error: hostile}},
 		{Kind: ToolResult, Run: hostile, Call: call, Action: hostile, Work: hostile, Content: hostile},
 		{Kind: ToolResult, Run: hostile, Call: call, IsError: true, Content: hostile},
 		{Kind: ToolResult, Run: hostile, Call: call, Ref: &core.WorkRef{ID: hostile, TargetID: hostile}},
-		{Kind: Work, Run: hostile, Work: hostile, Label: hostile, To: hostile},
-		{Kind: Work, Run: hostile, Work: hostile, Label: hostile, From: hostile, To: hostile},
-		{Kind: Detach, Run: hostile, Work: hostile, Label: hostile, To: hostile},
-		{Kind: Send, Work: hostile, Label: hostile, Cursor: hostile},
-		{Kind: Guidance, Run: hostile, Cursor: hostile},
+		{Kind: Work, Run: hostile, Work: hostile, Label: hostile, Part: &WorkPart{To: hostile}},
+		{Kind: Work, Run: hostile, Work: hostile, Label: hostile, Part: &WorkPart{From: hostile, To: hostile}},
+		{Kind: Detach, Run: hostile, Work: hostile, Label: hostile, Part: &WorkPart{To: hostile}},
+		{Kind: Send, Work: hostile, Label: hostile, Part: &WorkPart{Cursor: hostile}},
+		{Kind: Guidance, Run: hostile, Part: &WorkPart{Cursor: hostile}},
 		{Kind: RunEnd, Run: hostile, Content: hostile},
-		{Kind: RunEnd, Run: hostile, Error: hostile},
+		{Kind: RunEnd, Run: hostile, Part: &RunPart{Error: hostile}},
 		{Kind: Clock, Detail: hostile},
 		{Kind: Fault, Detail: hostile},
 		{Kind: Action, Detail: hostile},
@@ -75,7 +74,7 @@ func TestTextEscapesControlBidiAndLineBreaksInEveryValue(t *testing.T) {
 
 // Printable text, in any script, is shown as it is.
 func TestTextShowsPrintableValuesAsTheyAre(t *testing.T) {
-	tr := &Trace{Entries: []Entry{{Kind: Work, Run: "coördinator#1", Work: "w-1", Label: "recherche · 研究", To: "queued"}}}
+	tr := &Trace{Entries: []Entry{{Kind: Work, Run: "coördinator#1", Work: "w-1", Label: "recherche · 研究", Part: &WorkPart{To: "queued"}}}}
 	if got, want := tr.Text(), "+0s     w-1 recherche · 研究 queued (owner coördinator#1)\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

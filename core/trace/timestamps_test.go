@@ -81,3 +81,23 @@ func TestTheRuntimesTimestampFormIsReadAsTimeParseReadsIt(t *testing.T) {
 		}
 	}
 }
+
+// The filter a document passes before it is read for its times never
+// turns one away that holds a time.
+func TestTheTimestampFilterNeverMissesATime(t *testing.T) {
+	for _, s := range timestampCases {
+		if isoTime.MatchString(s) && !mayHoldTimestamp(s) {
+			t.Errorf("the filter turns away %q", s)
+		}
+	}
+	for _, s := range []string{"2026-01-01T00:00:05Z", `"Tx":"2026-01-01T00:00:05Z"`, "TTTTTTTTTTTT2026-01-01T00:00:05Z", "x2026-01-01T00:00:05ZT"} {
+		if !mayHoldTimestamp(s) {
+			t.Errorf("the filter turns away %q", s)
+		}
+	}
+	for _, s := range []string{"", "T", "no time here", "TTTTTTTTTTTTTTTT", "2026-01-01 00:00:05Z", "2026-01-01T"} {
+		if mayHoldTimestamp(s) {
+			t.Errorf("the filter lets %q through", s)
+		}
+	}
+}

@@ -13,6 +13,8 @@ package trace
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,8 +50,191 @@ const (
 	Note Kind = "note"
 )
 
-// Entry is one event of a run.
+// Entry is one event of a run. The fields every kind of entry may carry
+// are its own; what only one kind carries (a request's tools and messages,
+// a response's calls, a run's mode and input, a Work transition's states)
+// is in its Part, read through the methods named after it, which return the
+// zero value when the entry has no such part. An entry stays compact: a run
+// records one for every event.
 type Entry struct {
+	At   time.Duration // offset from the trace's start
+	Kind Kind
+
+	Run   string
+	Agent string
+	Step  int
+	Work  string
+	Label string
+
+	// Tool call and result (Action also on a harness's action entries,
+	// Content on a run's end).
+	Call    *core.ToolCall
+	Content string
+	Ref     *core.WorkRef
+	Action  string
+
+	// Harness entries.
+	Detail string
+
+	// Part holds the fields of one kind of entry: a *RequestPart,
+	// *ResponsePart, *RunPart or *WorkPart, or nil.
+	Part Part
+
+	Seq     int
+	IsError bool
+}
+
+// A Part is the payload only some kinds of entry carry: a *RequestPart,
+// *ResponsePart, *RunPart or *WorkPart.
+type Part interface{ part() }
+
+// RequestPart is a request's: the tools offered, the messages new since
+// the run's previous request, and the status block.
+type RequestPart struct {
+	Tools    []string
+	Messages []core.Message
+	Status   []string
+	Omitted  int
+}
+
+// ResponsePart is a response's: the model's text, output and calls, or the
+// provider's error.
+type ResponsePart struct {
+	Text   string
+	Output json.RawMessage
+	Calls  []core.ToolCall
+	Error  string
+}
+
+// RunPart is a run's start or end: the parent and mode, the input, and
+// the error it ended with.
+type RunPart struct {
+	Parent string
+	Mode   string
+	Input  json.RawMessage
+	Error  string
+}
+
+// WorkPart is a Work transition's, a detach's, a send's or a guidance
+// delivery's: the states, the transition, the cursor.
+type WorkPart struct {
+	From       string
+	To         string
+	Transition string
+	Cursor     string
+}
+
+func (*RequestPart) part()  {}
+func (*ResponsePart) part() {}
+func (*RunPart) part()      {}
+func (*WorkPart) part()     {}
+
+func (e *Entry) request() *RequestPart   { return partOf(e, &noRequest) }
+func (e *Entry) response() *ResponsePart { return partOf(e, &noResponse) }
+func (e *Entry) run() *RunPart           { return partOf(e, &noRun) }
+func (e *Entry) work() *WorkPart         { return partOf(e, &noWork) }
+
+// partPtr is a pointer to a kind of part.
+type partPtr[P any] interface {
+	*P
+	Part
+}
+
+// partOf returns the entry's part of one kind, or none when it has none.
+func partOf[P any, PP partPtr[P]](e *Entry, none *P) *P {
+	if p, _ := e.Part.(PP); p != nil {
+		return p
+	}
+	return none
+}
+
+// editPart sets the entry's part to a copy of its part of one kind (of
+// none when it has none) and returns the copy.
+func editPart[P any, PP partPtr[P]](e *Entry, none *P) *P {
+	c := *partOf[P, PP](e, none)
+	e.Part = PP(&c)
+	return &c
+}
+
+// EditRequest sets the entry's part to a copy of its request part (an
+// empty one when it has none; an entry carries one part) and returns it:
+// what it changes changes this entry only, never one it was copied from
+// or the recorder's.
+func (e *Entry) EditRequest() *RequestPart { return editPart(e, &noRequest) }
+
+// EditResponse is EditRequest for a response's part.
+func (e *Entry) EditResponse() *ResponsePart { return editPart(e, &noResponse) }
+
+// EditRun is EditRequest for a run's part.
+func (e *Entry) EditRun() *RunPart { return editPart(e, &noRun) }
+
+// EditWork is EditRequest for a Work transition's part.
+func (e *Entry) EditWork() *WorkPart { return editPart(e, &noWork) }
+
+// The parts an entry without one reads as: never written to.
+var (
+	noRequest  RequestPart
+	noResponse ResponsePart
+	noRun      RunPart
+	noWork     WorkPart
+)
+
+// Tools are the tools a request offered.
+func (e *Entry) Tools() []string { return e.request().Tools }
+
+// Messages are the messages new since the run's previous request.
+func (e *Entry) Messages() []core.Message { return e.request().Messages }
+
+// Status is a request's status block, one row a string.
+func (e *Entry) Status() []string { return e.request().Status }
+
+// Omitted counts the status rows a request did not show.
+func (e *Entry) Omitted() int { return e.request().Omitted }
+
+// Text is a response's text.
+func (e *Entry) Text() string { return e.response().Text }
+
+// Output is a response's structured output.
+func (e *Entry) Output() json.RawMessage { return e.response().Output }
+
+// Calls are a response's tool calls.
+func (e *Entry) Calls() []core.ToolCall { return e.response().Calls }
+
+// Parent is a run's parent run.
+func (e *Entry) Parent() string { return e.run().Parent }
+
+// Mode is a run's mode (background or foreground).
+func (e *Entry) Mode() string { return e.run().Mode }
+
+// Input is a run's input.
+func (e *Entry) Input() json.RawMessage { return e.run().Input }
+
+// Err is the error a response or a run's end carries.
+func (e *Entry) Err() string {
+	switch p := e.Part.(type) {
+	case *ResponsePart:
+		return p.Error
+	case *RunPart:
+		return p.Error
+	}
+	return ""
+}
+
+// From is the state a Work transition left.
+func (e *Entry) From() string { return e.work().From }
+
+// To is the state a Work transition (or a detach) reached.
+func (e *Entry) To() string { return e.work().To }
+
+// Transition names a Work transition.
+func (e *Entry) Transition() string { return e.work().Transition }
+
+// Cursor is a send's or a guidance delivery's cursor.
+func (e *Entry) Cursor() string { return e.work().Cursor }
+
+// entryJSON is an entry as JSON has it: every field at its own key, in
+// this order, and only those set.
+type entryJSON struct {
 	Seq  int           `json:"seq"`
 	At   time.Duration `json:"at"` // offset from the trace's start
 	Kind Kind          `json:"kind"`
@@ -62,37 +247,77 @@ type Entry struct {
 	Work   string `json:"work,omitempty"`
 	Label  string `json:"label,omitempty"`
 
-	// Request: tools offered, the messages new since the run's previous
-	// request, and the status block.
 	Tools    []string       `json:"tools,omitempty"`
 	Messages []core.Message `json:"messages,omitempty"`
 	Status   []string       `json:"status,omitempty"`
 	Omitted  int            `json:"omitted,omitempty"`
 
-	// Response.
 	Text   string          `json:"text,omitempty"`
 	Output json.RawMessage `json:"output,omitempty"`
 	Calls  []core.ToolCall `json:"calls,omitempty"`
 
-	// Tool call and result.
 	Call    *core.ToolCall `json:"call,omitempty"`
 	Content string         `json:"content,omitempty"`
 	IsError bool           `json:"isError,omitempty"`
 	Ref     *core.WorkRef  `json:"ref,omitempty"`
 	Action  string         `json:"action,omitempty"`
 
-	// Work transitions.
 	From       string `json:"from,omitempty"`
 	To         string `json:"to,omitempty"`
 	Transition string `json:"transition,omitempty"`
 	Cursor     string `json:"cursor,omitempty"`
 
-	// Runs.
 	Input json.RawMessage `json:"input,omitempty"`
 	Error string          `json:"error,omitempty"`
 
-	// Harness entries.
 	Detail string `json:"detail,omitempty"`
+}
+
+// MarshalJSON writes the entry with every field at its own key, its part's
+// among them.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	j := entryJSON{Seq: e.Seq, At: e.At, Kind: e.Kind, Run: e.Run, Agent: e.Agent, Step: e.Step,
+		Work: e.Work, Label: e.Label, Call: e.Call, Content: e.Content, IsError: e.IsError, Ref: e.Ref,
+		Action: e.Action, Detail: e.Detail}
+	switch p := e.Part.(type) {
+	case *RequestPart:
+		j.Tools, j.Messages, j.Status, j.Omitted = p.Tools, p.Messages, p.Status, p.Omitted
+	case *ResponsePart:
+		j.Text, j.Output, j.Calls, j.Error = p.Text, p.Output, p.Calls, p.Error
+	case *RunPart:
+		j.Parent, j.Mode, j.Input, j.Error = p.Parent, p.Mode, p.Input, p.Error
+	case *WorkPart:
+		j.From, j.To, j.Transition, j.Cursor = p.From, p.To, p.Transition, p.Cursor
+	}
+	return json.Marshal(&j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: the part is the one its
+// kind carries, or, for a kind of a harness's own, the one its fields
+// belong to.
+func (e *Entry) UnmarshalJSON(data []byte) error {
+	var j entryJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*e = Entry{Seq: j.Seq, At: j.At, Kind: j.Kind, Run: j.Run, Agent: j.Agent, Step: j.Step,
+		Work: j.Work, Label: j.Label, Call: j.Call, Content: j.Content, IsError: j.IsError, Ref: j.Ref,
+		Action: j.Action, Detail: j.Detail}
+	req := RequestPart{Tools: j.Tools, Messages: j.Messages, Status: j.Status, Omitted: j.Omitted}
+	resp := ResponsePart{Text: j.Text, Output: j.Output, Calls: j.Calls, Error: j.Error}
+	run := RunPart{Parent: j.Parent, Mode: j.Mode, Input: j.Input, Error: j.Error}
+	work := WorkPart{From: j.From, To: j.To, Transition: j.Transition, Cursor: j.Cursor}
+	switch {
+	case j.Kind == Request || j.Tools != nil || j.Messages != nil || j.Status != nil || j.Omitted != 0:
+		e.Part = &req
+	case j.Kind == Response || j.Text != "" || j.Output != nil || j.Calls != nil:
+		e.Part = &resp
+	case j.Kind == RunStart || j.Kind == RunEnd || j.Parent != "" || j.Mode != "" || j.Input != nil || j.Error != "":
+		e.Part = &run
+	case work != WorkPart{}:
+		e.Part = &work
+	}
+	return nil
 }
 
 // Trace is a run's entries in order.
@@ -119,56 +344,130 @@ type Recorder struct {
 	// whatever other runs' requests come between.
 	tools     [4][]string
 	nextTools int
+	// The parts of the entries Observe records come from slabs, a few
+	// allocations for a run rather than one per entry.
+	requests  slab[RequestPart]
+	responses slab[ResponsePart]
+	runs      slab[RunPart]
+	works     slab[WorkPart]
+	// rows holds the requests' status rows, inputs the runs' inputs.
+	rows   slab[string]
+	inputs slab[byte]
 }
+
+// slab hands out values, and runs of them, from chunks it allocates a
+// few at a time: the values live as long as the recorder's entries, which
+// are never modified once recorded.
+type slab[T any] struct {
+	free []T
+	// chunk is the length of the next chunk (minChunk when 0), at most
+	// max (maxChunk when 0).
+	chunk, max int
+}
+
+func (s *slab[T]) new() *T { return &s.take(1)[0] }
+
+// take returns n zero values, as a slice with no room to grow into the
+// values after them.
+func (s *slab[T]) take(n int) []T {
+	if len(s.free) < n {
+		c, most := s.chunk, s.max
+		if c == 0 {
+			c = minChunk
+		}
+		if most == 0 {
+			most = maxChunk
+		}
+		s.free = make([]T, max(c, n))
+		s.chunk = min(2*c, most)
+	}
+	v := s.free[:n:n]
+	s.free = s.free[n:]
+	return v
+}
+
+// size makes the next chunk about n long.
+func (s *slab[T]) size(n int) {
+	if n > 0 && len(s.free) < n {
+		most := s.max
+		if most == 0 {
+			most = maxChunk
+		}
+		s.chunk = min(n, most)
+		s.free = nil
+	}
+}
+
+const minChunk, maxChunk = 8, 256
 
 // NewRecorder returns a recorder whose offsets count from start.
 func NewRecorder(start time.Time) *Recorder {
-	return &Recorder{start: start}
+	return &Recorder{start: start, inputs: slab[byte]{chunk: 256, max: 16 << 10}}
 }
 
-// Grow makes room for n more entries at once. An Entry is large, so a
-// caller that knows roughly how long a run is (a simulation of a scenario)
-// saves the copies of growing the slice entry by entry.
+// Grow makes room for n more entries at once. A caller that knows roughly
+// how long a run is (a simulation of a scenario) saves the copies of
+// growing the slice entry by entry, and most of the allocations of their
+// parts.
 func (r *Recorder) Grow(n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.entries = slices.Grow(r.entries, n)
+	// A run's entries are about a fifth requests and a fifth responses;
+	// runs start and end, and Work moves, less often; a status row or two a
+	// request, and a few bytes of input a run.
+	r.requests.size(n / 5)
+	r.responses.size(n / 5)
+	r.runs.size(n / 6)
+	r.works.size(n / 8)
+	r.rows.size(n / 2)
+	r.inputs.size(8 * n)
 }
 
 // Observe records a runtime event.
 func (r *Recorder) Observe(e core.Event) {
 	en := Entry{Run: e.Run, Agent: e.Agent, Step: e.Step, Work: e.Work, Label: e.Label}
+	// A run's input is encoded before the lock is taken: encoding/json may
+	// call the input's own code.
+	var scratch [512]byte
+	var encoded []byte             // in scratch: the entry takes a copy
+	var marshalled json.RawMessage // the entry's own
+	if e.Kind == core.EventRunStart && e.Input != nil {
+		var ok bool
+		if encoded, ok = jsonenc.Append(scratch[:0], e.Input); !ok {
+			encoded = nil
+			marshalled, _ = json.Marshal(e.Input)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch e.Kind {
 	case core.EventRunStart:
-		en.Kind, en.Parent, en.Mode = RunStart, e.Parent, string(e.Mode)
-		if e.Input != nil {
-			var scratch [512]byte
-			if in, ok := jsonenc.Append(scratch[:0], e.Input); ok {
-				en.Input = slices.Clone(in)
-			} else {
-				en.Input, _ = json.Marshal(e.Input)
-			}
+		p := r.runs.new()
+		en.Kind, en.Part, p.Parent, p.Mode, p.Input = RunStart, p, e.Parent, string(e.Mode), marshalled
+		if encoded != nil {
+			p.Input = r.inputs.take(len(encoded))
+			copy(p.Input, encoded)
 		}
 	case core.EventRequest:
-		en.Kind = Request
+		p := r.requests.new()
+		en.Kind, en.Part = Request, p
 		req := e.Request
-		en.Tools = r.toolNames(req.Tools)
+		p.Tools = r.toolNames(req.Tools)
 		if n := e.NewMessages; n > 0 && n <= len(req.Messages) {
-			en.Messages = req.Messages[len(req.Messages)-n:]
+			p.Messages = req.Messages[len(req.Messages)-n:]
 		}
 		if req.Status != nil {
-			en.Status = make([]string, len(req.Status.Rows))
-			for i, row := range req.Status.Rows {
-				en.Status[i] = row.String()
-			}
-			en.Omitted = req.Status.Omitted
+			p.Status = statusRows(r.rows.take(len(req.Status.Rows)), req.Status)
+			p.Omitted = req.Status.Omitted
 		}
 	case core.EventResponse:
-		en.Kind = Response
+		p := r.responses.new()
+		en.Kind, en.Part = Response, p
 		if e.Err != nil {
-			en.Error = e.Err.Error()
+			p.Error = e.Err.Error()
 		} else if e.Response != nil {
-			en.Text, en.Output, en.Calls = e.Response.Text, e.Response.Output, e.Response.ToolCalls
+			p.Text, p.Output, p.Calls = e.Response.Text, e.Response.Output, e.Response.ToolCalls
 		}
 	case core.EventToolCall:
 		en.Kind, en.Call = ToolCall, e.Call
@@ -176,31 +475,76 @@ func (r *Recorder) Observe(e core.Event) {
 		en.Kind, en.Call, en.Ref, en.Action = ToolResult, e.Call, e.Ref, e.Action
 		en.Content, en.IsError = e.Result.Content, e.Result.IsError
 	case core.EventWorkTransition:
-		en.Kind, en.From, en.To, en.Transition = Work, string(e.From), string(e.To), e.Transition
+		p := r.works.new()
+		en.Kind, en.Part, p.From, p.To, p.Transition = Work, p, string(e.From), string(e.To), e.Transition
 	case core.EventWorkDetached:
-		en.Kind, en.To = Detach, string(e.To)
+		p := r.works.new()
+		en.Kind, en.Part, p.To = Detach, p, string(e.To)
 	case core.EventSendAccepted:
-		en.Kind, en.Cursor = Send, e.Cursor
+		p := r.works.new()
+		en.Kind, en.Part, p.Cursor = Send, p, e.Cursor
 	case core.EventGuidanceDelivered:
-		en.Kind, en.Cursor = Guidance, e.Cursor
+		p := r.works.new()
+		en.Kind, en.Part, p.Cursor = Guidance, p, e.Cursor
 	case core.EventRunEnd:
-		en.Kind, en.Mode = RunEnd, string(e.Mode)
+		p := r.runs.new()
+		en.Kind, en.Part, p.Mode = RunEnd, p, string(e.Mode)
 		if e.Err != nil {
-			en.Error = e.Err.Error()
+			p.Error = e.Err.Error()
 		} else if e.Output != nil {
 			en.Content = e.Output.Raw
 		}
 	default:
 		return
 	}
-	r.add(e.Time, en)
+	r.addLocked(e.Time, en)
+}
+
+// statusRows renders a status block's rows into rows, one a string: the
+// block's own text holds each row's line as the row renders it, and a row
+// is that line, shared, when it is; only a row whose line differs is
+// rendered anew.
+func statusRows(rows []string, blk *core.StatusBlock) []string {
+	text, ok := strings.CutPrefix(blk.Text, core.StatusHeader)
+	for i, row := range blk.Rows {
+		var line string
+		if ok {
+			if text, ok = strings.CutPrefix(text, "\n"); ok {
+				n := strings.IndexByte(text, '\n')
+				if n < 0 {
+					n = len(text)
+				}
+				line, text = text[:n], text[n:]
+			}
+		}
+		if ok && renders(row, line) {
+			rows[i] = line
+		} else {
+			rows[i] = row.String()
+		}
+	}
+	return rows
+}
+
+// renders reports whether line is the row as StatusRow.String renders it.
+func renders(r core.StatusRow, line string) bool {
+	var buf [20]byte
+	for _, part := range [...]string{"- ", r.ID, " · ", r.Label, " · ", string(r.State), " ",
+		string(strconv.AppendInt(buf[:0], int64(r.Elapsed/time.Second), 10)), "s"} {
+		var ok bool
+		if line, ok = strings.CutPrefix(line, part); !ok {
+			return false
+		}
+	}
+	if r.ResultAvailable {
+		return line == " · Result available"
+	}
+	return line == ""
 }
 
 // toolNames returns the names of a request's tools: a list an earlier
-// request's entry holds when they are the same.
+// request's entry holds when they are the same. The caller holds r.mu.
 func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, names := range r.tools {
 		if names != nil && sameNames(names, specs) {
 			return names
@@ -234,6 +578,10 @@ func (r *Recorder) Add(at time.Time, e Entry) { r.add(at, e) }
 func (r *Recorder) add(at time.Time, e Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.addLocked(at, e)
+}
+
+func (r *Recorder) addLocked(at time.Time, e Entry) {
 	e.At = at.Sub(r.start)
 	e.Seq = len(r.entries) + 1
 	r.entries = append(r.entries, e)

@@ -217,9 +217,9 @@ func TestReportRendersInChromium(t *testing.T) {
 			// saw of its running research.
 			seen := 0
 			for i, e := range tr.Entries {
-				if e.Kind == trace.Request && len(e.Status) > 0 {
+				if e.Kind == trace.Request && len(e.Status()) > 0 {
 					if seen++; seen == 2 {
-						return i + 1, append([]string{"Background work:"}, e.Status...)
+						return i + 1, append([]string{"Background work:"}, e.Status()...)
 					}
 				}
 			}

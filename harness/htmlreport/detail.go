@@ -39,30 +39,30 @@ func describe(t *trace.Trace, entry int, e *trace.Entry, problems []string) deta
 	}
 	switch e.Kind {
 	case trace.RunStart:
-		add(section{Rows: facts("run", e.Run, "agent", e.Agent, "mode", e.Mode, "parent", e.Parent, "work", e.Work)})
-		if s := pretty(string(e.Input)); s != "" && s != "null" {
+		add(section{Rows: facts("run", e.Run, "agent", e.Agent, "mode", e.Mode(), "parent", e.Parent(), "work", e.Work)})
+		if s := pretty(string(e.Input())); s != "" && s != "null" {
 			add(section{Title: "Input", Pre: s})
 		}
 	case trace.RunEnd:
 		add(section{Rows: facts("run", e.Run, "agent", e.Agent)})
-		if e.Error != "" {
-			add(section{Title: "Error", Class: "fail", Pre: e.Error})
+		if e.Err() != "" {
+			add(section{Title: "Error", Class: "fail", Pre: e.Err()})
 		} else {
 			add(section{Title: "Output", Pre: pretty(e.Content)})
 		}
 	case trace.Request:
 		add(section{Rows: facts("run", e.Run, "agent", e.Agent, "step", itoa(e.Step))})
 		st := section{Title: "Status block", Class: "status", Empty: "none: the run had no background Work to show"}
-		if len(e.Status) > 0 {
-			st.Lines = append([]string{"Background work:"}, e.Status...)
-			if e.Omitted > 0 {
-				st.Lines = append(st.Lines, fmt.Sprintf("(+%d more not shown)", e.Omitted))
+		if len(e.Status()) > 0 {
+			st.Lines = append([]string{"Background work:"}, e.Status()...)
+			if e.Omitted() > 0 {
+				st.Lines = append(st.Lines, fmt.Sprintf("(+%d more not shown)", e.Omitted()))
 			}
 		}
 		add(st)
-		add(section{Title: "Tools offered", Chips: e.Tools, Empty: "none"})
+		add(section{Title: "Tools offered", Chips: e.Tools(), Empty: "none"})
 		var msgs []string
-		for _, m := range e.Messages {
+		for _, m := range e.Messages() {
 			role := string(m.Role)
 			switch {
 			case m.Guidance:
@@ -79,16 +79,16 @@ func describe(t *trace.Trace, entry int, e *trace.Entry, problems []string) deta
 		add(section{Title: "New messages", Class: "wide", Lines: msgs, Empty: "none"})
 	case trace.Response:
 		add(section{Rows: facts("run", e.Run, "agent", e.Agent, "step", itoa(e.Step))})
-		if e.Error != "" {
-			add(section{Title: "Provider error", Class: "fail", Pre: e.Error})
+		if e.Err() != "" {
+			add(section{Title: "Provider error", Class: "fail", Pre: e.Err()})
 		}
-		if e.Text != "" {
-			add(section{Title: "Text", Pre: e.Text})
+		if e.Text() != "" {
+			add(section{Title: "Text", Pre: e.Text()})
 		}
-		if len(e.Output) > 0 {
-			add(section{Title: "Structured output", Pre: pretty(string(e.Output))})
+		if len(e.Output()) > 0 {
+			add(section{Title: "Structured output", Pre: pretty(string(e.Output()))})
 		}
-		for _, c := range e.Calls {
+		for _, c := range e.Calls() {
 			add(section{Title: "Calls " + c.Name + " (" + c.ID + ")", Pre: pretty(c.Arguments)})
 		}
 	case trace.ToolResult:
@@ -115,17 +115,17 @@ func describe(t *trace.Trace, entry int, e *trace.Entry, problems []string) deta
 			add(s)
 		}
 	case trace.Work:
-		from := e.From
+		from := e.From()
 		if from == "" {
 			from = "(created)"
 		}
-		add(section{Rows: facts("work", e.Work, "label", e.Label, "from", from, "to", e.To, "transition", e.Transition, "owner", ownerOf(e))})
+		add(section{Rows: facts("work", e.Work, "label", e.Label, "from", from, "to", e.To(), "transition", e.Transition(), "owner", ownerOf(e))})
 	case trace.Detach:
-		add(section{Rows: facts("work", e.Work, "label", e.Label, "detached by", e.Run, "still", e.To)})
+		add(section{Rows: facts("work", e.Work, "label", e.Label, "detached by", e.Run, "still", e.To())})
 	case trace.Send:
-		add(section{Rows: facts("work", e.Work, "label", e.Label, "cursor", e.Cursor)})
+		add(section{Rows: facts("work", e.Work, "label", e.Label, "cursor", e.Cursor())})
 	case trace.Guidance:
-		add(section{Rows: facts("run", e.Run, "into request", itoa(e.Step), "messages", e.Cursor)})
+		add(section{Rows: facts("run", e.Run, "into request", itoa(e.Step), "messages", e.Cursor())})
 	case trace.Clock:
 		add(section{Rows: facts("jumped by", jump(e), "to", t.At(e.At))})
 	default:
@@ -146,7 +146,7 @@ func heading(e *trace.Entry) string {
 	case trace.RunStart:
 		return e.Run + " starts"
 	case trace.RunEnd:
-		if e.Error != "" {
+		if e.Err() != "" {
 			return e.Run + " ends with an error"
 		}
 		return e.Run + " ends"
@@ -164,14 +164,14 @@ func heading(e *trace.Entry) string {
 		}
 		return e.Run + " · " + name + " result"
 	case trace.Work:
-		if e.From == "" {
-			return e.Work + " " + e.Label + " created " + e.To
+		if e.From() == "" {
+			return e.Work + " " + e.Label + " created " + e.To()
 		}
-		return e.Work + " " + e.Label + ": " + e.From + " → " + e.To
+		return e.Work + " " + e.Label + ": " + e.From() + " → " + e.To()
 	case trace.Detach:
 		return e.Work + " detached"
 	case trace.Send:
-		return e.Work + " accepts guidance " + e.Cursor
+		return e.Work + " accepts guidance " + e.Cursor()
 	case trace.Guidance:
 		return e.Run + " receives guidance"
 	case trace.Clock:
@@ -185,7 +185,7 @@ func heading(e *trace.Entry) string {
 }
 
 func ownerOf(e *trace.Entry) string {
-	if e.From == "" {
+	if e.From() == "" {
 		return e.Run
 	}
 	return ""

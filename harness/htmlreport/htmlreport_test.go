@@ -89,12 +89,12 @@ func expect(tr *trace.Trace) expected {
 	works := map[string]bool{}
 	for _, e := range tr.Entries {
 		switch {
-		case e.Kind == trace.RunStart && e.Mode == "background":
+		case e.Kind == trace.RunStart && e.Mode() == "background":
 			runLane[e.Run] = "work:" + e.Work // a background child lives on its Work's lane
 		case e.Kind == trace.RunStart:
 			runLane[e.Run] = "run:" + e.Run
 			x.lanes = append(x.lanes, "run:"+e.Run)
-		case e.Kind == trace.Work && e.From == "":
+		case e.Kind == trace.Work && e.From() == "":
 			x.lanes = append(x.lanes, "work:"+e.Work)
 			works[e.Work] = true
 		}
@@ -107,7 +107,7 @@ func expect(tr *trace.Trace) expected {
 		x.marks[string(e.Kind)]++
 		switch e.Kind {
 		case trace.Work:
-			x.states[e.Work] = append(x.states[e.Work], e.To)
+			x.states[e.Work] = append(x.states[e.Work], e.To())
 			x.laneOf[n] = "work:" + e.Work
 		case trace.Detach, trace.Send:
 			x.laneOf[n] = "work:" + e.Work
@@ -230,18 +230,18 @@ func checkStructure(t *testing.T, doc *html.Node, tr *trace.Trace) {
 		for _, c := range find(d, withClass("chip", "tool")) {
 			tools = append(tools, text(c))
 		}
-		if !slices.Equal(tools, e.Tools) {
-			t.Errorf("request #%d detail offers tools %v, want %v", n, tools, e.Tools)
+		if !slices.Equal(tools, e.Tools()) {
+			t.Errorf("request #%d detail offers tools %v, want %v", n, tools, e.Tools())
 		}
 		status := find(d, withClass("section", "status"))
 		if len(status) != 1 {
 			t.Fatalf("request #%d detail has %d status sections", n, len(status))
 		}
 		st := text(status[0])
-		if len(e.Status) > 0 && !strings.Contains(st, "Background work:") {
+		if len(e.Status()) > 0 && !strings.Contains(st, "Background work:") {
 			t.Errorf("request #%d status block lacks its heading: %q", n, st)
 		}
-		for _, row := range e.Status {
+		for _, row := range e.Status() {
 			if !strings.Contains(st, row) {
 				t.Errorf("request #%d status block lacks row %q: %q", n, row, st)
 			}
@@ -249,7 +249,7 @@ func checkStructure(t *testing.T, doc *html.Node, tr *trace.Trace) {
 		m := find(doc, func(x *html.Node) bool {
 			return hasClass(x, "mark") && attr(x, "data-entry") == fmt.Sprint(n)
 		})
-		for _, row := range e.Status {
+		for _, row := range e.Status() {
 			if !strings.Contains(attr(m[0], "data-tip"), row) {
 				t.Errorf("request #%d tooltip lacks status row %q", n, row)
 			}

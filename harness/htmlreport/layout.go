@@ -227,8 +227,8 @@ func (b *builder) place(col, entry int, e *trace.Entry) {
 	var on *lane
 	switch e.Kind {
 	case trace.RunStart:
-		if e.Mode == "background" && e.Work != "" {
-			on = b.workLane(e.Work, e.Label, e.Parent)
+		if e.Mode() == "background" && e.Work != "" {
+			on = b.workLane(e.Work, e.Label, e.Parent())
 			on.Sub = "background · runs " + e.Run
 			b.runs[e.Run] = on
 		} else if l, ok := b.runs[e.Run]; ok {
@@ -236,11 +236,11 @@ func (b *builder) place(col, entry int, e *trace.Entry) {
 		} else {
 			var parent *lane
 			sub := "top-level run"
-			if e.Parent != "" {
-				parent = b.runLane(e.Parent)
-				sub = e.Mode + " child of " + e.Parent
-				if e.Mode == "" {
-					sub = "child of " + e.Parent
+			if e.Parent() != "" {
+				parent = b.runLane(e.Parent())
+				sub = e.Mode() + " child of " + e.Parent()
+				if e.Mode() == "" {
+					sub = "child of " + e.Parent()
 				}
 			}
 			on = b.newLane("run:"+e.Run, "run", e.Run, sub, parent)
@@ -254,13 +254,13 @@ func (b *builder) place(col, entry int, e *trace.Entry) {
 			on.Rail.Len = float64(col - on.Rail.From)
 			on.railOpen = false
 		}
-		if e.Error != "" {
+		if e.Err() != "" {
 			m.Class = "error"
 		}
 	case trace.Work:
 		on = b.workLane(e.Work, e.Label, e.Run)
 		b.transition(on, col, entry, e)
-		m.Class = "st-" + e.To
+		m.Class = "st-" + e.To()
 	case trace.Detach:
 		on = b.workLane(e.Work, e.Label, e.Run)
 		if on.Detach == nil {
@@ -295,10 +295,10 @@ func (b *builder) place(col, entry int, e *trace.Entry) {
 	case trace.Request:
 		on = b.runLane(e.Run)
 		var cls []string
-		if len(e.Status) > 0 {
+		if len(e.Status()) > 0 {
 			cls = append(cls, "has-status")
 		}
-		for _, msg := range e.Messages {
+		for _, msg := range e.Messages() {
 			if msg.Guidance {
 				cls = append(cls, "has-guidance")
 				break
@@ -307,7 +307,7 @@ func (b *builder) place(col, entry int, e *trace.Entry) {
 		m.Class = strings.Join(cls, " ")
 	case trace.Response:
 		on = b.runLane(e.Run)
-		if e.Error != "" {
+		if e.Err() != "" {
 			m.Class = "error"
 		}
 	case trace.ToolResult:
@@ -344,8 +344,8 @@ func (b *builder) transition(l *lane, col, entry int, e *trace.Entry) {
 		cur.Tip = b.barTip(cur, col)
 		l.Bars = append(l.Bars, *cur)
 	}
-	b.open[e.Work] = &bar{Work: e.Work, State: e.To, From: col, Entry: entry, First: len(l.Bars) == 0 && b.open[e.Work] == nil}
-	l.State = e.To
+	b.open[e.Work] = &bar{Work: e.Work, State: e.To(), From: col, Entry: entry, First: len(l.Bars) == 0 && b.open[e.Work] == nil}
+	l.State = e.To()
 }
 
 // link records a connector between two lanes; its geometry is set once

@@ -180,7 +180,7 @@ func build(in Input) *view {
 	for i := range t.Entries {
 		switch t.Entries[i].Kind {
 		case trace.RunStart:
-			if t.Entries[i].Mode == "background" {
+			if t.Entries[i].Mode() == "background" {
 				runs++ // a child run shares its Work's lane
 			}
 		case trace.Request:

@@ -111,7 +111,7 @@ var _ = Describe("a scenario's faults under serve", func() {
 		Expect(text.String()).To(ContainSubstring("fault provider error on research-agent step 1: the research backend is down"))
 		Expect(res.Outcome.Violations).To(BeEmpty(), text.String())
 		Expect(res.Outcome.Trace.Entries).To(ContainElement(And(
-			HaveField("Kind", trace.Work), HaveField("To", string(lifecycle.Failed)))), "the client's runtime showed the Work failed:\n%s", text.String())
+			HaveField("Kind", trace.Work), HaveField("To()", string(lifecycle.Failed)))), "the client's runtime showed the Work failed:\n%s", text.String())
 	})
 
 	DescribeTable("fires the faults the seed draws (or the plan names) exactly as the simulator does, for the same order of requests",

@@ -89,8 +89,8 @@ var _ = Describe("serve, driven by go-openai", func() {
 		res := s.srv.Finish("done")
 		t := res.Outcome.Trace
 		Expect(t.Entries[1].Kind).To(BeEquivalentTo("request"))
-		Expect(t.Entries[1].Tools).To(Equal([]string{"research", "work"}))
-		Expect(t.Entries[1].Messages).To(Equal([]core.Message{{Role: core.RoleUser, Content: question}}))
+		Expect(t.Entries[1].Tools()).To(Equal([]string{"research", "work"}))
+		Expect(t.Entries[1].Messages()).To(Equal([]core.Message{{Role: core.RoleUser, Content: question}}))
 		Expect(res.Outcome.Violations).To(BeEmpty(), "the tools offered are the contract's")
 	})
 
@@ -258,7 +258,7 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Expect(e["message"]).To(Equal("scripted provider error: upstream exploded"))
 			res := s.srv.Finish("done")
 			t := res.Outcome.Trace
-			Expect(t.Entries[len(t.Entries)-2].Error).To(Equal("scripted provider error: upstream exploded"))
+			Expect(t.Entries[len(t.Entries)-2].Err()).To(Equal("scripted provider error: upstream exploded"))
 			Expect(t.Entries[len(t.Entries)-1].Kind).To(BeEquivalentTo("run-end"), "a run whose last step failed and that made no more requests ended with that error")
 		})
 

@@ -174,12 +174,13 @@ func (ss *session) receive(a *agentInfo, req *chatRequest, now time.Time) (*turn
 		ps, _ = core.ParseStatus(status.text)
 	}
 	r.step++
-	en := trace.Entry{Kind: trace.Request, Run: r.id, Agent: a.agent.ID, Step: r.step, Messages: fresh}
+	part := &trace.RequestPart{Messages: fresh}
+	en := trace.Entry{Kind: trace.Request, Run: r.id, Agent: a.agent.ID, Step: r.step, Part: part}
 	for _, t := range req.Tools {
-		en.Tools = append(en.Tools, t.Function.Name)
+		part.Tools = append(part.Tools, t.Function.Name)
 	}
 	if status != nil {
-		en.Status, en.Omitted = ps.Lines, ps.Block.Omitted
+		part.Status, part.Omitted = ps.Lines, ps.Block.Omitted
 		ss.statusRows(r, ps, now)
 	}
 	if status != nil && len(ps.Problems) > 0 {
@@ -335,7 +336,8 @@ func (ss *session) start(a *agentInfo, msgs []core.Message, now time.Time) *run 
 			break
 		}
 	}
-	en := trace.Entry{Kind: trace.RunStart, Run: r.id, Agent: a.agent.ID}
+	part := &trace.RunPart{}
+	en := trace.Entry{Kind: trace.RunStart, Run: r.id, Agent: a.agent.ID, Part: part}
 	switch {
 	case pick >= 0:
 		c := ss.waiting[pick]
@@ -349,13 +351,13 @@ func (ss *session) start(a *agentInfo, msgs []core.Message, now time.Time) *run 
 				w.childRun = r
 			}
 		}
-		en.Parent = c.run.id
+		part.Parent = c.run.id
 	case a.top:
 		r.mode = string(core.ModeTop)
 	default:
 		ss.findings = append(ss.findings, fmt.Sprintf("%s started, but no call of a parent started %s and it is not a top-level agent of the scenario", r.id, a.agent.ID))
 	}
-	en.Mode = r.mode
+	part.Mode = r.mode
 	r.startAt = ss.add(now, en)
 	return r
 }
@@ -427,7 +429,7 @@ func (ss *session) childResult(r *run, c *callObs, en *trace.Entry, now time.Tim
 		return // the same call identity answered again
 	}
 	w := &workObs{id: ref.ID, label: c.call.Name, target: ref.TargetID, owner: r, childRun: c.childRun}
-	w.createdAt = ss.add(now, trace.Entry{Kind: trace.Work, Run: r.id, Agent: ref.TargetID, Work: ref.ID, Label: c.call.Name, Transition: "work.ref"})
+	w.createdAt = ss.add(now, trace.Entry{Kind: trace.Work, Run: r.id, Agent: ref.TargetID, Work: ref.ID, Label: c.call.Name, Part: &trace.WorkPart{Transition: "work.ref"}})
 	ss.works[ref.ID] = w
 	c.work = ref.ID
 	if c.childRun != nil {
@@ -480,7 +482,7 @@ func (ss *session) workResult(r *run, c *callObs, en *trace.Entry, now time.Time
 		var rec core.DetachReceipt
 		if own && json.Unmarshal([]byte(en.Content), &rec) == nil && rec.Detached {
 			w.detached = true
-			ss.add(now, trace.Entry{Kind: trace.Detach, Run: r.id, Agent: w.target, Work: w.id, Label: w.label, To: string(w.state)})
+			ss.add(now, trace.Entry{Kind: trace.Detach, Run: r.id, Agent: w.target, Work: w.id, Label: w.label, Part: &trace.WorkPart{To: string(w.state)}})
 		}
 	case "send":
 		var rec core.SendReceipt
@@ -488,7 +490,7 @@ func (ss *session) workResult(r *run, c *callObs, en *trace.Entry, now time.Time
 			if in.Message != nil {
 				w.sends = append(w.sends, *in.Message)
 			}
-			ss.add(now, trace.Entry{Kind: trace.Send, Run: r.id, Agent: w.target, Work: w.id, Label: w.label, Cursor: rec.Cursor})
+			ss.add(now, trace.Entry{Kind: trace.Send, Run: r.id, Agent: w.target, Work: w.id, Label: w.label, Part: &trace.WorkPart{Cursor: rec.Cursor}})
 		}
 	}
 }
@@ -502,7 +504,7 @@ func (ss *session) observe(w *workObs, state lifecycle.State, now time.Time) {
 		w.first, w.state = state, state
 	case w.state != state:
 		ss.add(now, trace.Entry{Kind: trace.Work, Run: w.owner.id, Agent: w.target, Work: w.id, Label: w.label,
-			From: string(w.state), To: string(state), Transition: "observed"})
+			Part: &trace.WorkPart{From: string(w.state), To: string(state), Transition: "observed"}})
 		w.state = state
 	}
 }
@@ -542,7 +544,7 @@ func (ss *session) guidance(r *run, fresh []core.Message, isNew bool, now time.T
 		}
 	}
 	if n > 0 {
-		ss.add(now, trace.Entry{Kind: trace.Guidance, Run: r.id, Agent: r.agent.agent.ID, Work: w.id, Step: r.step + 1, Cursor: strconv.Itoa(n)})
+		ss.add(now, trace.Entry{Kind: trace.Guidance, Run: r.id, Agent: r.agent.agent.ID, Work: w.id, Step: r.step + 1, Part: &trace.WorkPart{Cursor: strconv.Itoa(n)}})
 	}
 }
 
@@ -551,19 +553,20 @@ func (ss *session) guidance(r *run, fresh []core.Message, isNew bool, now time.T
 // run, its provisional end.
 func (ss *session) answer(t *turn, resp *core.Response, err error, now time.Time) {
 	r := t.run
-	en := trace.Entry{Kind: trace.Response, Run: r.id, Agent: r.agent.agent.ID, Step: r.step}
-	end := trace.Entry{Kind: trace.RunEnd, Run: r.id, Agent: r.agent.agent.ID, Mode: r.mode}
+	part, endPart := &trace.ResponsePart{}, &trace.RunPart{Mode: r.mode}
+	en := trace.Entry{Kind: trace.Response, Run: r.id, Agent: r.agent.agent.ID, Step: r.step, Part: part}
+	end := trace.Entry{Kind: trace.RunEnd, Run: r.id, Agent: r.agent.agent.ID, Part: endPart}
 	if err != nil {
-		en.Error = err.Error()
+		part.Error = err.Error()
 		ss.add(now, en)
-		end.Error = fmt.Sprintf("agent %q step %d: %v", r.agent.agent.ID, r.step, err)
+		endPart.Error = fmt.Sprintf("agent %q step %d: %v", r.agent.agent.ID, r.step, err)
 		r.endAt = ss.add(now, end)
 		return
 	}
 	if resp == nil {
 		resp = &core.Response{}
 	}
-	en.Text, en.Output, en.Calls = resp.Text, resp.Output, resp.ToolCalls
+	part.Text, part.Output, part.Calls = resp.Text, resp.Output, resp.ToolCalls
 	ss.add(now, en)
 	msg := core.Message{Role: core.RoleAssistant, Content: responseText(resp), ToolCalls: resp.ToolCalls}
 	r.answered = &msg
@@ -600,9 +603,10 @@ func (ss *session) answer(t *turn, resp *core.Response, err error, now time.Time
 func (ss *session) observed() harness.Observed {
 	for _, w := range ss.works {
 		e := &ss.entries[w.createdAt].e
-		e.To = string(w.first)
-		if e.To == "" {
-			e.To = string(lifecycle.Queued) // never seen since its work.ref: accepted, so at least queued
+		part := e.EditWork()
+		part.To = string(w.first)
+		if part.To == "" {
+			part.To = string(lifecycle.Queued) // never seen since its work.ref: accepted, so at least queued
 		}
 	}
 	for _, rs := range ss.runs {
