@@ -24,9 +24,9 @@ import (
 // still wait, that is a deadlock, reported with what each actor waits on.
 type Sim struct {
 	seed     int64
-	sched    *rand.Rand
+	sched    rand.Rand
 	schedSrc rand.PCG
-	clock    *Clock
+	clock    Clock
 
 	actors []*actor // actors in creation order; finished ones are dropped lazily
 	live   int      // actors in actors that have not finished
@@ -44,11 +44,12 @@ type Sim struct {
 	watched map[<-chan struct{}]*watchedSignal
 	spare   []*watchedSignal // closed ones, for reuse
 	slab    []watchedSignal  // never used yet
-	// The first of slab, spare and the ready set's tree, made with the
-	// Sim: a short run allocates no more.
-	slab0  [16]watchedSignal
-	spare0 [16]*watchedSignal
-	tree0  [16]readyNode
+	// The first of slab, spare, the ready set's tree and decisions, made
+	// with the Sim: a short run allocates no more.
+	slab0      [7]watchedSignal
+	spare0     [8]*watchedSignal
+	tree0      [16]readyNode
+	decisions0 [16]Decision
 	// idle holds the coroutines whose actors finished, for the next
 	// actors to start.
 	idle  []*coroutine
@@ -199,16 +200,14 @@ type Options struct {
 // New returns a simulator whose clock reads Options.Start (default Epoch).
 func New(opts Options) *Sim {
 	s := &Sim{
-		seed: opts.Seed,
-		// Most runs take a few dozen steps: start with room for some.
-		decisions: make([]Decision, 0, 16),
-		replay:    opts.Replay,
-		strict:    opts.ReplayStrict,
-		onStep:    opts.OnStep,
-		onJump:    opts.OnJump,
-		limit:     opts.StepLimit,
+		seed:   opts.Seed,
+		replay: opts.Replay,
+		strict: opts.ReplayStrict,
+		onStep: opts.OnStep,
+		onJump: opts.OnJump,
+		limit:  opts.StepLimit,
 	}
-	s.sched = NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
+	s.sched = *NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
 		s.limit = 1_000_000
 	}
@@ -216,14 +215,15 @@ func New(opts Options) *Sim {
 	if start.IsZero() {
 		start = Epoch
 	}
-	s.clock = &Clock{sim: s, now: start, start: start}
+	s.clock = Clock{sim: s, now: start, start: start}
 	s.slab, s.spare, s.idle = s.slab0[:], s.spare0[:0], s.idle0[:0]
+	s.decisions = s.decisions0[:0]
 	s.ready.resetIn(s.tree0[:])
 	return s
 }
 
 // Clock returns the simulator's virtual clock.
-func (s *Sim) Clock() *Clock { return s.clock }
+func (s *Sim) Clock() *Clock { return &s.clock }
 
 // Seed returns the seed.
 func (s *Sim) Seed() int64 { return s.seed }
@@ -277,8 +277,8 @@ func (s *Sim) Watch(signal <-chan struct{}) {
 		w = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		// Made sixteen at a time (the first sixteen with the Sim), and
-		// reused once closed.
+		// Made sixteen at a time (the first seven with the Sim, which
+		// keeps a Sim within 1,792 bytes), and reused once closed.
 		if len(s.slab) == 0 {
 			s.slab = make([]watchedSignal, 16)
 		}

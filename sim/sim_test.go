@@ -273,3 +273,28 @@ var _ = Describe("the simulator's coroutines", func() {
 		Expect(goleak.Find(before)).To(Succeed())
 	})
 })
+
+var _ = Describe("the simulator's footprint", func() {
+	It("New is one allocation: a short run's clock, scheduling stream and first decisions come with the Sim", func() {
+		var s *sim.Sim
+		Expect(testing.AllocsPerRun(20, func() { s = sim.New(sim.Options{Seed: 7}) })).To(BeNumerically("==", 1))
+		Expect(s.Seed()).To(Equal(int64(7)))
+	})
+
+	It("a run of sixteen steps or fewer allocates nothing for its decisions, only the Sim, its actor and the actor's coroutine", func() {
+		n := testing.AllocsPerRun(20, func() {
+			s := sim.New(sim.Options{Seed: 7})
+			s.Go("a", func() {
+				for range 15 {
+					s.Yield(core.Point{Kind: core.PointToolCall})
+				}
+			})
+			if err := s.Run(nil); err != nil || len(s.Decisions()) != 16 {
+				panic("not sixteen decisions")
+			}
+		})
+		// The Sim; the actor, its function and the list of actors; its
+		// coroutine (iter.Pull's six, and the coroutine's body).
+		Expect(n).To(BeNumerically("<=", 11))
+	})
+})
