@@ -218,3 +218,18 @@ func TestTheProviderReadsRequestsOnlyUntilAScriptHandsThemToTheCallersCode(t *te
 		}
 	}
 }
+
+func TestAStepOfOneScriptedCallAllocatesOnlyItsResponse(t *testing.T) {
+	call := scripted.Call{ID: "c1", Name: "search", Args: `{"q":"leaves"}`}
+	p := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{call}, Repeat: true})
+	r := req("coordinator", "r1", 1)
+	step(t, p, r) // the run is new: the provider learns it
+	var resp *core.Response
+	n := testing.AllocsPerRun(100, func() { resp, _ = p.Step(context.Background(), r) })
+	if n > 1 {
+		t.Errorf("a step allocates %v times; want the response and its call in one", n)
+	}
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0] != (core.ToolCall{ID: "c1", Name: "search", Arguments: `{"q":"leaves"}`}) {
+		t.Errorf("answered %+v", resp.ToolCalls)
+	}
+}

@@ -122,11 +122,11 @@ type Provider struct {
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     map[string]int // run id → ordinal of the run among its agent's runs
-	ordinals map[string]int // agent → runs seen
+	runs     map[string]*runState // by run id
+	ordinals map[string]int       // agent → runs seen
 	callSeq  int
-	// histories are the runs whose steps' calls took arguments, by run id.
-	histories map[string]*runHistory
+	// requests0 is requests' first backing: a run makes a few requests.
+	requests0 [8]*core.Request
 	// userCode counts the turns and answers that hand a request to a
 	// function of the caller's (When, Respond, Answer's Func).
 	userCode int
@@ -143,51 +143,64 @@ func (p *Provider) ReadsRequestsOnly() bool {
 	return p.userCode == 0
 }
 
-// runHistory is what a run's step's references resolve against, and the
-// work.refs that run's history showed. Only the run's own step reads or
-// changes it, and a run takes one step at a time.
-type runHistory struct {
+// runState is what the provider knows of one run: its ordinal among its
+// agent's runs, what its step's references resolve against, and the
+// work.refs its history showed. Only the run's own step reads or changes
+// history and refs, and a run takes one step at a time.
+type runState struct {
+	ordinal int
 	history history
 	refs    runRefs
+}
+
+// run returns the request's run, counted among its agent's runs when it
+// is new. The caller holds p.mu.
+func (p *Provider) run(req *core.Request) *runState {
+	run := p.runs[req.Run]
+	if run == nil {
+		p.ordinals[req.Agent]++
+		run = &runState{ordinal: p.ordinals[req.Agent]}
+		p.runs[req.Run] = run
+	}
+	return run
 }
 
 // history returns what the run's references resolve against in req.
 func (p *Provider) history(req *core.Request) *history {
 	p.mu.Lock()
-	run := p.histories[req.Run]
-	if run == nil {
-		if p.histories == nil {
-			p.histories = map[string]*runHistory{}
-		}
-		run = &runHistory{}
-		p.histories[req.Run] = run
-	}
+	run := p.run(req)
 	p.mu.Unlock()
 	run.history = history{req: req, refs: &run.refs}
 	return &run.history
 }
 
 type script struct {
-	turns []Turn
-	used  []bool
+	turns []scriptTurn
 	// from is the script's cursor: every turn before it is used and does
 	// not repeat, so no request can take it, and a pick starts there
 	// instead of at the first turn.
 	from int
 }
 
+// scriptTurn is a turn of a script, and whether a request took it.
+type scriptTurn struct {
+	Turn
+	used bool
+}
+
 // take marks turn i used and moves the cursor past the turns that no
 // request can take any more.
 func (s *script) take(i int) {
-	s.used[i] = true
-	for s.from < len(s.turns) && s.used[s.from] && !s.turns[s.from].Repeat {
+	s.turns[i].used = true
+	for s.from < len(s.turns) && s.turns[s.from].used && !s.turns[s.from].Repeat {
 		s.from++
 	}
 }
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, runs: map[string]int{}, ordinals: map[string]int{}}
+	p := &Provider{scripts: map[string]*script{}, runs: map[string]*runState{}, ordinals: map[string]int{}}
+	p.requests = p.requests0[:0]
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -203,9 +216,9 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 		s = &script{}
 		p.scripts[agent] = s
 	}
-	s.turns = append(s.turns, turns...)
-	s.used = append(s.used, make([]bool, len(turns))...)
+	s.turns = slices.Grow(s.turns, len(turns))
 	for _, t := range turns {
+		s.turns = append(s.turns, scriptTurn{Turn: t})
 		if t.When != nil || t.Respond != nil {
 			p.userCode++
 		}
@@ -261,10 +274,10 @@ func (p *Provider) Unused() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]int{}
-	for name, s := range p.scripts {
-		for _, u := range s.used {
-			if !u {
-				out[name]++
+	for key, s := range p.scripts {
+		for i := range s.turns {
+			if !s.turns[i].used {
+				out[key]++
 			}
 		}
 	}
@@ -294,36 +307,33 @@ func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response,
 	return p.encode(req, turn)
 }
 
-func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
+// pick chooses the turn (or the Answer function) that answers req. The
+// turn is the script's own: the caller only reads it.
+func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests = append(p.requests, req)
-	n, ok := p.runs[req.Run]
-	if !ok {
-		p.ordinals[req.Agent]++
-		n = p.ordinals[req.Agent]
-		p.runs[req.Run] = n
-	}
+	n := p.run(req).ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		s := p.scripts[key]
 		if s == nil {
 			continue
 		}
 		for i := s.from; i < len(s.turns); i++ {
-			t := s.turns[i]
-			if (s.used[i] && !t.Repeat) || !t.matches(req) {
+			t := &s.turns[i]
+			if (t.used && !t.Repeat) || !t.matches(req) {
 				continue
 			}
 			s.take(i)
-			return t, nil, nil
+			return &t.Turn, nil, nil
 		}
 	}
 	if f := p.funcs[req.Agent]; f != nil {
-		return Turn{}, f, nil
+		return nil, f, nil
 	}
 	err := p.dryError(req, n)
 	p.failures = append(p.failures, err)
-	return Turn{}, nil, err
+	return nil, nil, err
 }
 
 func (p *Provider) dryError(req *core.Request, n int) error {
@@ -332,12 +342,13 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		if s := p.scripts[key]; s != nil {
 			total += len(s.turns)
-			for i, u := range s.used {
-				if !u {
+			for i := range s.turns {
+				t := &s.turns[i]
+				if !t.used {
 					left++
 				}
-				if !u || s.turns[i].Repeat {
-					why = append(why, s.turns[i].whyNot(req, key, i))
+				if !t.used || t.Repeat {
+					why = append(why, t.whyNot(req, key, i))
 				}
 			}
 		}
@@ -373,8 +384,22 @@ func (t *Turn) whyNot(req *core.Request, key string, i int) string {
 	return name + " matches it" // not reached: such a turn would have answered
 }
 
-func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {
-	resp := &core.Response{Text: t.Text}
+// oneCall is a response of one tool call, allocated with its call.
+type oneCall struct {
+	core.Response
+	call [1]core.ToolCall
+}
+
+func (p *Provider) encode(req *core.Request, t *Turn) (*core.Response, error) {
+	var resp *core.Response
+	if len(t.Calls) == 1 {
+		r := &oneCall{}
+		resp = &r.Response
+		resp.ToolCalls = r.call[:0]
+	} else {
+		resp = &core.Response{}
+	}
+	resp.Text = t.Text
 	if t.Output != nil {
 		raw, err := encodeJSON(t.Output)
 		if err != nil {
