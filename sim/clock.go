@@ -27,6 +27,10 @@ type Clock struct {
 	start  time.Time
 	timers timerHeap
 	seq    uint64
+	// timers0 is the first backing of timers; slab holds timers not made
+	// yet, four at a time.
+	timers0 [4]*vtimer
+	slab    []vtimer
 }
 
 var _ clockwork.Clock = (*Clock)(nil)
@@ -94,7 +98,8 @@ func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C
 
 // NewTimer returns a timer that sends on its channel after d.
 func (c *Clock) NewTimer(d time.Duration) clockwork.Timer {
-	t := &vtimer{clock: c, ch: make(chan time.Time, 1), index: -1}
+	t := c.newTimer()
+	t.ch = make(chan time.Time, 1)
 	c.schedule(t, d)
 	return t
 }
@@ -102,7 +107,8 @@ func (c *Clock) NewTimer(d time.Duration) clockwork.Timer {
 // AfterFunc calls f after d. f runs on the simulator's driver while no actor
 // runs; it must not block, but it may start actors.
 func (c *Clock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
-	t := &vtimer{clock: c, fn: f, index: -1}
+	t := c.newTimer()
+	t.fn = f
 	c.schedule(t, d)
 	return t
 }
@@ -112,9 +118,21 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 	if d <= 0 {
 		panic("sim: non-positive ticker interval")
 	}
-	t := &vtimer{clock: c, ch: make(chan time.Time, 1), period: d, index: -1}
+	t := c.newTimer()
+	t.ch, t.period = make(chan time.Time, 1), d
 	c.schedule(t, d)
 	return (*vticker)(t)
+}
+
+// newTimer returns an unscheduled timer.
+func (c *Clock) newTimer() *vtimer {
+	if len(c.slab) == 0 {
+		c.slab = make([]vtimer, 4)
+	}
+	t := &c.slab[0]
+	c.slab = c.slab[1:]
+	t.clock, t.index = c, -1
+	return t
 }
 
 func (c *Clock) schedule(t *vtimer, d time.Duration) {

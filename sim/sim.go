@@ -29,9 +29,11 @@ type Sim struct {
 	clock    Clock
 
 	actors []*actor // actors in creation order; finished ones are dropped lazily
-	live   int      // actors in actors that have not finished
-	nextID int
-	cur    *actor
+	// actorSlab holds actors not started yet, made four at a time.
+	actorSlab []actor
+	live      int // actors in actors that have not finished
+	nextID    int
+	cur       *actor
 
 	// The runnable actors, in creation order: those not started yet, those
 	// parked at a semantic point, and waiting actors one of whose signals
@@ -50,6 +52,7 @@ type Sim struct {
 	spare0     [8]*watchedSignal
 	tree0      [16]readyNode
 	decisions0 [16]Decision
+	actors0    [4]*actor
 	// idle holds the coroutines whose actors finished, for the next
 	// actors to start.
 	idle  []*coroutine
@@ -217,7 +220,8 @@ func New(opts Options) *Sim {
 	}
 	s.clock = Clock{sim: s, now: start, start: start}
 	s.slab, s.spare, s.idle = s.slab0[:], s.spare0[:0], s.idle0[:0]
-	s.decisions = s.decisions0[:0]
+	s.decisions, s.actors = s.decisions0[:0], s.actors0[:0]
+	s.clock.timers = s.clock.timers0[:0]
 	s.ready.resetIn(s.tree0[:])
 	return s
 }
@@ -253,7 +257,12 @@ var _ core.SignalWatcher = (*Sim)(nil)
 // Go registers a new actor. It does not run until the scheduler picks it.
 func (s *Sim) Go(name string, fn func()) {
 	s.nextID++
-	a := &actor{id: s.nextID, name: name, fn: fn}
+	if len(s.actorSlab) == 0 {
+		s.actorSlab = make([]actor, 4)
+	}
+	a := &s.actorSlab[0]
+	s.actorSlab = s.actorSlab[1:]
+	a.id, a.name, a.fn = s.nextID, name, fn
 	s.actors = append(s.actors, a)
 	s.live++
 	if s.ready.full() {
@@ -277,8 +286,8 @@ func (s *Sim) Watch(signal <-chan struct{}) {
 		w = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		// Made sixteen at a time (the first seven with the Sim, which
-		// keeps a Sim within 1,792 bytes), and reused once closed.
+		// Made sixteen at a time (the first seven with the Sim), and
+		// reused once closed.
 		if len(s.slab) == 0 {
 			s.slab = make([]watchedSignal, 16)
 		}
@@ -454,7 +463,7 @@ func (a *actor) run() {
 		}
 		// A killed actor's unwinding may panic in other ways (deferred
 		// code meeting a dead runtime); a crash loses all of it.
-		a.state = stateDone
+		a.state, a.fn = stateDone, nil // the actors made with it may outlive it
 	}()
 	a.fn()
 }
