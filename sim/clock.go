@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -36,8 +35,12 @@ type Clock struct {
 var _ clockwork.Clock = (*Clock)(nil)
 
 type vtimer struct {
-	clock  *Clock
-	at     time.Time
+	clock *Clock
+	at    time.Time
+	// sec and nsec are at as Unix seconds and nanoseconds: the heap orders
+	// timers by them (and then by seq) without time.Time's methods.
+	sec    int64
+	nsec   int32
 	seq    uint64
 	fn     func()
 	ch     chan time.Time
@@ -45,29 +48,76 @@ type vtimer struct {
 	index  int // position in the heap, -1 when not scheduled
 }
 
+// before reports whether t is due before u: at an earlier instant, or at
+// the same instant and registered earlier.
+func (t *vtimer) before(u *vtimer) bool {
+	if t.sec != u.sec {
+		return t.sec < u.sec
+	}
+	if t.nsec != u.nsec {
+		return t.nsec < u.nsec
+	}
+	return t.seq < u.seq
+}
+
+// timerHeap is the pending timers, a binary min-heap by vtimer.before.
 type timerHeap []*vtimer
 
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h timerHeap) Swap(i, j int) {
+func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j
 }
-func (h *timerHeap) Push(x any) {
-	t := x.(*vtimer)
+
+func (h timerHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].before(h[p]) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+// down moves h[i] down to its place, and reports whether it moved.
+func (h timerHeap) down(i int) bool {
+	i0 := i
+	for {
+		c := 2*i + 1
+		if c >= len(h) || c < 0 {
+			break
+		}
+		if r := c + 1; r < len(h) && h[r].before(h[c]) {
+			c = r
+		}
+		if !h[c].before(h[i]) {
+			break
+		}
+		h.swap(i, c)
+		i = c
+	}
+	return i > i0
+}
+
+func (h *timerHeap) push(t *vtimer) {
 	t.index = len(*h)
 	*h = append(*h, t)
+	h.up(t.index)
 }
-func (h *timerHeap) Pop() any {
+
+// remove takes the timer at position i out of the heap.
+func (h *timerHeap) remove(i int) *vtimer {
 	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	if i != n {
+		old.swap(i, n)
+	}
+	t := old[n]
+	old[n] = nil
+	*h = old[:n]
+	if i != n && !h.down(i) {
+		h.up(i)
+	}
 	t.index = -1
 	return t
 }
@@ -141,7 +191,8 @@ func (c *Clock) schedule(t *vtimer, d time.Duration) {
 	}
 	c.seq++
 	t.at, t.seq = c.now.Add(d), c.seq
-	heap.Push(&c.timers, t)
+	t.sec, t.nsec = t.at.Unix(), int32(t.at.Nanosecond())
+	c.timers.push(t)
 }
 
 // next returns the earliest deadline, if any.
@@ -165,7 +216,7 @@ func (c *Clock) fireDue() (jumped time.Duration, fired int) {
 		c.now = at
 	}
 	for len(c.timers) > 0 && !c.timers[0].at.After(c.now) {
-		t := heap.Pop(&c.timers).(*vtimer)
+		t := c.timers.remove(0)
 		fired++
 		switch {
 		case t.fn != nil:
@@ -191,7 +242,7 @@ func (t *vtimer) Stop() bool {
 	if t.index < 0 {
 		return false
 	}
-	heap.Remove(&t.clock.timers, t.index)
+	t.clock.timers.remove(t.index)
 	return true
 }
 
