@@ -3,6 +3,7 @@ package scripted_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,20 @@ func TestAStepOfOneScriptedCallAllocatesOnlyItsResponse(t *testing.T) {
 	}
 	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0] != (core.ToolCall{ID: "c1", Name: "search", Arguments: `{"q":"leaves"}`}) {
 		t.Errorf("answered %+v", resp.ToolCalls)
+	}
+}
+
+func TestCallsWithoutAnIDAreNumberedPerProviderAndTheIDCostsNoAllocation(t *testing.T) {
+	p := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{{Name: "search", Args: `{}`}}, Repeat: true})
+	r := req("coordinator", "r1", 1)
+	for n := 1; n <= 300; n++ {
+		if got, want := step(t, p, r).ToolCalls[0].ID, "call-"+strconv.Itoa(n); got != want {
+			t.Fatalf("call %d has id %q; want %q", n, got, want)
+		}
+	}
+	q := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{{Name: "search", Args: `{}`}}, Repeat: true})
+	step(t, q, r)
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.Step(context.Background(), r) }); n > 1 {
+		t.Errorf("a step of one call without an id allocates %v times; want only the response", n)
 	}
 }

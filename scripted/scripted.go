@@ -441,8 +441,21 @@ func (p *Provider) nextCallID() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.callSeq++
+	if ids := callIDs(); p.callSeq < len(ids) {
+		return ids[p.callSeq]
+	}
 	return "call-" + strconv.Itoa(p.callSeq)
 }
+
+// callIDs are the first generated call ids, made once for every provider
+// (ids[n] is "call-n"): a run's scripted calls number a few dozen at most.
+var callIDs = sync.OnceValue(func() []string {
+	ids := make([]string, 256)
+	for n := 1; n < len(ids); n++ {
+		ids[n] = "call-" + strconv.Itoa(n)
+	}
+	return ids
+})
 
 func (p *Provider) sleep(ctx context.Context, d time.Duration) error {
 	if p.opts.Sleep != nil {
