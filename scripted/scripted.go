@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,26 +175,39 @@ func (p *Provider) history(req *core.Request) *history {
 	return &run.history
 }
 
+// script is an agent's turns and which of them requests took. The turns
+// are only read and appended to, never written in place, so that forks
+// (see Fork) share them: each appends to a copy of its own.
 type script struct {
-	turns []scriptTurn
+	turns []Turn
+	// used has a bit per turn, set once a request took it; used0 is its
+	// first backing, for sixty-four turns.
+	used  []uint64
+	used0 [1]uint64
 	// from is the script's cursor: every turn before it is used and does
 	// not repeat, so no request can take it, and a pick starts there
 	// instead of at the first turn.
 	from int
 }
 
-// scriptTurn is a turn of a script, and whether a request took it.
-type scriptTurn struct {
-	Turn
-	used bool
-}
+func (s *script) isUsed(i int) bool { return s.used[i/64]&(1<<(i%64)) != 0 }
 
 // take marks turn i used and moves the cursor past the turns that no
 // request can take any more.
 func (s *script) take(i int) {
-	s.turns[i].used = true
-	for s.from < len(s.turns) && s.turns[s.from].used && !s.turns[s.from].Repeat {
+	s.used[i/64] |= 1 << (i % 64)
+	for s.from < len(s.turns) && s.isUsed(s.from) && !s.turns[s.from].Repeat {
 		s.from++
+	}
+}
+
+// fit makes room in used for a bit per turn.
+func (s *script) fit() {
+	if s.used == nil {
+		s.used = s.used0[:]
+	}
+	for len(s.used)*64 < len(s.turns) {
+		s.used = append(s.used, 0)
 	}
 }
 
@@ -216,14 +230,42 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 		s = &script{}
 		p.scripts[agent] = s
 	}
-	s.turns = slices.Grow(s.turns, len(turns))
+	s.turns = append(s.turns, turns...)
+	s.fit()
 	for _, t := range turns {
-		s.turns = append(s.turns, scriptTurn{Turn: t})
 		if t.When != nil || t.Respond != nil {
 			p.userCode++
 		}
 	}
 	return p
+}
+
+// Fork returns a provider with p's scripts and Answer functions and none
+// of its history: no turn taken, no request, run, call id or failure seen.
+// The scripts' turns are shared, not copied (a provider only ever appends
+// to a script, and a fork's first append copies), so scripts prepared once
+// answer any number of runs, one fork each, at the cost of a fork's
+// bookkeeping. Turns given to a provider must not be changed afterwards,
+// by it or any fork.
+func (p *Provider) Fork(opts ...Options) *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := New(opts...)
+	q.scripts = make(map[string]*script, len(p.scripts))
+	scripts := make([]script, len(p.scripts))
+	i := 0
+	for key, s := range p.scripts {
+		c := &scripts[i]
+		i++
+		c.turns = s.turns[:len(s.turns):len(s.turns)]
+		c.fit()
+		q.scripts[key] = c
+	}
+	if p.funcs != nil {
+		q.funcs = maps.Clone(p.funcs)
+	}
+	q.userCode = p.userCode
+	return q
 }
 
 // ScriptRun gives the n-th run (from 1) of an agent its own script, used
@@ -276,7 +318,7 @@ func (p *Provider) Unused() map[string]int {
 	out := map[string]int{}
 	for key, s := range p.scripts {
 		for i := range s.turns {
-			if !s.turns[i].used {
+			if !s.isUsed(i) {
 				out[key]++
 			}
 		}
@@ -321,11 +363,11 @@ func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 		}
 		for i := s.from; i < len(s.turns); i++ {
 			t := &s.turns[i]
-			if (t.used && !t.Repeat) || !t.matches(req) {
+			if (s.isUsed(i) && !t.Repeat) || !t.matches(req) {
 				continue
 			}
 			s.take(i)
-			return &t.Turn, nil, nil
+			return t, nil, nil
 		}
 	}
 	if f := p.funcs[req.Agent]; f != nil {
@@ -343,11 +385,11 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 		if s := p.scripts[key]; s != nil {
 			total += len(s.turns)
 			for i := range s.turns {
-				t := &s.turns[i]
-				if !t.used {
+				t, used := &s.turns[i], s.isUsed(i)
+				if !used {
 					left++
 				}
-				if !t.used || t.Repeat {
+				if !used || t.Repeat {
 					why = append(why, t.whyNot(req, key, i))
 				}
 			}
