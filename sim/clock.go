@@ -40,12 +40,12 @@ type vtimer struct {
 	// sec and nsec are at as Unix seconds and nanoseconds: the heap orders
 	// timers by them (and then by seq) without time.Time's methods.
 	sec    int64
-	nsec   int32
 	seq    uint64
 	fn     func()
 	ch     chan time.Time
 	period time.Duration
-	index  int // position in the heap, -1 when not scheduled
+	nsec   int32
+	index  int32 // position in the heap, -1 when not scheduled
 }
 
 // before reports whether t is due before u: at an earlier instant, or at
@@ -65,7 +65,7 @@ type timerHeap []*vtimer
 
 func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h[i].index, h[j].index = int32(i), int32(j)
 }
 
 func (h timerHeap) up(i int) {
@@ -100,9 +100,9 @@ func (h timerHeap) down(i int) bool {
 }
 
 func (h *timerHeap) push(t *vtimer) {
-	t.index = len(*h)
+	t.index = int32(len(*h))
 	*h = append(*h, t)
-	h.up(t.index)
+	h.up(len(*h) - 1)
 }
 
 // remove takes the timer at position i out of the heap.
@@ -242,7 +242,7 @@ func (t *vtimer) Stop() bool {
 	if t.index < 0 {
 		return false
 	}
-	t.clock.timers.remove(t.index)
+	t.clock.timers.remove(int(t.index))
 	return true
 }
 

@@ -43,7 +43,7 @@ type Sim struct {
 	ready readySet
 	// watched holds the signals the runtime said it will close (see Watch)
 	// that have not closed yet, with the actors waiting on each.
-	watched map[<-chan struct{}]*watchedSignal
+	watched watchSet
 	spare   []*watchedSignal // closed ones, for reuse
 	slab    []watchedSignal  // never used yet
 	// The first of slab, spare, the ready set's tree and decisions, made
@@ -278,9 +278,6 @@ func (s *Sim) Go(name string, fn func()) {
 // will close still work: the actors waiting on one are polled on every
 // step.
 func (s *Sim) Watch(signal <-chan struct{}) {
-	if s.watched == nil {
-		s.watched = map[<-chan struct{}]*watchedSignal{}
-	}
 	var w *watchedSignal
 	if n := len(s.spare); n > 0 {
 		w = s.spare[n-1]
@@ -295,17 +292,16 @@ func (s *Sim) Watch(signal <-chan struct{}) {
 		s.slab = s.slab[1:]
 		w.waiters = w.first[:0]
 	}
-	s.watched[signal] = w
+	s.watched.set(signal, w)
 }
 
 // Closed makes runnable every actor waiting on a watched signal that
 // closed.
 func (s *Sim) Closed(signal <-chan struct{}) {
-	w := s.watched[signal]
+	w := s.watched.take(signal)
 	if w == nil {
 		return // told twice, or never told of it
 	}
-	delete(s.watched, signal)
 	for _, x := range w.waiters {
 		if x.current() {
 			s.ready.add(x.a)
@@ -367,7 +363,7 @@ func (s *Sim) enlist(a *actor) bool {
 		if c == nil {
 			continue // never closes
 		}
-		if w := s.watched[c]; w != nil {
+		if w := s.watched.get(c); w != nil {
 			w.enlist(a)
 			continue
 		}
