@@ -3,6 +3,8 @@ package scripted_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +218,111 @@ func TestTheProviderReadsRequestsOnlyUntilAScriptHandsThemToTheCallersCode(t *te
 		if p.ReadsRequestsOnly() {
 			t.Errorf("with %s, the provider still says it reads requests only", name)
 		}
+	}
+}
+
+func TestAStepOfOneScriptedCallAllocatesOnlyItsResponse(t *testing.T) {
+	call := scripted.Call{ID: "c1", Name: "search", Args: `{"q":"leaves"}`}
+	p := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{call}, Repeat: true})
+	r := req("coordinator", "r1", 1)
+	step(t, p, r) // the run is new: the provider learns it
+	var resp *core.Response
+	n := testing.AllocsPerRun(100, func() { resp, _ = p.Step(context.Background(), r) })
+	if n > 1 {
+		t.Errorf("a step allocates %v times; want the response and its call in one", n)
+	}
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0] != (core.ToolCall{ID: "c1", Name: "search", Arguments: `{"q":"leaves"}`}) {
+		t.Errorf("answered %+v", resp.ToolCalls)
+	}
+}
+
+func TestCallsWithoutAnIDAreNumberedPerProviderAndTheIDCostsNoAllocation(t *testing.T) {
+	p := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{{Name: "search", Args: `{}`}}, Repeat: true})
+	r := req("coordinator", "r1", 1)
+	for n := 1; n <= 300; n++ {
+		if got, want := step(t, p, r).ToolCalls[0].ID, "call-"+strconv.Itoa(n); got != want {
+			t.Fatalf("call %d has id %q; want %q", n, got, want)
+		}
+	}
+	q := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{{Name: "search", Args: `{}`}}, Repeat: true})
+	step(t, q, r)
+	if n := testing.AllocsPerRun(100, func() { _, _ = q.Step(context.Background(), r) }); n > 1 {
+		t.Errorf("a step of one call without an id allocates %v times; want only the response", n)
+	}
+}
+
+func TestAForkAnswersAsAProviderScriptedAnewAndSharesNoHistory(t *testing.T) {
+	base := scripted.New().
+		Script("coordinator", scripted.Calls(scripted.Use("search", `{}`)), scripted.Say("done")).
+		ScriptRun("research-agent", 2, scripted.Say("second run"))
+	for range 2 { // a fork of a used provider starts afresh too
+		f := base.Fork()
+		if got := step(t, f, req("coordinator", "r1", 1)).ToolCalls[0].ID; got != "call-1" {
+			t.Errorf("the fork's first call id is %q; want call-1", got)
+		}
+		if got := step(t, f, req("coordinator", "r1", 2)).Text; got != "done" {
+			t.Errorf("the fork's second turn said %q", got)
+		}
+		if _, err := f.Step(context.Background(), req("coordinator", "r1", 3)); !errors.Is(err, scripted.ErrScript) {
+			t.Errorf("the fork's script did not run dry: %v", err)
+		}
+		if n := len(f.Requests()); n != 3 {
+			t.Errorf("the fork kept %d requests; want its own 3", n)
+		}
+		if got := f.Unused(); got["research-agent#2"] != 1 || got["coordinator"] != 0 {
+			t.Errorf("the fork's unused turns are %v", got)
+		}
+		step(t, base, req("coordinator", "b1", 1))
+	}
+	if n := len(base.Requests()); n != 2 {
+		t.Errorf("the forked provider saw %d requests; want its own 2", n)
+	}
+}
+
+func TestAppendingToAForksScriptLeavesTheOthersUntouched(t *testing.T) {
+	base := scripted.New().Script("coordinator", scripted.Say("one"))
+	f := base.Fork().Script("coordinator", scripted.Say("two"))
+	g := base.Fork()
+	step(t, f, req("coordinator", "r1", 1))
+	if got := step(t, f, req("coordinator", "r1", 2)).Text; got != "two" {
+		t.Errorf("the fork's appended turn said %q", got)
+	}
+	step(t, g, req("coordinator", "r1", 1))
+	if _, err := g.Step(context.Background(), req("coordinator", "r1", 2)); err == nil {
+		t.Error("another fork's append reached this fork's script")
+	}
+	if got := base.Unused()["coordinator"]; got != 1 {
+		t.Errorf("the forked provider has %d unused turns; want its one", got)
+	}
+}
+
+func TestAForkCopiesNoTurn(t *testing.T) {
+	// Bytes a fork allocates, over many forks.
+	forkBytes := func(turns int) uint64 {
+		base := scripted.New().Script("coordinator", make([]scripted.Turn, turns)...)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 100 {
+			_ = base.Fork()
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / 100
+	}
+	// Sixty turns more would be about 8 KiB more, copied.
+	if few, many := forkBytes(2), forkBytes(62); many > few+512 {
+		t.Errorf("a fork of a 62-turn script allocates %d bytes, of a 2-turn one %d: the turns were copied", many, few)
+	}
+}
+
+func TestAForkKeepsTheAnswerFunctionsAndWhetherItReadsRequestsOnly(t *testing.T) {
+	base := scripted.New().Answer("helper", func(*core.Request) (*core.Response, error) {
+		return &core.Response{Text: "answered"}, nil
+	})
+	f := base.Fork()
+	if f.ReadsRequestsOnly() {
+		t.Error("a fork of a provider with an Answer function says it reads requests only")
+	}
+	if got := step(t, f, req("helper", "r1", 1)).Text; got != "answered" {
+		t.Errorf("the fork answered %q", got)
 	}
 }

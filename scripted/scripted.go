@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,11 +123,11 @@ type Provider struct {
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     map[string]int // run id → ordinal of the run among its agent's runs
-	ordinals map[string]int // agent → runs seen
+	runs     map[string]*runState // by run id
+	ordinals map[string]int       // agent → runs seen
 	callSeq  int
-	// histories are the runs whose steps' calls took arguments, by run id.
-	histories map[string]*runHistory
+	// requests0 is requests' first backing: a run makes a few requests.
+	requests0 [8]*core.Request
 	// userCode counts the turns and answers that hand a request to a
 	// function of the caller's (When, Respond, Answer's Func).
 	userCode int
@@ -143,51 +144,77 @@ func (p *Provider) ReadsRequestsOnly() bool {
 	return p.userCode == 0
 }
 
-// runHistory is what a run's step's references resolve against, and the
-// work.refs that run's history showed. Only the run's own step reads or
-// changes it, and a run takes one step at a time.
-type runHistory struct {
+// runState is what the provider knows of one run: its ordinal among its
+// agent's runs, what its step's references resolve against, and the
+// work.refs its history showed. Only the run's own step reads or changes
+// history and refs, and a run takes one step at a time.
+type runState struct {
+	ordinal int
 	history history
 	refs    runRefs
+}
+
+// run returns the request's run, counted among its agent's runs when it
+// is new. The caller holds p.mu.
+func (p *Provider) run(req *core.Request) *runState {
+	run := p.runs[req.Run]
+	if run == nil {
+		p.ordinals[req.Agent]++
+		run = &runState{ordinal: p.ordinals[req.Agent]}
+		p.runs[req.Run] = run
+	}
+	return run
 }
 
 // history returns what the run's references resolve against in req.
 func (p *Provider) history(req *core.Request) *history {
 	p.mu.Lock()
-	run := p.histories[req.Run]
-	if run == nil {
-		if p.histories == nil {
-			p.histories = map[string]*runHistory{}
-		}
-		run = &runHistory{}
-		p.histories[req.Run] = run
-	}
+	run := p.run(req)
 	p.mu.Unlock()
 	run.history = history{req: req, refs: &run.refs}
 	return &run.history
 }
 
+// script is an agent's turns and which of them requests took. The turns
+// are only read and appended to, never written in place, so that forks
+// (see Fork) share them: each appends to a copy of its own.
 type script struct {
 	turns []Turn
-	used  []bool
+	// used has a bit per turn, set once a request took it; used0 is its
+	// first backing, for sixty-four turns.
+	used  []uint64
+	used0 [1]uint64
 	// from is the script's cursor: every turn before it is used and does
 	// not repeat, so no request can take it, and a pick starts there
 	// instead of at the first turn.
 	from int
 }
 
+func (s *script) isUsed(i int) bool { return s.used[i/64]&(1<<(i%64)) != 0 }
+
 // take marks turn i used and moves the cursor past the turns that no
 // request can take any more.
 func (s *script) take(i int) {
-	s.used[i] = true
-	for s.from < len(s.turns) && s.used[s.from] && !s.turns[s.from].Repeat {
+	s.used[i/64] |= 1 << (i % 64)
+	for s.from < len(s.turns) && s.isUsed(s.from) && !s.turns[s.from].Repeat {
 		s.from++
+	}
+}
+
+// fit makes room in used for a bit per turn.
+func (s *script) fit() {
+	if s.used == nil {
+		s.used = s.used0[:]
+	}
+	for len(s.used)*64 < len(s.turns) {
+		s.used = append(s.used, 0)
 	}
 }
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, runs: map[string]int{}, ordinals: map[string]int{}}
+	p := &Provider{scripts: map[string]*script{}, runs: map[string]*runState{}, ordinals: map[string]int{}}
+	p.requests = p.requests0[:0]
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -204,13 +231,41 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 		p.scripts[agent] = s
 	}
 	s.turns = append(s.turns, turns...)
-	s.used = append(s.used, make([]bool, len(turns))...)
+	s.fit()
 	for _, t := range turns {
 		if t.When != nil || t.Respond != nil {
 			p.userCode++
 		}
 	}
 	return p
+}
+
+// Fork returns a provider with p's scripts and Answer functions and none
+// of its history: no turn taken, no request, run, call id or failure seen.
+// The scripts' turns are shared, not copied (a provider only ever appends
+// to a script, and a fork's first append copies), so scripts prepared once
+// answer any number of runs, one fork each, at the cost of a fork's
+// bookkeeping. Turns given to a provider must not be changed afterwards,
+// by it or any fork.
+func (p *Provider) Fork(opts ...Options) *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := New(opts...)
+	q.scripts = make(map[string]*script, len(p.scripts))
+	scripts := make([]script, len(p.scripts))
+	i := 0
+	for key, s := range p.scripts {
+		c := &scripts[i]
+		i++
+		c.turns = s.turns[:len(s.turns):len(s.turns)]
+		c.fit()
+		q.scripts[key] = c
+	}
+	if p.funcs != nil {
+		q.funcs = maps.Clone(p.funcs)
+	}
+	q.userCode = p.userCode
+	return q
 }
 
 // ScriptRun gives the n-th run (from 1) of an agent its own script, used
@@ -261,10 +316,10 @@ func (p *Provider) Unused() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]int{}
-	for name, s := range p.scripts {
-		for _, u := range s.used {
-			if !u {
-				out[name]++
+	for key, s := range p.scripts {
+		for i := range s.turns {
+			if !s.isUsed(i) {
+				out[key]++
 			}
 		}
 	}
@@ -294,24 +349,21 @@ func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response,
 	return p.encode(req, turn)
 }
 
-func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
+// pick chooses the turn (or the Answer function) that answers req. The
+// turn is the script's own: the caller only reads it.
+func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests = append(p.requests, req)
-	n, ok := p.runs[req.Run]
-	if !ok {
-		p.ordinals[req.Agent]++
-		n = p.ordinals[req.Agent]
-		p.runs[req.Run] = n
-	}
+	n := p.run(req).ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		s := p.scripts[key]
 		if s == nil {
 			continue
 		}
 		for i := s.from; i < len(s.turns); i++ {
-			t := s.turns[i]
-			if (s.used[i] && !t.Repeat) || !t.matches(req) {
+			t := &s.turns[i]
+			if (s.isUsed(i) && !t.Repeat) || !t.matches(req) {
 				continue
 			}
 			s.take(i)
@@ -319,11 +371,11 @@ func (p *Provider) pick(req *core.Request) (Turn, Func, error) {
 		}
 	}
 	if f := p.funcs[req.Agent]; f != nil {
-		return Turn{}, f, nil
+		return nil, f, nil
 	}
 	err := p.dryError(req, n)
 	p.failures = append(p.failures, err)
-	return Turn{}, nil, err
+	return nil, nil, err
 }
 
 func (p *Provider) dryError(req *core.Request, n int) error {
@@ -332,12 +384,13 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		if s := p.scripts[key]; s != nil {
 			total += len(s.turns)
-			for i, u := range s.used {
-				if !u {
+			for i := range s.turns {
+				t, used := &s.turns[i], s.isUsed(i)
+				if !used {
 					left++
 				}
-				if !u || s.turns[i].Repeat {
-					why = append(why, s.turns[i].whyNot(req, key, i))
+				if !used || t.Repeat {
+					why = append(why, t.whyNot(req, key, i))
 				}
 			}
 		}
@@ -373,8 +426,22 @@ func (t *Turn) whyNot(req *core.Request, key string, i int) string {
 	return name + " matches it" // not reached: such a turn would have answered
 }
 
-func (p *Provider) encode(req *core.Request, t Turn) (*core.Response, error) {
-	resp := &core.Response{Text: t.Text}
+// oneCall is a response of one tool call, allocated with its call.
+type oneCall struct {
+	core.Response
+	call [1]core.ToolCall
+}
+
+func (p *Provider) encode(req *core.Request, t *Turn) (*core.Response, error) {
+	var resp *core.Response
+	if len(t.Calls) == 1 {
+		r := &oneCall{}
+		resp = &r.Response
+		resp.ToolCalls = r.call[:0]
+	} else {
+		resp = &core.Response{}
+	}
+	resp.Text = t.Text
 	if t.Output != nil {
 		raw, err := encodeJSON(t.Output)
 		if err != nil {
@@ -416,8 +483,21 @@ func (p *Provider) nextCallID() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.callSeq++
+	if ids := callIDs(); p.callSeq < len(ids) {
+		return ids[p.callSeq]
+	}
 	return "call-" + strconv.Itoa(p.callSeq)
 }
+
+// callIDs are the first generated call ids, made once for every provider
+// (ids[n] is "call-n"): a run's scripted calls number a few dozen at most.
+var callIDs = sync.OnceValue(func() []string {
+	ids := make([]string, 256)
+	for n := 1; n < len(ids); n++ {
+		ids[n] = "call-" + strconv.Itoa(n)
+	}
+	return ids
+})
 
 func (p *Provider) sleep(ctx context.Context, d time.Duration) error {
 	if p.opts.Sleep != nil {

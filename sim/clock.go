@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -27,43 +26,98 @@ type Clock struct {
 	start  time.Time
 	timers timerHeap
 	seq    uint64
+	// timers0 is the first backing of timers; slab holds timers not made
+	// yet, four at a time.
+	timers0 [4]*vtimer
+	slab    []vtimer
 }
 
 var _ clockwork.Clock = (*Clock)(nil)
 
 type vtimer struct {
-	clock  *Clock
-	at     time.Time
+	clock *Clock
+	at    time.Time
+	// sec and nsec are at as Unix seconds and nanoseconds: the heap orders
+	// timers by them (and then by seq) without time.Time's methods.
+	sec    int64
 	seq    uint64
 	fn     func()
 	ch     chan time.Time
 	period time.Duration
-	index  int // position in the heap, -1 when not scheduled
+	nsec   int32
+	index  int32 // position in the heap, -1 when not scheduled
 }
 
+// before reports whether t is due before u: at an earlier instant, or at
+// the same instant and registered earlier.
+func (t *vtimer) before(u *vtimer) bool {
+	if t.sec != u.sec {
+		return t.sec < u.sec
+	}
+	if t.nsec != u.nsec {
+		return t.nsec < u.nsec
+	}
+	return t.seq < u.seq
+}
+
+// timerHeap is the pending timers, a binary min-heap by vtimer.before.
 type timerHeap []*vtimer
 
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h timerHeap) Swap(i, j int) {
+func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h[i].index, h[j].index = int32(i), int32(j)
 }
-func (h *timerHeap) Push(x any) {
-	t := x.(*vtimer)
-	t.index = len(*h)
+
+func (h timerHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].before(h[p]) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+// down moves h[i] down to its place, and reports whether it moved.
+func (h timerHeap) down(i int) bool {
+	i0 := i
+	for {
+		c := 2*i + 1
+		if c >= len(h) || c < 0 {
+			break
+		}
+		if r := c + 1; r < len(h) && h[r].before(h[c]) {
+			c = r
+		}
+		if !h[c].before(h[i]) {
+			break
+		}
+		h.swap(i, c)
+		i = c
+	}
+	return i > i0
+}
+
+func (h *timerHeap) push(t *vtimer) {
+	t.index = int32(len(*h))
 	*h = append(*h, t)
+	h.up(len(*h) - 1)
 }
-func (h *timerHeap) Pop() any {
+
+// remove takes the timer at position i out of the heap.
+func (h *timerHeap) remove(i int) *vtimer {
 	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	if i != n {
+		old.swap(i, n)
+	}
+	t := old[n]
+	old[n] = nil
+	*h = old[:n]
+	if i != n && !h.down(i) {
+		h.up(i)
+	}
 	t.index = -1
 	return t
 }
@@ -94,7 +148,8 @@ func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C
 
 // NewTimer returns a timer that sends on its channel after d.
 func (c *Clock) NewTimer(d time.Duration) clockwork.Timer {
-	t := &vtimer{clock: c, ch: make(chan time.Time, 1), index: -1}
+	t := c.newTimer()
+	t.ch = make(chan time.Time, 1)
 	c.schedule(t, d)
 	return t
 }
@@ -102,7 +157,8 @@ func (c *Clock) NewTimer(d time.Duration) clockwork.Timer {
 // AfterFunc calls f after d. f runs on the simulator's driver while no actor
 // runs; it must not block, but it may start actors.
 func (c *Clock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
-	t := &vtimer{clock: c, fn: f, index: -1}
+	t := c.newTimer()
+	t.fn = f
 	c.schedule(t, d)
 	return t
 }
@@ -112,9 +168,21 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 	if d <= 0 {
 		panic("sim: non-positive ticker interval")
 	}
-	t := &vtimer{clock: c, ch: make(chan time.Time, 1), period: d, index: -1}
+	t := c.newTimer()
+	t.ch, t.period = make(chan time.Time, 1), d
 	c.schedule(t, d)
 	return (*vticker)(t)
+}
+
+// newTimer returns an unscheduled timer.
+func (c *Clock) newTimer() *vtimer {
+	if len(c.slab) == 0 {
+		c.slab = make([]vtimer, 4)
+	}
+	t := &c.slab[0]
+	c.slab = c.slab[1:]
+	t.clock, t.index = c, -1
+	return t
 }
 
 func (c *Clock) schedule(t *vtimer, d time.Duration) {
@@ -123,7 +191,8 @@ func (c *Clock) schedule(t *vtimer, d time.Duration) {
 	}
 	c.seq++
 	t.at, t.seq = c.now.Add(d), c.seq
-	heap.Push(&c.timers, t)
+	t.sec, t.nsec = t.at.Unix(), int32(t.at.Nanosecond())
+	c.timers.push(t)
 }
 
 // next returns the earliest deadline, if any.
@@ -147,7 +216,7 @@ func (c *Clock) fireDue() (jumped time.Duration, fired int) {
 		c.now = at
 	}
 	for len(c.timers) > 0 && !c.timers[0].at.After(c.now) {
-		t := heap.Pop(&c.timers).(*vtimer)
+		t := c.timers.remove(0)
 		fired++
 		switch {
 		case t.fn != nil:
@@ -173,7 +242,7 @@ func (t *vtimer) Stop() bool {
 	if t.index < 0 {
 		return false
 	}
-	heap.Remove(&t.clock.timers, t.index)
+	t.clock.timers.remove(int(t.index))
 	return true
 }
 

@@ -1,7 +1,13 @@
 package sim_test
 
 import (
+	"cmp"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -125,6 +131,51 @@ var _ = Describe("the virtual clock", func() {
 		Expect(s.Run(nil)).To(Succeed())
 		Expect(got).To(Equal([]time.Duration{10 * time.Second, -1, 36 * time.Second, -1}))
 		Expect(clock.Pending()).To(BeZero())
+	})
+
+	It("through any mix of Stop and Reset, timers fire by deadline and, at one instant, in the order they were last registered", func() {
+		// A model of the rule: each timer's deadline and the registration
+		// that set it; the clock must fire exactly the model's order.
+		type want struct {
+			at  time.Duration
+			reg int
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		timers := make([]clockwork.Timer, 300)
+		model := map[int]want{}
+		reg := 0
+		schedule := func(i int, d time.Duration) {
+			reg++
+			model[i] = want{d, reg}
+		}
+		var got []int
+		for i := range timers {
+			d := time.Duration(rng.IntN(50)) * time.Second // many ties
+			timers[i] = clock.AfterFunc(d, func() { got = append(got, i) })
+			schedule(i, d)
+		}
+		for range 400 {
+			i := rng.IntN(len(timers))
+			if rng.IntN(2) == 0 {
+				Expect(timers[i].Stop()).To(Equal(model[i] != want{}))
+				delete(model, i)
+				continue
+			}
+			d := time.Duration(rng.IntN(50)) * time.Second
+			Expect(timers[i].Reset(d)).To(Equal(model[i] != want{}))
+			schedule(i, d)
+		}
+		Expect(clock.Pending()).To(Equal(len(model)))
+		order := slices.Collect(maps.Keys(model))
+		slices.SortFunc(order, func(a, b int) int {
+			if c := cmp.Compare(model[a].at, model[b].at); c != 0 {
+				return c
+			}
+			return cmp.Compare(model[a].reg, model[b].reg)
+		})
+		keepAlive(time.Hour)
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(got).To(Equal(order))
 	})
 
 	It("Sleep parks only the calling actor; Since and Until measure virtual time", func() {

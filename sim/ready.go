@@ -138,3 +138,71 @@ func (w *watchedSignal) enlist(a *actor) {
 	}
 	w.waiters = append(w.waiters, waiter{a: a, wait: a.wait})
 }
+
+// watchSet holds the watched signals that have not closed, with their
+// waiters: a short list while few are open at once (most runs watch a
+// handful), a map once more are.
+type watchSet struct {
+	few  [8]watchEntry
+	n    int
+	many map[<-chan struct{}]*watchedSignal
+}
+
+type watchEntry struct {
+	c <-chan struct{}
+	w *watchedSignal
+}
+
+// get returns the signal's entry, or nil.
+func (ws *watchSet) get(c <-chan struct{}) *watchedSignal {
+	if ws.many != nil {
+		return ws.many[c]
+	}
+	for i := range ws.n {
+		if ws.few[i].c == c {
+			return ws.few[i].w
+		}
+	}
+	return nil
+}
+
+// set makes w the signal's entry.
+func (ws *watchSet) set(c <-chan struct{}, w *watchedSignal) {
+	if ws.many == nil {
+		for i := range ws.n {
+			if ws.few[i].c == c {
+				ws.few[i].w = w
+				return
+			}
+		}
+		if ws.n < len(ws.few) {
+			ws.few[ws.n] = watchEntry{c, w}
+			ws.n++
+			return
+		}
+		ws.many = make(map[<-chan struct{}]*watchedSignal, 2*len(ws.few))
+		for _, e := range ws.few {
+			ws.many[e.c] = e.w
+		}
+		ws.few, ws.n = [len(ws.few)]watchEntry{}, 0
+	}
+	ws.many[c] = w
+}
+
+// take removes the signal's entry and returns it, or nil.
+func (ws *watchSet) take(c <-chan struct{}) *watchedSignal {
+	if ws.many != nil {
+		w := ws.many[c]
+		delete(ws.many, c)
+		return w
+	}
+	for i := range ws.n {
+		if ws.few[i].c == c {
+			w := ws.few[i].w
+			ws.n--
+			ws.few[i], ws.few[ws.n] = ws.few[ws.n], watchEntry{}
+			return w
+		}
+	}
+	return nil
+}

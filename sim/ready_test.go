@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -74,6 +75,44 @@ var _ = Describe("the ready queue", func() {
 		Expect(s.Run(nil)).To(Succeed())
 		Expect(woke).NotTo(ContainElement(false))
 		Expect(polls).To(Equal(0))
+	})
+
+	It("a few signals watched at once wake only their own waiters, and keeping them allocates nothing", func() {
+		s := sim.New(sim.Options{Seed: 3})
+		polls := 0
+		sim.OnPoll(s, func(string) { polls++ })
+		sigs := make([]core.Signal, 6)
+		for i := range sigs {
+			sigs[i] = core.NewSignal(s)
+		}
+		woke := waiters(s, len(sigs), func(i int) <-chan struct{} { return sigs[i].C() })
+		Expect(s.Settle()).To(Succeed())
+		for _, i := range []int{4, 0, 5} {
+			sigs[i].Close()
+		}
+		Expect(s.Settle()).To(Succeed())
+		Expect(woke).To(Equal([]bool{true, false, false, false, true, true}))
+		for _, i := range []int{2, 1, 3} {
+			sigs[i].Close()
+		}
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(woke).NotTo(ContainElement(false))
+		Expect(polls).To(BeZero())
+
+		chans := make([]chan struct{}, 7) // the first seven watched signals are made with the Sim
+		for i := range chans {
+			chans[i] = make(chan struct{})
+		}
+		n := testing.AllocsPerRun(20, func() {
+			s := sim.New(sim.Options{Seed: 3})
+			for _, c := range chans {
+				s.Watch(c)
+			}
+			for _, c := range chans {
+				s.Closed(c)
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 1), "the Sim alone")
 	})
 
 	It("an actor waiting on a channel nobody said they will close is polled, and wakes once it closes", func() {

@@ -13,8 +13,9 @@ import (
 
 // Sim runs actors one at a time under a seed. It is the core.Executor of a
 // simulated runtime: every actor (an agent run, a background child, a
-// platform session) runs as a coroutine (iter.Pull), so only the actor the
-// scheduler resumed runs; it runs until it parks at a semantic point
+// platform session) runs on a coroutine (iter.Pull; one that finished its
+// actor runs the next to start), so only the actor the scheduler resumed
+// runs; it runs until it parks at a semantic point
 // (Yield) or a wait (Wait), then hands control straight back. A hand-off is
 // a coroutine switch, not a trip through the Go scheduler: no other thread
 // is woken, and a run costs microseconds. The seed chooses which
@@ -23,14 +24,16 @@ import (
 // still wait, that is a deadlock, reported with what each actor waits on.
 type Sim struct {
 	seed     int64
-	sched    *rand.Rand
+	sched    rand.Rand
 	schedSrc rand.PCG
-	clock    *Clock
+	clock    Clock
 
 	actors []*actor // actors in creation order; finished ones are dropped lazily
-	live   int      // actors in actors that have not finished
-	nextID int
-	cur    *actor
+	// actorSlab holds actors not started yet, made four at a time.
+	actorSlab []actor
+	live      int // actors in actors that have not finished
+	nextID    int
+	cur       *actor
 
 	// The runnable actors, in creation order: those not started yet, those
 	// parked at a semantic point, and waiting actors one of whose signals
@@ -40,14 +43,20 @@ type Sim struct {
 	ready readySet
 	// watched holds the signals the runtime said it will close (see Watch)
 	// that have not closed yet, with the actors waiting on each.
-	watched map[<-chan struct{}]*watchedSignal
+	watched watchSet
 	spare   []*watchedSignal // closed ones, for reuse
 	slab    []watchedSignal  // never used yet
-	// The first of slab, spare and the ready set's tree, made with the
-	// Sim: a short run allocates no more.
-	slab0  [16]watchedSignal
-	spare0 [16]*watchedSignal
-	tree0  [16]readyNode
+	// The first of slab, spare, the ready set's tree and decisions, made
+	// with the Sim: a short run allocates no more.
+	slab0      [7]watchedSignal
+	spare0     [8]*watchedSignal
+	tree0      [16]readyNode
+	decisions0 [16]Decision
+	actors0    [4]*actor
+	// idle holds the coroutines whose actors finished, for the next
+	// actors to start.
+	idle  []*coroutine
+	idle0 [4]*coroutine
 	// polled holds the waiting actors that wait on a signal nobody said
 	// it will close: they are polled on every step, as every waiting actor
 	// once was.
@@ -117,13 +126,28 @@ type actor struct {
 	// the wait it was registered for ended wakes nobody.
 	wait uint32
 
-	// The actor's coroutine, made when it first runs: resume switches to
-	// it, park (through yield) switches back, stop unwinds it.
+	// co is the coroutine the actor runs on, given to it when it first
+	// runs: resume switches to it, park switches back, Kill unwinds it.
+	co *coroutine
+	// own is the coroutine made for the actor when none was idle, made
+	// with it (it may run other actors once this one has finished).
+	own coroutine
+	// panicked holds a panic that escaped fn, with its stack.
+	panicked *ActorPanic
+}
+
+// coroutine runs actors one after another. When its actor has finished it
+// goes back to the Sim's idle ones, and the next actor to start in the same
+// Sim takes it: a run pays for a coroutine (iter.Pull's goroutine and
+// closures, and the growth of its stack) per actor alive at once, not per
+// actor. An idle coroutine does not outlive the call that drives the Sim
+// (see Sim.leave) nor a Kill, so no goroutine is left behind.
+type coroutine struct {
 	next  func() (struct{}, bool)
 	stop  func()
 	yield func(struct{}) bool
-	// panicked holds a panic that escaped fn, with its stack.
-	panicked *ActorPanic
+	// a is the actor it runs, nil while idle.
+	a *actor
 }
 
 // Actor describes an actor to hooks.
@@ -179,16 +203,14 @@ type Options struct {
 // New returns a simulator whose clock reads Options.Start (default Epoch).
 func New(opts Options) *Sim {
 	s := &Sim{
-		seed: opts.Seed,
-		// Most runs take a few dozen steps: start with room for some.
-		decisions: make([]Decision, 0, 16),
-		replay:    opts.Replay,
-		strict:    opts.ReplayStrict,
-		onStep:    opts.OnStep,
-		onJump:    opts.OnJump,
-		limit:     opts.StepLimit,
+		seed:   opts.Seed,
+		replay: opts.Replay,
+		strict: opts.ReplayStrict,
+		onStep: opts.OnStep,
+		onJump: opts.OnJump,
+		limit:  opts.StepLimit,
 	}
-	s.sched = NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
+	s.sched = *NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
 		s.limit = 1_000_000
 	}
@@ -196,14 +218,16 @@ func New(opts Options) *Sim {
 	if start.IsZero() {
 		start = Epoch
 	}
-	s.clock = &Clock{sim: s, now: start, start: start}
-	s.slab, s.spare = s.slab0[:], s.spare0[:0]
+	s.clock = Clock{sim: s, now: start, start: start}
+	s.slab, s.spare, s.idle = s.slab0[:], s.spare0[:0], s.idle0[:0]
+	s.decisions, s.actors = s.decisions0[:0], s.actors0[:0]
+	s.clock.timers = s.clock.timers0[:0]
 	s.ready.resetIn(s.tree0[:])
 	return s
 }
 
 // Clock returns the simulator's virtual clock.
-func (s *Sim) Clock() *Clock { return s.clock }
+func (s *Sim) Clock() *Clock { return &s.clock }
 
 // Seed returns the seed.
 func (s *Sim) Seed() int64 { return s.seed }
@@ -233,7 +257,12 @@ var _ core.SignalWatcher = (*Sim)(nil)
 // Go registers a new actor. It does not run until the scheduler picks it.
 func (s *Sim) Go(name string, fn func()) {
 	s.nextID++
-	a := &actor{id: s.nextID, name: name, fn: fn}
+	if len(s.actorSlab) == 0 {
+		s.actorSlab = make([]actor, 4)
+	}
+	a := &s.actorSlab[0]
+	s.actorSlab = s.actorSlab[1:]
+	a.id, a.name, a.fn = s.nextID, name, fn
 	s.actors = append(s.actors, a)
 	s.live++
 	if s.ready.full() {
@@ -249,15 +278,12 @@ func (s *Sim) Go(name string, fn func()) {
 // will close still work: the actors waiting on one are polled on every
 // step.
 func (s *Sim) Watch(signal <-chan struct{}) {
-	if s.watched == nil {
-		s.watched = map[<-chan struct{}]*watchedSignal{}
-	}
 	var w *watchedSignal
 	if n := len(s.spare); n > 0 {
 		w = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		// Made sixteen at a time (the first sixteen with the Sim), and
+		// Made sixteen at a time (the first seven with the Sim), and
 		// reused once closed.
 		if len(s.slab) == 0 {
 			s.slab = make([]watchedSignal, 16)
@@ -266,17 +292,16 @@ func (s *Sim) Watch(signal <-chan struct{}) {
 		s.slab = s.slab[1:]
 		w.waiters = w.first[:0]
 	}
-	s.watched[signal] = w
+	s.watched.set(signal, w)
 }
 
 // Closed makes runnable every actor waiting on a watched signal that
 // closed.
 func (s *Sim) Closed(signal <-chan struct{}) {
-	w := s.watched[signal]
+	w := s.watched.take(signal)
 	if w == nil {
 		return // told twice, or never told of it
 	}
-	delete(s.watched, signal)
 	for _, x := range w.waiters {
 		if x.current() {
 			s.ready.add(x.a)
@@ -338,7 +363,7 @@ func (s *Sim) enlist(a *actor) bool {
 		if c == nil {
 			continue // never closes
 		}
-		if w := s.watched[c]; w != nil {
+		if w := s.watched.get(c); w != nil {
 			w.enlist(a)
 			continue
 		}
@@ -363,8 +388,8 @@ func (s *Sim) drive(reason string, signals []<-chan struct{}) int {
 	if s.driving > 0 {
 		panic("sim: Wait outside an actor while the simulator runs (timer callbacks and hooks must not block)")
 	}
-	s.driving++
-	defer func() { s.driving-- }()
+	s.enter()
+	defer s.leave()
 	for {
 		if i := poll(signals); i >= 0 {
 			return i
@@ -385,7 +410,7 @@ func (s *Sim) drive(reason string, signals []<-chan struct{}) int {
 // when the scheduler resumes the actor, and unwinds the actor (by a panic
 // its coroutine recovers) when Kill stops it instead.
 func (s *Sim) park(a *actor) {
-	if !a.yield(struct{}{}) {
+	if !a.co.yield(struct{}{}) {
 		panic(errKilled)
 	}
 }
@@ -412,16 +437,29 @@ func (p *ActorPanic) Error() string {
 	return fmt.Sprintf("sim: actor %q panicked: %v\n%s", p.Actor, p.Value, p.Stack)
 }
 
-// body is the actor's coroutine.
-func (a *actor) body(yield func(struct{}) bool) {
-	a.yield = yield
+// body is the coroutine's: it runs its actor to the end, hands back, and
+// runs the actor it is given next, until it is stopped.
+func (c *coroutine) body(yield func(struct{}) bool) {
+	c.yield = yield
 	growStack()
+	for {
+		c.a.run()
+		c.a = nil
+		if !yield(struct{}{}) {
+			return
+		}
+	}
+}
+
+// run runs the actor's function on its coroutine, and marks it finished.
+func (a *actor) run() {
 	defer func() {
 		if p := recover(); p != nil && !a.killed {
 			a.panicked = &ActorPanic{Actor: a.name, Value: p, Stack: string(debug.Stack())}
 		}
 		// A killed actor's unwinding may panic in other ways (deferred
 		// code meeting a dead runtime); a crash loses all of it.
+		a.state, a.fn = stateDone, nil // the actors made with it may outlive it
 	}()
 	a.fn()
 }
@@ -468,8 +506,8 @@ var ErrStepLimit = fmt.Errorf("simulation exceeded its step limit")
 // (leaving the remaining actors parked; Kill ends them) when until returns
 // true after a step.
 func (s *Sim) Run(until func() bool) error {
-	s.driving++
-	defer func() { s.driving-- }()
+	s.enter()
+	defer s.leave()
 	for {
 		if until != nil && until() {
 			return nil
@@ -494,8 +532,8 @@ func (s *Sim) Run(until func() bool) error {
 // since their callbacks may start actors. Actors left waiting are not a
 // deadlock here; Run reports those.
 func (s *Sim) RunFor(d time.Duration) error {
-	s.driving++
-	defer func() { s.driving-- }()
+	s.enter()
+	defer s.leave()
 	horizon := s.clock.now.Add(d)
 	for {
 		did, err := s.next(horizon, true)
@@ -524,8 +562,8 @@ func (s *Sim) Settle() error { return s.RunFor(0) }
 // are not an error: a test driving the simulation from outside releases
 // them and runs again.
 func (s *Sim) RunUntilIdle() error {
-	s.driving++
-	defer func() { s.driving-- }()
+	s.enter()
+	defer s.leave()
 	for s.live > 0 {
 		did, err := s.next(time.Time{}, false)
 		if err != nil || !did {
@@ -540,8 +578,8 @@ func (s *Sim) RunUntilIdle() error {
 // It reports whether there was anything to do. A crash campaign stops a
 // run after a chosen number of steps.
 func (s *Sim) Step() bool {
-	s.driving++
-	defer func() { s.driving-- }()
+	s.enter()
+	defer s.leave()
 	did, err := s.next(time.Time{}, false)
 	return did && err == nil
 }
@@ -653,16 +691,54 @@ func (s *Sim) resume(a *actor) {
 	s.cur = a
 	if a.state == stateNew {
 		a.state = stateReady
-		a.next, a.stop = iter.Pull(a.body)
+		a.co = s.coroutine(a)
 	}
-	if _, more := a.next(); !more {
+	if _, more := a.co.next(); !more {
 		a.state = stateDone
+	} else if a.state == stateDone {
+		s.idle = append(s.idle, a.co)
+		a.co = nil
 	}
 	s.cur = nil
 	if p := a.panicked; p != nil {
 		s.Kill()
 		panic(p)
 	}
+}
+
+// coroutine gives an actor that starts an idle coroutine, or its own.
+func (s *Sim) coroutine(a *actor) *coroutine {
+	var c *coroutine
+	if n := len(s.idle); n > 0 {
+		c = s.idle[n-1]
+		s.idle[n-1] = nil
+		s.idle = s.idle[:n-1]
+	} else {
+		c = &a.own
+		c.next, c.stop = iter.Pull(c.body)
+	}
+	c.a = a
+	return c
+}
+
+// enter and leave bracket every call that drives the simulation. When the
+// outermost returns, the idle coroutines end: a Sim that is dropped once
+// its driver returns leaves no goroutine behind but its parked actors'.
+func (s *Sim) enter() { s.driving++ }
+
+func (s *Sim) leave() {
+	if s.driving--; s.driving == 0 {
+		s.endIdle()
+	}
+}
+
+// endIdle stops the idle coroutines.
+func (s *Sim) endIdle() {
+	for _, c := range s.idle {
+		c.stop()
+	}
+	clear(s.idle)
+	s.idle = s.idle[:0]
 }
 
 // remove forgets an actor that finished. Finished actors leave s.actors
@@ -727,13 +803,14 @@ func (s *Sim) Kill() {
 			continue
 		}
 		a.killed = true
-		if a.stop != nil {
+		if a.co != nil {
 			s.cur = a
-			a.stop()
+			a.co.stop()
 			s.cur = nil
 		}
 		a.state = stateDone
 	}
+	s.endIdle()
 	s.actors, s.live, s.polled = nil, 0, nil
 	s.ready.reset(0)
 }

@@ -2,7 +2,9 @@ package sim_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -179,5 +181,132 @@ var _ = Describe("the simulator", func() {
 		Expect(s.Run(nil)).To(MatchError(sim.ErrStepLimit))
 		s.Kill()
 		Expect(s.Live()).To(BeEmpty())
+	})
+})
+
+// goroutineID reads the calling goroutine's id from its stack header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// chain runs n actors one after another: each starts the next as it ends.
+func chain(s *sim.Sim, n int, each func()) {
+	var start func(i int)
+	start = func(i int) {
+		s.Go("link", func() {
+			each()
+			s.Yield(core.Point{Kind: core.PointToolCall})
+			if i+1 < n {
+				start(i + 1)
+			}
+		})
+	}
+	start(0)
+}
+
+var _ = Describe("the simulator's coroutines", func() {
+	It("an actor that starts once another has finished runs on the finished one's coroutine, so a Sim pays for a coroutine per actor alive at once", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		ids := map[string]bool{}
+		chain(s, 10, func() { ids[goroutineID()] = true })
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(ids).To(HaveLen(1), "ten actors, one after another, on one goroutine")
+	})
+
+	It("actors alive at once each run on a coroutine of their own", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		ids := map[string]bool{}
+		for range 3 {
+			s.Go("peer", func() {
+				ids[goroutineID()] = true
+				s.Yield(core.Point{Kind: core.PointToolCall})
+			})
+		}
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(ids).To(HaveLen(3))
+	})
+
+	It("a chain of actors allocates per actor no more than the actor itself", func() {
+		per := func(n int) float64 {
+			return testing.AllocsPerRun(20, func() {
+				s := sim.New(sim.Options{Seed: 1})
+				chain(s, n, func() {})
+				if err := s.Run(nil); err != nil {
+					panic(err)
+				}
+			})
+		}
+		// The actor, its function and its share of the growing lists of
+		// actors and decisions; a coroutine per actor was seven more.
+		Expect((per(41) - per(1)) / 40).To(BeNumerically("<=", 3))
+	})
+
+	It("the idle coroutines end when the call that drives the Sim returns: no goroutine is left behind", func() {
+		before := goleak.IgnoreCurrent()
+		s := sim.New(sim.Options{Seed: 1})
+		chain(s, 5, func() {})
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(goleak.Find(before)).To(Succeed())
+
+		s = sim.New(sim.Options{Seed: 1})
+		chain(s, 5, func() {})
+		for s.Step() {
+		}
+		Expect(goleak.Find(before)).To(Succeed())
+	})
+
+	It("a panic after other actors have finished ends their idle coroutines too", func() {
+		before := goleak.IgnoreCurrent()
+		s := sim.New(sim.Options{Seed: 1})
+		chain(s, 3, func() {})
+		s.Go("faulty", func() {
+			for s.Steps() < 8 {
+				s.Yield(core.Point{Kind: core.PointToolCall})
+			}
+			panic("late")
+		})
+		Expect(func() { _ = s.Run(nil) }).To(PanicWith(BeAssignableToTypeOf(&sim.ActorPanic{})))
+		Expect(s.Live()).To(BeEmpty())
+		Expect(goleak.Find(before)).To(Succeed())
+	})
+})
+
+var _ = Describe("the simulator's footprint", func() {
+	It("New is one allocation: a short run's clock, scheduling stream and first decisions come with the Sim", func() {
+		var s *sim.Sim
+		Expect(testing.AllocsPerRun(20, func() { s = sim.New(sim.Options{Seed: 7}) })).To(BeNumerically("==", 1))
+		Expect(s.Seed()).To(Equal(int64(7)))
+	})
+
+	It("actors and timers are made four at a time, and a Sim's first four of each need no growing list", func() {
+		fn, cb := func() {}, func() {}
+		n := testing.AllocsPerRun(20, func() {
+			s := sim.New(sim.Options{Seed: 7})
+			for range 4 {
+				s.Go("a", fn)
+				s.Clock().AfterFunc(time.Second, cb)
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 3), "the Sim, four actors, four timers")
+	})
+
+	It("a run of sixteen steps or fewer allocates nothing for its decisions, only the Sim, its actor and the actor's coroutine", func() {
+		n := testing.AllocsPerRun(20, func() {
+			s := sim.New(sim.Options{Seed: 7})
+			s.Go("a", func() {
+				for range 15 {
+					s.Yield(core.Point{Kind: core.PointToolCall})
+				}
+			})
+			if err := s.Run(nil); err != nil || len(s.Decisions()) != 16 {
+				panic("not sixteen decisions")
+			}
+		})
+		// The Sim; the actor (made four at a time) and its function; its
+		// coroutine (iter.Pull's six, and the coroutine's body).
+		Expect(n).To(BeNumerically("<=", 10))
 	})
 })
