@@ -298,7 +298,7 @@ func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCa
 	if err := p.completeSchedule(s.schedule, "loop_complete", in.Reason); err != nil {
 		return nil, err
 	}
-	return map[string]any{"schedule_id": s.schedule, "state": store.ScheduleCompleted}, nil
+	return loopEnded{ScheduleID: s.schedule, State: store.ScheduleCompleted}, nil
 }
 
 func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
@@ -313,7 +313,7 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 		if err := p.completeSchedule(s.schedule, "completed", ""); err != nil {
 			return nil, err
 		}
-		return map[string]any{"schedule_id": s.schedule, "state": store.ScheduleCompleted}, nil
+		return loopEnded{ScheduleID: s.schedule, State: store.ScheduleCompleted}, nil
 	}
 	if in.Delay == "" {
 		return nil, modelErr("invalid_arguments", "give a delay such as \"10m\", or completed: true")
@@ -331,8 +331,26 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 	s.loopWaited = true
 	p.armTickerLocked()
 	p.mu.Unlock()
-	return map[string]any{"schedule_id": s.schedule, "delay": clamped.String(), "clamped": clamped != d,
-		"next_run": next.UTC().Format(time.RFC3339)}, nil
+	return loopWaited{ScheduleID: s.schedule, Delay: clamped.String(), Clamped: clamped != d,
+		NextRun: next.UTC().Format(time.RFC3339)}, nil
+}
+
+// loopEnded is what loop_complete, and loop_wait with completed: true,
+// answer. The loop tools answer with structs rather than maps because a
+// dynamic loop calls loop_wait on every run: its fields are in the order
+// of their JSON names, so that the answer reads as a map's would.
+type loopEnded struct {
+	ScheduleID string              `json:"schedule_id"`
+	State      store.ScheduleState `json:"state"`
+}
+
+// loopWaited is what loop_wait answers when it moves the loop's next run
+// (fields in the order of their JSON names, as loopEnded's).
+type loopWaited struct {
+	Clamped    bool   `json:"clamped"`
+	Delay      string `json:"delay"`
+	NextRun    string `json:"next_run"`
+	ScheduleID string `json:"schedule_id"`
 }
 
 func (p *Platform) completeSchedule(id, reason, text string) error {
