@@ -215,8 +215,8 @@ func (p *Platform) writeSchedule(sch store.Schedule) (store.Schedule, error) {
 	return sch, nil
 }
 
-func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, err := decode[struct{ Prompt, Cron, At, In string }](raw)
+func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	in, err := decode[struct{ Prompt, Cron, At, In string }](args)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall
 	return map[string]any{"id": row.ID, "kind": row.Kind, "next_run": row.NextRun.UTC().Format(time.RFC3339)}, nil
 }
 
-func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, _ []byte) (any, error) {
+func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, _ *toolArgs) (any, error) {
 	rows, err := p.store.ListSchedules(p.ctx(), s.user)
 	if err != nil {
 		return nil, err
@@ -275,8 +275,8 @@ func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, 
 	return map[string]any{"schedules": rows}, nil
 }
 
-func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, err := decode[struct{ ID string }](raw)
+func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	in, err := decode[struct{ ID string }](args)
 	if err != nil {
 		return nil, err
 	}
@@ -293,22 +293,24 @@ func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall
 	return map[string]any{"id": in.ID, "deleted": true}, nil
 }
 
-func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, _ := decode[struct{ Reason string }](raw)
+func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	in, _ := decode[struct{ Reason string }](args)
 	if err := p.completeSchedule(s.schedule, "loop_complete", in.Reason); err != nil {
 		return nil, err
 	}
 	return loopEnded{ScheduleID: s.schedule, State: store.ScheduleCompleted}, nil
 }
 
-func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, err := decode[struct {
-		Delay     string `json:"delay"`
-		Completed bool   `json:"completed"`
-	}](raw)
-	if err != nil {
-		return nil, err
+// toolLoopWait reads its input as the runtime validated it (delay a
+// string, completed a boolean, nothing else), with no JSON of it: a
+// dynamic loop calls loop_wait on every run.
+func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	var in struct {
+		Delay     string
+		Completed bool
 	}
+	in.Delay, _ = args.object()["delay"].(string)
+	in.Completed, _ = args.object()["completed"].(bool)
 	if in.Completed {
 		if err := p.completeSchedule(s.schedule, "completed", ""); err != nil {
 			return nil, err
