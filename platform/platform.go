@@ -83,8 +83,9 @@ type Platform struct {
 	flushing bool
 	sessions map[string]*session
 	order    []*session
-	platLog  []Event
-	parked   map[string][]Event // events for sessions not live here
+	events   eventArena // every event of every log below
+	platLog  eventLog
+	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
 	actors   map[uint64]struct{}
@@ -142,7 +143,7 @@ func New(opts Options) (*Platform, error) {
 		store:        opts.Store,
 		instance:     opts.Instance,
 		sessions:     map[string]*session{},
-		parked:       map[string][]Event{},
+		parked:       map[string]eventLog{},
 		variants:     map[variantKey]*core.Agent{},
 		quick:        map[quickKey]*core.Agent{},
 		actors:       map[uint64]struct{}{},
@@ -348,17 +349,52 @@ func (p *Platform) emitLocked(e Event) {
 	p.seq++
 	e.Seq = p.seq
 	e.Time = p.clock.Now()
+	kept := p.events.add(e)
 	switch s := p.sessions[e.Session]; {
 	case e.Session == "":
-		p.platLog = append(p.platLog, e)
+		p.platLog = append(p.platLog, kept)
 	case s != nil:
-		s.log = append(s.log, e)
+		s.log = append(s.log, kept)
 	default:
-		p.parked[e.Session] = append(p.parked[e.Session], e)
+		p.parked[e.Session] = append(p.parked[e.Session], kept)
 	}
 	if p.opts.Observer != nil {
 		p.outbox = append(p.outbox, e)
 	}
+}
+
+// eventArena keeps a platform's events in chunks that are never moved,
+// so that a log is a list of pointers: an event is stored once and a log
+// that grows copies 8 bytes per event, not the whole Event. Chunks start
+// small (a platform with a few events pays for a few) and double up to
+// arenaChunk events.
+type eventArena struct {
+	chunk []Event
+}
+
+// arenaChunk is the most events one chunk of the arena holds.
+const arenaChunk = 128
+
+func (a *eventArena) add(e Event) *Event {
+	if len(a.chunk) == cap(a.chunk) {
+		a.chunk = make([]Event, 0, min(max(2*cap(a.chunk), 8), arenaChunk))
+	}
+	a.chunk = append(a.chunk, e)
+	return &a.chunk[len(a.chunk)-1]
+}
+
+// eventLog is one event log, in order: a session's, the platform's, or a
+// session's not live here. Its events are in the platform's arena and
+// never change.
+type eventLog []*Event
+
+// events appends copies of the log's events to out.
+func (l eventLog) events(out []Event) []Event {
+	out = slices.Grow(out, len(l))
+	for _, e := range l {
+		out = append(out, *e)
+	}
+	return out
 }
 
 // unlock releases p.mu and then hands queued events to the observer, so
@@ -393,12 +429,12 @@ func (p *Platform) Events(session string) []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if session == "" {
-		return slices.Clone(p.platLog)
+		return p.platLog.events(nil)
 	}
 	if s := p.sessions[session]; s != nil {
-		return slices.Clone(s.log)
+		return s.log.events(nil)
 	}
-	return slices.Clone(p.parked[session])
+	return p.parked[session].events(nil)
 }
 
 // AllEvents returns every event of every live session and the platform
@@ -406,12 +442,12 @@ func (p *Platform) Events(session string) []Event {
 func (p *Platform) AllEvents() []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := slices.Clone(p.platLog)
+	out := p.platLog.events(nil)
 	for _, s := range p.order {
-		out = append(out, s.log...)
+		out = s.log.events(out)
 	}
 	for _, id := range keys.Sorted(p.parked) {
-		out = append(out, p.parked[id]...)
+		out = p.parked[id].events(out)
 	}
 	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out

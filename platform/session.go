@@ -79,7 +79,7 @@ type session struct {
 	state    State
 	active   bool // its actor is running
 	history  []core.Message
-	log      []Event
+	log      eventLog
 	pending  []string
 	turns    int
 	cancel   context.CancelCauseFunc
@@ -217,7 +217,7 @@ const sessionLog = 6
 
 func (p *Platform) addLocked(s *session) {
 	if s.log == nil {
-		s.log = make([]Event, 0, sessionLog)
+		s.log = make(eventLog, 0, sessionLog)
 	}
 	s.state = StateIdle
 	s.created = p.clock.Now()
