@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -361,7 +360,7 @@ func (m *Memory) Due(_ context.Context, now time.Time) ([]Schedule, error) {
 			out = append(out, cloneSchedule(s))
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].NextRun.Before(out[j].NextRun) })
+	slices.SortStableFunc(out, func(a, b Schedule) int { return a.NextRun.Compare(b.NextRun) })
 	return out, nil
 }
 
@@ -492,7 +491,7 @@ func (m *Memory) ListFiles(_ context.Context, prefix string) ([]FileMeta, error)
 			out = append(out, f.meta)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	slices.SortFunc(out, func(a, b FileMeta) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 

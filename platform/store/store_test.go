@@ -310,6 +310,20 @@ var _ = Describe("Schedules and files", func() {
 				Expect(got.Reason).To(Equal("expired"))
 			})
 
+			It("lists due rows earliest first, and rows due at the same instant in the order they were created", func() {
+				for i, at := range []time.Duration{2 * time.Hour, time.Hour, 2 * time.Hour, time.Hour, 3 * time.Hour} {
+					Expect(s.CreateSchedule(ctx, store.Schedule{ID: fmt.Sprintf("s%d", i), User: "ada", Kind: store.ScheduleOnce,
+						State: store.ScheduleActive, CreatedAt: t0, NextRun: t0.Add(at)})).To(Succeed())
+				}
+				due, err := s.Due(ctx, t0.Add(2*time.Hour))
+				Expect(err).NotTo(HaveOccurred())
+				ids := make([]string, len(due))
+				for i, d := range due {
+					ids[i] = d.ID
+				}
+				Expect(ids).To(Equal([]string{"s1", "s3", "s0", "s2"}))
+			})
+
 			It("a task and a schedule keep their creator's authority and their tree's root through every read and change", func() {
 				auth := store.Authority{Excluded: []string{"write_file", "platform:ask_user_question"}, Restricted: true,
 					Allowed: []string{}}
