@@ -180,8 +180,8 @@ func (p *Platform) signalAfterLocked(d time.Duration) (<-chan struct{}, *timerSl
 	if p.closing {
 		return sig.C(), nil
 	}
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	p.timers[slot] = struct{}{}
 	slot.t = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()

@@ -59,8 +59,8 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 	if p.closing {
 		return
 	}
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	run := func() {
 		now := p.clock.Now()
 		for _, j := range jobs {
@@ -72,6 +72,7 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		}
 		p.mu.Unlock()
 	}
+	body := p.actor(run)
 	p.timers[slot] = struct{}{}
 	slot.t = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()
@@ -81,7 +82,7 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		}
 		for _, j := range jobs {
 			if j.idle == nil || !j.idle() {
-				p.goLocked(name, run)
+				p.startLocked(name, body)
 				return
 			}
 		}

@@ -88,9 +88,9 @@ type Platform struct {
 	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
-	actors   map[uint64]struct{}
+	actors   int         // actors started and not yet ended
 	drained  core.Signal // closed when closing and the last actor ended
-	actorSeq uint64
+	slotSeq  uint64      // orders the timer slots (begin stops them in order)
 	timers   map[*timerSlot]struct{}
 
 	delegations  map[string]*delegation // by child session id
@@ -146,7 +146,6 @@ func New(opts Options) (*Platform, error) {
 		parked:       map[string]eventLog{},
 		variants:     map[variantKey]*core.Agent{},
 		quick:        map[quickKey]*core.Agent{},
-		actors:       map[uint64]struct{}{},
 		drained:      core.NewSignal(opts.Core.Executor),
 		timers:       map[*timerSlot]struct{}{},
 		delegations:  map[string]*delegation{},
@@ -251,7 +250,7 @@ func (p *Platform) begin(cause error) <-chan struct{} {
 		t.stop()
 	}
 	clear(p.timers)
-	if len(p.actors) == 0 {
+	if p.actors == 0 {
 		p.drained.Close()
 	}
 	p.mu.Unlock()
@@ -269,26 +268,44 @@ func (p *Platform) durable(fn func() error) error {
 	return fn()
 }
 
-// goLocked starts a tracked actor. It refuses once the platform is closing.
+// goLocked starts a tracked actor running fn. It refuses once the
+// platform is closing.
 func (p *Platform) goLocked(name string, fn func()) bool {
+	return p.startLocked(name, p.actor(fn))
+}
+
+// actor is the body of a tracked actor that runs fn: it ends by telling
+// the platform (actorEnded). A job that runs as an actor again and again
+// (the ticker's pass, a sweep, a session's turns) makes its body once and
+// starts it with startLocked, so that a start allocates nothing of the
+// platform's.
+func (p *Platform) actor(fn func()) func() {
+	return func() {
+		defer p.actorEnded()
+		fn()
+	}
+}
+
+// startLocked starts a tracked actor whose body p.actor made. It refuses
+// once the platform is closing.
+func (p *Platform) startLocked(name string, body func()) bool {
 	if p.closing {
 		return false
 	}
-	p.actorSeq++
-	id := p.actorSeq
-	p.actors[id] = struct{}{}
-	p.exec.Go(name, func() {
-		defer func() {
-			p.mu.Lock()
-			delete(p.actors, id)
-			if p.closing && len(p.actors) == 0 {
-				p.drained.Close()
-			}
-			p.mu.Unlock()
-		}()
-		fn()
-	})
+	p.actors++
+	p.exec.Go(name, body)
 	return true
+}
+
+// actorEnded is the last thing a tracked actor does; the last one to end
+// after Close or Crash began drains the platform.
+func (p *Platform) actorEnded() {
+	p.mu.Lock()
+	p.actors--
+	if p.closing && p.actors == 0 {
+		p.drained.Close()
+	}
+	p.mu.Unlock()
 }
 
 // timerSlot is a clock timer the platform owns; Close stops it.
@@ -309,8 +326,8 @@ func (p *Platform) afterLocked(d time.Duration, name string, fn func()) *timerSl
 	if p.closing {
 		return nil
 	}
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	p.timers[slot] = struct{}{}
 	slot.t = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()

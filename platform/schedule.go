@@ -385,10 +385,11 @@ func (p *Platform) startScheduler() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.nextRecovery = p.clock.Now().Add(p.opts.ScheduleRecoveryInterval)
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	p.tickSlot = slot
 	p.timers[slot] = struct{}{}
+	pass := p.actor(p.tick)
 	slot.t = p.clock.AfterFunc(p.opts.SchedulePollInterval, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -405,9 +406,7 @@ func (p *Platform) startScheduler() {
 			p.armTickerNextLocked(next, ok)
 			return
 		}
-		p.goLocked("scheduled-work ticker", func() {
-			p.tick()
-		})
+		p.startLocked("scheduled-work ticker", pass)
 	})
 	p.tickAt, p.tickArmed = p.clock.Now().Add(p.opts.SchedulePollInterval), true
 	p.armTickerLocked()

@@ -76,17 +76,21 @@ type session struct {
 	budget           int
 	created          time.Time
 
-	state    State
-	active   bool // its actor is running
-	history  []core.Message
-	log      eventLog
-	pending  []string
-	turns    int
-	cancel   context.CancelCauseFunc
-	children []string
-	lastSeen time.Time // last provider step, for stale detection
-	output   string    // the last turn's final output
-	variant  *core.Agent
+	state  State
+	active bool // its actor is running
+	// actorName and body start its actor (wakeLocked), made at its first
+	// wake-up.
+	actorName string
+	body      func()
+	history   []core.Message
+	log       eventLog
+	pending   []string
+	turns     int
+	cancel    context.CancelCauseFunc
+	children  []string
+	lastSeen  time.Time // last provider step, for stale detection
+	output    string    // the last turn's final output
+	variant   *core.Agent
 	// labels tag every turn's run-start event; inbox delivers messages
 	// queued while a turn runs into that turn's next provider step.
 	labels map[string]string
@@ -301,7 +305,10 @@ func (p *Platform) wakeLocked(s *session) {
 	if s.active || s.state.Terminal() || len(s.pending) == 0 {
 		return
 	}
-	s.active = p.goLocked("session "+s.id, func() { p.runSession(s) })
+	if s.body == nil {
+		s.actorName, s.body = "session "+s.id, p.actor(func() { p.runSession(s) })
+	}
+	s.active = p.startLocked(s.actorName, s.body)
 }
 
 // setStateLocked changes a session's state. Running and idle are implied
