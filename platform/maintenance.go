@@ -96,7 +96,15 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 	p.mu.Lock()
 	defer p.unlock()
-	for _, root := range keys.Sorted(p.board) {
+	// The roots in order, in a buffer kept for the next sweep: the board
+	// sweeper runs every few minutes while any tree has a note.
+	roots := p.sweepRoots[:0]
+	for root := range p.board {
+		roots = append(roots, root)
+	}
+	slices.Sort(roots)
+	p.sweepRoots = roots
+	for _, root := range roots {
 		b := p.board[root]
 		for _, k := range keys.Sorted(b.claims) {
 			if c := b.claims[k]; !c.Expires.After(now) {

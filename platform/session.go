@@ -84,6 +84,7 @@ type session struct {
 	body      func()
 	history   []core.Message
 	log       eventLog
+	logBuf    [sessionLog]*Event // the log's first room
 	pending   []string
 	turns     int
 	cancel    context.CancelCauseFunc
@@ -215,13 +216,13 @@ func newRoot(id string, tmpl *core.Agent, opts SessionOptions) *session {
 		excluded: slices.Clone(opts.ExcludedTools), allowed: slices.Clone(opts.AllowedTools), budget: opts.MaxIterations}
 }
 
-// sessionLog is the room a new session's log starts with: a turn of a
-// child session logs about this many events.
+// sessionLog is the room a new session's log starts with, inside the
+// session itself: a turn of a child session logs about this many events.
 const sessionLog = 6
 
 func (p *Platform) addLocked(s *session) {
 	if s.log == nil {
-		s.log = make(eventLog, 0, sessionLog)
+		s.log = s.logBuf[:0]
 	}
 	s.state = StateIdle
 	s.created = p.clock.Now()
@@ -306,7 +307,7 @@ func (p *Platform) wakeLocked(s *session) {
 		return
 	}
 	if s.body == nil {
-		s.actorName, s.body = "session "+s.id, p.actor(func() { p.runSession(s) })
+		s.actorName, s.body = "session "+s.id, func() { p.runSession(s) }
 	}
 	s.active = p.startLocked(s.actorName, s.body)
 }
@@ -344,7 +345,10 @@ func (t turnEnd) status() string {
 }
 
 // runSession is a session's actor: it runs turns while input is queued.
+// It is its actor's whole body, so it ends as every tracked actor does
+// (actorEnded), with no wrapper of p.actor around it.
 func (p *Platform) runSession(s *session) {
+	defer p.actorEnded()
 	for {
 		p.mu.Lock()
 		if p.closing || s.state.Terminal() || len(s.pending) == 0 {
