@@ -118,5 +118,23 @@ func appendQuoted(b []byte, k, v string) []byte {
 	b = append(b, ' ')
 	b = append(b, k...)
 	b = append(b, '=')
+	if quotesAsIs(v) {
+		b = append(b, '"')
+		b = append(b, v...)
+		return append(b, '"')
+	}
 	return strconv.AppendQuote(b, v)
+}
+
+// quotesAsIs reports whether strconv.Quote writes v between its quotes
+// unchanged: printable ASCII with no quote and no backslash, as most
+// event texts are (Quote's rune-by-rune walk is the rest of the line's
+// cost).
+func quotesAsIs(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -24,6 +25,20 @@ var _ = Describe("An event's one-line rendering", func() {
 			` metadata={"tests_run":3}`))
 		Expect(platform.Event{Type: platform.EventSchedulerLeader, Parents: []string{""}}.String()).
 			To(Equal("platform scheduler.leader"), "the platform log's name, and no field that is empty")
+	})
+
+	It("quotes free text as strconv.Quote does, whatever bytes it holds", func() {
+		texts := []string{"", "the build is green", `say "hi"`, `a\b`, "naïve", "tab\there", "\xff\xfe", "日本"}
+		for c := 0; c < 256; c++ {
+			texts = append(texts, string([]byte{'a', byte(c), 'z'}))
+		}
+		for _, text := range texts {
+			want := "platform loop.result"
+			if text != "" {
+				want += " text=" + strconv.Quote(text)
+			}
+			Expect(platform.Event{Type: platform.EventLoopResult, Text: text}.String()).To(Equal(want), "text %q", text)
+		}
 	})
 
 	It("allocates only the line itself: a trace line per event costs one allocation", func() {
