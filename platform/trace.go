@@ -98,15 +98,19 @@ func (e Event) appendText(b []byte) []byte {
 	return b
 }
 
+// appendKey appends " k=".
+func appendKey(b []byte, k string) []byte {
+	b = append(b, ' ')
+	b = append(b, k...)
+	return append(b, '=')
+}
+
 // appendField appends " k=v" unless v is empty.
 func appendField(b []byte, k, v string) []byte {
 	if v == "" {
 		return b
 	}
-	b = append(b, ' ')
-	b = append(b, k...)
-	b = append(b, '=')
-	return append(b, v...)
+	return append(appendKey(b, k), v...)
 }
 
 // appendQuoted appends " k=" and v as a Go string literal unless v is
@@ -115,9 +119,7 @@ func appendQuoted(b []byte, k, v string) []byte {
 	if v == "" {
 		return b
 	}
-	b = append(b, ' ')
-	b = append(b, k...)
-	b = append(b, '=')
+	b = appendKey(b, k)
 	if quotesAsIs(v) {
 		b = append(b, '"')
 		b = append(b, v...)
