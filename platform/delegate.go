@@ -32,13 +32,13 @@ type DelegationResult struct {
 	Error     string `json:"error,omitempty"`
 }
 
-func (p *Platform) toolDelegateTask(ctx context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
+func (p *Platform) toolDelegateTask(ctx context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
 	in, err := decode[struct {
 		Goal  string   `json:"goal"`
 		Goals []string `json:"goals"`
 		Agent string   `json:"agent"`
 		Role  Role     `json:"role"`
-	}](raw)
+	}](args)
 	if err != nil {
 		return nil, err
 	}
@@ -180,8 +180,8 @@ func (p *Platform) signalAfterLocked(d time.Duration) (<-chan struct{}, *timerSl
 	if p.closing {
 		return sig.C(), nil
 	}
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	p.timers[slot] = struct{}{}
 	slot.t = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()

@@ -59,8 +59,8 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 	if p.closing {
 		return
 	}
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	run := func() {
 		now := p.clock.Now()
 		for _, j := range jobs {
@@ -72,6 +72,7 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		}
 		p.mu.Unlock()
 	}
+	body := p.actor(run)
 	p.timers[slot] = struct{}{}
 	slot.t = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()
@@ -81,7 +82,7 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		}
 		for _, j := range jobs {
 			if j.idle == nil || !j.idle() {
-				p.goLocked(name, run)
+				p.startLocked(name, body)
 				return
 			}
 		}
@@ -95,7 +96,15 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 	p.mu.Lock()
 	defer p.unlock()
-	for _, root := range keys.Sorted(p.board) {
+	// The roots in order, in a buffer kept for the next sweep: the board
+	// sweeper runs every few minutes while any tree has a note.
+	roots := p.sweepRoots[:0]
+	for root := range p.board {
+		roots = append(roots, root)
+	}
+	slices.Sort(roots)
+	p.sweepRoots = roots
+	for _, root := range roots {
 		b := p.board[root]
 		for _, k := range keys.Sorted(b.claims) {
 			if c := b.claims[k]; !c.Expires.After(now) {

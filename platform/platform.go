@@ -83,13 +83,14 @@ type Platform struct {
 	flushing bool
 	sessions map[string]*session
 	order    []*session
-	platLog  []Event
-	parked   map[string][]Event // events for sessions not live here
+	events   eventArena // every event of every log below
+	platLog  eventLog
+	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
-	actors   map[uint64]struct{}
+	actors   int         // actors started and not yet ended
 	drained  core.Signal // closed when closing and the last actor ended
-	actorSeq uint64
+	slotSeq  uint64      // orders the timer slots (begin stops them in order)
 	timers   map[*timerSlot]struct{}
 
 	delegations  map[string]*delegation // by child session id
@@ -97,6 +98,7 @@ type Platform struct {
 	stranded     map[string]StrandedReason // task id → why it was reported stranded
 	posts        []Post
 	board        map[string]*board // by root
+	sweepRoots   []string          // SweepBoard's buffer
 	inbox        []*InboxItem
 	pendingInbox int
 	artifacts    map[string][]Artifact // by session
@@ -142,10 +144,9 @@ func New(opts Options) (*Platform, error) {
 		store:        opts.Store,
 		instance:     opts.Instance,
 		sessions:     map[string]*session{},
-		parked:       map[string][]Event{},
+		parked:       map[string]eventLog{},
 		variants:     map[variantKey]*core.Agent{},
 		quick:        map[quickKey]*core.Agent{},
-		actors:       map[uint64]struct{}{},
 		drained:      core.NewSignal(opts.Core.Executor),
 		timers:       map[*timerSlot]struct{}{},
 		delegations:  map[string]*delegation{},
@@ -250,7 +251,7 @@ func (p *Platform) begin(cause error) <-chan struct{} {
 		t.stop()
 	}
 	clear(p.timers)
-	if len(p.actors) == 0 {
+	if p.actors == 0 {
 		p.drained.Close()
 	}
 	p.mu.Unlock()
@@ -268,26 +269,44 @@ func (p *Platform) durable(fn func() error) error {
 	return fn()
 }
 
-// goLocked starts a tracked actor. It refuses once the platform is closing.
+// goLocked starts a tracked actor running fn. It refuses once the
+// platform is closing.
 func (p *Platform) goLocked(name string, fn func()) bool {
+	return p.startLocked(name, p.actor(fn))
+}
+
+// actor is the body of a tracked actor that runs fn: it ends by telling
+// the platform (actorEnded). A job that runs as an actor again and again
+// (the ticker's pass, a sweep, a session's turns) makes its body once and
+// starts it with startLocked, so that a start allocates nothing of the
+// platform's.
+func (p *Platform) actor(fn func()) func() {
+	return func() {
+		defer p.actorEnded()
+		fn()
+	}
+}
+
+// startLocked starts a tracked actor whose body p.actor made. It refuses
+// once the platform is closing.
+func (p *Platform) startLocked(name string, body func()) bool {
 	if p.closing {
 		return false
 	}
-	p.actorSeq++
-	id := p.actorSeq
-	p.actors[id] = struct{}{}
-	p.exec.Go(name, func() {
-		defer func() {
-			p.mu.Lock()
-			delete(p.actors, id)
-			if p.closing && len(p.actors) == 0 {
-				p.drained.Close()
-			}
-			p.mu.Unlock()
-		}()
-		fn()
-	})
+	p.actors++
+	p.exec.Go(name, body)
 	return true
+}
+
+// actorEnded is the last thing a tracked actor does; the last one to end
+// after Close or Crash began drains the platform.
+func (p *Platform) actorEnded() {
+	p.mu.Lock()
+	p.actors--
+	if p.closing && p.actors == 0 {
+		p.drained.Close()
+	}
+	p.mu.Unlock()
 }
 
 // timerSlot is a clock timer the platform owns; Close stops it.
@@ -308,8 +327,8 @@ func (p *Platform) afterLocked(d time.Duration, name string, fn func()) *timerSl
 	if p.closing {
 		return nil
 	}
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	p.timers[slot] = struct{}{}
 	slot.t = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()
@@ -348,17 +367,52 @@ func (p *Platform) emitLocked(e Event) {
 	p.seq++
 	e.Seq = p.seq
 	e.Time = p.clock.Now()
+	kept := p.events.add(e)
 	switch s := p.sessions[e.Session]; {
 	case e.Session == "":
-		p.platLog = append(p.platLog, e)
+		p.platLog = append(p.platLog, kept)
 	case s != nil:
-		s.log = append(s.log, e)
+		s.log = append(s.log, kept)
 	default:
-		p.parked[e.Session] = append(p.parked[e.Session], e)
+		p.parked[e.Session] = append(p.parked[e.Session], kept)
 	}
 	if p.opts.Observer != nil {
 		p.outbox = append(p.outbox, e)
 	}
+}
+
+// eventArena keeps a platform's events in chunks that are never moved,
+// so that a log is a list of pointers: an event is stored once and a log
+// that grows copies 8 bytes per event, not the whole Event. Chunks start
+// small (a platform with a few events pays for a few) and double up to
+// arenaChunk events.
+type eventArena struct {
+	chunk []Event
+}
+
+// arenaChunk is the most events one chunk of the arena holds.
+const arenaChunk = 128
+
+func (a *eventArena) add(e Event) *Event {
+	if len(a.chunk) == cap(a.chunk) {
+		a.chunk = make([]Event, 0, min(max(2*cap(a.chunk), 8), arenaChunk))
+	}
+	a.chunk = append(a.chunk, e)
+	return &a.chunk[len(a.chunk)-1]
+}
+
+// eventLog is one event log, in order: a session's, the platform's, or a
+// session's not live here. Its events are in the platform's arena and
+// never change.
+type eventLog []*Event
+
+// events appends copies of the log's events to out.
+func (l eventLog) events(out []Event) []Event {
+	out = slices.Grow(out, len(l))
+	for _, e := range l {
+		out = append(out, *e)
+	}
+	return out
 }
 
 // unlock releases p.mu and then hands queued events to the observer, so
@@ -393,12 +447,12 @@ func (p *Platform) Events(session string) []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if session == "" {
-		return slices.Clone(p.platLog)
+		return p.platLog.events(nil)
 	}
 	if s := p.sessions[session]; s != nil {
-		return slices.Clone(s.log)
+		return s.log.events(nil)
 	}
-	return slices.Clone(p.parked[session])
+	return p.parked[session].events(nil)
 }
 
 // AllEvents returns every event of every live session and the platform
@@ -406,12 +460,12 @@ func (p *Platform) Events(session string) []Event {
 func (p *Platform) AllEvents() []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := slices.Clone(p.platLog)
+	out := p.platLog.events(nil)
 	for _, s := range p.order {
-		out = append(out, s.log...)
+		out = s.log.events(out)
 	}
 	for _, id := range keys.Sorted(p.parked) {
-		out = append(out, p.parked[id]...)
+		out = p.parked[id].events(out)
 	}
 	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out

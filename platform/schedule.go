@@ -215,8 +215,8 @@ func (p *Platform) writeSchedule(sch store.Schedule) (store.Schedule, error) {
 	return sch, nil
 }
 
-func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, err := decode[struct{ Prompt, Cron, At, In string }](raw)
+func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	in, err := decode[struct{ Prompt, Cron, At, In string }](args)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall
 	return map[string]any{"id": row.ID, "kind": row.Kind, "next_run": row.NextRun.UTC().Format(time.RFC3339)}, nil
 }
 
-func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, _ []byte) (any, error) {
+func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, _ *toolArgs) (any, error) {
 	rows, err := p.store.ListSchedules(p.ctx(), s.user)
 	if err != nil {
 		return nil, err
@@ -275,8 +275,8 @@ func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, 
 	return map[string]any{"schedules": rows}, nil
 }
 
-func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, err := decode[struct{ ID string }](raw)
+func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	in, err := decode[struct{ ID string }](args)
 	if err != nil {
 		return nil, err
 	}
@@ -293,27 +293,29 @@ func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall
 	return map[string]any{"id": in.ID, "deleted": true}, nil
 }
 
-func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, _ := decode[struct{ Reason string }](raw)
+func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	in, _ := decode[struct{ Reason string }](args)
 	if err := p.completeSchedule(s.schedule, "loop_complete", in.Reason); err != nil {
 		return nil, err
 	}
-	return map[string]any{"schedule_id": s.schedule, "state": store.ScheduleCompleted}, nil
+	return loopEnded{ScheduleID: s.schedule, State: store.ScheduleCompleted}, nil
 }
 
-func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, raw []byte) (any, error) {
-	in, err := decode[struct {
-		Delay     string `json:"delay"`
-		Completed bool   `json:"completed"`
-	}](raw)
-	if err != nil {
-		return nil, err
+// toolLoopWait reads its input as the runtime validated it (delay a
+// string, completed a boolean, nothing else), with no JSON of it: a
+// dynamic loop calls loop_wait on every run.
+func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+	var in struct {
+		Delay     string
+		Completed bool
 	}
+	in.Delay, _ = args.object()["delay"].(string)
+	in.Completed, _ = args.object()["completed"].(bool)
 	if in.Completed {
 		if err := p.completeSchedule(s.schedule, "completed", ""); err != nil {
 			return nil, err
 		}
-		return map[string]any{"schedule_id": s.schedule, "state": store.ScheduleCompleted}, nil
+		return loopEnded{ScheduleID: s.schedule, State: store.ScheduleCompleted}, nil
 	}
 	if in.Delay == "" {
 		return nil, modelErr("invalid_arguments", "give a delay such as \"10m\", or completed: true")
@@ -331,8 +333,26 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 	s.loopWaited = true
 	p.armTickerLocked()
 	p.mu.Unlock()
-	return map[string]any{"schedule_id": s.schedule, "delay": clamped.String(), "clamped": clamped != d,
-		"next_run": next.UTC().Format(time.RFC3339)}, nil
+	return loopWaited{ScheduleID: s.schedule, Delay: clamped.String(), Clamped: clamped != d,
+		NextRun: next.UTC().Format(time.RFC3339)}, nil
+}
+
+// loopEnded is what loop_complete, and loop_wait with completed: true,
+// answer. The loop tools answer with structs rather than maps because a
+// dynamic loop calls loop_wait on every run: its fields are in the order
+// of their JSON names, so that the answer reads as a map's would.
+type loopEnded struct {
+	ScheduleID string              `json:"schedule_id"`
+	State      store.ScheduleState `json:"state"`
+}
+
+// loopWaited is what loop_wait answers when it moves the loop's next run
+// (fields in the order of their JSON names, as loopEnded's).
+type loopWaited struct {
+	Clamped    bool   `json:"clamped"`
+	Delay      string `json:"delay"`
+	NextRun    string `json:"next_run"`
+	ScheduleID string `json:"schedule_id"`
 }
 
 func (p *Platform) completeSchedule(id, reason, text string) error {
@@ -365,10 +385,11 @@ func (p *Platform) startScheduler() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.nextRecovery = p.clock.Now().Add(p.opts.ScheduleRecoveryInterval)
-	p.actorSeq++
-	slot := &timerSlot{seq: p.actorSeq}
+	p.slotSeq++
+	slot := &timerSlot{seq: p.slotSeq}
 	p.tickSlot = slot
 	p.timers[slot] = struct{}{}
+	pass := p.actor(p.tick)
 	slot.t = p.clock.AfterFunc(p.opts.SchedulePollInterval, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -385,9 +406,7 @@ func (p *Platform) startScheduler() {
 			p.armTickerNextLocked(next, ok)
 			return
 		}
-		p.goLocked("scheduled-work ticker", func() {
-			p.tick()
-		})
+		p.startLocked("scheduled-work ticker", pass)
 	})
 	p.tickAt, p.tickArmed = p.clock.Now().Add(p.opts.SchedulePollInterval), true
 	p.armTickerLocked()

@@ -220,6 +220,10 @@ var _ = Describe("Scheduled sessions and loops", func() {
 		Expect(at).To(Equal([]time.Duration{0, time.Minute, time.Minute + time.Hour, 81 * time.Minute}))
 		Expect(jsonOf(results[0])).To(HaveKeyWithValue("clamped", true))
 		Expect(jsonOf(results[1])).To(HaveKeyWithValue("delay", "1h0m0s"))
+		// The answers' text, byte for byte: keys in name order, as the
+		// model has always read them.
+		Expect(results[0]).To(Equal(`{"clamped":true,"delay":"1m0s","next_run":"2026-03-02T09:01:00Z","schedule_id":"` + rows[0].ID + `"}`))
+		Expect(results[3]).To(Equal(`{"schedule_id":"` + rows[0].ID + `","state":"completed"}`))
 		Expect(rows[0].State).To(Equal(store.ScheduleCompleted))
 		Expect(rows[0].Reason).To(Equal("completed"))
 	})

@@ -76,17 +76,22 @@ type session struct {
 	budget           int
 	created          time.Time
 
-	state    State
-	active   bool // its actor is running
-	history  []core.Message
-	log      []Event
-	pending  []string
-	turns    int
-	cancel   context.CancelCauseFunc
-	children []string
-	lastSeen time.Time // last provider step, for stale detection
-	output   string    // the last turn's final output
-	variant  *core.Agent
+	state  State
+	active bool // its actor is running
+	// actorName and body start its actor (wakeLocked), made at its first
+	// wake-up.
+	actorName string
+	body      func()
+	history   []core.Message
+	log       eventLog
+	logBuf    [sessionLog]*Event // the log's first room
+	pending   []string
+	turns     int
+	cancel    context.CancelCauseFunc
+	children  []string
+	lastSeen  time.Time // last provider step, for stale detection
+	output    string    // the last turn's final output
+	variant   *core.Agent
 	// labels tag every turn's run-start event; inbox delivers messages
 	// queued while a turn runs into that turn's next provider step.
 	labels map[string]string
@@ -211,13 +216,13 @@ func newRoot(id string, tmpl *core.Agent, opts SessionOptions) *session {
 		excluded: slices.Clone(opts.ExcludedTools), allowed: slices.Clone(opts.AllowedTools), budget: opts.MaxIterations}
 }
 
-// sessionLog is the room a new session's log starts with: a turn of a
-// child session logs about this many events.
+// sessionLog is the room a new session's log starts with, inside the
+// session itself: a turn of a child session logs about this many events.
 const sessionLog = 6
 
 func (p *Platform) addLocked(s *session) {
 	if s.log == nil {
-		s.log = make([]Event, 0, sessionLog)
+		s.log = s.logBuf[:0]
 	}
 	s.state = StateIdle
 	s.created = p.clock.Now()
@@ -301,7 +306,10 @@ func (p *Platform) wakeLocked(s *session) {
 	if s.active || s.state.Terminal() || len(s.pending) == 0 {
 		return
 	}
-	s.active = p.goLocked("session "+s.id, func() { p.runSession(s) })
+	if s.body == nil {
+		s.actorName, s.body = "session "+s.id, func() { p.runSession(s) }
+	}
+	s.active = p.startLocked(s.actorName, s.body)
 }
 
 // setStateLocked changes a session's state. Running and idle are implied
@@ -337,7 +345,10 @@ func (t turnEnd) status() string {
 }
 
 // runSession is a session's actor: it runs turns while input is queued.
+// It is its actor's whole body, so it ends as every tracked actor does
+// (actorEnded), with no wrapper of p.actor around it.
 func (p *Platform) runSession(s *session) {
+	defer p.actorEnded()
 	for {
 		p.mu.Lock()
 		if p.closing || s.state.Terminal() || len(s.pending) == 0 {

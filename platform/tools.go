@@ -49,7 +49,34 @@ var (
 type toolDef struct {
 	desc   string
 	schema string
-	run    func(ctx context.Context, s *session, call core.ToolCall, raw []byte) (any, error)
+	run    func(ctx context.Context, s *session, call core.ToolCall, args *toolArgs) (any, error)
+}
+
+// toolArgs are a platform tool call's arguments: the input as the runtime
+// decoded it and validated it against the tool's schema, and its JSON,
+// made when a tool first asks for it (decode, once). A tool that reads the
+// input itself (loop_wait, on every run of a dynamic loop) costs no JSON.
+type toolArgs struct {
+	input any
+	raw   []byte
+	err   error
+	made  bool
+}
+
+// json is the input's JSON (encoding/json's, keys sorted): what decode
+// reads and once digests.
+func (a *toolArgs) json() ([]byte, error) {
+	if !a.made {
+		a.raw, a.err = json.Marshal(a.input)
+		a.made = true
+	}
+	return a.raw, a.err
+}
+
+// object is the input as the JSON object the runtime decoded.
+func (a *toolArgs) object() map[string]any {
+	m, _ := a.input.(map[string]any)
+	return m
 }
 
 // platformTools builds the platform's tools. Each finds its calling
@@ -138,14 +165,11 @@ func (p *Platform) platformTools() map[string]*core.Tool {
 				if s == nil {
 					return nil, &core.ModelError{Code: "no_session", Message: name + " runs only inside a platform session"}
 				}
-				raw, err := json.Marshal(input)
-				if err != nil {
-					return nil, err
-				}
+				args := &toolArgs{input: input}
 				if !actsOnce[name] {
-					return d.run(ctx, s, call, raw)
+					return d.run(ctx, s, call, args)
 				}
-				return p.once(ctx, s, name, raw, func() (any, error) { return d.run(ctx, s, call, raw) })
+				return p.once(ctx, s, name, args, func() (any, error) { return d.run(ctx, s, call, args) })
 			},
 		}
 	}
@@ -180,10 +204,14 @@ type callRecord struct {
 // same identity with the same arguments gets the recorded answer; with
 // different arguments, a conflict error (as core does for background
 // calls).
-func (p *Platform) once(ctx context.Context, s *session, tool string, raw []byte, run func() (any, error)) (any, error) {
+func (p *Platform) once(ctx context.Context, s *session, tool string, args *toolArgs, run func() (any, error)) (any, error) {
 	ci, ok := core.CallOf(ctx)
 	if !ok {
 		return run()
+	}
+	raw, err := args.json()
+	if err != nil {
+		return nil, err
 	}
 	key := callIdentity{run: ci.Turn, step: ci.Step, callID: ci.CallID, tool: tool}
 	digest := sha256.Sum256(raw)
@@ -206,8 +234,12 @@ func (p *Platform) once(ctx context.Context, s *session, tool string, raw []byte
 	return out, err
 }
 
-func decode[T any](raw []byte) (T, error) {
+func decode[T any](args *toolArgs) (T, error) {
 	var v T
+	raw, err := args.json()
+	if err != nil {
+		return v, err
+	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, &core.ModelError{Code: "invalid_arguments", Message: err.Error()}
 	}

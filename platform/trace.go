@@ -2,7 +2,6 @@ package platform
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/crux-sim/crux-sim/core/trace"
@@ -44,53 +43,100 @@ func TraceObserver(rec *trace.Recorder) Observer {
 //
 //	session-1 worker.complete child=session-2 status=completed text="the answer"
 func (e Event) String() string {
-	var b strings.Builder
+	// Rendered into a buffer on the stack: the string is the one
+	// allocation, unless the line is longer than the buffer.
+	var buf [512]byte
+	return string(e.appendText(buf[:0]))
+}
+
+// appendText appends the one-line rendering of String to b.
+func (e Event) appendText(b []byte) []byte {
 	log := e.Session
 	if log == "" {
 		log = "platform"
 	}
-	b.WriteString(log)
-	b.WriteByte(' ')
-	b.WriteString(string(e.Type))
-	field := func(k, v string) {
-		if v != "" {
-			b.WriteByte(' ')
-			b.WriteString(k)
-			b.WriteByte('=')
-			b.WriteString(v)
+	b = append(b, log...)
+	b = append(b, ' ')
+	b = append(b, e.Type...)
+	b = appendField(b, "kind", string(e.Kind))
+	b = appendField(b, "agent", e.Agent)
+	b = appendField(b, "child", e.Child)
+	b = appendField(b, "other", e.Other)
+	b = appendField(b, "task", e.Task)
+	if len(e.Parents) > 0 && (len(e.Parents) > 1 || e.Parents[0] != "") {
+		b = append(b, " parents="...)
+		for i, par := range e.Parents {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, par...)
 		}
 	}
-	field("kind", string(e.Kind))
-	field("agent", e.Agent)
-	field("child", e.Child)
-	field("other", e.Other)
-	field("task", e.Task)
-	field("parents", strings.Join(e.Parents, ","))
 	if e.Attempt > 0 {
-		field("attempt", strconv.Itoa(e.Attempt))
+		b = append(b, " attempt="...)
+		b = strconv.AppendInt(b, int64(e.Attempt), 10)
 	}
 	if e.Turn > 0 {
-		field("turn", strconv.Itoa(e.Turn))
+		b = append(b, " turn="...)
+		b = strconv.AppendInt(b, int64(e.Turn), 10)
 	}
-	field("schedule", e.Schedule)
-	field("item", e.Item)
-	field("status", e.Status)
-	field("channel", e.Channel)
-	field("path", e.Path)
+	b = appendField(b, "schedule", e.Schedule)
+	b = appendField(b, "item", e.Item)
+	b = appendField(b, "status", e.Status)
+	b = appendField(b, "channel", e.Channel)
+	b = appendField(b, "path", e.Path)
 	if e.Siblings {
-		field("siblings", "true")
+		b = append(b, " siblings=true"...)
 	}
-	if e.Goal != "" {
-		field("goal", strconv.Quote(e.Goal))
-	}
-	if e.Text != "" {
-		field("text", strconv.Quote(e.Text))
-	}
-	if e.Error != "" {
-		field("error", strconv.Quote(e.Error))
-	}
+	b = appendQuoted(b, "goal", e.Goal)
+	b = appendQuoted(b, "text", e.Text)
+	b = appendQuoted(b, "error", e.Error)
 	if len(e.Metadata) > 0 {
-		field("metadata", string(e.Metadata))
+		b = append(b, " metadata="...)
+		b = append(b, e.Metadata...)
 	}
-	return b.String()
+	return b
+}
+
+// appendKey appends " k=".
+func appendKey(b []byte, k string) []byte {
+	b = append(b, ' ')
+	b = append(b, k...)
+	return append(b, '=')
+}
+
+// appendField appends " k=v" unless v is empty.
+func appendField(b []byte, k, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return append(appendKey(b, k), v...)
+}
+
+// appendQuoted appends " k=" and v as a Go string literal unless v is
+// empty.
+func appendQuoted(b []byte, k, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = appendKey(b, k)
+	if quotesAsIs(v) {
+		b = append(b, '"')
+		b = append(b, v...)
+		return append(b, '"')
+	}
+	return strconv.AppendQuote(b, v)
+}
+
+// quotesAsIs reports whether strconv.Quote writes v between its quotes
+// unchanged: printable ASCII with no quote and no backslash, as most
+// event texts are (Quote's rune-by-rune walk is the rest of the line's
+// cost).
+func quotesAsIs(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

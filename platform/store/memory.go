@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,7 +26,13 @@ type Memory struct {
 	attempts map[string][]Attempt
 
 	schedules map[string]*Schedule
-	sorder    []string
+	srows     []*Schedule // schedules' rows in creation order
+	// next is the earliest next run of an active schedule (zero: none),
+	// valid while nextKnown: every write to a schedule row forgets it, and
+	// NextDue, which the ticker asks on every idle poll, works it out
+	// again only then.
+	next      time.Time
+	nextKnown bool
 	leases    map[string]Lease
 
 	files map[string]file
@@ -305,7 +310,8 @@ func (m *Memory) CreateSchedule(_ context.Context, s Schedule) error {
 	}
 	row := cloneSchedule(&s)
 	m.schedules[s.ID] = &row
-	m.sorder = append(m.sorder, s.ID)
+	m.srows = append(m.srows, &row)
+	m.nextKnown = false
 	return nil
 }
 
@@ -325,8 +331,7 @@ func (m *Memory) ListSchedules(_ context.Context, user string) ([]Schedule, erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Schedule
-	for _, id := range m.sorder {
-		s := m.schedules[id]
+	for _, s := range m.srows {
 		if s.State == ScheduleDeleted || user != "" && s.User != user {
 			continue
 		}
@@ -347,6 +352,7 @@ func (m *Memory) DeleteSchedule(_ context.Context, id, user string) error {
 		return fmt.Errorf("schedule %s belongs to another user: %w", id, ErrNotFound)
 	}
 	s.State = ScheduleDeleted
+	m.nextKnown = false
 	return nil
 }
 
@@ -355,13 +361,12 @@ func (m *Memory) Due(_ context.Context, now time.Time) ([]Schedule, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Schedule
-	for _, id := range m.sorder {
-		s := m.schedules[id]
+	for _, s := range m.srows {
 		if s.State == ScheduleActive && !s.NextRun.IsZero() && !s.NextRun.After(now) {
 			out = append(out, cloneSchedule(s))
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].NextRun.Before(out[j].NextRun) })
+	slices.SortStableFunc(out, func(a, b Schedule) int { return a.NextRun.Compare(b.NextRun) })
 	return out, nil
 }
 
@@ -378,6 +383,7 @@ func (m *Memory) Fire(_ context.Context, lease Lease, id string, expect, next, n
 	}
 	s.NextRun, s.LastRun = next, now
 	s.Runs++
+	m.nextKnown = false
 	return true, nil
 }
 
@@ -391,6 +397,7 @@ func (m *Memory) SetNext(_ context.Context, id string, next time.Time) error {
 	}
 	if s.State == ScheduleActive {
 		s.NextRun = next
+		m.nextKnown = false
 	}
 	return nil
 }
@@ -407,6 +414,7 @@ func (m *Memory) Complete(_ context.Context, id, reason string) (bool, error) {
 		return false, nil
 	}
 	s.State, s.Reason, s.NextRun = ScheduleCompleted, reason, time.Time{}
+	m.nextKnown = false
 	return true, nil
 }
 
@@ -414,14 +422,16 @@ func (m *Memory) Complete(_ context.Context, id, reason string) (bool, error) {
 func (m *Memory) NextDue(context.Context) (time.Time, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var best time.Time
-	for _, id := range m.sorder {
-		s := m.schedules[id]
-		if s.State == ScheduleActive && !s.NextRun.IsZero() && (best.IsZero() || s.NextRun.Before(best)) {
-			best = s.NextRun
+	if !m.nextKnown {
+		var best time.Time
+		for _, s := range m.srows {
+			if s.State == ScheduleActive && !s.NextRun.IsZero() && (best.IsZero() || s.NextRun.Before(best)) {
+				best = s.NextRun
+			}
 		}
+		m.next, m.nextKnown = best, true
 	}
-	return best, !best.IsZero(), nil
+	return m.next, !m.next.IsZero(), nil
 }
 
 // Expired implements Schedules.
@@ -429,8 +439,7 @@ func (m *Memory) Expired(_ context.Context, now time.Time) ([]Schedule, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Schedule
-	for _, id := range m.sorder {
-		s := m.schedules[id]
+	for _, s := range m.srows {
 		if s.State == ScheduleActive && !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(now) {
 			out = append(out, cloneSchedule(s))
 		}
@@ -492,7 +501,7 @@ func (m *Memory) ListFiles(_ context.Context, prefix string) ([]FileMeta, error)
 			out = append(out, f.meta)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	slices.SortFunc(out, func(a, b FileMeta) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 

@@ -310,6 +310,51 @@ var _ = Describe("Schedules and files", func() {
 				Expect(got.Reason).To(Equal("expired"))
 			})
 
+			It("answers the next due time as of the last write to any schedule row", func() {
+				next := func() time.Duration {
+					at, ok, err := s.NextDue(ctx)
+					Expect(err).NotTo(HaveOccurred())
+					if !ok {
+						return -1
+					}
+					return at.Sub(t0)
+				}
+				Expect(next()).To(Equal(time.Duration(-1)), "no schedule")
+				mk := func(id string, at time.Duration) {
+					Expect(s.CreateSchedule(ctx, store.Schedule{ID: id, User: "ada", Kind: store.ScheduleLoop,
+						State: store.ScheduleActive, CreatedAt: t0, NextRun: t0.Add(at)})).To(Succeed())
+				}
+				mk("a", 3*time.Hour)
+				Expect(next()).To(Equal(3 * time.Hour))
+				mk("b", 2*time.Hour)
+				Expect(next()).To(Equal(2*time.Hour), "a new row due earlier")
+				lease, led, err := s.TryLead(ctx, "ticker", "p", t0.Add(2*time.Hour), time.Minute)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(led).To(BeTrue())
+				Expect(s.Fire(ctx, lease, "b", t0.Add(2*time.Hour), t0.Add(4*time.Hour), t0.Add(2*time.Hour))).To(BeTrue())
+				Expect(next()).To(Equal(3*time.Hour), "b fired and moved past a")
+				Expect(s.SetNext(ctx, "b", t0.Add(time.Hour))).To(Succeed())
+				Expect(next()).To(Equal(time.Hour), "b's next run set earlier")
+				Expect(s.Complete(ctx, "b", "loop_complete")).To(BeTrue())
+				Expect(next()).To(Equal(3*time.Hour), "b completed")
+				Expect(s.DeleteSchedule(ctx, "a", "ada")).To(Succeed())
+				Expect(next()).To(Equal(time.Duration(-1)), "a deleted: nothing active")
+			})
+
+			It("lists due rows earliest first, and rows due at the same instant in the order they were created", func() {
+				for i, at := range []time.Duration{2 * time.Hour, time.Hour, 2 * time.Hour, time.Hour, 3 * time.Hour} {
+					Expect(s.CreateSchedule(ctx, store.Schedule{ID: fmt.Sprintf("s%d", i), User: "ada", Kind: store.ScheduleOnce,
+						State: store.ScheduleActive, CreatedAt: t0, NextRun: t0.Add(at)})).To(Succeed())
+				}
+				due, err := s.Due(ctx, t0.Add(2*time.Hour))
+				Expect(err).NotTo(HaveOccurred())
+				ids := make([]string, len(due))
+				for i, d := range due {
+					ids[i] = d.ID
+				}
+				Expect(ids).To(Equal([]string{"s1", "s3", "s0", "s2"}))
+			})
+
 			It("a task and a schedule keep their creator's authority and their tree's root through every read and change", func() {
 				auth := store.Authority{Excluded: []string{"write_file", "platform:ask_user_question"}, Restricted: true,
 					Allowed: []string{}}

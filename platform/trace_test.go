@@ -1,0 +1,47 @@
+package platform_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/platform"
+)
+
+var _ = Describe("An event's one-line rendering", func() {
+	every := platform.Event{Session: "session-1", Type: platform.EventWorkerComplete, Kind: platform.KindTask,
+		Agent: "writer", Child: "session-2", Other: "session-3", Task: "task-1", Parents: []string{"task-0", "task-9"},
+		Attempt: 2, Turn: 3, Schedule: "schedule-1", Item: "inbox-1", Status: "completed", Channel: "slack",
+		Path: "notes/a.md", Siblings: true, Goal: `find "it"`, Text: "line one\nline two", Error: "boom\t!",
+		Metadata: json.RawMessage(`{"tests_run":3}`)}
+
+	It("is the log, the type, then every set field in a fixed order, quoting free text", func() {
+		Expect(every.String()).To(Equal(`session-1 worker.complete kind=task agent=writer child=session-2 other=session-3` +
+			` task=task-1 parents=task-0,task-9 attempt=2 turn=3 schedule=schedule-1 item=inbox-1 status=completed` +
+			` channel=slack path=notes/a.md siblings=true goal="find \"it\"" text="line one\nline two" error="boom\t!"` +
+			` metadata={"tests_run":3}`))
+		Expect(platform.Event{Type: platform.EventSchedulerLeader, Parents: []string{""}}.String()).
+			To(Equal("platform scheduler.leader"), "the platform log's name, and no field that is empty")
+	})
+
+	It("quotes free text as strconv.Quote does, whatever bytes it holds", func() {
+		texts := []string{"", "the build is green", `say "hi"`, `a\b`, "naïve", "tab\there", "\xff\xfe", "日本"}
+		for c := 0; c < 256; c++ {
+			texts = append(texts, string([]byte{'a', byte(c), 'z'}))
+		}
+		for _, text := range texts {
+			want := "platform loop.result"
+			if text != "" {
+				want += " text=" + strconv.Quote(text)
+			}
+			Expect(platform.Event{Type: platform.EventLoopResult, Text: text}.String()).To(Equal(want), "text %q", text)
+		}
+	})
+
+	It("allocates only the line itself: a trace line per event costs one allocation", func() {
+		Expect(testing.AllocsPerRun(100, func() { _ = every.String() })).To(Equal(1.0))
+	})
+})
