@@ -147,6 +147,12 @@ recording.`,
 			// Exchanges are timed on the run's virtual clock, which the
 			// recorder finds in each request's context.
 			o := harness.Run(sc, harness.Options{Seed: seed, Provider: rec})
+			if stop.Err() != nil {
+				// The interrupt cut the call in flight, which may have ended
+				// the run before the AfterFunc above had its turn: the
+				// recording is aborted here, before Close can write it whole.
+				rec.Abort(errInterrupted)
+			}
 			if err := rec.Close(); err != nil {
 				// A failed recording is bad input (a wrong URL, key or
 				// model, an endpoint that keeps failing), not a failed
