@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -21,9 +22,14 @@ var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // completeness, but an actor that blocks on one outside the executor stalls
 // the simulation: code under simulation waits through core.Executor.Wait.
 type Clock struct {
-	sim    *Sim
+	sim *Sim
+	// now is the virtual time; nowNs is the same instant as nanoseconds
+	// since start, which is what deadlines are kept in: the hot path (a
+	// Reset, a jump, the scheduler's look at the next deadline) compares
+	// and adds integers, and makes a time.Time only when the clock jumps.
 	now    time.Time
 	start  time.Time
+	nowNs  int64
 	timers timerHeap
 	seq    uint64
 	// timers0 is the first backing of timers; slab holds timers not made
@@ -36,26 +42,32 @@ var _ clockwork.Clock = (*Clock)(nil)
 
 type vtimer struct {
 	clock *Clock
-	at    time.Time
-	// sec and nsec are at as Unix seconds and nanoseconds: the heap orders
-	// timers by them (and then by seq) without time.Time's methods.
-	sec    int64
+	// at is the deadline in nanoseconds since the clock's start (see
+	// deadline); the heap orders timers by it and then by seq.
+	at     int64
 	seq    uint64
 	fn     func()
 	ch     chan time.Time
 	period time.Duration
-	nsec   int32
 	index  int32 // position in the heap, -1 when not scheduled
+}
+
+// deadline returns d from now in nanoseconds since the clock's start. A
+// deadline past the largest time.Duration from the start (some 292 years)
+// is that largest one: such timers fire after every nearer one, in the
+// order they were registered.
+func (c *Clock) deadline(d time.Duration) int64 {
+	if d > 0 && c.nowNs > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return c.nowNs + int64(d)
 }
 
 // before reports whether t is due before u: at an earlier instant, or at
 // the same instant and registered earlier.
 func (t *vtimer) before(u *vtimer) bool {
-	if t.sec != u.sec {
-		return t.sec < u.sec
-	}
-	if t.nsec != u.nsec {
-		return t.nsec < u.nsec
+	if t.at != u.at {
+		return t.at < u.at
 	}
 	return t.seq < u.seq
 }
@@ -105,6 +117,13 @@ func (h *timerHeap) push(t *vtimer) {
 	h.up(len(*h) - 1)
 }
 
+// fix moves h[i] to its place after its deadline changed.
+func (h timerHeap) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
 // remove takes the timer at position i out of the heap.
 func (h *timerHeap) remove(i int) *vtimer {
 	old := *h
@@ -115,8 +134,8 @@ func (h *timerHeap) remove(i int) *vtimer {
 	t := old[n]
 	old[n] = nil
 	*h = old[:n]
-	if i != n && !h.down(i) {
-		h.up(i)
+	if i != n {
+		h.fix(i)
 	}
 	t.index = -1
 	return t
@@ -132,7 +151,7 @@ func (c *Clock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.now) }
 
 // Elapsed returns the virtual time since the clock started.
-func (c *Clock) Elapsed() time.Duration { return c.now.Sub(c.start) }
+func (c *Clock) Elapsed() time.Duration { return time.Duration(c.nowNs) }
 
 // Pending returns the number of scheduled timers.
 func (c *Clock) Pending() int { return len(c.timers) }
@@ -185,53 +204,64 @@ func (c *Clock) newTimer() *vtimer {
 	return t
 }
 
+// schedule (re)registers t for d from now: a pending timer moves to its
+// new place in the heap where it stands, as if taken out and pushed again.
 func (c *Clock) schedule(t *vtimer, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
 	c.seq++
-	t.at, t.seq = c.now.Add(d), c.seq
-	t.sec, t.nsec = t.at.Unix(), int32(t.at.Nanosecond())
+	t.at, t.seq = c.deadline(d), c.seq
+	if t.index >= 0 {
+		c.timers.fix(int(t.index))
+		return
+	}
 	c.timers.push(t)
 }
 
-// next returns the earliest deadline, if any.
-func (c *Clock) next() (time.Time, bool) {
+// next returns the earliest deadline in nanoseconds since the start, if
+// any.
+func (c *Clock) next() (int64, bool) {
 	if len(c.timers) == 0 {
-		return time.Time{}, false
+		return 0, false
 	}
 	return c.timers[0].at, true
 }
 
+// jump moves the clock forward to at, nanoseconds since the start.
+func (c *Clock) jump(at int64) {
+	c.now, c.nowNs = c.start.Add(time.Duration(at)), at
+}
+
 // fireDue advances to the earliest deadline and fires every timer due then,
 // in registration order, including timers those callbacks schedule for the
-// same instant. It reports the jump (zero when the deadline is now).
-func (c *Clock) fireDue() (jumped time.Duration, fired int) {
-	at, ok := c.next()
-	if !ok {
-		return 0, 0
+// same instant. It reports whether the clock jumped.
+func (c *Clock) fireDue() (jumped bool) {
+	if len(c.timers) == 0 {
+		return false
 	}
-	if at.After(c.now) {
-		jumped = at.Sub(c.now)
-		c.now = at
+	if at := c.timers[0].at; at > c.nowNs {
+		c.jump(at)
+		jumped = true
 	}
-	for len(c.timers) > 0 && !c.timers[0].at.After(c.now) {
-		t := c.timers.remove(0)
-		fired++
-		switch {
-		case t.fn != nil:
+	for len(c.timers) > 0 && c.timers[0].at <= c.nowNs {
+		t := c.timers[0]
+		if t.fn != nil {
+			c.timers.remove(0)
 			t.fn()
-		default:
-			select {
-			case t.ch <- c.now:
-			default: // a ticker whose last tick was not taken drops this one, like time.Ticker
-			}
-			if t.period > 0 {
-				c.schedule(t, t.period)
-			}
+			continue
+		}
+		select {
+		case t.ch <- c.now:
+		default: // a ticker whose last tick was not taken drops this one, like time.Ticker
+		}
+		if t.period > 0 {
+			c.schedule(t, t.period) // in place: the ticker stays at the top
+		} else {
+			c.timers.remove(0)
 		}
 	}
-	return jumped, fired
+	return jumped
 }
 
 // Chan returns the timer's channel (nil for AfterFunc timers).
@@ -249,7 +279,7 @@ func (t *vtimer) Stop() bool {
 // Reset reschedules the timer for d from now and reports whether it was
 // pending.
 func (t *vtimer) Reset(d time.Duration) bool {
-	was := t.Stop()
+	was := t.index >= 0
 	t.clock.schedule(t, d)
 	return was
 }

@@ -3,8 +3,10 @@ package sim_test
 import (
 	"cmp"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -92,6 +94,41 @@ var _ = Describe("the virtual clock", func() {
 		Expect(s.Run(nil)).To(Succeed())
 		Expect(pending).To(Equal([]bool{false, true}))
 		Expect(log).To(Equal([]fired{{"reset", time.Second}, {"other", 10 * time.Second}, {"reset", 10 * time.Second}}))
+	})
+
+	It("a timer due past the largest duration from the start is due at that duration: such timers fire after every nearer one, in registration order", func() {
+		clock.AfterFunc(time.Hour, func() {
+			clock.AfterFunc(math.MaxInt64, record("far, registered first"))
+			clock.AfterFunc(math.MaxInt64-time.Hour, record("far, registered second"))
+			clock.AfterFunc(math.MaxInt64-2*time.Hour, record("nearer"))
+		})
+		for s.Step() {
+		}
+		Expect(log).To(Equal([]fired{
+			{"nearer", math.MaxInt64 - time.Hour},
+			{"far, registered first", math.MaxInt64},
+			{"far, registered second", math.MaxInt64},
+		}))
+		Expect(clock.Now()).To(Equal(sim.Epoch.Add(math.MaxInt64)))
+	})
+
+	It("an idle poll, a callback that re-arms its own timer, allocates nothing, and neither does a ticker's tick", func() {
+		var t clockwork.Timer
+		polls := 0
+		t = clock.AfterFunc(time.Minute, func() {
+			polls++
+			t.Reset(time.Minute)
+		})
+		ticker := clock.NewTicker(time.Minute)
+		Expect(s.RunFor(time.Minute)).To(Succeed()) // the first tick's send
+		Expect(testing.AllocsPerRun(20, func() {
+			<-ticker.Chan()
+			if err := s.RunFor(time.Minute); err != nil {
+				panic(err)
+			}
+		})).To(BeZero())
+		Expect(polls).To(Equal(22)) // AllocsPerRun's warm-up run, and its twenty
+		Expect(clock.Pending()).To(Equal(2))
 	})
 
 	It("a timer's channel receives the virtual time it fired at; After is the same", func() {

@@ -394,7 +394,7 @@ func (s *Sim) drive(reason string, signals []<-chan struct{}) int {
 		if i := poll(signals); i >= 0 {
 			return i
 		}
-		did, err := s.next(time.Time{}, false)
+		did, err := s.next(0, false)
 		if err != nil {
 			panic(err)
 		}
@@ -515,7 +515,7 @@ func (s *Sim) Run(until func() bool) error {
 		if s.live == 0 {
 			return nil
 		}
-		did, err := s.next(time.Time{}, false)
+		did, err := s.next(0, false)
 		if err != nil {
 			return err
 		}
@@ -534,7 +534,7 @@ func (s *Sim) Run(until func() bool) error {
 func (s *Sim) RunFor(d time.Duration) error {
 	s.enter()
 	defer s.leave()
-	horizon := s.clock.now.Add(d)
+	horizon := s.clock.deadline(d)
 	for {
 		did, err := s.next(horizon, true)
 		if err != nil {
@@ -544,10 +544,11 @@ func (s *Sim) RunFor(d time.Duration) error {
 			break
 		}
 	}
-	if from := s.clock.now; horizon.After(from) {
-		s.clock.now = horizon
+	if horizon > s.clock.nowNs {
+		from := s.clock.now
+		s.clock.jump(horizon)
 		if s.onJump != nil {
-			s.onJump(from, horizon)
+			s.onJump(from, s.clock.now)
 		}
 	}
 	return nil
@@ -565,7 +566,7 @@ func (s *Sim) RunUntilIdle() error {
 	s.enter()
 	defer s.leave()
 	for s.live > 0 {
-		did, err := s.next(time.Time{}, false)
+		did, err := s.next(0, false)
 		if err != nil || !did {
 			return err
 		}
@@ -580,23 +581,23 @@ func (s *Sim) RunUntilIdle() error {
 func (s *Sim) Step() bool {
 	s.enter()
 	defer s.leave()
-	did, err := s.next(time.Time{}, false)
+	did, err := s.next(0, false)
 	return did && err == nil
 }
 
 // next runs one runnable actor, chosen by the seed. When none can run it
 // jumps the clock to the earliest deadline and fires the timers due then,
-// unless bounded and that deadline is past horizon. It reports whether it
-// did either.
-func (s *Sim) next(horizon time.Time, bounded bool) (bool, error) {
+// unless bounded and that deadline is past horizon (nanoseconds since the
+// clock's start). It reports whether it did either.
+func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 	s.pollUnwatched()
 	if s.ready.n == 0 {
 		at, ok := s.clock.next()
-		if !ok || bounded && at.After(horizon) {
+		if !ok || bounded && at > horizon {
 			return false, nil
 		}
 		from := s.clock.now
-		if jumped, _ := s.clock.fireDue(); jumped > 0 && s.onJump != nil {
+		if s.clock.fireDue() && s.onJump != nil {
 			s.onJump(from, s.clock.now)
 		}
 		return true, nil
