@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -110,6 +111,46 @@ var _ = Describe("the virtual clock", func() {
 			{"far, registered second", math.MaxInt64},
 		}))
 		Expect(clock.Now()).To(Equal(sim.Epoch.Add(math.MaxInt64)))
+	})
+
+	It("a callback's own timer is not pending while it runs: Stop reports false, Pending leaves it out, and a Reset from it re-arms it once", func() {
+		var t clockwork.Timer
+		var seen []string
+		calls := 0
+		t = clock.AfterFunc(time.Second, func() {
+			calls++
+			seen = append(seen, fmt.Sprintf("call %d: pending %d, stop %t", calls, clock.Pending(), t.Stop()))
+			switch calls {
+			case 1:
+				seen = append(seen, fmt.Sprintf("reset %t, pending %d", t.Reset(time.Second), clock.Pending()))
+			case 2:
+				t.Reset(time.Second)
+				seen = append(seen, fmt.Sprintf("stop after reset %t, pending %d", t.Stop(), clock.Pending()))
+			}
+		})
+		clock.AfterFunc(time.Minute, record("other"))
+		for s.Step() {
+		}
+		Expect(seen).To(Equal([]string{
+			"call 1: pending 1, stop false", "reset false, pending 2",
+			"call 2: pending 1, stop false", "stop after reset true, pending 1",
+		}))
+		Expect(calls).To(Equal(2))
+		Expect(log).To(Equal([]fired{{"other", time.Minute}}))
+	})
+
+	It("a callback that drives the simulation itself fires the timers due after its own, not its own again", func() {
+		var order []string
+		var t clockwork.Timer
+		t = clock.AfterFunc(time.Second, func() {
+			order = append(order, "outer")
+			Expect(s.RunFor(time.Second)).To(Succeed()) // fires "inner" at +2s
+			order = append(order, fmt.Sprintf("outer again: reset %t", t.Reset(time.Hour)))
+		})
+		clock.AfterFunc(2*time.Second, func() { order = append(order, "inner") })
+		clock.AfterFunc(3*time.Second, func() { order = append(order, "past the inner horizon") })
+		Expect(s.RunFor(90 * time.Minute)).To(Succeed())
+		Expect(order).To(Equal([]string{"outer", "inner", "outer again: reset false", "past the inner horizon", "outer", "outer again: reset false"}))
 	})
 
 	It("an idle poll, a callback that re-arms its own timer, allocates nothing, and neither does a ticker's tick", func() {
