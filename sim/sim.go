@@ -605,7 +605,7 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 	if s.steps >= s.limit {
 		return false, fmt.Errorf("%w (%d steps)", ErrStepLimit, s.limit)
 	}
-	a := s.ready.at(s.choose())
+	a := s.choose()
 	if a.state == stateWaiting {
 		if a.woke = poll(a.signals); a.woke < 0 {
 			panic(fmt.Sprintf("sim: actor %q was woken, but none of its signals has closed", a.name))
@@ -649,7 +649,8 @@ func (s *Sim) pollUnwatched() {
 	s.polled = s.polled[:j]
 }
 
-func (s *Sim) choose() int {
+// choose picks the runnable actor to run next, and records the decision.
+func (s *Sim) choose() *actor {
 	n := s.ready.n
 	i := -1
 	if k := len(s.decisions); k < len(s.replay) {
@@ -666,8 +667,9 @@ func (s *Sim) choose() int {
 			i = s.sched.IntN(n)
 		}
 	}
-	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: s.ready.at(i).name})
-	return i
+	a := s.ready.at(i)
+	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: a.name})
+	return a
 }
 
 // actorStack is the stack an actor starts with. The runtime gives a new
