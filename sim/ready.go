@@ -10,7 +10,10 @@ type readySet struct {
 	// tree is the Fenwick tree, 1-based: tree[i].n sums a range of
 	// positions ending at i; tree[i].a is the actor at position i.
 	tree []readyNode
-	top  int // the highest power of two below len(tree)
+	// top is the highest power of two no greater than the highest
+	// position handed out: the search in at starts there, so a run of a
+	// few actors searches a short tree whatever room it has.
+	top  int
 	n    int // runnable actors
 	next int // the next position to hand out
 }
@@ -30,12 +33,7 @@ func (r *readySet) reset(size int) {
 func (r *readySet) resetIn(tree []readyNode) {
 	clear(tree)
 	r.tree = tree
-	size := len(tree) - 1
-	r.top = 1
-	for r.top*2 <= size {
-		r.top *= 2
-	}
-	r.n, r.next = 0, 1
+	r.top, r.n, r.next = 1, 0, 1
 }
 
 // full reports whether every position has been handed out.
@@ -46,6 +44,9 @@ func (r *readySet) place(a *actor) {
 	a.pos = r.next
 	r.tree[a.pos].a = a
 	r.next++
+	if a.pos >= 2*r.top {
+		r.top *= 2
+	}
 }
 
 func (r *readySet) add(a *actor) {
