@@ -296,6 +296,9 @@ func TestNormalizationRenamesWholeWordsOfADetailOutsideQuotes(t *testing.T) {
 		{`text="session-1 \"w_a\" session-1" session-1`, `text="session-1 \"w_a\" session-1" worker#1`},
 		{`"\\"session-1 "unclosed session-1`, `"\\"worker#1 "unclosed session-1`},
 		{`session-1"quoted"session-1`, `worker#1"quoted"worker#1`},
+		{`text="a\\\" session-1" session-1`, `text="a\\\" session-1" worker#1`},
+		{`text="a\\" session-1 "\"\\"session-1`, `text="a\\" worker#1 "\"\\"worker#1`},
+		{"session.created session-1: schedule-1 session-11", "session.created worker#1: schedule-1 session-11"},
 		{"nothing here", "nothing here"},
 	} {
 		tr := &Trace{Entries: []Entry{
