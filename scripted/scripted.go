@@ -114,6 +114,23 @@ type Options struct {
 // Turn selection for an agent: the first unused turn of its script whose
 // When matches the request (a turn without When matches any request). Scripts
 // are shared by every run of the agent, in the order their requests arrive;
+// Reserve makes room at once for the given number of scripts and turns
+// that Script and ScriptRun are about to be given, so that a provider
+// built from a list of scripts allocates for the list rather than for each
+// script. The turns are still copied: a caller may change its own
+// afterwards.
+func (p *Provider) Reserve(scripts, turns int) *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if scripts > 0 {
+		p.room.scripts = make([]script, scripts)
+	}
+	if turns > 0 {
+		p.room.turns = make([]Turn, turns)
+	}
+	return p
+}
+
 // ScriptRun gives the n-th run of an agent a script of its own.
 type Provider struct {
 	opts Options
@@ -128,6 +145,11 @@ type Provider struct {
 	callSeq  int
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
+	// room is what Reserve set aside for the scripts to come.
+	room struct {
+		scripts []script
+		turns   []Turn
+	}
 	// userCode counts the turns and answers that hand a request to a
 	// function of the caller's (When, Respond, Answer's Func).
 	userCode int
@@ -227,10 +249,21 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	defer p.mu.Unlock()
 	s := p.scripts[agent]
 	if s == nil {
-		s = &script{}
+		if len(p.room.scripts) > 0 {
+			s, p.room.scripts = &p.room.scripts[0], p.room.scripts[1:]
+		} else {
+			s = &script{}
+		}
 		p.scripts[agent] = s
 	}
-	s.turns = append(s.turns, turns...)
+	if s.turns == nil && len(turns) <= cap(p.room.turns) {
+		// A new script's turns are copied into the reserved room, capped
+		// at their length, so that a later append copies them out.
+		n := copy(p.room.turns[:len(turns)], turns)
+		s.turns, p.room.turns = p.room.turns[:n:n], p.room.turns[n:]
+	} else {
+		s.turns = append(s.turns, turns...)
+	}
 	s.fit()
 	for _, t := range turns {
 		if t.When != nil || t.Respond != nil {
