@@ -360,3 +360,29 @@ func TestTurnsGivenThroughReservedRoomAreCopied(t *testing.T) {
 		t.Errorf("second answer %q; want %q", got, "second")
 	}
 }
+
+// A provider with nothing scripted is one allocation, and the state it
+// keeps of its runs is made a few runs at a time: eight new runs cost at
+// most three allocations more than eight requests of one run.
+func TestAProvidersRunsAreKeptInRoomMadeAFewAtATime(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = scripted.New() }); n != 1 {
+		t.Errorf("a provider with nothing scripted allocates %v times; want 1", n)
+	}
+	base := scripted.New().Script("worker", scripted.Turn{Text: "ok", Repeat: true})
+	var oneRun, newRuns []*core.Request
+	for i := range 8 {
+		oneRun = append(oneRun, req("worker", "r", i+1))
+		newRuns = append(newRuns, req("worker", "r"+strconv.Itoa(i), 1))
+	}
+	steps := func(reqs []*core.Request) float64 {
+		return testing.AllocsPerRun(50, func() {
+			p := base.Fork()
+			for _, r := range reqs {
+				_, _ = p.Step(context.Background(), r)
+			}
+		})
+	}
+	if one, fresh := steps(oneRun), steps(newRuns); fresh-one > 3 {
+		t.Errorf("eight new runs allocate %v times, eight requests of one run %v; want at most 3 more", fresh, one)
+	}
+}

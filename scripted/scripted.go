@@ -136,12 +136,16 @@ type Provider struct {
 	opts Options
 
 	mu       sync.Mutex
-	scripts  map[string]*script
+	scripts  keyed[*script]
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     map[string]*runState // by run id
-	ordinals map[string]int       // agent → runs seen
+	runs     keyed[*runState] // by run id
+	ordinals keyed[int]       // agent → runs seen
+	// runRoom is where the next runs' states are made, a few at a time:
+	// two, then twice as many as the last time, up to sixty-four.
+	runRoom  []runState
+	runChunk int
 	callSeq  int
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
@@ -179,11 +183,17 @@ type runState struct {
 // run returns the request's run, counted among its agent's runs when it
 // is new. The caller holds p.mu.
 func (p *Provider) run(req *core.Request) *runState {
-	run := p.runs[req.Run]
+	run, _ := p.runs.get(req.Run)
 	if run == nil {
-		p.ordinals[req.Agent]++
-		run = &runState{ordinal: p.ordinals[req.Agent]}
-		p.runs[req.Run] = run
+		if len(p.runRoom) == 0 {
+			p.runChunk = min(max(2*p.runChunk, 2), 64)
+			p.runRoom = make([]runState, p.runChunk)
+		}
+		run, p.runRoom = &p.runRoom[0], p.runRoom[1:]
+		n, _ := p.ordinals.get(req.Agent)
+		run.ordinal = n + 1
+		p.ordinals.set(req.Agent, n+1)
+		p.runs.set(req.Run, run)
 	}
 	return run
 }
@@ -235,7 +245,7 @@ func (s *script) fit() {
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, runs: map[string]*runState{}, ordinals: map[string]int{}}
+	p := &Provider{}
 	p.requests = p.requests0[:0]
 	if len(opts) > 0 {
 		p.opts = opts[0]
@@ -247,14 +257,14 @@ func New(opts ...Options) *Provider {
 func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.scripts[agent]
+	s, _ := p.scripts.get(agent)
 	if s == nil {
 		if len(p.room.scripts) > 0 {
 			s, p.room.scripts = &p.room.scripts[0], p.room.scripts[1:]
 		} else {
 			s = &script{}
 		}
-		p.scripts[agent] = s
+		p.scripts.set(agent, s)
 	}
 	if s.turns == nil && len(turns) <= cap(p.room.turns) {
 		// A new script's turns are copied into the reserved room, capped
@@ -284,15 +294,14 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := New(opts...)
-	q.scripts = make(map[string]*script, len(p.scripts))
-	scripts := make([]script, len(p.scripts))
+	scripts := make([]script, p.scripts.len())
 	i := 0
-	for key, s := range p.scripts {
+	for key, s := range p.scripts.each {
 		c := &scripts[i]
 		i++
 		c.turns = s.turns[:len(s.turns):len(s.turns)]
 		c.fit()
-		q.scripts[key] = c
+		q.scripts.set(key, c)
 	}
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
@@ -349,7 +358,7 @@ func (p *Provider) Unused() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]int{}
-	for key, s := range p.scripts {
+	for key, s := range p.scripts.each {
 		for i := range s.turns {
 			if !s.isUsed(i) {
 				out[key]++
@@ -390,7 +399,7 @@ func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 	p.requests = append(p.requests, req)
 	n := p.run(req).ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
-		s := p.scripts[key]
+		s, _ := p.scripts.get(key)
 		if s == nil {
 			continue
 		}
@@ -415,7 +424,7 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 	var total, left int
 	var why []string
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
-		if s := p.scripts[key]; s != nil {
+		if s, _ := p.scripts.get(key); s != nil {
 			total += len(s.turns)
 			for i := range s.turns {
 				t, used := &s.turns[i], s.isUsed(i)
