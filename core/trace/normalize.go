@@ -375,12 +375,7 @@ func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 		if !words.may(w) {
 			continue
 		}
-		n, ok := work[w]
-		if !ok {
-			if n, ok = run[w]; !ok {
-				continue
-			}
-		}
+		n := words.name(w, run, work)
 		if n == w {
 			continue
 		}
@@ -445,6 +440,25 @@ var detailBytes = func() (c [256]uint8) {
 type idWords struct {
 	first, last    [256]bool
 	minLen, maxLen int
+	// seen holds the last words looked up, by their length and last two
+	// bytes, and their names: a platform's events name the same few
+	// sessions one after another.
+	seen [64]struct{ word, name string }
+}
+
+// name returns word's name, a Work's before a run's, or word itself.
+func (w *idWords) name(word string, run, work names) string {
+	l := uint(len(word))
+	h := &w.seen[(l*7+uint(word[l-1])*3+uint(word[max(l, 2)-2]))%uint(len(w.seen))]
+	if h.word == word {
+		return h.name
+	}
+	n := work.of(word)
+	if n == word {
+		n = run.of(word)
+	}
+	h.word, h.name = word, n
+	return n
 }
 
 func (w *idWords) add(m names) {

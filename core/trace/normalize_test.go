@@ -311,3 +311,26 @@ func TestNormalizationRenamesWholeWordsOfADetailOutsideQuotes(t *testing.T) {
 		}
 	}
 }
+
+// Every id a detail names is renamed to its own name, however many ids
+// share a length and their last bytes and in whatever order the details
+// name them.
+func TestNormalizationRenamesEachOfManyIdsInDetailsToItsOwnName(t *testing.T) {
+	var es []Entry
+	const n = 300
+	for i := range n {
+		es = append(es, Entry{Kind: RunStart, Run: "s-" + strconv.Itoa(1000+i), Agent: "worker"})
+	}
+	for i := range 3 * n {
+		j := (i * 7919) % n
+		es = append(es, Entry{Kind: Note, Detail: "s-" + strconv.Itoa(1000+j) + " sX" + strconv.Itoa(1000 + j)[1:] + " s-" + strconv.Itoa(1000+(j+64)%n)})
+	}
+	norm := (&Trace{Entries: es}).Normalize()
+	for i := range 3 * n {
+		j := (i * 7919) % n
+		want := "worker#" + strconv.Itoa(j+1) + " sX" + strconv.Itoa(1000 + j)[1:] + " worker#" + strconv.Itoa((j+64)%n+1)
+		if got := norm.Entries[n+i].Detail; got != want {
+			t.Fatalf("detail %d normalized as %q, want %q", i, got, want)
+		}
+	}
+}
