@@ -639,12 +639,25 @@ func jsonString(s string) (text string, plain bool) {
 // them written plainly, or some string written with escapes, which the
 // scan reads for what it says.
 func mayHoldPlatformKey(s string) bool {
-	for _, k := range platformKeys {
-		if strings.Contains(s, k) {
-			return true
+	if strings.IndexByte(s, '\\') >= 0 {
+		return true
+	}
+	// One pass over the quotes: a key is written plainly where a quote is
+	// followed by the key and a quote.
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if i < len(s) && platformKeyStarts[s[i]] {
+			for _, k := range platformKeys {
+				if strings.HasPrefix(s[i-1:], k) {
+					return true
+				}
+			}
 		}
 	}
-	return strings.IndexByte(s, '\\') >= 0
 }
 
 // The platform's keys fix reads in any document: the first three hold a
@@ -658,6 +671,14 @@ const (
 
 // platformKeys are the platform's keys as a document writes them plainly.
 var platformKeys = [...]string{`"` + keyWorkerID + `"`, `"` + keySessionID + `"`, `"` + keyOverwrote + `"`, `"` + keyNextRun + `"`}
+
+// platformKeyStarts holds the first byte of each of the platform's keys.
+var platformKeyStarts = func() (c [256]bool) {
+	for _, k := range platformKeys {
+		c[k[1]] = true
+	}
+	return c
+}()
 
 func (f *jsonFixer) scanDoc() bool {
 	sc := f.scan

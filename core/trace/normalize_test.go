@@ -334,3 +334,27 @@ func TestNormalizationRenamesEachOfManyIdsInDetailsToItsOwnName(t *testing.T) {
 		}
 	}
 }
+
+// A document not the work tool's is read only if it may hold one of the
+// platform's keys: one written plainly between quotes, wherever it stands,
+// or any escape.
+func TestOnlyADocumentThatMayHoldAPlatformKeyIsRead(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want bool
+	}{
+		{`{"a":"b","c":[1,2],"worker_id":"s"}`, true},
+		{`{"x":"session_id"}`, true},
+		{`[{"n":"overwrote"}]`, true},
+		{`{"next_run":1}`, true},
+		{`{"worker_idx":"s","session":"id","next_run_":0,"overwrote`, false},
+		{`{"a":"\u0041"}`, true},
+		{`{"worker":"s","next":"run"}`, false},
+		{`"`, false},
+		{``, false},
+	} {
+		if got := mayHoldPlatformKey(c.doc); got != c.want {
+			t.Errorf("mayHoldPlatformKey(%s) = %v, want %v", c.doc, got, c.want)
+		}
+	}
+}
