@@ -226,6 +226,11 @@ func (s *Scenario) With(o Options) *Scenario { s.Options = o; return s }
 // Provider builds a fresh scripted provider holding the scenario's scripts.
 func (s *Scenario) Provider(opts scripted.Options) *scripted.Provider {
 	p := scripted.New(opts)
+	turns := 0
+	for _, sc := range s.Scripts {
+		turns += len(sc.Turns)
+	}
+	p.Reserve(len(s.Scripts), turns)
 	for _, sc := range s.Scripts {
 		if sc.Run > 0 {
 			p.ScriptRun(sc.Agent, sc.Run, sc.Turns...)

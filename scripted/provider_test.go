@@ -326,3 +326,63 @@ func TestAForkKeepsTheAnswerFunctionsAndWhetherItReadsRequestsOnly(t *testing.T)
 		t.Errorf("the fork answered %q", got)
 	}
 }
+
+// A provider given its scripts' room at once allocates for the list of
+// scripts, not for each script: eight scripts cost what two do.
+func TestAProviderWithReservedRoomAllocatesForTheListNotPerScript(t *testing.T) {
+	build := func(n int) float64 {
+		turns := []scripted.Turn{scripted.Say("a"), scripted.Say("b")}
+		agents := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+		return testing.AllocsPerRun(50, func() {
+			p := scripted.New().Reserve(n, n*len(turns))
+			for i := range n {
+				p.Script(agents[i], turns...)
+			}
+		})
+	}
+	if two, eight := build(2), build(8); eight != two {
+		t.Errorf("a provider of eight scripts allocates %v times, of two %v; want the same", eight, two)
+	}
+}
+
+// Turns given through reserved room are copied: changing the caller's
+// turns afterwards does not change what the provider answers, and a
+// script given more turns later keeps its first ones.
+func TestTurnsGivenThroughReservedRoomAreCopied(t *testing.T) {
+	turns := []scripted.Turn{scripted.Say("first")}
+	p := scripted.New().Reserve(1, 1).Script("coordinator", turns...)
+	turns[0] = scripted.Say("changed")
+	p.Script("coordinator", scripted.Say("second"))
+	if got := step(t, p, req("coordinator", "r1", 1)).Text; got != "first" {
+		t.Errorf("first answer %q; want %q", got, "first")
+	}
+	if got := step(t, p, req("coordinator", "r1", 2)).Text; got != "second" {
+		t.Errorf("second answer %q; want %q", got, "second")
+	}
+}
+
+// A provider with nothing scripted is one allocation, and the state it
+// keeps of its runs is made a few runs at a time: eight new runs cost at
+// most three allocations more than eight requests of one run.
+func TestAProvidersRunsAreKeptInRoomMadeAFewAtATime(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = scripted.New() }); n != 1 {
+		t.Errorf("a provider with nothing scripted allocates %v times; want 1", n)
+	}
+	base := scripted.New().Script("worker", scripted.Turn{Text: "ok", Repeat: true})
+	var oneRun, newRuns []*core.Request
+	for i := range 8 {
+		oneRun = append(oneRun, req("worker", "r", i+1))
+		newRuns = append(newRuns, req("worker", "r"+strconv.Itoa(i), 1))
+	}
+	steps := func(reqs []*core.Request) float64 {
+		return testing.AllocsPerRun(50, func() {
+			p := base.Fork()
+			for _, r := range reqs {
+				_, _ = p.Step(context.Background(), r)
+			}
+		})
+	}
+	if one, fresh := steps(oneRun), steps(newRuns); fresh-one > 3 {
+		t.Errorf("eight new runs allocate %v times, eight requests of one run %v; want at most 3 more", fresh, one)
+	}
+}

@@ -114,20 +114,46 @@ type Options struct {
 // Turn selection for an agent: the first unused turn of its script whose
 // When matches the request (a turn without When matches any request). Scripts
 // are shared by every run of the agent, in the order their requests arrive;
+// Reserve makes room at once for the given number of scripts and turns
+// that Script and ScriptRun are about to be given, so that a provider
+// built from a list of scripts allocates for the list rather than for each
+// script. The turns are still copied: a caller may change its own
+// afterwards.
+func (p *Provider) Reserve(scripts, turns int) *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if scripts > 0 {
+		p.room.scripts = make([]script, scripts)
+	}
+	if turns > 0 {
+		p.room.turns = make([]Turn, turns)
+	}
+	return p
+}
+
 // ScriptRun gives the n-th run of an agent a script of its own.
 type Provider struct {
 	opts Options
 
 	mu       sync.Mutex
-	scripts  map[string]*script
+	scripts  keyed[*script]
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     map[string]*runState // by run id
-	ordinals map[string]int       // agent → runs seen
+	runs     keyed[*runState] // by run id
+	ordinals keyed[int]       // agent → runs seen
+	// runRoom is where the next runs' states are made, a few at a time:
+	// two, then twice as many as the last time, up to sixty-four.
+	runRoom  []runState
+	runChunk int
 	callSeq  int
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
+	// room is what Reserve set aside for the scripts to come.
+	room struct {
+		scripts []script
+		turns   []Turn
+	}
 	// userCode counts the turns and answers that hand a request to a
 	// function of the caller's (When, Respond, Answer's Func).
 	userCode int
@@ -157,11 +183,17 @@ type runState struct {
 // run returns the request's run, counted among its agent's runs when it
 // is new. The caller holds p.mu.
 func (p *Provider) run(req *core.Request) *runState {
-	run := p.runs[req.Run]
+	run, _ := p.runs.get(req.Run)
 	if run == nil {
-		p.ordinals[req.Agent]++
-		run = &runState{ordinal: p.ordinals[req.Agent]}
-		p.runs[req.Run] = run
+		if len(p.runRoom) == 0 {
+			p.runChunk = min(max(2*p.runChunk, 2), 64)
+			p.runRoom = make([]runState, p.runChunk)
+		}
+		run, p.runRoom = &p.runRoom[0], p.runRoom[1:]
+		n, _ := p.ordinals.get(req.Agent)
+		run.ordinal = n + 1
+		p.ordinals.set(req.Agent, n+1)
+		p.runs.set(req.Run, run)
 	}
 	return run
 }
@@ -213,7 +245,7 @@ func (s *script) fit() {
 
 // New returns a Provider with no scripts.
 func New(opts ...Options) *Provider {
-	p := &Provider{scripts: map[string]*script{}, runs: map[string]*runState{}, ordinals: map[string]int{}}
+	p := &Provider{}
 	p.requests = p.requests0[:0]
 	if len(opts) > 0 {
 		p.opts = opts[0]
@@ -225,12 +257,23 @@ func New(opts ...Options) *Provider {
 func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.scripts[agent]
+	s, _ := p.scripts.get(agent)
 	if s == nil {
-		s = &script{}
-		p.scripts[agent] = s
+		if len(p.room.scripts) > 0 {
+			s, p.room.scripts = &p.room.scripts[0], p.room.scripts[1:]
+		} else {
+			s = &script{}
+		}
+		p.scripts.set(agent, s)
 	}
-	s.turns = append(s.turns, turns...)
+	if s.turns == nil && len(turns) <= cap(p.room.turns) {
+		// A new script's turns are copied into the reserved room, capped
+		// at their length, so that a later append copies them out.
+		n := copy(p.room.turns[:len(turns)], turns)
+		s.turns, p.room.turns = p.room.turns[:n:n], p.room.turns[n:]
+	} else {
+		s.turns = append(s.turns, turns...)
+	}
 	s.fit()
 	for _, t := range turns {
 		if t.When != nil || t.Respond != nil {
@@ -251,15 +294,14 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := New(opts...)
-	q.scripts = make(map[string]*script, len(p.scripts))
-	scripts := make([]script, len(p.scripts))
+	scripts := make([]script, p.scripts.len())
 	i := 0
-	for key, s := range p.scripts {
+	for key, s := range p.scripts.each {
 		c := &scripts[i]
 		i++
 		c.turns = s.turns[:len(s.turns):len(s.turns)]
 		c.fit()
-		q.scripts[key] = c
+		q.scripts.set(key, c)
 	}
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
@@ -316,7 +358,7 @@ func (p *Provider) Unused() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]int{}
-	for key, s := range p.scripts {
+	for key, s := range p.scripts.each {
 		for i := range s.turns {
 			if !s.isUsed(i) {
 				out[key]++
@@ -357,7 +399,7 @@ func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 	p.requests = append(p.requests, req)
 	n := p.run(req).ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
-		s := p.scripts[key]
+		s, _ := p.scripts.get(key)
 		if s == nil {
 			continue
 		}
@@ -382,7 +424,7 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 	var total, left int
 	var why []string
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
-		if s := p.scripts[key]; s != nil {
+		if s, _ := p.scripts.get(key); s != nil {
 			total += len(s.turns)
 			for i := range s.turns {
 				t, used := &s.turns[i], s.isUsed(i)

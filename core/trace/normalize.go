@@ -348,70 +348,71 @@ func (a *agentCounts) each(fn func(agent string, n int)) {
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
 func fixDetail(d string, run, work names, words *idWords, out *texts) string {
-	if d == "" {
-		return d
-	}
 	last, changed := 0, false
-	word := func(from, to int) {
-		w := d[from:to]
-		if !words.may(w) {
-			return
-		}
-		n := work.of(w)
-		if n == w {
-			n = run.of(w)
-		}
-		if n != w {
-			if !changed {
-				out.start(len(d) + 16)
-				changed = true
-			}
-			out.write(d[last:from])
-			out.write(n)
-			last = to
-		}
-	}
-	start := -1
-	for i := 0; i < len(d); i++ {
+	for i := 0; i < len(d); {
 		switch detailBytes[d[i]] {
-		case inWord:
-			if start < 0 {
-				start = i
-			}
 		case quote:
-			if start >= 0 {
-				word(start, i)
-				start = -1
-			}
-			// Skip the quoted string, escapes and all.
-			for i++; i < len(d) && d[i] != '"'; i++ {
-				if d[i] == '\\' {
-					i++
-				}
-			}
+			i = pastQuoted(d, i)
+			continue
+		case between:
+			i++
+			continue
 		case colon:
-			if i+1 < len(d) && d[i+1] != ' ' {
-				if start < 0 {
-					start = i
-				}
+			if i+1 == len(d) || d[i+1] == ' ' {
+				i++
 				continue
 			}
-			fallthrough
-		case between:
-			if start >= 0 {
-				word(start, i)
-				start = -1
+		}
+		// A word starts at i: it runs to the next separator, quote, or
+		// colon that a space or the end follows.
+		from := i
+		for i++; i < len(d); i++ {
+			if k := detailBytes[d[i]]; k != inWord && (k != colon || i+1 == len(d) || d[i+1] == ' ') {
+				break
 			}
 		}
-	}
-	if start >= 0 {
-		word(start, len(d))
+		w := d[from:i]
+		if !words.may(w) {
+			continue
+		}
+		n := words.name(w, run, work)
+		if n == w {
+			continue
+		}
+		if !changed {
+			out.start(len(d) + 16)
+			changed = true
+		}
+		out.write(d[last:from])
+		out.write(n)
+		last = i
 	}
 	if !changed {
 		return d
 	}
 	out.write(d[last:])
 	return out.end()
+}
+
+// pastQuoted returns the index past the double-quoted string that starts
+// at d[i], escapes and all (a quote after an odd run of backslashes is
+// escaped), or len(d) if it is not closed.
+func pastQuoted(d string, i int) int {
+	for j := i + 1; ; {
+		q := strings.IndexByte(d[j:], '"')
+		if q < 0 {
+			return len(d)
+		}
+		q += j
+		k := q
+		for k > j && d[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
 }
 
 // What a byte of a detail is to its words: part of one, a separator
@@ -433,10 +434,31 @@ var detailBytes = func() (c [256]uint8) {
 }()
 
 // idWords tells at a glance most words that are no id to rename: the ids
-// renamed start with a few bytes and have a few lengths.
+// renamed start and end with a few bytes and have a few lengths (a
+// platform's "session-12" and "schedule-1" start alike, "session.created"
+// ends otherwise).
 type idWords struct {
-	first          [256]bool
+	first, last    [256]bool
 	minLen, maxLen int
+	// seen holds the last words looked up, by their length and last two
+	// bytes, and their names: a platform's events name the same few
+	// sessions one after another.
+	seen [64]struct{ word, name string }
+}
+
+// name returns word's name, a Work's before a run's, or word itself.
+func (w *idWords) name(word string, run, work names) string {
+	l := uint(len(word))
+	h := &w.seen[(l*7+uint(word[l-1])*3+uint(word[max(l, 2)-2]))%uint(len(w.seen))]
+	if h.word == word {
+		return h.name
+	}
+	n := work.of(word)
+	if n == word {
+		n = run.of(word)
+	}
+	h.word, h.name = word, n
+	return n
 }
 
 func (w *idWords) add(m names) {
@@ -447,14 +469,14 @@ func (w *idWords) add(m names) {
 		if w.maxLen == 0 {
 			w.minLen = len(id)
 		}
-		w.first[id[0]] = true
+		w.first[id[0]], w.last[id[len(id)-1]] = true, true
 		w.minLen, w.maxLen = min(w.minLen, len(id)), max(w.maxLen, len(id))
 	}
 }
 
 // may reports whether word may be an id to rename.
 func (w *idWords) may(word string) bool {
-	return len(word) >= w.minLen && len(word) <= w.maxLen && len(word) > 0 && w.first[word[0]]
+	return len(word) >= w.minLen && len(word) <= w.maxLen && len(word) > 0 && w.first[word[0]] && w.last[word[len(word)-1]]
 }
 
 // fixRow renames the id a status row starts with ("- w-1 · research ·
@@ -617,12 +639,25 @@ func jsonString(s string) (text string, plain bool) {
 // them written plainly, or some string written with escapes, which the
 // scan reads for what it says.
 func mayHoldPlatformKey(s string) bool {
-	for _, k := range platformKeys {
-		if strings.Contains(s, k) {
-			return true
+	if strings.IndexByte(s, '\\') >= 0 {
+		return true
+	}
+	// One pass over the quotes: a key is written plainly where a quote is
+	// followed by the key and a quote.
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if i < len(s) && platformKeyStarts[s[i]] {
+			for _, k := range platformKeys {
+				if strings.HasPrefix(s[i-1:], k) {
+					return true
+				}
+			}
 		}
 	}
-	return strings.IndexByte(s, '\\') >= 0
 }
 
 // The platform's keys fix reads in any document: the first three hold a
@@ -636,6 +671,14 @@ const (
 
 // platformKeys are the platform's keys as a document writes them plainly.
 var platformKeys = [...]string{`"` + keyWorkerID + `"`, `"` + keySessionID + `"`, `"` + keyOverwrote + `"`, `"` + keyNextRun + `"`}
+
+// platformKeyStarts holds the first byte of each of the platform's keys.
+var platformKeyStarts = func() (c [256]bool) {
+	for _, k := range platformKeys {
+		c[k[1]] = true
+	}
+	return c
+}()
 
 func (f *jsonFixer) scanDoc() bool {
 	sc := f.scan

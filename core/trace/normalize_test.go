@@ -296,6 +296,9 @@ func TestNormalizationRenamesWholeWordsOfADetailOutsideQuotes(t *testing.T) {
 		{`text="session-1 \"w_a\" session-1" session-1`, `text="session-1 \"w_a\" session-1" worker#1`},
 		{`"\\"session-1 "unclosed session-1`, `"\\"worker#1 "unclosed session-1`},
 		{`session-1"quoted"session-1`, `worker#1"quoted"worker#1`},
+		{`text="a\\\" session-1" session-1`, `text="a\\\" session-1" worker#1`},
+		{`text="a\\" session-1 "\"\\"session-1`, `text="a\\" worker#1 "\"\\"worker#1`},
+		{"session.created session-1: schedule-1 session-11", "session.created worker#1: schedule-1 session-11"},
 		{"nothing here", "nothing here"},
 	} {
 		tr := &Trace{Entries: []Entry{
@@ -305,6 +308,53 @@ func TestNormalizationRenamesWholeWordsOfADetailOutsideQuotes(t *testing.T) {
 		}}
 		if got := tr.Normalize().Entries[2].Detail; got != c.want {
 			t.Errorf("%s became %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// Every id a detail names is renamed to its own name, however many ids
+// share a length and their last bytes and in whatever order the details
+// name them.
+func TestNormalizationRenamesEachOfManyIdsInDetailsToItsOwnName(t *testing.T) {
+	var es []Entry
+	const n = 300
+	for i := range n {
+		es = append(es, Entry{Kind: RunStart, Run: "s-" + strconv.Itoa(1000+i), Agent: "worker"})
+	}
+	for i := range 3 * n {
+		j := (i * 7919) % n
+		es = append(es, Entry{Kind: Note, Detail: "s-" + strconv.Itoa(1000+j) + " sX" + strconv.Itoa(1000 + j)[1:] + " s-" + strconv.Itoa(1000+(j+64)%n)})
+	}
+	norm := (&Trace{Entries: es}).Normalize()
+	for i := range 3 * n {
+		j := (i * 7919) % n
+		want := "worker#" + strconv.Itoa(j+1) + " sX" + strconv.Itoa(1000 + j)[1:] + " worker#" + strconv.Itoa((j+64)%n+1)
+		if got := norm.Entries[n+i].Detail; got != want {
+			t.Fatalf("detail %d normalized as %q, want %q", i, got, want)
+		}
+	}
+}
+
+// A document not the work tool's is read only if it may hold one of the
+// platform's keys: one written plainly between quotes, wherever it stands,
+// or any escape.
+func TestOnlyADocumentThatMayHoldAPlatformKeyIsRead(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want bool
+	}{
+		{`{"a":"b","c":[1,2],"worker_id":"s"}`, true},
+		{`{"x":"session_id"}`, true},
+		{`[{"n":"overwrote"}]`, true},
+		{`{"next_run":1}`, true},
+		{`{"worker_idx":"s","session":"id","next_run_":0,"overwrote`, false},
+		{`{"a":"\u0041"}`, true},
+		{`{"worker":"s","next":"run"}`, false},
+		{`"`, false},
+		{``, false},
+	} {
+		if got := mayHoldPlatformKey(c.doc); got != c.want {
+			t.Errorf("mayHoldPlatformKey(%s) = %v, want %v", c.doc, got, c.want)
 		}
 	}
 }
