@@ -109,6 +109,8 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
+
+	sleeps sleepReasons
 }
 
 // New makes a Runtime.
@@ -182,11 +184,39 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	ch, t := SignalAfter(rt.exec, rt.clock, d)
-	if rt.exec.Wait("sleep "+d.String(), ch, ctx.Done()) == 1 {
+	if rt.exec.Wait(rt.sleeps.reason(d), ch, ctx.Done()) == 1 {
 		t.Stop()
 		return ctx.Err()
 	}
 	return nil
+}
+
+// sleepReasons are the wait reasons of a runtime's sleeps ("sleep 5s"),
+// by duration: a run's sleeps are of a few durations (a script's
+// latencies), so each reason is written once, not twice per sleep (the
+// duration's text and the reason). It holds at most maxSleepReasons; a
+// sleep of another duration writes its own.
+type sleepReasons struct {
+	mu  sync.Mutex
+	byD map[time.Duration]string
+}
+
+const maxSleepReasons = 64
+
+func (s *sleepReasons) reason(d time.Duration) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.byD[d]; ok {
+		return r
+	}
+	r := "sleep " + d.String()
+	if len(s.byD) < maxSleepReasons {
+		if s.byD == nil {
+			s.byD = make(map[time.Duration]string)
+		}
+		s.byD[d] = r
+	}
+	return r
 }
 
 // SleepOn waits d on a clock, ending early with the context's error; a
