@@ -158,15 +158,26 @@ type runtimeKey struct{}
 
 // runContext is a context with a runtime as the value of runtimeKey: an
 // agent run's, and a background tool's, so that Sleep, Await and ClockOf
-// find the runtime running them.
+// find the runtime running them. An agent run's also has the run as the
+// value of instanceKey.
 type runContext struct {
 	context.Context
-	rt *Runtime
+	rt   *Runtime
+	inst *instance // the run's, as the value of instanceKey; nil for a tool's Work
 }
 
+// instanceKey finds the run a context belongs to, for the innermost link
+// of an agent's middleware chain.
+type instanceKey struct{}
+
 func (c *runContext) Value(key any) any {
-	if key == (runtimeKey{}) {
+	switch key {
+	case runtimeKey{}:
 		return c.rt
+	case instanceKey{}:
+		if c.inst != nil {
+			return c.inst
+		}
 	}
 	return c.Context.Value(key)
 }
