@@ -204,28 +204,31 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // sleepReasons are the wait reasons of a runtime's sleeps ("sleep 5s"),
 // by duration: a run's sleeps are of a few durations (a script's
-// latencies), so each reason is written once, not twice per sleep (the
-// duration's text and the reason). It holds at most maxSleepReasons; a
-// sleep of another duration writes its own.
+// latencies), so each reason is written once, not once per sleep. It holds
+// the first len(reasons) durations in the runtime itself, so that a
+// runtime that sleeps once pays no more than the reason; a sleep of
+// another duration writes its own.
 type sleepReasons struct {
-	mu  sync.Mutex
-	byD map[time.Duration]string
+	mu      sync.Mutex
+	n       int
+	reasons [4]struct {
+		d      time.Duration
+		reason string
+	}
 }
-
-const maxSleepReasons = 64
 
 func (s *sleepReasons) reason(d time.Duration) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.byD[d]; ok {
-		return r
+	for i := range s.n {
+		if s.reasons[i].d == d {
+			return s.reasons[i].reason
+		}
 	}
 	r := "sleep " + d.String()
-	if len(s.byD) < maxSleepReasons {
-		if s.byD == nil {
-			s.byD = make(map[time.Duration]string)
-		}
-		s.byD[d] = r
+	if s.n < len(s.reasons) {
+		s.reasons[s.n].d, s.reasons[s.n].reason = d, r
+		s.n++
 	}
 	return r
 }
