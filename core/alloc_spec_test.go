@@ -195,6 +195,27 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 71))
 	})
 
+	// A platform session's turn continues the session's history: the run's
+	// copy of it has room for the turn's answer at once.
+	It("a run that continues a history and answers at once allocates no more than a run that starts one", func() {
+		a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}}
+		rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
+			return final, nil
+		}), IDs: &core.SequentialIDs{}})
+		defer rt.Close()
+		history := []core.Message{{Role: core.RoleUser, Content: "hello"}, {Role: core.RoleAssistant, Content: "hi"},
+			{Role: core.RoleUser, Content: "and now?"}}
+		ctx := context.Background()
+		allocsOf := func(input any, opts core.RunOptions) float64 {
+			return testing.AllocsPerRun(50, func() {
+				if res, err := rt.RunWith(ctx, a, input, opts); err != nil || res.Output.Raw != finalAnswer {
+					Fail("the run did not end with the final answer")
+				}
+			})
+		}
+		Expect(allocsOf("hello", core.RunOptions{History: history})).To(BeNumerically("<=", allocsOf("hello", core.RunOptions{})))
+	})
+
 	It("a sequential id past the ninety-ninth of its kind or scope is one allocation, its text", func() {
 		ids := &core.SequentialIDs{}
 		for range 150 {

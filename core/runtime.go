@@ -419,7 +419,13 @@ func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunO
 		inst.id = opts.Owner
 	}
 	inst.inbox, inst.labels = opts.Inbox, opts.Labels
-	inst.history = append(inst.history, opts.History...)
+	if len(opts.History) > 0 {
+		// The history continued has the room a new one starts with past
+		// what it was given, so that the run's prompt, a tool round and
+		// its answer do not make it grow.
+		inst.history = make([]Message, len(opts.History), len(opts.History)+historyRoom)
+		copy(inst.history, opts.History)
+	}
 	inst.maxSteps = opts.MaxSteps
 	out, err := inst.run(ctx, input, ModeTop, "")
 	return &RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
