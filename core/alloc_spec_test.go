@@ -216,6 +216,34 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(allocsOf("hello", core.RunOptions{History: history})).To(BeNumerically("<=", allocsOf("hello", core.RunOptions{})))
 	})
 
+	// A platform session's turns run under the session's id: the run id
+	// the runtime draws for each is counted, so that later ids do not
+	// depend on owners, but never written.
+	It("a run under an owner's id allocates one time fewer than a run under its own, and leaves the ids after it as that run would", func() {
+		a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}}
+		ids := &core.SequentialIDs{}
+		rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
+			return final, nil
+		}), IDs: ids})
+		defer rt.Close()
+		ctx := context.Background()
+		var last string
+		allocsOf := func(opts core.RunOptions) float64 {
+			return testing.AllocsPerRun(50, func() {
+				res, err := rt.RunWith(ctx, a, "hello", opts)
+				if err != nil || res.Output.Raw != finalAnswer {
+					Fail("the run did not end with the final answer")
+				}
+				last = res.Run
+			})
+		}
+		owned := allocsOf(core.RunOptions{Owner: "session-1"})
+		Expect(last).To(Equal("session-1"))
+		own := allocsOf(core.RunOptions{})
+		Expect(last).To(Equal("plain#102"), "the 51 owned runs drew plain#1 to plain#51")
+		Expect(owned).To(BeNumerically("<=", own-1))
+	})
+
 	It("a sequential id past the ninety-ninth of its kind or scope is one allocation, its text", func() {
 		ids := &core.SequentialIDs{}
 		for range 150 {

@@ -44,13 +44,28 @@ type instance struct {
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
-	var id string
+	return &instance{rt: rt, p: p, id: rt.runID(p), seq: rt.runSeq.Add(1), model: model, w: w}
+}
+
+// runID draws the id of a run of the agent.
+func (rt *Runtime) runID(p *prepared) string {
 	if scoped, ok := rt.ids.(ScopedIDSource); ok {
-		id = scoped.NewScopedID(IDRun, p.agent.ID)
-	} else {
-		id = rt.ids.NewID(IDRun)
+		return scoped.NewScopedID(IDRun, p.agent.ID)
 	}
-	return &instance{rt: rt, p: p, id: id, seq: rt.runSeq.Add(1), model: model, w: w}
+	return rt.ids.NewID(IDRun)
+}
+
+// ownedInstance is newInstance for a run under an owner's id
+// (RunOptions.Owner). The run still draws the id it would have had, so
+// that the ids drawn after it do not depend on the owner; from
+// SequentialIDs it only counts it, without writing it.
+func (rt *Runtime) ownedInstance(p *prepared, model, owner string) *instance {
+	if s, ok := rt.ids.(*SequentialIDs); ok {
+		s.skipScopedID(IDRun, p.agent.ID)
+	} else {
+		_ = rt.runID(p)
+	}
+	return &instance{rt: rt, p: p, id: owner, seq: rt.runSeq.Add(1), model: model}
 }
 
 // run executes the agent loop: provider step, tool round, next step, until a

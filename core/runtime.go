@@ -414,9 +414,11 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 }
 
 func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
-	inst := rt.newInstance(p, opts.Model, nil)
+	var inst *instance
 	if opts.Owner != "" {
-		inst.id = opts.Owner
+		inst = rt.ownedInstance(p, opts.Model, opts.Owner)
+	} else {
+		inst = rt.newInstance(p, opts.Model, nil)
 	}
 	inst.inbox, inst.labels = opts.Inbox, opts.Labels
 	if len(opts.History) > 0 {
