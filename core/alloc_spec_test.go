@@ -195,6 +195,24 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 71))
 	})
 
+	// A top-level run, its result and its output are one allocation; the
+	// rest of a run that answers at once is its id, history, request, the
+	// history's copy for it, and the runtime's lifecycle of the run.
+	It("a top-level run of an agent without tools that answers at once allocates at most 6 times", func() {
+		a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}}
+		rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
+			return final, nil
+		}), IDs: &core.SequentialIDs{}})
+		defer rt.Close()
+		ctx := context.Background()
+		n := testing.AllocsPerRun(50, func() {
+			if res, err := rt.Run(ctx, a, "hello"); err != nil || res.Output.Raw != finalAnswer || res.Output.Value != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 6))
+	})
+
 	// A platform session's turn continues the session's history: the run's
 	// copy of it has room for the turn's answer at once.
 	It("a run that continues a history and answers at once allocates no more than a run that starts one", func() {

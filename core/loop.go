@@ -41,10 +41,20 @@ type instance struct {
 	newMsgs int
 	// rc is the run's context, kept here to need no allocation of its own.
 	rc runContext
+	// outRoom is where the run's output is written, for a top-level run,
+	// whose output is allocated with it (see topRun); nil otherwise.
+	outRoom *Output
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
-	return &instance{rt: rt, p: p, id: rt.runID(p), seq: rt.runSeq.Add(1), model: model, w: w}
+	inst := &instance{}
+	rt.initInstance(inst, p, model, w)
+	return inst
+}
+
+// initInstance makes inst a new run of the agent.
+func (rt *Runtime) initInstance(inst *instance, p *prepared, model string, w *work) {
+	*inst = instance{rt: rt, p: p, id: rt.runID(p), seq: rt.runSeq.Add(1), model: model, w: w}
 }
 
 // runID draws the id of a run of the agent.
@@ -55,17 +65,17 @@ func (rt *Runtime) runID(p *prepared) string {
 	return rt.ids.NewID(IDRun)
 }
 
-// ownedInstance is newInstance for a run under an owner's id
-// (RunOptions.Owner). The run still draws the id it would have had, so
+// initOwnedInstance is initInstance for a top-level run under an owner's
+// id (RunOptions.Owner). The run still draws the id it would have had, so
 // that the ids drawn after it do not depend on the owner; from
 // SequentialIDs it only counts it, without writing it.
-func (rt *Runtime) ownedInstance(p *prepared, model, owner string) *instance {
+func (rt *Runtime) initOwnedInstance(inst *instance, p *prepared, model, owner string) {
 	if s, ok := rt.ids.(*SequentialIDs); ok {
 		s.skipScopedID(IDRun, p.agent.ID)
 	} else {
 		_ = rt.runID(p)
 	}
-	return &instance{rt: rt, p: p, id: owner, seq: rt.runSeq.Add(1), model: model}
+	*inst = instance{rt: rt, p: p, id: owner, seq: rt.runSeq.Add(1), model: model}
 }
 
 // run executes the agent loop: provider step, tool round, next step, until a
@@ -462,7 +472,7 @@ func (inst *instance) provide(ctx context.Context, req *Request) (*Response, err
 func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	schema := inst.p.agent.Prompt.Output
 	if schema == nil {
-		return &Output{Raw: resp.Text, Value: resp.Text}, ""
+		return inst.output(resp.Text, resp.Text), ""
 	}
 	raw := bytes.TrimSpace(resp.Output)
 	if len(raw) == 0 {
@@ -476,7 +486,19 @@ func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	if err := schema.validateJSON(doc, v); err != nil {
 		return nil, "Your final answer does not match the output schema: " + strings.Join(err.(*ValidationError).Problems, "; ")
 	}
-	return &Output{Raw: doc, Value: v}, ""
+	return inst.output(doc, v), ""
+}
+
+// output returns the run's output, in the room allocated with the run
+// when it has one.
+func (inst *instance) output(raw string, v any) *Output {
+	out := inst.outRoom
+	if out == nil {
+		out = new(Output)
+	}
+	inst.outRoom = nil
+	*out = Output{Raw: raw, Value: v}
+	return out
 }
 
 // RenderPrompt renders the first user message a run of an agent with this

@@ -413,13 +413,24 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 	return res, res.Err
 }
 
+// topRun is a top-level run with its result and output, allocated
+// together: the result and the output outlive the run, and hold what the
+// run held while they are kept.
+type topRun struct {
+	inst instance
+	res  RunResult
+	out  Output
+}
+
 func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
-	var inst *instance
+	top := &topRun{}
+	inst := &top.inst
 	if opts.Owner != "" {
-		inst = rt.ownedInstance(p, opts.Model, opts.Owner)
+		rt.initOwnedInstance(inst, p, opts.Model, opts.Owner)
 	} else {
-		inst = rt.newInstance(p, opts.Model, nil)
+		rt.initInstance(inst, p, opts.Model, nil)
 	}
+	inst.outRoom = &top.out
 	inst.inbox, inst.labels = opts.Inbox, opts.Labels
 	if len(opts.History) > 0 {
 		// The history continued has the room a new one starts with past
@@ -430,7 +441,8 @@ func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunO
 	}
 	inst.maxSteps = opts.MaxSteps
 	out, err := inst.run(ctx, input, ModeTop, "")
-	return &RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
+	top.res = RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
+	return &top.res
 }
 
 // ParallelRun names top-level agents that run at once on one context.
