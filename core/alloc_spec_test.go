@@ -199,10 +199,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 	// rest of a run that answers at once is its id, history, request, the
 	// history's copy for it, and the runtime's lifecycle of the run.
 	It("a top-level run of an agent without tools that answers at once allocates at most 6 times", func() {
-		a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}}
-		rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
-			return final, nil
-		}), IDs: &core.SequentialIDs{}})
+		a, rt := answersAtOnce(&core.SequentialIDs{})
 		defer rt.Close()
 		ctx := context.Background()
 		n := testing.AllocsPerRun(50, func() {
@@ -216,10 +213,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 	// A platform session's turn continues the session's history: the run's
 	// copy of it has room for the turn's answer at once.
 	It("a run that continues a history and answers at once allocates no more than a run that starts one", func() {
-		a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}}
-		rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
-			return final, nil
-		}), IDs: &core.SequentialIDs{}})
+		a, rt := answersAtOnce(&core.SequentialIDs{})
 		defer rt.Close()
 		history := []core.Message{{Role: core.RoleUser, Content: "hello"}, {Role: core.RoleAssistant, Content: "hi"},
 			{Role: core.RoleUser, Content: "and now?"}}
@@ -238,11 +232,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 	// the runtime draws for each is counted, so that later ids do not
 	// depend on owners, but never written.
 	It("a run under an owner's id allocates one time fewer than a run under its own, and leaves the ids after it as that run would", func() {
-		a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}}
-		ids := &core.SequentialIDs{}
-		rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
-			return final, nil
-		}), IDs: ids})
+		a, rt := answersAtOnce(&core.SequentialIDs{})
 		defer rt.Close()
 		ctx := context.Background()
 		var last string
@@ -274,6 +264,18 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewScopedID(core.IDRun, "research-agent") })).To(BeNumerically("<=", 1))
 	})
 })
+
+// answersAtOnce returns an agent "plain" without tools, with the
+// middleware given, that takes a string, on a fresh runtime whose provider
+// answers its every request with the final answer.
+func answersAtOnce(ids *core.SequentialIDs, use ...core.Middleware) (*core.Agent, *core.Runtime) {
+	final := &core.Response{Text: finalAnswer}
+	a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}, Use: use}
+	rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
+		return final, nil
+	}), IDs: ids})
+	return a, rt
+}
 
 // readingProvider is a provider that says it only reads requests, as the
 // simulator's scripted provider does.

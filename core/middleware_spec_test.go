@@ -26,10 +26,7 @@ var _ = Describe("an agent's middleware", func() {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
 		allocsOf := func(use ...core.Middleware) float64 {
-			a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}, Use: use}
-			rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
-				return final, nil
-			}), IDs: &core.SequentialIDs{}})
+			a, rt := answersAtOnce(&core.SequentialIDs{}, use...)
 			defer rt.Close()
 			Expect(rt.Prepare(a)).To(Succeed())
 			ctx := context.Background()
