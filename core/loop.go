@@ -41,9 +41,12 @@ type instance struct {
 	newMsgs int
 	// rc is the run's context, kept here to need no allocation of its own.
 	rc runContext
-	// outRoom is where the run's output is written, for a top-level run,
-	// whose output is allocated with it (see topRun); nil otherwise.
+	// outRoom is where the run's output is written, and reqRoom the first
+	// of its requests without a status block, for a top-level run, whose
+	// output and first such request are allocated with it (see topRun);
+	// nil otherwise, and once used.
 	outRoom *Output
+	reqRoom *Request
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
@@ -190,7 +193,7 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	// the run's own copy of the tool specs, put back as prepared, so
 	// nothing that middleware or the provider does to it reaches the
 	// history, the next request or another run.
-	req := rt.reg.newRequest(inst.id, rt.clock.Now())
+	req := rt.reg.newRequest(inst.id, rt.clock.Now(), &inst.reqRoom)
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System

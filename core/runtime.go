@@ -413,13 +413,15 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 	return res, res.Err
 }
 
-// topRun is a top-level run with its result and output, allocated
-// together: the result and the output outlive the run, and hold what the
-// run held while they are kept.
+// topRun is a top-level run with its result, its output and its first
+// request without a status block, allocated together: the result, the
+// output and the request outlive the run, and hold what the run held while
+// one of them is kept.
 type topRun struct {
 	inst instance
 	res  RunResult
 	out  Output
+	req  Request
 }
 
 func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
@@ -430,7 +432,7 @@ func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunO
 	} else {
 		rt.initInstance(inst, p, opts.Model, nil)
 	}
-	inst.outRoom = &top.out
+	inst.outRoom, inst.reqRoom = &top.out, &top.req
 	inst.inbox, inst.labels = opts.Inbox, opts.Labels
 	if len(opts.History) > 0 {
 		// The history continued has the room a new one starts with past
