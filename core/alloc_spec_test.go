@@ -195,6 +195,64 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 71))
 	})
 
+	// A top-level run, its result, its output and its first request are one
+	// allocation; the rest of a run that answers at once is its id, its
+	// history, the history's copy for the request, its output's value and
+	// the runtime's lifecycle of the run.
+	It("a top-level run of an agent without tools that answers at once allocates at most 5 times", func() {
+		a, rt := answersAtOnce(&core.SequentialIDs{})
+		defer rt.Close()
+		ctx := context.Background()
+		n := testing.AllocsPerRun(50, func() {
+			if res, err := rt.Run(ctx, a, "hello"); err != nil || res.Output.Raw != finalAnswer || res.Output.Value != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 5))
+	})
+
+	// A platform session's turn continues the session's history: the run's
+	// copy of it has room for the turn's answer at once.
+	It("a run that continues a history and answers at once allocates no more than a run that starts one", func() {
+		a, rt := answersAtOnce(&core.SequentialIDs{})
+		defer rt.Close()
+		history := []core.Message{{Role: core.RoleUser, Content: "hello"}, {Role: core.RoleAssistant, Content: "hi"},
+			{Role: core.RoleUser, Content: "and now?"}}
+		ctx := context.Background()
+		allocsOf := func(input any, opts core.RunOptions) float64 {
+			return testing.AllocsPerRun(50, func() {
+				if res, err := rt.RunWith(ctx, a, input, opts); err != nil || res.Output.Raw != finalAnswer {
+					Fail("the run did not end with the final answer")
+				}
+			})
+		}
+		Expect(allocsOf("hello", core.RunOptions{History: history})).To(BeNumerically("<=", allocsOf("hello", core.RunOptions{})))
+	})
+
+	// A platform session's turns run under the session's id: the run id
+	// the runtime draws for each is counted, so that later ids do not
+	// depend on owners, but never written.
+	It("a run under an owner's id allocates one time fewer than a run under its own, and leaves the ids after it as that run would", func() {
+		a, rt := answersAtOnce(&core.SequentialIDs{})
+		defer rt.Close()
+		ctx := context.Background()
+		var last string
+		allocsOf := func(opts core.RunOptions) float64 {
+			return testing.AllocsPerRun(50, func() {
+				res, err := rt.RunWith(ctx, a, "hello", opts)
+				if err != nil || res.Output.Raw != finalAnswer {
+					Fail("the run did not end with the final answer")
+				}
+				last = res.Run
+			})
+		}
+		owned := allocsOf(core.RunOptions{Owner: "session-1"})
+		Expect(last).To(Equal("session-1"))
+		own := allocsOf(core.RunOptions{})
+		Expect(last).To(Equal("plain#102"), "the 51 owned runs drew plain#1 to plain#51")
+		Expect(owned).To(BeNumerically("<=", own-1))
+	})
+
 	It("a sequential id past the ninety-ninth of its kind or scope is one allocation, its text", func() {
 		ids := &core.SequentialIDs{}
 		for range 150 {
@@ -207,6 +265,18 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(testing.AllocsPerRun(50, func() { _ = ids.NewScopedID(core.IDRun, "research-agent") })).To(BeNumerically("<=", 1))
 	})
 })
+
+// answersAtOnce returns an agent "plain" without tools, with the
+// middleware given, that takes a string, on a fresh runtime whose provider
+// answers its every request with the final answer.
+func answersAtOnce(ids *core.SequentialIDs, use ...core.Middleware) (*core.Agent, *core.Runtime) {
+	final := &core.Response{Text: finalAnswer}
+	a := &core.Agent{ID: "plain", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)}, Use: use}
+	rt := core.New(core.Options{Provider: readingProvider(func(context.Context, *core.Request) (*core.Response, error) {
+		return final, nil
+	}), IDs: ids})
+	return a, rt
+}
 
 // readingProvider is a provider that says it only reads requests, as the
 // simulator's scripted provider does.

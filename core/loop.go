@@ -41,16 +41,44 @@ type instance struct {
 	newMsgs int
 	// rc is the run's context, kept here to need no allocation of its own.
 	rc runContext
+	// outRoom is where the run's output is written, and reqRoom the first
+	// of its requests without a status block, for a top-level run, whose
+	// output and first such request are allocated with it (see topRun);
+	// nil otherwise, and once used.
+	outRoom *Output
+	reqRoom *Request
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
-	var id string
+	inst := &instance{}
+	rt.initInstance(inst, p, model, w)
+	return inst
+}
+
+// initInstance makes inst a new run of the agent.
+func (rt *Runtime) initInstance(inst *instance, p *prepared, model string, w *work) {
+	*inst = instance{rt: rt, p: p, id: rt.runID(p), seq: rt.runSeq.Add(1), model: model, w: w}
+}
+
+// runID draws the id of a run of the agent.
+func (rt *Runtime) runID(p *prepared) string {
 	if scoped, ok := rt.ids.(ScopedIDSource); ok {
-		id = scoped.NewScopedID(IDRun, p.agent.ID)
-	} else {
-		id = rt.ids.NewID(IDRun)
+		return scoped.NewScopedID(IDRun, p.agent.ID)
 	}
-	return &instance{rt: rt, p: p, id: id, seq: rt.runSeq.Add(1), model: model, w: w}
+	return rt.ids.NewID(IDRun)
+}
+
+// initOwnedInstance is initInstance for a top-level run under an owner's
+// id (RunOptions.Owner). The run still draws the id it would have had, so
+// that the ids drawn after it do not depend on the owner; from
+// SequentialIDs it only counts it, without writing it.
+func (rt *Runtime) initOwnedInstance(inst *instance, p *prepared, model, owner string) {
+	if s, ok := rt.ids.(*SequentialIDs); ok {
+		s.skipScopedID(IDRun, p.agent.ID)
+	} else {
+		_ = rt.runID(p)
+	}
+	*inst = instance{rt: rt, p: p, id: owner, seq: rt.runSeq.Add(1), model: model}
 }
 
 // run executes the agent loop: provider step, tool round, next step, until a
@@ -59,7 +87,7 @@ func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
 	rt := inst.rt
 	a := inst.p.agent
-	inst.rc = runContext{Context: ctx, rt: rt}
+	inst.rc = runContext{Context: ctx, rt: rt, inst: inst}
 	ctx = &inst.rc
 	inst.emitRunStart(mode, parent, input)
 	var seal runSeal
@@ -76,7 +104,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	if err := inst.begin(input); err != nil {
 		return nil, err
 	}
-	step := inst.chain()
+	step := inst.p.chain
 	budget := inst.p.maxSteps
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
@@ -165,7 +193,7 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	// the run's own copy of the tool specs, put back as prepared, so
 	// nothing that middleware or the provider does to it reaches the
 	// history, the next request or another run.
-	req := rt.reg.newRequest(inst.id, rt.clock.Now())
+	req := rt.reg.newRequest(inst.id, rt.clock.Now(), &inst.reqRoom)
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System
@@ -405,19 +433,31 @@ func (inst *instance) workID() string {
 	return inst.w.ref.ID
 }
 
-// chain builds the agent's middleware around the provider, or returns nil
-// for an agent without middleware, whose requests go to provide directly.
-func (inst *instance) chain() StepFunc {
-	a := inst.p.agent
-	if len(a.Use) == 0 {
+// chain builds an agent's middleware around the provider once, when the
+// agent is prepared, or returns nil for an agent without middleware, whose
+// requests go to provide directly. Its innermost link finds the run whose
+// request it sends through the context the middleware hands it, which is
+// the run's own or one made from it (see Middleware).
+func chain(use []Middleware) StepFunc {
+	if len(use) == 0 {
 		return nil
 	}
-	next := StepFunc(inst.provide)
-	for i := len(a.Use) - 1; i >= 0; i-- {
-		mw, inner := a.Use[i], next
+	next := StepFunc(provideRun)
+	for i := len(use) - 1; i >= 0; i-- {
+		mw, inner := use[i], next
 		next = func(ctx context.Context, req *Request) (*Response, error) { return mw(ctx, req, inner) }
 	}
 	return next
+}
+
+// provideRun is the innermost link of every agent's chain: the provide of
+// the run the context belongs to.
+func provideRun(ctx context.Context, req *Request) (*Response, error) {
+	inst, _ := ctx.Value(instanceKey{}).(*instance)
+	if inst == nil {
+		return nil, errorf("middleware called next with a context that is neither the run's nor made from it (pass on the context it was given, or one derived from it)")
+	}
+	return inst.provide(ctx, req)
 }
 
 // provide is the innermost link of the chain: it sends the request to
@@ -435,7 +475,7 @@ func (inst *instance) provide(ctx context.Context, req *Request) (*Response, err
 func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	schema := inst.p.agent.Prompt.Output
 	if schema == nil {
-		return &Output{Raw: resp.Text, Value: resp.Text}, ""
+		return inst.output(resp.Text, resp.Text), ""
 	}
 	raw := bytes.TrimSpace(resp.Output)
 	if len(raw) == 0 {
@@ -449,7 +489,19 @@ func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	if err := schema.validateJSON(doc, v); err != nil {
 		return nil, "Your final answer does not match the output schema: " + strings.Join(err.(*ValidationError).Problems, "; ")
 	}
-	return &Output{Raw: doc, Value: v}, ""
+	return inst.output(doc, v), ""
+}
+
+// output returns the run's output, in the room allocated with the run
+// when it has one.
+func (inst *instance) output(raw string, v any) *Output {
+	out := inst.outRoom
+	if out == nil {
+		out = new(Output)
+	}
+	inst.outRoom = nil
+	*out = Output{Raw: raw, Value: v}
+	return out
 }
 
 // RenderPrompt renders the first user message a run of an agent with this

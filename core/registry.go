@@ -410,11 +410,17 @@ func (r *registry) takeGuidance(w *work) []Message {
 
 // newRequest makes a request with the status block of the owner's Work
 // sampled at now (no Status when the owner has none): one allocation for
-// both when the block has one row, the usual case.
-func (r *registry) newRequest(owner string, now time.Time) *Request {
+// both when the block has one row, the usual case. A request without a
+// status block takes *room instead of an allocation when it is set, and
+// clears it.
+func (r *registry) newRequest(owner string, now time.Time, room **Request) *Request {
 	var buf [MaxStatusRows]StatusRow
 	sampled, total := r.statusRows(owner, now, &buf)
 	if len(sampled) == 0 {
+		if req := *room; req != nil {
+			*room = nil
+			return req
+		}
 		return &Request{}
 	}
 	rs := &struct {

@@ -109,6 +109,8 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
+
+	sleeps sleepReasons
 }
 
 // New makes a Runtime.
@@ -156,15 +158,26 @@ type runtimeKey struct{}
 
 // runContext is a context with a runtime as the value of runtimeKey: an
 // agent run's, and a background tool's, so that Sleep, Await and ClockOf
-// find the runtime running them.
+// find the runtime running them. An agent run's also has the run as the
+// value of instanceKey.
 type runContext struct {
 	context.Context
-	rt *Runtime
+	rt   *Runtime
+	inst *instance // the run's, as the value of instanceKey; nil for a tool's Work
 }
 
+// instanceKey finds the run a context belongs to, for the innermost link
+// of an agent's middleware chain.
+type instanceKey struct{}
+
 func (c *runContext) Value(key any) any {
-	if key == (runtimeKey{}) {
+	switch key {
+	case runtimeKey{}:
 		return c.rt
+	case instanceKey{}:
+		if c.inst != nil {
+			return c.inst
+		}
 	}
 	return c.Context.Value(key)
 }
@@ -182,11 +195,42 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	ch, t := SignalAfter(rt.exec, rt.clock, d)
-	if rt.exec.Wait("sleep "+d.String(), ch, ctx.Done()) == 1 {
+	if rt.exec.Wait(rt.sleeps.reason(d), ch, ctx.Done()) == 1 {
 		t.Stop()
 		return ctx.Err()
 	}
 	return nil
+}
+
+// sleepReasons are the wait reasons of a runtime's sleeps ("sleep 5s"),
+// by duration: a run's sleeps are of a few durations (a script's
+// latencies), so each reason is written once, not once per sleep. It holds
+// the first len(reasons) durations in the runtime itself, so that a
+// runtime that sleeps once pays no more than the reason; a sleep of
+// another duration writes its own.
+type sleepReasons struct {
+	mu      sync.Mutex
+	n       int
+	reasons [4]struct {
+		d      time.Duration
+		reason string
+	}
+}
+
+func (s *sleepReasons) reason(d time.Duration) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.n {
+		if s.reasons[i].d == d {
+			return s.reasons[i].reason
+		}
+	}
+	r := "sleep " + d.String()
+	if s.n < len(s.reasons) {
+		s.reasons[s.n].d, s.reasons[s.n].reason = d, r
+		s.n++
+	}
+	return r
 }
 
 // SleepOn waits d on a clock, ending early with the context's error; a
@@ -369,16 +413,38 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 	return res, res.Err
 }
 
+// topRun is a top-level run with its result, its output and its first
+// request without a status block, allocated together: the result, the
+// output and the request outlive the run, and hold what the run held while
+// one of them is kept.
+type topRun struct {
+	inst instance
+	res  RunResult
+	out  Output
+	req  Request
+}
+
 func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
-	inst := rt.newInstance(p, opts.Model, nil)
+	top := &topRun{}
+	inst := &top.inst
 	if opts.Owner != "" {
-		inst.id = opts.Owner
+		rt.initOwnedInstance(inst, p, opts.Model, opts.Owner)
+	} else {
+		rt.initInstance(inst, p, opts.Model, nil)
 	}
+	inst.outRoom, inst.reqRoom = &top.out, &top.req
 	inst.inbox, inst.labels = opts.Inbox, opts.Labels
-	inst.history = append(inst.history, opts.History...)
+	if len(opts.History) > 0 {
+		// The history continued has the room a new one starts with past
+		// what it was given, so that the run's prompt, a tool round and
+		// its answer do not make it grow.
+		inst.history = make([]Message, len(opts.History), len(opts.History)+historyRoom)
+		copy(inst.history, opts.History)
+	}
 	inst.maxSteps = opts.MaxSteps
 	out, err := inst.run(ctx, input, ModeTop, "")
-	return &RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
+	top.res = RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
+	return &top.res
 }
 
 // ParallelRun names top-level agents that run at once on one context.

@@ -51,16 +51,33 @@ var knownKinds = [...]struct {
 
 // NewScopedID numbers runs per agent and everything else per kind.
 func (s *SequentialIDs) NewScopedID(kind IDKind, scope string) string {
-	if kind != IDRun || scope == "" {
-		return s.NewID(kind)
-	}
+	return numbered(s.count(kind, scope))
+}
+
+// skipScopedID counts the id NewScopedID would return, without writing it.
+func (s *SequentialIDs) skipScopedID(kind IDKind, scope string) { s.count(kind, scope) }
+
+// count counts the next id of the kind (of a run, in the scope when there
+// is one) and returns what its text is made of.
+func (s *SequentialIDs) count(kind IDKind, scope string) (prefix, sep string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.scoped == nil {
-		s.scoped = map[string]int{}
+	if kind == IDRun && scope != "" {
+		if s.scoped == nil {
+			s.scoped = map[string]int{}
+		}
+		s.scoped[scope]++
+		return scope, "#", s.scoped[scope]
 	}
-	s.scoped[scope]++
-	return numbered(scope, "#", s.scoped[scope])
+	if p, i := idPrefix(kind); i >= 0 {
+		s.known[i]++
+		return p, "", s.known[i]
+	}
+	if s.n == nil {
+		s.n = map[IDKind]int{}
+	}
+	s.n[kind]++
+	return string(kind), "-", s.n[kind]
 }
 
 // numbered writes a sequential id, such as w-12 or research-agent#3, in
@@ -86,19 +103,7 @@ func idPrefix(kind IDKind) (prefix string, i int) {
 }
 
 // NewID returns the next id of the kind.
-func (s *SequentialIDs) NewID(kind IDKind) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, i := idPrefix(kind); i >= 0 {
-		s.known[i]++
-		return numbered(p, "", s.known[i])
-	}
-	if s.n == nil {
-		s.n = map[IDKind]int{}
-	}
-	s.n[kind]++
-	return numbered(string(kind), "-", s.n[kind])
-}
+func (s *SequentialIDs) NewID(kind IDKind) string { return numbered(s.count(kind, "")) }
 
 // RandomIDs draws 80 random bits per id, e.g. w_k3j5x2mq7t9a4bcd. The
 // bits come from crypto/rand, read a block at a time for many ids (one

@@ -1,0 +1,54 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	shared "github.com/crux-sim/crux-sim/internal/fixture"
+)
+
+// reasonExecutor runs on goroutines, as GoExecutor does, and answers a
+// wait at once as if its second signal (a sleep's context) had closed,
+// recording the wait's reason.
+type reasonExecutor struct {
+	core.GoExecutor
+	reasons []string
+}
+
+func (e *reasonExecutor) Wait(reason string, _ ...<-chan struct{}) int {
+	e.reasons = append(e.reasons, reason)
+	return 1
+}
+
+var _ = Describe("a runtime's sleep", func() {
+	// A sleep's own allocations are its signal, its timer on the clock and
+	// the wait's list of signals; its reason is written once per duration.
+	It("waits with the reason 'sleep' and its duration, and a sleep of a duration slept before allocates at most 9 times (not its reason)", func() {
+		if raceDetector {
+			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
+		}
+		exec := &reasonExecutor{reasons: make([]string, 0, 256)}
+		var again float64
+		p := readingProvider(func(ctx context.Context, _ *core.Request) (*core.Response, error) {
+			Expect(core.Sleep(ctx, 1501*time.Millisecond)).To(Succeed())
+			var err error
+			again = testing.AllocsPerRun(20, func() { err = core.Sleep(ctx, 250*time.Millisecond) })
+			Expect(err).To(Succeed())
+			return &core.Response{Text: finalAnswer}, nil
+		})
+		rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}, Executor: exec,
+			Clock: clockwork.NewFakeClockAt(epoch)})
+		defer rt.Close()
+		_, err := rt.Run(context.Background(), shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exec.reasons[0]).To(Equal("sleep 1.501s"))
+		Expect(exec.reasons[len(exec.reasons)-1]).To(Equal("sleep 250ms"))
+		Expect(again).To(BeNumerically("<=", 9))
+	})
+})
