@@ -126,10 +126,7 @@ func (b BackgroundableAgent) String() string {
 
 // Middleware wraps a provider step of an agent. It may inspect or replace the
 // request before calling next, inspect or replace the response after, or
-// return an error to fail the step (a guardrail). It calls next with the
-// context it was given or one derived from it (context.WithValue,
-// WithTimeout, WithoutCancel and the like): the step's run is found through
-// that context, and a next called with an unrelated context fails the step.
+// return an error to fail the step (a guardrail).
 type Middleware func(ctx context.Context, req *Request, next StepFunc) (*Response, error)
 
 // StepFunc performs one provider step.

@@ -87,7 +87,7 @@ func (rt *Runtime) initOwnedInstance(inst *instance, p *prepared, model, owner s
 func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
 	rt := inst.rt
 	a := inst.p.agent
-	inst.rc = runContext{Context: ctx, rt: rt, inst: inst}
+	inst.rc = runContext{Context: ctx, rt: rt}
 	ctx = &inst.rc
 	inst.emitRunStart(mode, parent, input)
 	var seal runSeal
@@ -104,7 +104,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	if err := inst.begin(input); err != nil {
 		return nil, err
 	}
-	step := inst.p.chain
+	step := inst.chain()
 	budget := inst.p.maxSteps
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
@@ -433,31 +433,19 @@ func (inst *instance) workID() string {
 	return inst.w.ref.ID
 }
 
-// chain builds an agent's middleware around the provider once, when the
-// agent is prepared, or returns nil for an agent without middleware, whose
-// requests go to provide directly. Its innermost link finds the run whose
-// request it sends through the context the middleware hands it, which is
-// the run's own or one made from it (see Middleware).
-func chain(use []Middleware) StepFunc {
-	if len(use) == 0 {
+// chain builds the agent's middleware around the provider, or returns nil
+// for an agent without middleware, whose requests go to provide directly.
+func (inst *instance) chain() StepFunc {
+	a := inst.p.agent
+	if len(a.Use) == 0 {
 		return nil
 	}
-	next := StepFunc(provideRun)
-	for i := len(use) - 1; i >= 0; i-- {
-		mw, inner := use[i], next
+	next := StepFunc(inst.provide)
+	for i := len(a.Use) - 1; i >= 0; i-- {
+		mw, inner := a.Use[i], next
 		next = func(ctx context.Context, req *Request) (*Response, error) { return mw(ctx, req, inner) }
 	}
 	return next
-}
-
-// provideRun is the innermost link of every agent's chain: the provide of
-// the run the context belongs to.
-func provideRun(ctx context.Context, req *Request) (*Response, error) {
-	inst, _ := ctx.Value(instanceKey{}).(*instance)
-	if inst == nil {
-		return nil, errorf("middleware called next with a context that is neither the run's nor made from it (pass on the context it was given, or one derived from it)")
-	}
-	return inst.provide(ctx, req)
 }
 
 // provide is the innermost link of the chain: it sends the request to

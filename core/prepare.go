@@ -33,7 +33,6 @@ type prepared struct {
 	byName   map[string]*preparedTool // only for agents with many tools; see tool
 	specs    toolSpecs
 	maxSteps int
-	chain    StepFunc // the agent's middleware around the provider, or nil
 }
 
 // manyTools is how many tools an agent has before a map finds them faster
@@ -190,7 +189,7 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 	if a.ID == "" {
 		return nil, &PrepareError{Err: fmt.Errorf("%w: an agent needs an ID", ErrInvalidAgent)}
 	}
-	p := &prepared{agent: a, maxSteps: a.MaxSteps, chain: chain(a.Use)}
+	p := &prepared{agent: a, maxSteps: a.MaxSteps}
 	if p.maxSteps <= 0 {
 		p.maxSteps = rt.opts.MaxSteps
 	}

@@ -158,26 +158,15 @@ type runtimeKey struct{}
 
 // runContext is a context with a runtime as the value of runtimeKey: an
 // agent run's, and a background tool's, so that Sleep, Await and ClockOf
-// find the runtime running them. An agent run's also has the run as the
-// value of instanceKey.
+// find the runtime running them.
 type runContext struct {
 	context.Context
-	rt   *Runtime
-	inst *instance // the run's, as the value of instanceKey; nil for a tool's Work
+	rt *Runtime
 }
 
-// instanceKey finds the run a context belongs to, for the innermost link
-// of an agent's middleware chain.
-type instanceKey struct{}
-
 func (c *runContext) Value(key any) any {
-	switch key {
-	case runtimeKey{}:
+	if key == (runtimeKey{}) {
 		return c.rt
-	case instanceKey{}:
-		if c.inst != nil {
-			return c.inst
-		}
 	}
 	return c.Context.Value(key)
 }
