@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fewmap"
 )
 
 // Turn is what the model does at one provider step: call tools, say text,
@@ -136,12 +137,12 @@ type Provider struct {
 	opts Options
 
 	mu       sync.Mutex
-	scripts  keyed[*script]
+	scripts  fewmap.Map[*script]
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
-	runs     keyed[*runState] // by run id
-	ordinals keyed[int]       // agent → runs seen
+	runs     fewmap.Map[*runState] // by run id
+	ordinals fewmap.Map[int]       // agent → runs seen
 	// runRoom is where the next runs' states are made, a few at a time:
 	// two, then twice as many as the last time, up to sixty-four.
 	runRoom  []runState
@@ -183,17 +184,17 @@ type runState struct {
 // run returns the request's run, counted among its agent's runs when it
 // is new. The caller holds p.mu.
 func (p *Provider) run(req *core.Request) *runState {
-	run, _ := p.runs.get(req.Run)
+	run, _ := p.runs.Get(req.Run)
 	if run == nil {
 		if len(p.runRoom) == 0 {
 			p.runChunk = min(max(2*p.runChunk, 2), 64)
 			p.runRoom = make([]runState, p.runChunk)
 		}
 		run, p.runRoom = &p.runRoom[0], p.runRoom[1:]
-		n, _ := p.ordinals.get(req.Agent)
+		n, _ := p.ordinals.Get(req.Agent)
 		run.ordinal = n + 1
-		p.ordinals.set(req.Agent, n+1)
-		p.runs.set(req.Run, run)
+		p.ordinals.Set(req.Agent, n+1)
+		p.runs.Set(req.Run, run)
 	}
 	return run
 }
@@ -257,14 +258,14 @@ func New(opts ...Options) *Provider {
 func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, _ := p.scripts.get(agent)
+	s, _ := p.scripts.Get(agent)
 	if s == nil {
 		if len(p.room.scripts) > 0 {
 			s, p.room.scripts = &p.room.scripts[0], p.room.scripts[1:]
 		} else {
 			s = &script{}
 		}
-		p.scripts.set(agent, s)
+		p.scripts.Set(agent, s)
 	}
 	if s.turns == nil && len(turns) <= cap(p.room.turns) {
 		// A new script's turns are copied into the reserved room, capped
@@ -294,14 +295,14 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := New(opts...)
-	scripts := make([]script, p.scripts.len())
+	scripts := make([]script, p.scripts.Len())
 	i := 0
-	for key, s := range p.scripts.each {
+	for key, s := range p.scripts.All {
 		c := &scripts[i]
 		i++
 		c.turns = s.turns[:len(s.turns):len(s.turns)]
 		c.fit()
-		q.scripts.set(key, c)
+		q.scripts.Set(key, c)
 	}
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
@@ -358,7 +359,7 @@ func (p *Provider) Unused() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]int{}
-	for key, s := range p.scripts.each {
+	for key, s := range p.scripts.All {
 		for i := range s.turns {
 			if !s.isUsed(i) {
 				out[key]++
@@ -399,7 +400,7 @@ func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 	p.requests = append(p.requests, req)
 	n := p.run(req).ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
-		s, _ := p.scripts.get(key)
+		s, _ := p.scripts.Get(key)
 		if s == nil {
 			continue
 		}
@@ -424,7 +425,7 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 	var total, left int
 	var why []string
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
-		if s, _ := p.scripts.get(key); s != nil {
+		if s, _ := p.scripts.Get(key); s != nil {
 			total += len(s.turns)
 			for i := range s.turns {
 				t, used := &s.turns[i], s.isUsed(i)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fewmap"
 )
 
 // Normalize returns a copy of the trace with ids renamed in order of
@@ -176,7 +177,7 @@ type renamer struct {
 	// counts counts the names given of each kind but runs, which are
 	// counted per agent.
 	counts   [idKinds]int
-	perAgent agentCounts
+	perAgent fewmap.Map[int] // runs counted per agent
 }
 
 // prefixes and seps spell a kind's names: w-1, call-1, send-1; a run's
@@ -188,7 +189,8 @@ var (
 
 func (r *renamer) given(k idKind, prefix string) int {
 	if k == runID {
-		return r.perAgent.get(prefix)
+		n, _ := r.perAgent.Get(prefix)
+		return n
 	}
 	return r.counts[k]
 }
@@ -220,7 +222,9 @@ func spells(s string, n int) bool {
 func (r *renamer) name(k idKind, raw, prefix string) {
 	var n int
 	if k == runID {
-		n = r.perAgent.inc(prefix)
+		n, _ = r.perAgent.Get(prefix)
+		n++
+		r.perAgent.Set(prefix, n)
 	} else {
 		r.counts[k]++
 		n = r.counts[k]
@@ -239,14 +243,14 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 		r.named[k] = map[string]struct{}{}
 		if k == runID {
 			named := r.named[k]
-			r.perAgent.each(func(agent string, count int) {
+			for agent, count := range r.perAgent.All {
 				if agent == prefix {
 					count--
 				}
 				for j := 1; j <= count; j++ {
 					named[agent+sep+strconv.Itoa(j)] = struct{}{}
 				}
-			})
+			}
 		} else {
 			for j := 1; j < n; j++ {
 				r.named[k][prefix+sep+strconv.Itoa(j)] = struct{}{}
@@ -285,60 +289,6 @@ func (r *renamer) any() func(string) string {
 			}
 		}
 		return s
-	}
-}
-
-// agentCounts counts runs per agent: a trace has the runs of a few agents,
-// and looking one up among a few costs less than a map, and no allocation.
-type agentCounts struct {
-	few [8]agentCount
-	n   int
-	// more counts the agents past the first few.
-	more map[string]int
-}
-
-type agentCount struct {
-	agent string
-	n     int
-}
-
-// get returns the count of agent's runs.
-func (a *agentCounts) get(agent string) int {
-	for _, c := range a.few[:a.n] {
-		if c.agent == agent {
-			return c.n
-		}
-	}
-	return a.more[agent]
-}
-
-// inc counts one more run of agent's and returns the count.
-func (a *agentCounts) inc(agent string) int {
-	for i := range a.few[:a.n] {
-		if a.few[i].agent == agent {
-			a.few[i].n++
-			return a.few[i].n
-		}
-	}
-	if _, ok := a.more[agent]; !ok && a.n < len(a.few) {
-		a.few[a.n] = agentCount{agent: agent, n: 1}
-		a.n++
-		return 1
-	}
-	if a.more == nil {
-		a.more = map[string]int{}
-	}
-	a.more[agent]++
-	return a.more[agent]
-}
-
-// each calls fn with every agent's count.
-func (a *agentCounts) each(fn func(agent string, n int)) {
-	for _, c := range a.few[:a.n] {
-		fn(c.agent, c.n)
-	}
-	for agent, n := range a.more {
-		fn(agent, n)
 	}
 }
 
