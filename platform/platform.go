@@ -14,6 +14,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/keys"
+	"github.com/crux-sim/crux-sim/internal/slab"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
 
@@ -83,7 +84,10 @@ type Platform struct {
 	flushing bool
 	sessions map[string]*session
 	order    []*session
-	events   eventArena // every event of every log below
+	// events holds every event of every log below, in chunks that never
+	// move, so that a log is a list of pointers: an event is stored once
+	// and a log that grows copies 8 bytes per event, not the whole Event.
+	events   slab.Slab[Event]
 	platLog  eventLog
 	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
@@ -145,6 +149,7 @@ func New(opts Options) (*Platform, error) {
 		instance:     opts.Instance,
 		sessions:     map[string]*session{},
 		parked:       map[string]eventLog{},
+		events:       slab.Sized[Event](8, 128), // a platform with a few events pays for a few
 		variants:     map[variantKey]*core.Agent{},
 		quick:        map[quickKey]*core.Agent{},
 		drained:      core.NewSignal(opts.Core.Executor),
@@ -367,7 +372,8 @@ func (p *Platform) emitLocked(e Event) {
 	p.seq++
 	e.Seq = p.seq
 	e.Time = p.clock.Now()
-	kept := p.events.add(e)
+	kept := p.events.New()
+	*kept = e
 	switch s := p.sessions[e.Session]; {
 	case e.Session == "":
 		p.platLog = append(p.platLog, kept)
@@ -379,26 +385,6 @@ func (p *Platform) emitLocked(e Event) {
 	if p.opts.Observer != nil {
 		p.outbox = append(p.outbox, e)
 	}
-}
-
-// eventArena keeps a platform's events in chunks that are never moved,
-// so that a log is a list of pointers: an event is stored once and a log
-// that grows copies 8 bytes per event, not the whole Event. Chunks start
-// small (a platform with a few events pays for a few) and double up to
-// arenaChunk events.
-type eventArena struct {
-	chunk []Event
-}
-
-// arenaChunk is the most events one chunk of the arena holds.
-const arenaChunk = 128
-
-func (a *eventArena) add(e Event) *Event {
-	if len(a.chunk) == cap(a.chunk) {
-		a.chunk = make([]Event, 0, min(max(2*cap(a.chunk), 8), arenaChunk))
-	}
-	a.chunk = append(a.chunk, e)
-	return &a.chunk[len(a.chunk)-1]
 }
 
 // eventLog is one event log, in order: a session's, the platform's, or a

@@ -20,6 +20,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/jsonenc"
+	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 // Kind names an entry.
@@ -346,63 +347,18 @@ type Recorder struct {
 	nextTools int
 	// The parts of the entries Observe records come from slabs, a few
 	// allocations for a run rather than one per entry.
-	requests  slab[RequestPart]
-	responses slab[ResponsePart]
-	runs      slab[RunPart]
-	works     slab[WorkPart]
+	requests  slab.Slab[RequestPart]
+	responses slab.Slab[ResponsePart]
+	runs      slab.Slab[RunPart]
+	works     slab.Slab[WorkPart]
 	// rows holds the requests' status rows, inputs the runs' inputs.
-	rows   slab[string]
-	inputs slab[byte]
+	rows   slab.Slab[string]
+	inputs slab.Slab[byte]
 }
-
-// slab hands out values, and runs of them, from chunks it allocates a
-// few at a time: the values live as long as the recorder's entries, which
-// are never modified once recorded.
-type slab[T any] struct {
-	free []T
-	// chunk is the length of the next chunk (minChunk when 0), at most
-	// max (maxChunk when 0).
-	chunk, max int
-}
-
-func (s *slab[T]) new() *T { return &s.take(1)[0] }
-
-// take returns n zero values, as a slice with no room to grow into the
-// values after them.
-func (s *slab[T]) take(n int) []T {
-	if len(s.free) < n {
-		c, most := s.chunk, s.max
-		if c == 0 {
-			c = minChunk
-		}
-		if most == 0 {
-			most = maxChunk
-		}
-		s.free = make([]T, max(c, n))
-		s.chunk = min(2*c, most)
-	}
-	v := s.free[:n:n]
-	s.free = s.free[n:]
-	return v
-}
-
-// size makes the next chunk about n long.
-func (s *slab[T]) size(n int) {
-	if n > 0 && len(s.free) < n {
-		most := s.max
-		if most == 0 {
-			most = maxChunk
-		}
-		s.chunk = min(n, most)
-		s.free = nil
-	}
-}
-
-const minChunk, maxChunk = 8, 256
 
 // NewRecorder returns a recorder whose offsets count from start.
 func NewRecorder(start time.Time) *Recorder {
-	return &Recorder{start: start, inputs: slab[byte]{chunk: 256, max: 16 << 10}}
+	return &Recorder{start: start, inputs: slab.Sized[byte](256, 16<<10)}
 }
 
 // Grow makes room for n more entries at once. A caller that knows roughly
@@ -416,12 +372,12 @@ func (r *Recorder) Grow(n int) {
 	// A run's entries are about a fifth requests and a fifth responses;
 	// runs start and end, and Work moves, less often; a status row or two a
 	// request, and a few bytes of input a run.
-	r.requests.size(n / 5)
-	r.responses.size(n / 5)
-	r.runs.size(n / 6)
-	r.works.size(n / 8)
-	r.rows.size(n / 2)
-	r.inputs.size(8 * n)
+	r.requests.Size(n / 5)
+	r.responses.Size(n / 5)
+	r.runs.Size(n / 6)
+	r.works.Size(n / 8)
+	r.rows.Size(n / 2)
+	r.inputs.Size(8 * n)
 }
 
 // Observe records a runtime event.
@@ -443,14 +399,14 @@ func (r *Recorder) Observe(e core.Event) {
 	defer r.mu.Unlock()
 	switch e.Kind {
 	case core.EventRunStart:
-		p := r.runs.new()
+		p := r.runs.New()
 		en.Kind, en.Part, p.Parent, p.Mode, p.Input = RunStart, p, e.Parent, string(e.Mode), marshalled
 		if encoded != nil {
-			p.Input = r.inputs.take(len(encoded))
+			p.Input = r.inputs.Take(len(encoded))
 			copy(p.Input, encoded)
 		}
 	case core.EventRequest:
-		p := r.requests.new()
+		p := r.requests.New()
 		en.Kind, en.Part = Request, p
 		req := e.Request
 		p.Tools = r.toolNames(req.Tools)
@@ -458,11 +414,11 @@ func (r *Recorder) Observe(e core.Event) {
 			p.Messages = req.Messages[len(req.Messages)-n:]
 		}
 		if req.Status != nil {
-			p.Status = statusRows(r.rows.take(len(req.Status.Rows)), req.Status)
+			p.Status = statusRows(r.rows.Take(len(req.Status.Rows)), req.Status)
 			p.Omitted = req.Status.Omitted
 		}
 	case core.EventResponse:
-		p := r.responses.new()
+		p := r.responses.New()
 		en.Kind, en.Part = Response, p
 		if e.Err != nil {
 			p.Error = e.Err.Error()
@@ -475,19 +431,19 @@ func (r *Recorder) Observe(e core.Event) {
 		en.Kind, en.Call, en.Ref, en.Action = ToolResult, e.Call, e.Ref, e.Action
 		en.Content, en.IsError = e.Result.Content, e.Result.IsError
 	case core.EventWorkTransition:
-		p := r.works.new()
+		p := r.works.New()
 		en.Kind, en.Part, p.From, p.To, p.Transition = Work, p, string(e.From), string(e.To), e.Transition
 	case core.EventWorkDetached:
-		p := r.works.new()
+		p := r.works.New()
 		en.Kind, en.Part, p.To = Detach, p, string(e.To)
 	case core.EventSendAccepted:
-		p := r.works.new()
+		p := r.works.New()
 		en.Kind, en.Part, p.Cursor = Send, p, e.Cursor
 	case core.EventGuidanceDelivered:
-		p := r.works.new()
+		p := r.works.New()
 		en.Kind, en.Part, p.Cursor = Guidance, p, e.Cursor
 	case core.EventRunEnd:
-		p := r.runs.new()
+		p := r.runs.New()
 		en.Kind, en.Part, p.Mode = RunEnd, p, string(e.Mode)
 		if e.Err != nil {
 			p.Error = e.Err.Error()
