@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform"
+	"github.com/crux-sim/crux-sim/platform/store"
 )
 
 var _ = Describe("The scheduled-work ticker's leader", func() {
@@ -66,5 +68,65 @@ var _ = Describe("The scheduled-work ticker's idle poll", func() {
 		Expect(e.sim.Steps()).To(Equal(steps), "an idle poll starts no actor")
 		Expect(allocs).To(BeZero(), "allocations per hour of idle polls")
 		Expect(e.sim.Clock().Now()).To(Equal(epoch.Add(time.Minute + time.Duration(jumps)*time.Hour)))
+	})
+})
+
+// dueCounter is a store that counts the ticker's NextDue calls. Its
+// Memory counts its schedule writes (store.ScheduleWriteCounter) unless
+// opaque hides that, as a store shared through a server does not.
+type dueCounter struct {
+	*store.Memory
+	asked int
+}
+
+func (d *dueCounter) NextDue(ctx context.Context) (time.Time, bool, error) {
+	d.asked++
+	return d.Memory.NextDue(ctx)
+}
+
+// opaque is a store with nothing but the Store methods.
+type opaque struct{ store.Store }
+
+var _ = Describe("The scheduled-work ticker's idle poll on a store that counts its schedule writes", func() {
+	// No recovery pass in these hours: that pass has work to do.
+	noRecovery := func(o *platform.Options) { o.ScheduleRecoveryInterval = 30 * 24 * time.Hour }
+
+	It("asks the store for its next due row only after a schedule write: an hour of idle polls asks nothing", func() {
+		counted := &dueCounter{Memory: store.NewMemory()}
+		e := newEnv(noRecovery, func(o *platform.Options) { o.Store = counted })
+		root := e.root("scout")
+		_, err := e.p.Cron(root, "0 9 * * *", "the morning report")
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(time.Minute)
+		asked := counted.asked
+		e.runFor(time.Hour)
+		Expect(counted.asked).To(Equal(asked), "NextDue calls in 60 idle polls with no schedule written")
+	})
+
+	It("asks a store that does not count its writes on every poll", func() {
+		counted := &dueCounter{Memory: store.NewMemory()}
+		e := newEnv(noRecovery, func(o *platform.Options) { o.Store = opaque{counted} })
+		root := e.root("scout")
+		_, err := e.p.Cron(root, "0 9 * * *", "the morning report")
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(time.Minute)
+		asked := counted.asked
+		e.runFor(time.Hour)
+		Expect(counted.asked-asked).To(Equal(60), "NextDue calls in 60 idle polls")
+	})
+
+	It("sees a row another process wrote between two polls at the next poll", func() {
+		e := newEnv(noRecovery)
+		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "ok"} })
+		root := e.root("scout")
+		e.runFor(90 * time.Second) // past the first idle poll, before the second
+		// Another process on the same store writes a row due now.
+		Expect(e.store.CreateSchedule(context.Background(), store.Schedule{ID: "elsewhere-1", User: "ada",
+			Agent: "scout", Origin: root, Root: root, Kind: store.ScheduleOnce, Prompt: "from elsewhere",
+			State: store.ScheduleActive, NextRun: e.sim.Clock().Now(), CreatedAt: e.sim.Clock().Now()})).To(Succeed())
+		e.runFor(time.Minute)
+		fired := ofType(e.p.Events(root), platform.EventScheduleFired)
+		Expect(fired).To(HaveLen(1))
+		Expect(fired[0].Time).To(Equal(epoch.Add(2*time.Minute)), "the second poll fires it")
 	})
 })

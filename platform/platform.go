@@ -110,16 +110,42 @@ type Platform struct {
 	dispatching, dispatchAgain bool
 	runningTasks               map[string]*session // task id → attempt session
 	reapSlot, pollSlot         *timerSlot
-	tickSlot                   *timerSlot
-	tickAt                     time.Time
-	tickArmed                  bool
 	crons                      map[string]cron.Schedule
-	notBefore                  time.Time
 	leading                    bool // this process held the leader lease at its last pass
 	announced                  bool // scheduler.leader was emitted since it took the lease
-	nextRecovery               time.Time
+	ticker                     ticker
 
 	tools map[string]*core.Tool
+}
+
+// ticker is the scheduled-work ticker's state (see startScheduler). Its
+// deadlines are nanoseconds since the platform started (ticker.now), as
+// the simulator's clock keeps its own, so that an idle poll compares and
+// adds integers and makes no time.Time.
+type ticker struct {
+	slot *timerSlot
+	// t0 is when the platform started; clock is the platform's clock when
+	// it counts its own time (the simulator's does), and e0 its count at
+	// t0; wall is the clock otherwise.
+	t0    time.Time
+	clock interface{ Elapsed() time.Duration }
+	e0    time.Duration
+	wall  clockwork.Clock
+
+	at           int64 // when the timer is armed for, while armed
+	armed        bool
+	notBefore    int64
+	nextRecovery int64
+
+	// The store's next due row as last read (due, when dueOK), and the
+	// store's count of schedule writes then (a store.ScheduleWriteCounter
+	// counts them; writes is nil for a store that does not): NextDue is
+	// asked again only after a write.
+	writes  store.ScheduleWriteCounter
+	seen    uint64
+	due     int64
+	dueOK   bool
+	dueRead bool
 }
 
 // New makes a Platform and starts its dispatcher, scheduled-work ticker and

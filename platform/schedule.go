@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -379,70 +380,105 @@ func (p *Platform) completeSchedule(id, reason, text string) error {
 // startScheduler arms the ticker's one persistent timer. It wakes at the
 // earliest of the next due row this process knows of, the next poll and
 // the next recovery pass. A wake-up with nothing due (an idle poll) only
-// reads the store's next due time and re-arms, inside the clock callback;
-// one with work starts the ticker actor.
+// looks at the store's next due time and re-arms, inside the clock
+// callback, in integers: it asks the store only after a schedule write
+// (store.ScheduleWriteCounter), and makes no time.Time. One with work
+// starts the ticker actor.
 func (p *Platform) startScheduler() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.nextRecovery = p.clock.Now().Add(p.opts.ScheduleRecoveryInterval)
+	tk := &p.ticker
+	tk.t0, tk.wall = p.clock.Now(), p.clock
+	if c, ok := p.clock.(interface{ Elapsed() time.Duration }); ok {
+		tk.clock, tk.e0 = c, c.Elapsed()
+	}
+	tk.writes, _ = p.store.(store.ScheduleWriteCounter)
+	tk.notBefore = math.MinInt64
+	tk.nextRecovery = int64(p.opts.ScheduleRecoveryInterval)
 	p.slotSeq++
 	slot := &timerSlot{seq: p.slotSeq}
-	p.tickSlot = slot
+	tk.slot = slot
 	p.timers[slot] = struct{}{}
 	pass := p.actor(p.tick)
 	slot.t = p.clock.AfterFunc(p.opts.SchedulePollInterval, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if _, live := p.timers[slot]; !live {
+		// begin, which stops the timer, is the only one to take it out.
+		if p.closing {
 			return
 		}
-		p.tickArmed = false
-		now := p.clock.Now()
-		next, ok, err := p.store.NextDue(p.ctx())
-		ok = ok && err == nil
-		if now.Before(p.nextRecovery) && (!ok || next.After(now)) {
+		tk.armed = false
+		now := tk.now()
+		next, ok := p.nextDueLocked()
+		if now < tk.nextRecovery && (!ok || next > now) {
 			// An idle poll: nothing is due, in this process's view of the
 			// store or another's; look again at the next poll.
-			p.armTickerNextLocked(next, ok)
+			p.armTickerNextLocked(now, next, ok)
 			return
 		}
 		p.startLocked("scheduled-work ticker", pass)
 	})
-	p.tickAt, p.tickArmed = p.clock.Now().Add(p.opts.SchedulePollInterval), true
+	tk.at, tk.armed = int64(p.opts.SchedulePollInterval), true
 	p.armTickerLocked()
+}
+
+// now is the ticker's time: nanoseconds since the platform started.
+func (tk *ticker) now() int64 {
+	if tk.clock != nil {
+		return int64(tk.clock.Elapsed() - tk.e0)
+	}
+	return int64(tk.wall.Since(tk.t0))
+}
+
+// ns is t as ticker time.
+func (tk *ticker) ns(t time.Time) int64 { return int64(t.Sub(tk.t0)) }
+
+// nextDueLocked is the store's next due row as ticker time, if any. A
+// store that counts its schedule writes is asked only after one.
+func (p *Platform) nextDueLocked() (int64, bool) {
+	tk := &p.ticker
+	var seen uint64
+	if tk.writes != nil {
+		// The count is read before the row, so a write between the two
+		// makes the next look ask again.
+		seen = tk.writes.ScheduleWrites()
+		if tk.dueRead && seen == tk.seen {
+			return tk.due, tk.dueOK
+		}
+	}
+	next, ok, err := p.store.NextDue(p.ctx())
+	ok = ok && err == nil
+	tk.due, tk.dueOK = 0, ok
+	if ok {
+		tk.due = tk.ns(next)
+	}
+	tk.seen, tk.dueRead = seen, tk.writes != nil && err == nil
+	return tk.due, tk.dueOK
 }
 
 // armTickerLocked arms the ticker at the earliest of the next due row,
 // the next poll and the next recovery pass, unless it is armed earlier
 // already.
 func (p *Platform) armTickerLocked() {
-	next, ok, err := p.store.NextDue(p.ctx())
-	p.armTickerNextLocked(next, ok && err == nil)
+	next, ok := p.nextDueLocked()
+	p.armTickerNextLocked(p.ticker.now(), next, ok)
 }
 
-// armTickerNextLocked is armTickerLocked with the next due row read.
-func (p *Platform) armTickerNextLocked(next time.Time, ok bool) {
-	now := p.clock.Now()
-	at := now.Add(p.opts.SchedulePollInterval)
-	if p.nextRecovery.Before(at) {
-		at = p.nextRecovery
-	}
-	if ok && next.Before(at) {
+// armTickerNextLocked is armTickerLocked with the time and the next due
+// row read.
+func (p *Platform) armTickerNextLocked(now, next int64, ok bool) {
+	tk := &p.ticker
+	at := now + int64(p.opts.SchedulePollInterval)
+	at = min(at, tk.nextRecovery)
+	if ok && next < at {
 		at = next
 	}
-	if at.Before(p.notBefore) {
-		at = p.notBefore
-	}
-	p.armTickerAtLocked(at)
-}
-
-// armTickerAtLocked (re)arms the ticker's one persistent timer.
-func (p *Platform) armTickerAtLocked(at time.Time) {
-	if p.closing || p.tickArmed && !p.tickAt.After(at) {
+	at = max(at, tk.notBefore)
+	if p.closing || tk.armed && tk.at <= at {
 		return
 	}
-	p.tickAt, p.tickArmed = at, true
-	p.tickSlot.t.Reset(at.Sub(p.clock.Now()))
+	tk.at, tk.armed = at, true
+	tk.slot.t.Reset(time.Duration(at - now))
 }
 
 // tick is one pass of the ticker with work to do: if this process takes
@@ -451,6 +487,7 @@ func (p *Platform) armTickerAtLocked(at time.Time) {
 // again at its next poll, or when the leader's lease lapses if that comes
 // first, so it takes over within one lease of a dead leader's last renewal.
 func (p *Platform) tick() {
+	tk := &p.ticker
 	now := p.clock.Now()
 	lease, lead, err := p.store.TryLead(p.ctx(), SchedulerLease, p.instance, now, p.opts.LeaderTTL)
 	lead = lead && err == nil
@@ -460,6 +497,7 @@ func (p *Platform) tick() {
 	}
 	p.leading = lead
 	p.mu.Unlock()
+	nowNs := tk.ns(now)
 	if lead {
 		due, _ := p.store.Due(p.ctx(), now)
 		if len(due) > 0 {
@@ -469,9 +507,9 @@ func (p *Platform) tick() {
 			p.fire(sch, now, lease)
 		}
 		p.mu.Lock()
-		doRecovery := !now.Before(p.nextRecovery)
+		doRecovery := nowNs >= tk.nextRecovery
 		if doRecovery {
-			p.nextRecovery = now.Add(p.opts.ScheduleRecoveryInterval)
+			tk.nextRecovery = nowNs + int64(p.opts.ScheduleRecoveryInterval)
 		}
 		p.mu.Unlock()
 		if doRecovery {
@@ -483,16 +521,16 @@ func (p *Platform) tick() {
 	if lead {
 		// Whatever is still due now could not be fired in this pass;
 		// never re-arm at this same instant.
-		p.notBefore = now.Add(time.Second)
+		tk.notBefore = nowNs + int64(time.Second)
 	} else {
 		// Another process leads: look again at the next poll, or when its
 		// lease lapses, whichever comes first.
-		p.notBefore = now.Add(p.opts.SchedulePollInterval)
-		if lease.Until.After(now) && lease.Until.Before(p.notBefore) {
-			p.notBefore = lease.Until
+		tk.notBefore = nowNs + int64(p.opts.SchedulePollInterval)
+		if until := tk.ns(lease.Until); lease.Until.After(now) && until < tk.notBefore {
+			tk.notBefore = until
 		}
-		if !now.Before(p.nextRecovery) {
-			p.nextRecovery = now.Add(p.opts.ScheduleRecoveryInterval)
+		if nowNs >= tk.nextRecovery {
+			tk.nextRecovery = nowNs + int64(p.opts.ScheduleRecoveryInterval)
 		}
 	}
 	p.armTickerLocked()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,7 +34,9 @@ type Memory struct {
 	// again only then.
 	next      time.Time
 	nextKnown bool
-	leases    map[string]Lease
+	// writes counts the writes to schedule rows (ScheduleWrites).
+	writes atomic.Uint64
+	leases map[string]Lease
 
 	files map[string]file
 }
@@ -55,7 +58,10 @@ func NewMemory() *Memory {
 	}
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store                = (*Memory)(nil)
+	_ ScheduleWriteCounter = (*Memory)(nil)
+)
 
 func cloneSchedule(s *Schedule) Schedule {
 	c := *s
@@ -311,7 +317,7 @@ func (m *Memory) CreateSchedule(_ context.Context, s Schedule) error {
 	row := cloneSchedule(&s)
 	m.schedules[s.ID] = &row
 	m.srows = append(m.srows, &row)
-	m.nextKnown = false
+	m.scheduleWritten()
 	return nil
 }
 
@@ -352,7 +358,7 @@ func (m *Memory) DeleteSchedule(_ context.Context, id, user string) error {
 		return fmt.Errorf("schedule %s belongs to another user: %w", id, ErrNotFound)
 	}
 	s.State = ScheduleDeleted
-	m.nextKnown = false
+	m.scheduleWritten()
 	return nil
 }
 
@@ -383,7 +389,7 @@ func (m *Memory) Fire(_ context.Context, lease Lease, id string, expect, next, n
 	}
 	s.NextRun, s.LastRun = next, now
 	s.Runs++
-	m.nextKnown = false
+	m.scheduleWritten()
 	return true, nil
 }
 
@@ -397,7 +403,7 @@ func (m *Memory) SetNext(_ context.Context, id string, next time.Time) error {
 	}
 	if s.State == ScheduleActive {
 		s.NextRun = next
-		m.nextKnown = false
+		m.scheduleWritten()
 	}
 	return nil
 }
@@ -414,9 +420,20 @@ func (m *Memory) Complete(_ context.Context, id, reason string) (bool, error) {
 		return false, nil
 	}
 	s.State, s.Reason, s.NextRun = ScheduleCompleted, reason, time.Time{}
-	m.nextKnown = false
+	m.scheduleWritten()
 	return true, nil
 }
+
+// scheduleWritten is what every write to a schedule row does: NextDue
+// works its answer out again, and ScheduleWrites counts the write.
+func (m *Memory) scheduleWritten() {
+	m.nextKnown = false
+	m.writes.Add(1)
+}
+
+// ScheduleWrites implements ScheduleWriteCounter: it counts the writes to
+// schedule rows so far, without taking the store's lock.
+func (m *Memory) ScheduleWrites() uint64 { return m.writes.Load() }
 
 // NextDue implements Schedules.
 func (m *Memory) NextDue(context.Context) (time.Time, bool, error) {

@@ -362,6 +362,18 @@ type Files interface {
 	DeletePrefix(ctx context.Context, prefix string) (int, error)
 }
 
+// ScheduleWriteCounter is a store that counts the writes to its schedule
+// rows, whoever makes them (this process or another sharing the store),
+// and reads the count without a round trip. NextDue cannot change while
+// the count stands still, so a ticker that polls an idle store asks the
+// store only after a write. Memory is one; a store shared through a
+// server, which cannot know of another process's writes without asking,
+// is not.
+type ScheduleWriteCounter interface {
+	// ScheduleWrites returns the number of schedule writes so far.
+	ScheduleWrites() uint64
+}
+
 // Store is everything the platform keeps durably: it survives a process
 // crash.
 type Store interface {

@@ -341,6 +341,42 @@ var _ = Describe("Schedules and files", func() {
 				Expect(next()).To(Equal(time.Duration(-1)), "a deleted: nothing active")
 			})
 
+			It("a store that counts its schedule writes counts every write that can move the next due time, and no read", func() {
+				c, ok := s.(store.ScheduleWriteCounter)
+				if !ok {
+					Skip(b.name + " does not count its schedule writes")
+				}
+				last := c.ScheduleWrites()
+				moved := func(what string) {
+					GinkgoHelper()
+					Expect(c.ScheduleWrites()).To(BeNumerically(">", last), what)
+					last = c.ScheduleWrites()
+				}
+				still := func(what string) {
+					GinkgoHelper()
+					Expect(c.ScheduleWrites()).To(Equal(last), what)
+				}
+				Expect(s.CreateSchedule(ctx, store.Schedule{ID: "a", User: "ada", Kind: store.ScheduleLoop,
+					State: store.ScheduleActive, CreatedAt: t0, NextRun: t0.Add(time.Hour)})).To(Succeed())
+				moved("create")
+				_, _, _ = s.NextDue(ctx)
+				_, _ = s.Due(ctx, t0.Add(time.Hour))
+				_, _ = s.GetSchedule(ctx, "a")
+				_, _ = s.ListSchedules(ctx, "ada")
+				_, _ = s.Expired(ctx, t0)
+				lease, _, err := s.TryLead(ctx, "ticker", "p", t0.Add(time.Hour), time.Minute)
+				Expect(err).NotTo(HaveOccurred())
+				still("reads and a lease")
+				Expect(s.Fire(ctx, lease, "a", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour))).To(BeTrue())
+				moved("fire")
+				Expect(s.SetNext(ctx, "a", t0.Add(90*time.Minute))).To(Succeed())
+				moved("set next")
+				Expect(s.Complete(ctx, "a", "loop_complete")).To(BeTrue())
+				moved("complete")
+				Expect(s.DeleteSchedule(ctx, "a", "ada")).To(Succeed())
+				moved("delete")
+			})
+
 			It("lists due rows earliest first, and rows due at the same instant in the order they were created", func() {
 				for i, at := range []time.Duration{2 * time.Hour, time.Hour, 2 * time.Hour, time.Hour, 3 * time.Hour} {
 					Expect(s.CreateSchedule(ctx, store.Schedule{ID: fmt.Sprintf("s%d", i), User: "ada", Kind: store.ScheduleOnce,
