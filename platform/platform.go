@@ -79,8 +79,8 @@ type Platform struct {
 	mu       sync.Mutex
 	closing  bool
 	seq      uint64
-	outbox   []Event
-	spare    []Event // the outbox's other buffer (see unlock)
+	outbox   []*Event // events for the observer, as kept in events
+	spare    []*Event // the outbox's other buffer (see unlock)
 	flushing bool
 	sessions map[string]*session
 	order    []*session
@@ -409,7 +409,7 @@ func (p *Platform) emitLocked(e Event) {
 		p.parked[e.Session] = append(p.parked[e.Session], kept)
 	}
 	if p.opts.Observer != nil {
-		p.outbox = append(p.outbox, e)
+		p.outbox = append(p.outbox, kept)
 	}
 }
 
@@ -444,7 +444,7 @@ func (p *Platform) unlock() {
 		p.outbox, p.spare = p.spare[:0], nil
 		p.mu.Unlock()
 		for _, e := range out {
-			p.opts.Observer.Observe(e)
+			p.opts.Observer.Observe(*e)
 		}
 		p.mu.Lock()
 		clear(out)

@@ -3,11 +3,13 @@ package platform_test
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
 )
 
@@ -43,5 +45,54 @@ var _ = Describe("An event's one-line rendering", func() {
 
 	It("allocates only the line itself: a trace line per event costs one allocation", func() {
 		Expect(testing.AllocsPerRun(100, func() { _ = every.String() })).To(Equal(1.0))
+	})
+})
+
+var _ = Describe("The trace observer", func() {
+	events := func(n int) []platform.Event {
+		out := make([]platform.Event, n)
+		for i := range out {
+			// Lines of every length up to a few hundred bytes, some past a
+			// chunk's end.
+			out[i] = platform.Event{Session: "session-" + strconv.Itoa(i%7), Type: platform.EventLoopResult,
+				Schedule: "schedule-" + strconv.Itoa(i), Text: strings.Repeat("q", i%400)}
+		}
+		out[0] = platform.Event{Session: "session-0", Type: platform.EventSessionCreated, Agent: "scout"}
+		out[1] = platform.Event{Session: "session-1", Type: platform.EventSessionCreated, Agent: "writer"}
+		return out
+	}
+
+	It("records each event's one-line rendering as its detail, unchanged by the events recorded after it", func() {
+		rec := trace.NewRecorder(epoch)
+		obs := platform.TraceObserver(rec)
+		evs := events(2000)
+		for _, e := range evs {
+			obs.Observe(e)
+		}
+		entries := rec.Trace().Entries
+		Expect(entries).To(HaveLen(len(evs)))
+		for i, en := range entries {
+			Expect(en.Detail).To(Equal(evs[i].String()), "entry %d", i)
+			Expect(en.Run).To(Equal(evs[i].Session))
+		}
+		Expect(entries[7].Agent).To(Equal("scout"), "session-0's agent, from its session.created")
+		Expect(entries[8].Agent).To(Equal("writer"))
+		Expect(entries[9].Agent).To(BeEmpty(), "session-2 was never created here")
+	})
+
+	It("allocates no line of its own: a thousand events cost a few chunks, not a thousand lines", func() {
+		rec := trace.NewRecorder(epoch)
+		rec.Grow(2000)
+		obs := platform.TraceObserver(rec)
+		evs := events(1000)
+		for i := range evs {
+			evs[i].Text = "the queue is quiet" // a typical line, some 80 bytes
+		}
+		allocs := testing.AllocsPerRun(1, func() {
+			for _, e := range evs {
+				obs.Observe(e)
+			}
+		})
+		Expect(allocs).To(BeNumerically("<", 50), "allocations for 1,000 events")
 	})
 })
