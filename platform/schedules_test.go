@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"encoding/json"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -324,5 +325,24 @@ var _ = Describe("Result delivery", func() {
 		Expect(ofType(e.p.Events(root), platform.EventChannelPost)).To(HaveLen(3))
 		Expect(ofType(e.p.Events(root), platform.EventLoopResult)).To(BeEmpty())
 		Expect(e.info(root).Turns).To(BeZero())
+	})
+})
+
+var _ = Describe("A scheduled run's cost", func() {
+	It("keeps its queued prompt and the first message of its history inside its session: an hourly run is at most 33 allocations", func() {
+		if raceDetector {
+			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
+		}
+		// No observer: what is counted is the platform's and the
+		// runtime's, not a trace's.
+		e := newEnv(func(o *platform.Options) { o.Observer = nil })
+		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "green"} })
+		root := e.root("scout")
+		e.send(root, "/loop 1h check the build")
+		e.runFor(2 * time.Hour)
+		before := len(ofType(e.p.Events(root), platform.EventScheduleFired))
+		allocs := testing.AllocsPerRun(5, func() { e.runFor(time.Hour) })
+		Expect(len(ofType(e.p.Events(root), platform.EventScheduleFired))-before).To(Equal(6), "one run an hour")
+		Expect(allocs).To(BeNumerically("<=", 33), "allocations an hour: the ticker's pass and one run")
 	})
 })

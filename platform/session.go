@@ -85,13 +85,18 @@ type session struct {
 	history   []core.Message
 	log       eventLog
 	logBuf    [sessionLog]*Event // the log's first room
-	pending   []string
-	turns     int
-	cancel    context.CancelCauseFunc
-	children  []string
-	lastSeen  time.Time // last provider step, for stale detection
-	output    string    // the last turn's final output
-	variant   *core.Agent
+	// pending is the queued input (queue, takePending), whose room is
+	// kept from turn to turn and starts as pending0; first is the room of
+	// a history that starts with one message, as a scheduled run's does.
+	pending  []string
+	pending0 [1]string
+	first    [1]core.Message
+	turns    int
+	cancel   context.CancelCauseFunc
+	children []string
+	lastSeen time.Time // last provider step, for stale detection
+	output   string    // the last turn's final output
+	variant  *core.Agent
 	// labels tag every turn's run-start event; inbox delivers messages
 	// queued while a turn runs into that turn's next provider step.
 	labels map[string]string
@@ -295,8 +300,22 @@ func (p *Platform) CloseSession(sessionID string) error {
 	return nil
 }
 
-func (p *Platform) enqueueLocked(s *session, text string) {
+// queue adds text to the session's queued input.
+func (s *session) queue(text string) {
+	if s.pending == nil {
+		s.pending = s.pending0[:0]
+	}
 	s.pending = append(s.pending, text)
+}
+
+// dropPending empties the session's queued input and keeps its room.
+func (s *session) dropPending() {
+	clear(s.pending)
+	s.pending = s.pending[:0]
+}
+
+func (p *Platform) enqueueLocked(s *session, text string) {
+	s.queue(text)
 	p.emitLocked(Event{Session: s.id, Type: EventUserMessage, Text: text})
 	p.wakeLocked(s)
 }
@@ -356,14 +375,21 @@ func (p *Platform) runSession(s *session) {
 			p.unlock()
 			return
 		}
-		msgs := s.pending
-		s.pending = nil
+		// The queued input joins the history here, under the lock: its
+		// room is the queue's next turn's.
+		history := slices.Clip(s.history)
+		if len(history) == 0 && len(s.pending) == 1 {
+			history = s.first[:0:1]
+		}
+		for _, m := range s.pending {
+			history = append(history, core.Message{Role: core.RoleUser, Content: m})
+		}
+		s.dropPending()
 		s.turns++
 		turn := s.turns
 		ctx, cancel := core.WithCancel(p.exec, p.base)
 		s.cancel = cancel
 		agent, verr := p.variantLocked(s)
-		history := slices.Clip(s.history)
 		if s.inbox == nil {
 			s.labels = map[string]string{"session": s.id, "kind": string(s.kind)}
 			s.inbox = func() []core.Message { return p.takeInbox(s) }
@@ -373,9 +399,6 @@ func (p *Platform) runSession(s *session) {
 		p.unlock()
 
 		p.exec.Yield(core.Point{Kind: PointSessionTurn, Run: s.id, Agent: s.agentName, Step: turn, Event: "turn"})
-		for _, m := range msgs {
-			history = append(history, core.Message{Role: core.RoleUser, Content: m})
-		}
 		end := turnEnd{turn: turn, err: verr}
 		var msgsAfter []core.Message
 		if verr == nil {
@@ -438,7 +461,7 @@ func (p *Platform) takeInbox(s *session) []core.Message {
 	for i, m := range s.pending {
 		msgs[i] = core.Message{Role: core.RoleUser, Content: m}
 	}
-	s.pending = nil
+	s.dropPending()
 	return msgs
 }
 

@@ -96,7 +96,7 @@ func (p *Platform) toolStopWorker(_ context.Context, s *session, _ core.ToolCall
 
 // stopLocked makes a session stopped and interrupts its turn.
 func (p *Platform) stopLocked(s *session, cause error) {
-	s.pending = nil
+	s.dropPending()
 	p.setStateLocked(s, StateStopped)
 	if s.cancel != nil {
 		s.cancel(cause)
@@ -146,6 +146,6 @@ func (p *Platform) notifyLocked(sessionID string, n notice) {
 		return
 	}
 	b, _ := json.Marshal(n)
-	s.pending = append(s.pending, string(b))
+	s.queue(string(b))
 	p.wakeLocked(s)
 }
