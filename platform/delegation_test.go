@@ -326,3 +326,58 @@ var _ = Describe("The shared workspace", func() {
 		}
 	})
 })
+
+var _ = Describe("A delegated child's activity, for the stale check", func() {
+	// slowAgent is agent id, whose tool "wait" takes eight minutes of
+	// virtual time, and whose own middleware, when after is set, takes
+	// that long after each provider step returns (on *e's clock: the env
+	// is made with it).
+	slowAgent := func(e **env, id string, after time.Duration) func(*platform.Options) {
+		return func(o *platform.Options) {
+			a := agent(id)
+			a.Tools = core.Tools{"wait": &core.Tool{Description: "waits eight minutes",
+				Run: func(context.Context, core.ToolCall, any) (any, error) {
+					(*e).sim.Clock().Sleep(8 * time.Minute)
+					return "waited", nil
+				}}}
+			if after > 0 {
+				a.Use = []core.Middleware{func(ctx context.Context, req *core.Request, next core.StepFunc) (*core.Response, error) {
+					resp, err := next(ctx, req)
+					(*e).sim.Clock().Sleep(after)
+					return resp, err
+				}}
+			}
+			o.Agents[id] = a
+		}
+	}
+	run := func(e *env) []platform.Event {
+		e.model.Script("coordinator",
+			calls(use("delegate_task", map[string]any{"goal": "dig", "agent": "digger"})),
+			say("done"))
+		// A 5-minute model call, then the 8-minute tool, then the answer.
+		e.model.Script("digger", scripted.Turn{Calls: []scripted.Call{use("wait", map[string]any{})}, Latency: 5 * time.Minute},
+			say("dug"))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.runFor(time.Hour)
+		Expect(delegationResults(e.info(root)).Results[0].Response).To(Equal("dug"))
+		return ofType(e.p.Events(root), platform.EventDelegationStale)
+	}
+
+	It("lasts until a provider step returns: a 5-minute step and an 8-minute tool are never idle for 10", func() {
+		var e *env
+		e = newEnv(func(o *platform.Options) { slowAgent(&e, "digger", 0)(o) })
+		Expect(run(e)).To(BeEmpty(), "idle 5 minutes at the first check, at +10m")
+	})
+
+	It("lasts, for an agent with middleware of its own, until that middleware returns, not the provider", func() {
+		var e *env
+		// The middleware takes 12 minutes after the 5-minute step: the
+		// step's activity began at +0 and ends at +17m, so the check at
+		// +10m finds the child idle since +0.
+		e = newEnv(func(o *platform.Options) { slowAgent(&e, "digger", 12*time.Minute)(o) })
+		stale := run(e)
+		Expect(stale).To(HaveLen(1))
+		Expect(stale[0].Time).To(Equal(epoch.Add(platform.DefaultStaleThreshold)))
+	})
+})

@@ -167,7 +167,6 @@ func New(opts Options) (*Platform, error) {
 	}
 	p := &Platform{
 		opts:         opts,
-		rt:           core.New(opts.Core),
 		clock:        opts.Core.Clock,
 		ids:          opts.Core.IDs,
 		exec:         opts.Core.Executor,
@@ -187,6 +186,11 @@ func New(opts Options) (*Platform, error) {
 		runningTasks: map[string]*session{},
 		crons:        map[string]cron.Schedule{},
 	}
+	// The runtime's provider records the sessions' provider steps
+	// (activityProvider) and is otherwise the one given.
+	rtOpts := opts.Core
+	rtOpts.Provider = &activityProvider{p: p, next: opts.Core.Provider}
+	p.rt = core.New(rtOpts)
 	if p.instance == "" {
 		p.instance = p.ids.NewID(IDInstance)
 	}

@@ -454,6 +454,8 @@ func (p *Platform) runSession(s *session) {
 func (p *Platform) takeInbox(s *session) []core.Message {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// A provider step starts (see activity).
+	s.lastSeen = p.clock.Now()
 	if len(s.pending) == 0 || s.state.Terminal() {
 		return nil
 	}
@@ -552,7 +554,19 @@ func (p *Platform) Tree(id string) (*TreeNode, error) {
 
 // ---- toolsets ----
 
-// activity records a session's provider steps, for the stale check.
+// A session's provider steps are its activity, for the stale check
+// (lastSeen): it is recorded when a step starts and when it returns. A
+// turn's inbox is polled just before each provider step (takeInbox
+// records its start), and the runtime's provider (activityProvider)
+// records its return, so that the platform puts no middleware of its own
+// in front of an agent's: a run whose agent has none is cheaper for the
+// runtime (no middleware chain, and with a provider that reads requests
+// only, no check of the history it sealed). An agent's own middleware may
+// take time around the step, and then the activity middleware, outermost,
+// records the step instead, as the platform always did.
+
+// activity is the middleware that records a session's provider steps
+// around its agent's own middleware.
 func (p *Platform) activity(ctx context.Context, req *core.Request, next core.StepFunc) (*core.Response, error) {
 	s := sessionOf(ctx)
 	if s != nil {
@@ -567,4 +581,31 @@ func (p *Platform) activity(ctx context.Context, req *core.Request, next core.St
 		p.mu.Unlock()
 	}
 	return resp, err
+}
+
+// activityProvider is the runtime's provider: the platform's, and when a
+// step of a session's own run (not a child's) returns, the session's
+// activity, unless its agent's middleware records it (activity).
+type activityProvider struct {
+	p    *Platform
+	next core.Provider
+}
+
+func (a *activityProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
+	resp, err := a.next.Step(ctx, req)
+	if s := sessionOf(ctx); s != nil && req.Run == s.id {
+		a.p.mu.Lock()
+		if s.variant != nil && len(s.variant.Use) == 0 {
+			s.lastSeen = a.p.clock.Now()
+		}
+		a.p.mu.Unlock()
+	}
+	return resp, err
+}
+
+// ReadsRequestsOnly passes on the platform's provider's promise: the
+// platform reads nothing of a request.
+func (a *activityProvider) ReadsRequestsOnly() bool {
+	r, ok := a.next.(core.RequestReader)
+	return ok && r.ReadsRequestsOnly()
 }

@@ -201,7 +201,9 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	for _, name := range plat {
 		a.Tools[name] = p.tools[name]
 	}
-	a.Use = append([]core.Middleware{p.activity}, s.tmpl.Use...)
+	if len(s.tmpl.Use) > 0 {
+		a.Use = append([]core.Middleware{p.activity}, s.tmpl.Use...)
+	}
 	p.variants[key] = &a
 	if quick.tmpl != nil {
 		p.quick[quick] = &a
