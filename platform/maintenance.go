@@ -67,17 +67,19 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 			j.run(now)
 		}
 		p.mu.Lock()
-		if _, live := p.timers[slot]; live {
+		if !p.closing {
 			slot.t.Reset(d)
 		}
 		p.mu.Unlock()
 	}
 	body := p.actor(run)
 	p.timers[slot] = struct{}{}
+	// The timer is live while the platform is not closing: begin, which
+	// stops it, is the only one to take it out of timers.
 	slot.t = p.clock.AfterFunc(d, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if _, live := p.timers[slot]; !live {
+		if p.closing {
 			return
 		}
 		for _, j := range jobs {

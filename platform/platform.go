@@ -399,22 +399,44 @@ func sortedSlots(m map[*timerSlot]struct{}) []*timerSlot {
 // emitLocked appends an event to its session's log (the platform log when
 // Session is empty) and queues it for the observer.
 func (p *Platform) emitLocked(e Event) {
+	if e.Session != "" {
+		if s := p.sessions[e.Session]; s != nil {
+			p.emitOnLocked(s, e)
+			return
+		}
+	}
+	kept := p.keepLocked(e)
+	if e.Session == "" {
+		p.platLog = append(p.platLog, kept)
+	} else {
+		p.parked[e.Session] = append(p.parked[e.Session], kept)
+	}
+}
+
+// emitOnLocked is emitLocked for an event on the log of s, which the
+// caller has at hand: a live session's (addLocked made it one) is not
+// looked up by its id.
+func (p *Platform) emitOnLocked(s *session, e Event) {
+	e.Session = s.id
+	if !s.added {
+		p.emitLocked(e)
+		return
+	}
+	s.log = append(s.log, p.keepLocked(e))
+}
+
+// keepLocked numbers, stamps and stores an event, queues it for the
+// observer and returns it as stored, for its log.
+func (p *Platform) keepLocked(e Event) *Event {
 	p.seq++
 	e.Seq = p.seq
 	e.Time = p.clock.Now()
 	kept := p.events.New()
 	*kept = e
-	switch s := p.sessions[e.Session]; {
-	case e.Session == "":
-		p.platLog = append(p.platLog, kept)
-	case s != nil:
-		s.log = append(s.log, kept)
-	default:
-		p.parked[e.Session] = append(p.parked[e.Session], kept)
-	}
 	if p.opts.Observer != nil {
 		p.outbox = append(p.outbox, kept)
 	}
+	return kept
 }
 
 // eventLog is one event log, in order: a session's, the platform's, or a

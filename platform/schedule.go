@@ -310,8 +310,9 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 		Delay     string
 		Completed bool
 	}
-	in.Delay, _ = args.object()["delay"].(string)
-	in.Completed, _ = args.object()["completed"].(bool)
+	obj := args.object()
+	in.Delay, _ = obj["delay"].(string)
+	in.Completed, _ = obj["completed"].(bool)
 	if in.Completed {
 		if err := p.completeSchedule(s.schedule, "completed", ""); err != nil {
 			return nil, err

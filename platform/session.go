@@ -78,6 +78,7 @@ type session struct {
 
 	state  State
 	active bool // its actor is running
+	added  bool // addLocked made it live: it is in Platform.sessions
 	// actorName and body start its actor (wakeLocked), made at its first
 	// wake-up.
 	actorName string
@@ -236,11 +237,12 @@ func (p *Platform) addLocked(s *session) {
 		s.budget = p.opts.MaxIterations
 	}
 	p.sessions[s.id] = s
+	s.added = true
 	p.order = append(p.order, s)
 	if par := p.sessions[s.parent]; par != nil {
 		par.children = append(par.children, s.id)
 	}
-	p.emitLocked(Event{Session: s.id, Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
+	p.emitOnLocked(s, Event{Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
 		Other: s.parent, Channel: s.channel, Task: s.task, Attempt: s.attempt, Schedule: s.schedule})
 }
 
@@ -316,7 +318,7 @@ func (s *session) dropPending() {
 
 func (p *Platform) enqueueLocked(s *session, text string) {
 	s.queue(text)
-	p.emitLocked(Event{Session: s.id, Type: EventUserMessage, Text: text})
+	p.emitOnLocked(s, Event{Type: EventUserMessage, Text: text})
 	p.wakeLocked(s)
 }
 
@@ -339,7 +341,7 @@ func (p *Platform) setStateLocked(s *session, st State) {
 	}
 	s.state = st
 	if st != StateRunning && st != StateIdle {
-		p.emitLocked(Event{Session: s.id, Type: EventSessionState, Status: string(st)})
+		p.emitOnLocked(s, Event{Type: EventSessionState, Status: string(st)})
 	}
 	// A spawner that will never run again strands its blocked tasks.
 	p.strandBlockedLocked(s)
@@ -395,7 +397,7 @@ func (p *Platform) runSession(s *session) {
 			s.inbox = func() []core.Message { return p.takeInbox(s) }
 		}
 		p.setStateLocked(s, StateRunning)
-		p.emitLocked(Event{Session: s.id, Type: EventTurnStart, Turn: turn})
+		p.emitOnLocked(s, Event{Type: EventTurnStart, Turn: turn})
 		p.unlock()
 
 		p.exec.Yield(core.Point{Kind: PointSessionTurn, Run: s.id, Agent: s.agentName, Step: turn, Event: "turn"})
@@ -435,11 +437,11 @@ func (p *Platform) runSession(s *session) {
 			p.unlock()
 			return
 		}
-		ev := Event{Session: s.id, Type: EventTurnEnd, Turn: turn, Status: end.status(), Text: end.output}
+		ev := Event{Type: EventTurnEnd, Turn: turn, Status: end.status(), Text: end.output}
 		if end.err != nil {
 			ev.Error = end.err.Error()
 		}
-		p.emitLocked(ev)
+		p.emitOnLocked(s, ev)
 		after := p.afterTurnLocked(s, end)
 		p.unlock()
 		if after != nil {
