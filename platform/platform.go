@@ -405,7 +405,7 @@ func (p *Platform) emitLocked(e Event) {
 			return
 		}
 	}
-	kept := p.keepLocked(e)
+	kept := p.keepLocked(&e)
 	if e.Session == "" {
 		p.platLog = append(p.platLog, kept)
 	} else {
@@ -422,17 +422,17 @@ func (p *Platform) emitOnLocked(s *session, e Event) {
 		p.emitLocked(e)
 		return
 	}
-	s.log = append(s.log, p.keepLocked(e))
+	s.log = append(s.log, p.keepLocked(&e))
 }
 
-// keepLocked numbers, stamps and stores an event, queues it for the
-// observer and returns it as stored, for its log.
-func (p *Platform) keepLocked(e Event) *Event {
-	p.seq++
-	e.Seq = p.seq
-	e.Time = p.clock.Now()
+// keepLocked stores a copy of an event, numbered and stamped, queues it
+// for the observer and returns it as stored, for its log.
+func (p *Platform) keepLocked(e *Event) *Event {
 	kept := p.events.New()
-	*kept = e
+	*kept = *e
+	p.seq++
+	kept.Seq = p.seq
+	kept.Time = p.clock.Now()
 	if p.opts.Observer != nil {
 		p.outbox = append(p.outbox, kept)
 	}
