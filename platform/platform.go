@@ -146,6 +146,11 @@ type ticker struct {
 	due     int64
 	dueOK   bool
 	dueRead bool
+
+	// dueRoom is the room a pass reads the due rows into (dueRows), while
+	// dueBusy says a pass has it.
+	dueRoom []store.Schedule
+	dueBusy bool
 }
 
 // New makes a Platform and starts its dispatcher, scheduled-work ticker and

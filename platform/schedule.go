@@ -500,13 +500,14 @@ func (p *Platform) tick() {
 	p.mu.Unlock()
 	nowNs := tk.ns(now)
 	if lead {
-		due, _ := p.store.Due(p.ctx(), now)
+		due, mine := p.dueRows(now)
 		if len(due) > 0 {
 			p.announceLeader()
 		}
 		for _, sch := range due {
 			p.fire(sch, now, lease)
 		}
+		p.doneWithDue(due, mine)
 		p.mu.Lock()
 		doRecovery := nowNs >= tk.nextRecovery
 		if doRecovery {
@@ -535,6 +536,41 @@ func (p *Platform) tick() {
 		}
 	}
 	p.armTickerLocked()
+}
+
+// dueRows is the store's due rows at now. From a store.DueAppender they
+// are read into the ticker's own room (mine), unless another pass of the
+// ticker has it (the timer can fire again while a pass runs, when
+// something re-armed it), so that a pass makes no slice of its own;
+// doneWithDue hands the room back.
+func (p *Platform) dueRows(now time.Time) (due []store.Schedule, mine bool) {
+	tk := &p.ticker
+	a, ok := p.store.(store.DueAppender)
+	p.mu.Lock()
+	mine = ok && !tk.dueBusy
+	tk.dueBusy = tk.dueBusy || mine
+	room := tk.dueRoom
+	p.mu.Unlock()
+	if !mine {
+		due, _ = p.store.Due(p.ctx(), now)
+		return due, false
+	}
+	due, err := a.AppendDue(p.ctx(), room[:0], now)
+	if err != nil {
+		due = due[:0]
+	}
+	return due, true
+}
+
+// doneWithDue gives the ticker's room back, empty, when due is in it.
+func (p *Platform) doneWithDue(due []store.Schedule, mine bool) {
+	if !mine {
+		return
+	}
+	clear(due)
+	p.mu.Lock()
+	p.ticker.dueRoom, p.ticker.dueBusy = due[:0], false
+	p.mu.Unlock()
 }
 
 // announceLeader emits scheduler.leader before the first row this process

@@ -61,6 +61,7 @@ func NewMemory() *Memory {
 var (
 	_ Store                = (*Memory)(nil)
 	_ ScheduleWriteCounter = (*Memory)(nil)
+	_ DueAppender          = (*Memory)(nil)
 )
 
 func cloneSchedule(s *Schedule) Schedule {
@@ -363,17 +364,22 @@ func (m *Memory) DeleteSchedule(_ context.Context, id, user string) error {
 }
 
 // Due implements Schedules.
-func (m *Memory) Due(_ context.Context, now time.Time) ([]Schedule, error) {
+func (m *Memory) Due(ctx context.Context, now time.Time) ([]Schedule, error) {
+	return m.AppendDue(ctx, nil, now)
+}
+
+// AppendDue implements DueAppender.
+func (m *Memory) AppendDue(_ context.Context, dst []Schedule, now time.Time) ([]Schedule, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Schedule
+	n := len(dst)
 	for _, s := range m.srows {
 		if s.State == ScheduleActive && !s.NextRun.IsZero() && !s.NextRun.After(now) {
-			out = append(out, cloneSchedule(s))
+			dst = append(dst, cloneSchedule(s))
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Schedule) int { return a.NextRun.Compare(b.NextRun) })
-	return out, nil
+	slices.SortStableFunc(dst[n:], func(a, b Schedule) int { return a.NextRun.Compare(b.NextRun) })
+	return dst, nil
 }
 
 // Fire implements Schedules.

@@ -374,6 +374,14 @@ type ScheduleWriteCounter interface {
 	ScheduleWrites() uint64
 }
 
+// DueAppender is a store that appends what Due returns to a slice the
+// caller keeps, so that a ticker that asks on every pass makes no new
+// slice each time. Memory is one.
+type DueAppender interface {
+	// AppendDue appends Due(ctx, now) to dst.
+	AppendDue(ctx context.Context, dst []Schedule, now time.Time) ([]Schedule, error)
+}
+
 // Store is everything the platform keeps durably: it survives a process
 // crash.
 type Store interface {

@@ -377,6 +377,24 @@ var _ = Describe("Schedules and files", func() {
 				moved("delete")
 			})
 
+			It("a store that appends its due rows appends what Due returns, after what the slice held", func() {
+				a, ok := s.(store.DueAppender)
+				if !ok {
+					Skip(b.name + " does not append its due rows")
+				}
+				for i, at := range []time.Duration{2 * time.Hour, time.Hour, 3 * time.Hour} {
+					Expect(s.CreateSchedule(ctx, store.Schedule{ID: fmt.Sprintf("s%d", i), User: "ada", Kind: store.ScheduleLoop,
+						State: store.ScheduleActive, CreatedAt: t0, NextRun: t0.Add(at)})).To(Succeed())
+				}
+				want, err := s.Due(ctx, t0.Add(2*time.Hour))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(want).To(HaveLen(2))
+				kept := store.Schedule{ID: "kept", NextRun: t0.Add(10 * time.Hour)} // stays first: only what is appended is sorted
+				got, err := a.AppendDue(ctx, []store.Schedule{kept}, t0.Add(2*time.Hour))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(Equal(append([]store.Schedule{kept}, want...)))
+			})
+
 			It("lists due rows earliest first, and rows due at the same instant in the order they were created", func() {
 				for i, at := range []time.Duration{2 * time.Hour, time.Hour, 2 * time.Hour, time.Hour, 3 * time.Hour} {
 					Expect(s.CreateSchedule(ctx, store.Schedule{ID: fmt.Sprintf("s%d", i), User: "ada", Kind: store.ScheduleOnce,
