@@ -114,6 +114,10 @@ type Platform struct {
 	leading                    bool // this process held the leader lease at its last pass
 	announced                  bool // scheduler.leader was emitted since it took the lease
 	ticker                     ticker
+	lastWait                   struct { // waitTextLocked's last delay and its text
+		d    time.Duration
+		text string
+	}
 
 	tools map[string]*core.Tool
 }

@@ -334,9 +334,19 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 	p.mu.Lock()
 	s.loopWaited = true
 	p.armTickerLocked()
+	delay := p.waitTextLocked(clamped)
 	p.mu.Unlock()
-	return loopWaited{ScheduleID: s.schedule, Delay: clamped.String(), Clamped: clamped != d,
+	return loopWaited{ScheduleID: s.schedule, Delay: delay, Clamped: clamped != d,
 		NextRun: next.UTC().Format(time.RFC3339)}, nil
+}
+
+// waitTextLocked is d.String(), kept for the next loop_wait: a dynamic
+// loop mostly waits what it waited last time.
+func (p *Platform) waitTextLocked(d time.Duration) string {
+	if p.lastWait.text == "" || p.lastWait.d != d {
+		p.lastWait.d, p.lastWait.text = d, d.String()
+	}
+	return p.lastWait.text
 }
 
 // loopEnded is what loop_complete, and loop_wait with completed: true,

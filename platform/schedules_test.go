@@ -345,4 +345,24 @@ var _ = Describe("A scheduled run's cost", func() {
 		Expect(len(ofType(e.p.Events(root), platform.EventScheduleFired))-before).To(Equal(6), "one run an hour")
 		Expect(allocs).To(BeNumerically("<=", 30), "allocations an hour: the ticker's pass and one run")
 	})
+
+	It("answers a loop_wait that waits what the last one waited with the text it made then: a dynamic loop's hourly run is at most 50 allocations", func() {
+		if raceDetector {
+			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
+		}
+		e := newEnv(func(o *platform.Options) { o.Observer = nil })
+		e.runner(func(req *core.Request, _ int) *core.Response {
+			if req.Step == 1 {
+				return toolCall("loop_wait", map[string]any{"delay": "1h"})
+			}
+			return &core.Response{Text: "quiet"}
+		})
+		root := e.root("scout")
+		e.send(root, "/loop watch the queue")
+		e.runFor(2 * time.Hour)
+		before := len(ofType(e.p.Events(root), platform.EventScheduleFired))
+		allocs := testing.AllocsPerRun(5, func() { e.runFor(time.Hour) })
+		Expect(len(ofType(e.p.Events(root), platform.EventScheduleFired))-before).To(Equal(6), "one run an hour")
+		Expect(allocs).To(BeNumerically("<=", 50), "allocations an hour: the ticker's pass and one run")
+	})
 })
