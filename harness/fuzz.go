@@ -12,6 +12,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // Shard selects a disjoint, deterministic part of a campaign's seed space:
@@ -58,6 +59,10 @@ type CampaignOptions struct {
 	MaxFailures int
 	// Progress is called now and then with schedules done so far.
 	Progress func(done int64)
+
+	// coroutines is the job's pool, which Fuzz hands Shrink with the
+	// job's options, so that its replays run on it too.
+	coroutines *sim.Pool
 }
 
 // CheckSeeds reports a seed range that is empty or that runs past the
@@ -218,6 +223,11 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The job's runs, one after another, share their coroutines
+			// and the stacks those grew: a run does not start goroutines.
+			jobOpts := opts
+			jobOpts.coroutines = sim.NewPool(0)
+			defer jobOpts.coroutines.Close()
 			cache := map[*Target]*scenarios.Scenario{}
 			for j, ok := take(); ok; j, ok = take() {
 				sc := cache[j.target]
@@ -228,7 +238,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					}
 					cache[j.target] = sc
 				}
-				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store})
+				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store, Coroutines: jobOpts.coroutines})
 				if o.Crashed {
 					crashed.Add(1)
 					if o.Platform != nil {
@@ -253,7 +263,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 				if dup {
 					continue
 				}
-				f := Shrink(sc, j.target.Name, o, opts)
+				f := Shrink(sc, j.target.Name, o, jobOpts)
 				mu.Lock()
 				res.Failures = append(res.Failures, f)
 				if len(res.Failures) >= opts.MaxFailures {

@@ -61,6 +61,10 @@ type Options struct {
 	// default): each run opens a fresh one and removes it when it ends.
 	// The same scenario and seed give the same trace on every store.
 	Store store.Backend
+	// Coroutines, when set, lends the run's simulator its coroutines and
+	// keeps them for the next run (sim.Pool): a campaign's job passes one
+	// to every run it makes. The outcome is the same with it or without.
+	Coroutines *sim.Pool
 
 	// logContent, set only by the package's tests, asks the runtime to log
 	// content: a leak the log check must catch.
@@ -206,6 +210,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
 		OnJump: r.onJump,
 		OnStep: func(a *sim.Actor) { r.checker.step(a) },
+		Pool:   opts.Coroutines,
 	})
 	r.mainDone = core.NewSignal(r.sim)
 	r.prov = sc.Provider(scripted.Options{})

@@ -23,7 +23,7 @@ func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts Campaig
 		}
 		f.ShrinkRuns++
 		ro := cand.Options()
-		ro.Store = opts.Store
+		ro.Store, ro.Coroutines = opts.Store, opts.coroutines
 		o := Run(sc, ro)
 		if o.Passed() || Signature(o) != sig {
 			return false

@@ -60,6 +60,14 @@
 //     would; no goroutine is left behind. A panic in an actor ends the
 //     others and reaches the driver as an [*ActorPanic].
 //
+// # Coroutines
+//
+// A Sim makes a coroutine (a goroutine, whose stack grows to an agent
+// run's depth) per actor alive at once, and ends the idle ones when the
+// call that drives it returns. A campaign that runs Sim after Sim gives
+// each a [Pool] ([Options.Pool]) instead: the coroutines, with their
+// grown stacks, serve run after run, and end when the pool is closed.
+//
 // The package knows only core's seams (Executor, SignalWatcher, Point) and clockwork; it
 // knows nothing of scenarios, scripts or the platform.
 package sim

@@ -3,3 +3,10 @@ package sim
 // OnPoll sets a hook told of every poll of a waiting actor's signals by the
 // scheduler (not of a driver polling its own).
 func OnPoll(s *Sim, f func(actor string)) { s.onPoll = f }
+
+// PoolIdle returns how many idle coroutines the pool keeps.
+func PoolIdle(p *Pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}

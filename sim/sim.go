@@ -54,9 +54,10 @@ type Sim struct {
 	decisions0 [16]Decision
 	actors0    [4]*actor
 	// idle holds the coroutines whose actors finished, for the next
-	// actors to start.
+	// actors to start; pool, when set, those of earlier runs.
 	idle  []*coroutine
 	idle0 [4]*coroutine
+	pool  *Pool
 	// polled holds the waiting actors that wait on a signal nobody said
 	// it will close: they are polled on every step, as every waiting actor
 	// once was.
@@ -129,8 +130,9 @@ type actor struct {
 	// co is the coroutine the actor runs on, given to it when it first
 	// runs: resume switches to it, park switches back, Kill unwinds it.
 	co *coroutine
-	// own is the coroutine made for the actor when none was idle, made
-	// with it (it may run other actors once this one has finished).
+	// own is the coroutine made for the actor when none was idle and the
+	// Sim has no pool, made with it (it may run other actors once this one
+	// has finished).
 	own coroutine
 	// panicked holds a panic that escaped fn, with its stack.
 	panicked *ActorPanic
@@ -141,7 +143,9 @@ type actor struct {
 // Sim takes it: a run pays for a coroutine (iter.Pull's goroutine and
 // closures, and the growth of its stack) per actor alive at once, not per
 // actor. An idle coroutine does not outlive the call that drives the Sim
-// (see Sim.leave) nor a Kill, so no goroutine is left behind.
+// (see Sim.leave) nor a Kill, so no goroutine is left behind, unless the
+// Sim has a Pool: then it goes to the pool, for the next Sim's actors. A
+// coroutine whose actor was killed or panicked ends at once.
 type coroutine struct {
 	next  func() (struct{}, bool)
 	stop  func()
@@ -198,6 +202,10 @@ type Options struct {
 	OnJump func(from, to time.Time)
 	// Start is where the clock starts; default Epoch.
 	Start time.Time
+	// Pool, when set, lends the Sim its actors' coroutines and keeps them
+	// once the call that drives the Sim returns, for the next Sim (see
+	// Pool). Without one, the Sim's coroutines end when that call returns.
+	Pool *Pool
 }
 
 // New returns a simulator whose clock reads Options.Start (default Epoch).
@@ -209,6 +217,7 @@ func New(opts Options) *Sim {
 		onStep: opts.OnStep,
 		onJump: opts.OnJump,
 		limit:  opts.StepLimit,
+		pool:   opts.Pool,
 	}
 	s.sched = *NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
@@ -699,7 +708,11 @@ func (s *Sim) resume(a *actor) {
 	if _, more := a.co.next(); !more {
 		a.state = stateDone
 	} else if a.state == stateDone {
-		s.idle = append(s.idle, a.co)
+		if a.panicked == nil {
+			s.idle = append(s.idle, a.co)
+		} else {
+			a.co.stop() // nothing of a panic is left for the next actor
+		}
 		a.co = nil
 	}
 	s.cur = nil
@@ -709,15 +722,20 @@ func (s *Sim) resume(a *actor) {
 	}
 }
 
-// coroutine gives an actor that starts an idle coroutine, or its own.
+// coroutine gives an actor that starts an idle coroutine, the pool's, or a
+// new one (its own, without a pool).
 func (s *Sim) coroutine(a *actor) *coroutine {
 	var c *coroutine
 	if n := len(s.idle); n > 0 {
 		c = s.idle[n-1]
 		s.idle[n-1] = nil
 		s.idle = s.idle[:n-1]
-	} else {
-		c = &a.own
+	} else if c = s.pool.take(); c == nil {
+		if s.pool != nil {
+			c = new(coroutine) // it outlives the actor, in the pool
+		} else {
+			c = &a.own
+		}
 		c.next, c.stop = iter.Pull(c.body)
 	}
 	c.a = a
@@ -725,22 +743,27 @@ func (s *Sim) coroutine(a *actor) *coroutine {
 }
 
 // enter and leave bracket every call that drives the simulation. When the
-// outermost returns, the idle coroutines end: a Sim that is dropped once
-// its driver returns leaves no goroutine behind but its parked actors'.
+// outermost returns, the idle coroutines end or go to the pool: a Sim that
+// is dropped once its driver returns leaves no goroutine behind but its
+// parked actors' (and its pool's).
 func (s *Sim) enter() { s.driving++ }
 
 func (s *Sim) leave() {
 	if s.driving--; s.driving == 0 {
-		s.endIdle()
+		s.releaseIdle()
 	}
 }
 
-// endIdle stops the idle coroutines.
-func (s *Sim) endIdle() {
-	for _, c := range s.idle {
-		c.stop()
+// releaseIdle gives the idle coroutines to the pool, or stops them.
+func (s *Sim) releaseIdle() {
+	if s.pool != nil {
+		s.pool.give(s.idle)
+	} else {
+		for _, c := range s.idle {
+			c.stop()
+		}
+		clear(s.idle)
 	}
-	clear(s.idle)
 	s.idle = s.idle[:0]
 }
 
@@ -797,7 +820,8 @@ func (s *Sim) deadlock() *DeadlockError {
 // crash would: each parked actor unwinds where it stands (its deferred
 // calls run, but every park panics again, so it takes no further step), and
 // an actor that never ran never starts. Actors that the unwinding starts
-// are dropped too. No goroutine is left behind.
+// are dropped too. No goroutine is left behind: the killed actors'
+// coroutines end, and the idle ones end too or go to the Sim's pool.
 func (s *Sim) Kill() {
 	for len(s.actors) > 0 {
 		a := s.actors[0]
@@ -813,7 +837,7 @@ func (s *Sim) Kill() {
 		}
 		a.state = stateDone
 	}
-	s.endIdle()
+	s.releaseIdle()
 	s.actors, s.live, s.polled = nil, 0, nil
 	s.ready.reset(0)
 }
