@@ -3,6 +3,8 @@ package scenarios_test
 import (
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"text/template"
 
@@ -109,5 +111,64 @@ var _ = Describe("Rendering a template prompt", func() {
 		execute := testing.AllocsPerRun(20, func() { _ = tmpl.Execute(io.Discard, input) })
 		Expect(testing.AllocsPerRun(20, func() { _, _ = render(input) })).To(BeNumerically("<=", execute+2),
 			"the writer and the one string it grows into")
+	})
+})
+
+// A prompt's template of text and plain fields is read when it loads: its
+// message over a map of strings is those strings between the text, exactly
+// what executing the template writes, in one string (the value itself for a
+// template that is one field); anything else executes the template.
+var _ = Describe("Rendering a template of plain fields", func() {
+	load := func(tmpl string) func(any) (string, error) {
+		GinkgoHelper()
+		src := "name: fields\nagents:\n  a:\n    prompt:\n      template: " + strconv.Quote(tmpl) +
+			"\nrun:\n  agents: {a: a}\n  context: {question: why}\nscript:\n  a:\n    - text: done\n"
+		sc, err := Load("fields.yaml", []byte(src))
+		Expect(err).NotTo(HaveOccurred())
+		return sc.Run.Agents["a"].Prompt.Render
+	}
+	executed := func(tmpl string, input any) (string, error) {
+		var b strings.Builder
+		err := template.Must(template.New("a").Option("missingkey=error").Parse(tmpl)).Execute(&b, input)
+		return b.String(), err
+	}
+
+	It("writes what executing the template writes, for every template and input", func() {
+		templates := []string{"{{.question}}", "Q: {{.question}} ({{.lang}})", "{{.question}}{{.lang}}",
+			"{{- .question -}}  and  {{.lang}}", "{{.question | printf \"%q\"}}", "{{.nested.deep}}", "{{if .question}}yes{{end}}", "plain text"}
+		inputs := []any{
+			map[string]any{"question": "why?", "lang": "en"},
+			map[string]any{"question": "why?", "lang": 3},
+			map[string]any{"question": nil, "lang": "en"},
+			map[string]any{"question": "why?"},
+			map[string]any{"nested": map[string]any{"deep": "x"}, "question": "q", "lang": "l"},
+			map[string]string{"question": "why?", "lang": "en"},
+			struct{ Question string }{"why?"},
+			"a string",
+			nil,
+		}
+		for _, tmpl := range templates {
+			render := load(tmpl)
+			for _, input := range inputs {
+				want, wantErr := executed(tmpl, input)
+				got, err := render(input)
+				if wantErr != nil {
+					Expect(err).To(MatchError(wantErr.Error()), "%s over %#v", tmpl, input)
+					continue
+				}
+				Expect(err).NotTo(HaveOccurred(), "%s over %#v", tmpl, input)
+				Expect(got).To(Equal(want), "%s over %#v", tmpl, input)
+			}
+		}
+	})
+
+	It("hands back the value of a one-field template and writes a template of fields in one string", func() {
+		if raceDetector {
+			Skip("allocation counts do not hold under the race detector")
+		}
+		input := map[string]any{"question": "why do leaves change colour?", "lang": "en"}
+		one, two := load("{{.question}}"), load("Q: {{.question}} ({{.lang}})")
+		Expect(testing.AllocsPerRun(20, func() { _, _ = one(input) })).To(BeZero())
+		Expect(testing.AllocsPerRun(20, func() { _, _ = two(input) })).To(BeNumerically("==", 1))
 	})
 })
