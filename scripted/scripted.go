@@ -221,6 +221,10 @@ type script struct {
 	// not repeat, so no request can take it, and a pick starts there
 	// instead of at the first turn.
 	from int
+	// args are the turns' calls' arguments as Compile encoded them, a
+	// list per turn (shorter than turns when turns were added after it),
+	// shared with forks like the turns.
+	args [][]encodedArgs
 }
 
 func (s *script) isUsed(i int) bool { return s.used[i/64]&(1<<(i%64)) != 0 }
@@ -301,6 +305,7 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 		c := &scripts[i]
 		i++
 		c.turns = s.turns[:len(s.turns):len(s.turns)]
+		c.args = s.args[:len(s.args):len(s.args)]
 		c.fit()
 		q.scripts.Set(key, c)
 	}
@@ -309,6 +314,40 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 	}
 	q.userCode = p.userCode
 	return q
+}
+
+// Compile encodes the arguments of every call the scripts hold so far,
+// once, for the provider and the forks made of it afterwards (see Fork) to
+// share: a step then writes a call's arguments from that encoding,
+// resolving only its references (WorkOf, ResultField) against the request,
+// and a call without references costs nothing to encode. What a step
+// writes is the same, byte for byte, error for error; arguments that only
+// encoding/json can write (or that resolve to such a value) are encoded at
+// the step, as without Compile. Like Fork, it takes the turns as they are:
+// turns must not be changed afterwards. Turns added later are encoded at
+// each step.
+func (p *Provider) Compile() *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.scripts.All {
+		args := make([][]encodedArgs, len(s.turns))
+		for i := range s.turns {
+			var calls []encodedArgs
+			for j, c := range s.turns[i].Calls {
+				switch c.Args.(type) {
+				case string, nil: // written as they are at a step
+					continue
+				}
+				if calls == nil {
+					calls = make([]encodedArgs, len(s.turns[i].Calls))
+				}
+				calls[j] = compileArgs(c.Args)
+			}
+			args[i] = calls
+		}
+		s.args = args
+	}
+	return p
 }
 
 // ScriptRun gives the n-th run (from 1) of an agent its own script, used
@@ -371,7 +410,7 @@ func (p *Provider) Unused() map[string]int {
 
 // Step answers one request.
 func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
-	turn, f, err := p.pick(req)
+	turn, args, f, err := p.pick(req)
 	if err != nil {
 		return nil, err
 	}
@@ -389,12 +428,13 @@ func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response,
 	if turn.Err != nil {
 		return nil, turn.Err
 	}
-	return p.encode(req, turn)
+	return p.encode(req, turn, args)
 }
 
-// pick chooses the turn (or the Answer function) that answers req. The
+// pick chooses the turn (or the Answer function) that answers req, with
+// its calls' arguments as Compile encoded them (nil when it did not). The
 // turn is the script's own: the caller only reads it.
-func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
+func (p *Provider) pick(req *core.Request) (*Turn, []encodedArgs, Func, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests = append(p.requests, req)
@@ -410,15 +450,19 @@ func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 				continue
 			}
 			s.take(i)
-			return t, nil, nil
+			var args []encodedArgs
+			if i < len(s.args) {
+				args = s.args[i]
+			}
+			return t, args, nil, nil
 		}
 	}
 	if f := p.funcs[req.Agent]; f != nil {
-		return nil, f, nil
+		return nil, nil, f, nil
 	}
 	err := p.dryError(req, n)
 	p.failures = append(p.failures, err)
-	return nil, nil, err
+	return nil, nil, nil, err
 }
 
 func (p *Provider) dryError(req *core.Request, n int) error {
@@ -475,7 +519,7 @@ type oneCall struct {
 	call [1]core.ToolCall
 }
 
-func (p *Provider) encode(req *core.Request, t *Turn) (*core.Response, error) {
+func (p *Provider) encode(req *core.Request, t *Turn, encoded []encodedArgs) (*core.Response, error) {
 	var resp *core.Response
 	if len(t.Calls) == 1 {
 		r := &oneCall{}
@@ -492,15 +536,25 @@ func (p *Provider) encode(req *core.Request, t *Turn) (*core.Response, error) {
 		}
 		resp.Output = raw
 	}
-	for _, c := range t.Calls {
+	for i, c := range t.Calls {
 		args := "{}"
 		switch a := c.Args.(type) {
 		case string:
 			args = a
 		case nil:
 		default:
+			if i < len(encoded) && encoded[i].compiled() && len(encoded[i].refs) == 0 {
+				args = encoded[i].text[0]
+				break
+			}
 			var scratch [512]byte // args is a copy of what is written here
-			raw, err := appendJSON(scratch[:0], p.history(req), a)
+			raw, ok, err := scratch[:0], false, error(nil)
+			if i < len(encoded) && encoded[i].compiled() {
+				raw, ok, err = encoded[i].appendTo(raw, p.history(req))
+			}
+			if !ok && err == nil {
+				raw, err = appendJSON(scratch[:0], p.history(req), a)
+			}
 			if err != nil {
 				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
 			}
