@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"context"
 	"io"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 	. "github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/scripted"
 )
 
 // What a match costs: a pattern is asked of every entry of every run and a
@@ -170,5 +172,67 @@ var _ = Describe("Rendering a template of plain fields", func() {
 		one, two := load("{{.question}}"), load("Q: {{.question}} ({{.lang}})")
 		Expect(testing.AllocsPerRun(20, func() { _, _ = one(input) })).To(BeZero())
 		Expect(testing.AllocsPerRun(20, func() { _, _ = two(input) })).To(BeNumerically("==", 1))
+	})
+})
+
+// The runs of a campaign build a provider of one loaded scenario seed after
+// seed: the loader prepares its scripts once, and each provider answers as
+// one scripted anew from the scripts as they are.
+var _ = Describe("A loaded scenario's providers", func() {
+	const src = `name: prepared
+agents:
+  a:
+    prompt: {template: "{{.question}}"}
+    tools:
+      search: {tool: {result: {ok: true}}}
+run:
+  agents: {a: a}
+  context: {question: why}
+script:
+  a:
+    - call: search
+      args: {q: leaves, n: 2}
+    - text: one
+    - text: two
+`
+	step := func(p *scripted.Provider, n int) *core.Response {
+		GinkgoHelper()
+		resp, err := p.Step(context.Background(), &core.Request{Agent: "a", Run: "a#1", Step: n})
+		Expect(err).NotTo(HaveOccurred())
+		return resp
+	}
+
+	It("each answer the file's scripts from the first turn, the arguments encoded as a step encodes them", func() {
+		sc, err := Load("prepared.yaml", []byte(src))
+		Expect(err).NotTo(HaveOccurred())
+		for range 2 {
+			p := sc.Provider(scripted.Options{})
+			Expect(step(p, 1).ToolCalls).To(Equal([]core.ToolCall{{ID: "call-1", Name: "search", Arguments: `{"n":2,"q":"leaves"}`}}))
+			Expect(step(p, 2).Text).To(Equal("one"))
+		}
+	})
+
+	It("answer from scripts replaced, cut or added after loading, as they are now", func() {
+		sc, err := Load("prepared.yaml", []byte(src))
+		Expect(err).NotTo(HaveOccurred())
+		sc.Scripts[0].Turns = sc.Scripts[0].Turns[1:2]
+		p := sc.Provider(scripted.Options{})
+		Expect(step(p, 1).Text).To(Equal("one"))
+		_, err = p.Step(context.Background(), &core.Request{Agent: "a", Run: "a#1", Step: 2})
+		Expect(err).To(MatchError(ContainSubstring("ran dry")), "the script was cut to one turn")
+		sc.Scripts[0].Turns = []scripted.Turn{scripted.Say("replaced")}
+		Expect(step(sc.Provider(scripted.Options{}), 1).Text).To(Equal("replaced"))
+		sc.ScriptRun("a", 1, scripted.Say("first run's own"))
+		Expect(step(sc.Provider(scripted.Options{}), 1).Text).To(Equal("first run's own"))
+	})
+
+	It("copy no turn: a provider is a fork of the one the loader prepared", func() {
+		if raceDetector {
+			Skip("allocation counts do not hold under the race detector")
+		}
+		sc, err := Load("prepared.yaml", []byte(src))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(testing.AllocsPerRun(20, func() { sc.Provider(scripted.Options{}) })).To(BeNumerically("<=", 2),
+			"the provider and its scripts' state")
 	})
 })
