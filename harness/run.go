@@ -315,7 +315,7 @@ func (o ordinals) of(run string) int { return o[ordinalKey{id: run}] }
 // go to observe, with nothing to allocate for the adapter.
 type runObserver run
 
-func (o *runObserver) Observe(e core.Event) { (*run)(o).observe(e) }
+func (o *runObserver) Observe(e core.Event) { (*run)(o).observe(&e) }
 
 // onJump records a clock jump. A platform run holds it back until
 // something happens after it (deferJump).
@@ -333,8 +333,9 @@ func (r *run) jumped(from, to time.Time) string {
 	return "jumped " + trace.Offset(trace.Round(to.Sub(from), res)) + " to " + trace.Offset(trace.Round(to.Sub(sim.Epoch), res))
 }
 
-// observe records an event and fires the triggers it makes due.
-func (r *run) observe(e core.Event) {
+// observe records an event and fires the triggers it makes due. e is read
+// where the observer was handed it, not copied again.
+func (r *run) observe(e *core.Event) {
 	if r.crashed {
 		// The process is gone: what its actors do while they unwind is
 		// not part of the run.
@@ -345,7 +346,7 @@ func (r *run) observe(e core.Event) {
 		r.ordinals.start(e.Run, e.Agent)
 	}
 	if r.opts.traceDefect == nil {
-		r.rec.Observe(e)
+		r.rec.Record(e)
 	} else {
 		r.defectAfter(e)
 	}
@@ -355,9 +356,9 @@ func (r *run) observe(e core.Event) {
 }
 
 // defectAfter records e and then the entries a test plants after it.
-func (r *run) defectAfter(e core.Event) {
+func (r *run) defectAfter(e *core.Event) {
 	n := r.rec.Len()
-	r.rec.Observe(e)
+	r.rec.Record(e)
 	if r.rec.Len() == n {
 		return
 	}
