@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -156,8 +157,9 @@ type Provider struct {
 		turns   []Turn
 	}
 	// userCode counts the turns and answers that hand a request to a
-	// function of the caller's (When, Respond, Answer's Func).
-	userCode int
+	// function of the caller's (When, Respond, Answer's Func); it is read
+	// before every request (ReadsRequestsOnly) without the lock.
+	userCode atomic.Int64
 }
 
 // ReadsRequestsOnly reports whether the provider, as scripted so far, only
@@ -166,9 +168,7 @@ type Provider struct {
 // are the caller's code and could write to a request. A Condition (what a
 // scenario's when: builds) reads the request and must not write to it.
 func (p *Provider) ReadsRequestsOnly() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.userCode == 0
+	return p.userCode.Load() == 0
 }
 
 // runState is what the provider knows of one run: its ordinal among its
@@ -199,11 +199,10 @@ func (p *Provider) run(req *core.Request) *runState {
 	return run
 }
 
-// history returns what the run's references resolve against in req.
-func (p *Provider) history(req *core.Request) *history {
-	p.mu.Lock()
-	run := p.run(req)
-	p.mu.Unlock()
+// history returns what the run's references resolve against in req (the
+// run pick found for it: only the run's own step reads it, without the
+// provider's lock).
+func (run *runState) historyOf(req *core.Request) *history {
 	run.history = history{req: req, refs: &run.refs}
 	return &run.history
 }
@@ -282,7 +281,7 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	s.fit()
 	for _, t := range turns {
 		if t.When != nil || t.Respond != nil {
-			p.userCode++
+			p.userCode.Add(1)
 		}
 	}
 	return p
@@ -312,7 +311,7 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
 	}
-	q.userCode = p.userCode
+	q.userCode.Store(p.userCode.Load())
 	return q
 }
 
@@ -364,7 +363,7 @@ func (p *Provider) Answer(agent string, f Func) *Provider {
 		p.funcs = map[string]Func{}
 	}
 	p.funcs[agent] = f
-	p.userCode++
+	p.userCode.Add(1)
 	return p
 }
 
@@ -410,13 +409,14 @@ func (p *Provider) Unused() map[string]int {
 
 // Step answers one request.
 func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
-	turn, args, f, err := p.pick(req)
+	c, err := p.pick(req)
 	if err != nil {
 		return nil, err
 	}
-	if f != nil {
-		return f(req)
+	if c.answer != nil {
+		return c.answer(req)
 	}
+	turn := c.turn
 	if turn.Latency > 0 {
 		if err := p.sleep(ctx, turn.Latency); err != nil {
 			return nil, err
@@ -428,17 +428,27 @@ func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response,
 	if turn.Err != nil {
 		return nil, turn.Err
 	}
-	return p.encode(req, turn, args)
+	return p.encode(req, c)
 }
 
-// pick chooses the turn (or the Answer function) that answers req, with
-// its calls' arguments as Compile encoded them (nil when it did not). The
+// choice is what answers a request (pick): a turn of a script, with its
+// calls' arguments as Compile encoded them (nil when it did not), and the
+// request's run; or an Answer function.
+type choice struct {
+	turn   *Turn
+	args   []encodedArgs
+	run    *runState
+	answer Func
+}
+
+// pick chooses the turn (or the Answer function) that answers req. The
 // turn is the script's own: the caller only reads it.
-func (p *Provider) pick(req *core.Request) (*Turn, []encodedArgs, Func, error) {
+func (p *Provider) pick(req *core.Request) (choice, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests = append(p.requests, req)
-	n := p.run(req).ordinal
+	run := p.run(req)
+	n := run.ordinal
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
 		s, _ := p.scripts.Get(key)
 		if s == nil {
@@ -450,19 +460,19 @@ func (p *Provider) pick(req *core.Request) (*Turn, []encodedArgs, Func, error) {
 				continue
 			}
 			s.take(i)
-			var args []encodedArgs
+			c := choice{turn: t, run: run}
 			if i < len(s.args) {
-				args = s.args[i]
+				c.args = s.args[i]
 			}
-			return t, args, nil, nil
+			return c, nil
 		}
 	}
 	if f := p.funcs[req.Agent]; f != nil {
-		return nil, nil, f, nil
+		return choice{answer: f}, nil
 	}
 	err := p.dryError(req, n)
 	p.failures = append(p.failures, err)
-	return nil, nil, nil, err
+	return choice{}, err
 }
 
 func (p *Provider) dryError(req *core.Request, n int) error {
@@ -519,7 +529,8 @@ type oneCall struct {
 	call [1]core.ToolCall
 }
 
-func (p *Provider) encode(req *core.Request, t *Turn, encoded []encodedArgs) (*core.Response, error) {
+func (p *Provider) encode(req *core.Request, c choice) (*core.Response, error) {
+	t, encoded := c.turn, c.args
 	var resp *core.Response
 	if len(t.Calls) == 1 {
 		r := &oneCall{}
@@ -536,9 +547,9 @@ func (p *Provider) encode(req *core.Request, t *Turn, encoded []encodedArgs) (*c
 		}
 		resp.Output = raw
 	}
-	for i, c := range t.Calls {
+	for i, call := range t.Calls {
 		args := "{}"
-		switch a := c.Args.(type) {
+		switch a := call.Args.(type) {
 		case string:
 			args = a
 		case nil:
@@ -550,21 +561,21 @@ func (p *Provider) encode(req *core.Request, t *Turn, encoded []encodedArgs) (*c
 			var scratch [512]byte // args is a copy of what is written here
 			raw, ok, err := scratch[:0], false, error(nil)
 			if i < len(encoded) && encoded[i].compiled() {
-				raw, ok, err = encoded[i].appendTo(raw, p.history(req))
+				raw, ok, err = encoded[i].appendTo(raw, c.run.historyOf(req))
 			}
 			if !ok && err == nil {
-				raw, err = appendJSON(scratch[:0], p.history(req), a)
+				raw, err = appendJSON(scratch[:0], c.run.historyOf(req), a)
 			}
 			if err != nil {
-				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
+				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, call.Name, err))
 			}
 			args = string(raw)
 		}
-		id := c.ID
+		id := call.ID
 		if id == "" {
 			id = p.nextCallID()
 		}
-		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: c.Name, Arguments: args})
+		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: call.Name, Arguments: args})
 	}
 	return resp, nil
 }
