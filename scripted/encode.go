@@ -114,12 +114,23 @@ func (a *encodedArgs) compiled() bool { return a.text != nil }
 func (a *encodedArgs) appendTo(b []byte, h *history) (_ []byte, ok bool, _ error) {
 	b = append(b, a.text[0]...)
 	for i, ref := range a.refs {
-		plain, err := resolve(h, ref)
-		if err != nil {
-			return nil, false, err
-		}
-		if b, ok = jsonenc.Append(b, plain); !ok {
-			return b, false, nil
+		if w, isWork := ref.(WorkOf); isWork {
+			// A Work id, written without boxing it in an any.
+			id, err := w.resolve(h)
+			if err != nil {
+				return nil, false, err
+			}
+			if b, ok = jsonenc.AppendString(b, id); !ok {
+				return b, false, nil
+			}
+		} else {
+			plain, err := resolve(h, ref)
+			if err != nil {
+				return nil, false, err
+			}
+			if b, ok = jsonenc.Append(b, plain); !ok {
+				return b, false, nil
+			}
 		}
 		b = append(b, a.text[i+1]...)
 	}

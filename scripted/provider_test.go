@@ -460,3 +460,31 @@ func TestACompiledCallWithoutReferencesCostsNoEncodingAtAStep(t *testing.T) {
 		t.Errorf("arguments %s", got)
 	}
 }
+
+// A compiled call's reference to a Work is written straight into its
+// arguments: a step of a fork allocates one less than a step that encodes
+// the arguments anew, which boxes the Work id to encode it; reading the
+// history for the id costs both the same.
+func TestACompiledWorkReferenceIsWrittenWithoutBoxingTheID(t *testing.T) {
+	if raceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	call := scripted.Call{ID: "c1", Name: "work", Args: map[string]any{"action": "result", "id": scripted.WorkOf("research")}}
+	r := req("coordinator", "r1", 2, refMessage("research", "w-1"))
+	allocs := func(p *scripted.Provider) float64 {
+		step(t, p, r)
+		var resp *core.Response
+		n := testing.AllocsPerRun(100, func() { resp, _ = p.Step(context.Background(), r) })
+		if got := resp.ToolCalls[0].Arguments; got != `{"action":"result","id":"w-1"}` {
+			t.Errorf("arguments %s", got)
+		}
+		return n
+	}
+	script := func() *scripted.Provider {
+		return scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{call}, Repeat: true})
+	}
+	anew, compiled := allocs(script()), allocs(script().Compile().Fork())
+	if compiled != anew-1 {
+		t.Errorf("a compiled step allocates %v times, one encoding anew %v; want one less", compiled, anew)
+	}
+}
