@@ -46,6 +46,20 @@ var _ = Describe("Matching cost", func() {
 		Expect(miss.Match(t, e)).To(BeFalse())
 	})
 
+	It("checks a never claim that holds without allocating", func() {
+		t := &trace.Trace{Entries: []trace.Entry{
+			{Kind: trace.Request, Run: "coord#1", Agent: "coord", Part: &trace.RequestPart{Status: []string{"- w-1 · research · running 4s"}}},
+			{Kind: trace.ToolResult, Run: "coord#1", Agent: "coord", Action: "status", Content: `{"state":"running"}`},
+		}}
+		r := &Result{Trace: t}
+		never := Never{Patterns: []Pattern{
+			{Kind: trace.Request, Status: &RowPattern{Contains: "secret"}},
+			{Kind: trace.ToolResult, Contains: "secret"},
+		}}
+		Expect(never.Check(r)).To(BeNil())
+		Expect(testing.AllocsPerRun(50, func() { never.Check(r) })).To(BeZero())
+	})
+
 	It("matches a request's offered tools without allocating", func() {
 		req := &core.Request{Run: "coord#1", Agent: "coord",
 			Tools: []core.ToolSpec{{Name: "research"}, {Name: "work"}}}

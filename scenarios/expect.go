@@ -218,9 +218,10 @@ func (n Never) Check(r *Result) *Failure {
 		}
 		from++
 	}
-	never := make([]compiled, len(n.Patterns))
+	var room [4]compiled // a never claim names a pattern or a few
+	never := room[:0]
 	for i := range n.Patterns {
-		never[i] = n.Patterns[i].compile()
+		never = append(never, n.Patterns[i].compile())
 	}
 	for j := from; j < len(t.Entries); j++ {
 		for i := range never {
