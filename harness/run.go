@@ -487,8 +487,8 @@ func judge(sc *scenarios.Scenario, out *Outcome) {
 		// (preparation, and the simulation's settling).
 		out.Verdicts = slices.Grow(out.Verdicts, n+2)
 	}
-	for i, e := range sc.Expectations {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: e.Check(out.Result)})
+	for i := range sc.Expectations {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: sc.Judge(i, out.Result)})
 	}
 	if out.PrepareErr != nil && !sc.ExpectsPrepareFailure() {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds", Cause: true,

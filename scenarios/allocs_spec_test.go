@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/harness"
 	. "github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
 )
@@ -108,6 +110,81 @@ var _ = Describe("Scenario.Claim", func() {
 		Expect(g.Claim(0)).To(Equal(g.Expectations[0].Describe()))
 		g.Expectations[0] = Count{Pattern: Pattern{Kind: trace.RunStart}, Max: 2}
 		Expect(g.Claim(0)).To(Equal(g.Expectations[0].Describe()))
+	})
+})
+
+// A verdict is its expectation's Check. The runs of a campaign judge one
+// loaded scenario seed after seed, so the loader compiles its
+// expectations' patterns once; expectations given afterwards, and a Go
+// scenario's, are compiled when checked.
+var _ = Describe("Scenario.Judge", func() {
+	same := func(got, want *Failure, what string) {
+		GinkgoHelper()
+		if want == nil {
+			Expect(got).To(BeNil(), what)
+			return
+		}
+		Expect(got).NotTo(BeNil(), what)
+		Expect(*got).To(Equal(*want), what)
+	}
+	// checked is what Check says of the result, asked afresh: of a result
+	// that Judge never handed compiled patterns.
+	checked := func(e Expectation, r *Result) *Failure {
+		fresh := Result{Scenario: r.Scenario, Seed: r.Seed, Trace: r.Trace, Works: r.Works, Outputs: r.Outputs,
+			PrepareErr: r.PrepareErr, ScriptFailures: r.ScriptFailures, Err: r.Err, Findings: r.Findings, Platform: r.Platform}
+		return e.Check(&fresh)
+	}
+
+	It("says what each expectation's Check says, of every built-in's runs, passing and failing", func() {
+		for _, b := range Builtins() {
+			for seed := int64(1); seed <= 3; seed++ {
+				sc, err := Builtin(b.Name)
+				Expect(err).NotTo(HaveOccurred())
+				o := harness.Run(sc, harness.Options{Seed: seed})
+				for i, e := range sc.Expectations {
+					same(sc.Judge(i, o.Result), checked(e, o.Result), fmt.Sprintf("%s seed %d: %s", b.Name, seed, sc.Claim(i)))
+				}
+			}
+		}
+		sc, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		for i := range sc.Scripts {
+			if sc.Scripts[i].Agent == "research-coordinator" {
+				sc.Scripts[i].Turns = sc.Scripts[i].Turns[:1] // the coordinator never rejoins
+			}
+		}
+		o := harness.Run(sc, harness.Options{Seed: 1})
+		failed := 0
+		for i, e := range sc.Expectations {
+			if f := sc.Judge(i, o.Result); f != nil {
+				failed++
+			}
+			same(sc.Judge(i, o.Result), checked(e, o.Result), sc.Claim(i))
+		}
+		Expect(failed).To(BeNumerically(">", 0), "the cut script fails some expectation")
+	})
+
+	It("judges expectations given after loading as they are now", func() {
+		sc, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		o := harness.Run(sc, harness.Options{Seed: 1})
+		nobody := InOrder{{Kind: trace.Request, Agent: "nobody"}}
+		sc.Expectations[0] = nobody // in place, in the loader's slice
+		Expect(sc.Judge(0, o.Result)).NotTo(BeNil())
+		same(sc.Judge(0, o.Result), checked(nobody, o.Result), "replaced in place")
+		sc.Expectations = []Expectation{Never{Patterns: []Pattern{{Kind: trace.Request, Agent: "research-coordinator"}}}}
+		Expect(sc.Judge(0, o.Result)).NotTo(BeNil(), "a new slice")
+	})
+
+	It("compiles a loaded scenario's patterns when it loads: a pattern changed in place keeps the fields it set then", func() {
+		sc, err := Builtin("research-coordinator")
+		Expect(err).NotTo(HaveOccurred())
+		o := harness.Run(sc, harness.Options{Seed: 1})
+		Expect(sc.Judge(0, o.Result)).To(BeNil())
+		steps := unnamedOf(sc.Expectations[0]).(InOrder)
+		steps[1].Step = 99 // a field the loaded pattern did not set
+		Expect(checked(sc.Expectations[0], o.Result)).NotTo(BeNil(), "Check compiles the pattern as it is now")
+		Expect(sc.Judge(0, o.Result)).To(BeNil(), "Judge reads the fields it set when it loaded")
 	})
 })
 
@@ -250,3 +327,14 @@ script:
 			"the provider and its scripts' state")
 	})
 })
+
+// unnamedOf is the expectation a Named wraps (or e itself).
+func unnamedOf(e Expectation) Expectation {
+	for {
+		n, ok := e.(Named)
+		if !ok {
+			return e
+		}
+		e = n.Expectation
+	}
+}

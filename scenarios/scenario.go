@@ -38,6 +38,9 @@ type Scenario struct {
 	// claimsOf the first of the expectations they describe.
 	claims   []string
 	claimsOf *Expectation
+	// patterns are the loader's expectations' patterns, compiled when
+	// they were described (see Judge).
+	patterns compiledPatterns
 	// prepared is a provider of the loader's scripts with their calls'
 	// arguments encoded (scripted.Provider.Compile), made once, when the
 	// scenario loads; preparedFrom is what Scripts held then (see
@@ -223,16 +226,42 @@ func (s *Scenario) ExpectsPrepareFailure() bool {
 // in the slice the loader made, keeps the loaded description, as a loaded
 // scenario keeps the loader's checks (Check).
 func (s *Scenario) Claim(i int) string {
-	if len(s.claims) == len(s.Expectations) && len(s.claims) > 0 && s.claimsOf == &s.Expectations[0] {
+	if s.described() {
 		return s.claims[i]
 	}
 	return s.Expectations[i].Describe()
 }
 
+// described reports whether the expectations are the slice the loader
+// described (describe), of the same length.
+
+func (s *Scenario) described() bool {
+	return len(s.claims) == len(s.Expectations) && len(s.claims) > 0 && s.claimsOf == &s.Expectations[0]
+}
+
+// Judge checks the i-th expectation against a run's result:
+// Expectations[i].Check(r). A scenario the file loader made compiles its
+// expectations' patterns once, when it loads, so that the runs of a
+// campaign do not pick out the same patterns' fields seed after seed; Judge
+// hands r those, and Check reads them for the patterns they were compiled
+// from. Expectations given to a loaded scenario afterwards (a new slice,
+// more of them, one replaced in the loader's slice) compile their patterns
+// when checked, as a Go scenario's always do; a pattern changed in place,
+// in the slices the loader made, keeps the fields it set when it loaded,
+// as a loaded scenario keeps the loader's checks (Check) and claims
+// (Claim).
+func (s *Scenario) Judge(i int, r *Result) *Failure {
+	r.patterns = nil
+	if s.described() {
+		r.patterns = s.patterns
+	}
+	return s.Expectations[i].Check(r)
+}
+
 // describe records what the scenario's expectations claim, as they are
 // now (Claim).
 func (s *Scenario) describe() {
-	s.claims, s.claimsOf = nil, nil
+	s.claims, s.claimsOf, s.patterns = nil, nil, nil
 	if len(s.Expectations) == 0 {
 		return
 	}
@@ -241,6 +270,7 @@ func (s *Scenario) describe() {
 		s.claims[i] = e.Describe()
 	}
 	s.claimsOf = &s.Expectations[0]
+	s.patterns = compilePatterns(s.Expectations)
 }
 
 // With sets runtime options.
