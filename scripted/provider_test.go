@@ -488,3 +488,33 @@ func TestACompiledWorkReferenceIsWrittenWithoutBoxingTheID(t *testing.T) {
 		t.Errorf("a compiled step allocates %v times, one encoding anew %v; want one less", compiled, anew)
 	}
 }
+
+// A run's own script is the one keyed agent#n, however it was given: by
+// ScriptRun or by Script under that key, before the agent's runs start or
+// after some have, to a provider or to the fork of one; an agent without
+// one answers from its shared script.
+func TestARunsOwnScriptIsFoundHoweverAndWheneverItWasGiven(t *testing.T) {
+	p := scripted.New().Script("a", scripted.Say("shared"), scripted.Say("shared again"), scripted.Say("shared still"))
+	if got := step(t, p, req("a", "r1", 1)).Text; got != "shared" {
+		t.Errorf("run 1 got %q", got)
+	}
+	p.Script("a#2", scripted.Say("second, keyed by hand"))
+	f := p.Fork()
+	if got := step(t, p, req("a", "r2", 1)).Text; got != "second, keyed by hand" {
+		t.Errorf("run 2 got %q", got)
+	}
+	p.ScriptRun("a", 3, scripted.Say("third"))
+	if got := step(t, p, req("a", "r3", 1)).Text; got != "third" {
+		t.Errorf("run 3 got %q", got)
+	}
+	if got := step(t, p, req("a", "r4", 1)).Text; got != "shared again" {
+		t.Errorf("run 4 got %q", got)
+	}
+	step(t, f, req("a", "f1", 1))
+	if got := step(t, f, req("a", "f2", 1)).Text; got != "second, keyed by hand" {
+		t.Errorf("the fork's run 2 got %q", got)
+	}
+	if got := step(t, scripted.New().Script("", scripted.Say("no agent")), req("", "r1", 1)).Text; got != "no agent" {
+		t.Errorf("an agent with an empty id got %q", got)
+	}
+}

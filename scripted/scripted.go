@@ -156,6 +156,9 @@ type Provider struct {
 		scripts []script
 		turns   []Turn
 	}
+	// runScripts is set once a script is keyed agent#n (ScriptRun): until
+	// then a request looks only for its agent's shared script.
+	runScripts bool
 	// userCode counts the turns and answers that hand a request to a
 	// function of the caller's (When, Respond, Answer's Func); it is read
 	// before every request (ReadsRequestsOnly) without the lock.
@@ -269,6 +272,7 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 			s = &script{}
 		}
 		p.scripts.Set(agent, s)
+		p.runScripts = p.runScripts || strings.Contains(agent, "#")
 	}
 	if s.turns == nil && len(turns) <= cap(p.room.turns) {
 		// A new script's turns are copied into the reserved room, capped
@@ -308,6 +312,7 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 		c.fit()
 		q.scripts.Set(key, c)
 	}
+	q.runScripts = p.runScripts
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
 	}
@@ -449,7 +454,13 @@ func (p *Provider) pick(req *core.Request) (choice, error) {
 	p.requests = append(p.requests, req)
 	run := p.run(req)
 	n := run.ordinal
-	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
+	// The run's own script first, when there can be one, then the agent's.
+	keys := [2]string{1: req.Agent}
+	from := 1
+	if p.runScripts {
+		keys[0], from = req.Agent+"#"+strconv.Itoa(n), 0
+	}
+	for _, key := range keys[from:] {
 		s, _ := p.scripts.Get(key)
 		if s == nil {
 			continue
