@@ -181,7 +181,7 @@ var _ = Describe("Scenario.Judge", func() {
 		Expect(err).NotTo(HaveOccurred())
 		o := harness.Run(sc, harness.Options{Seed: 1})
 		Expect(sc.Judge(0, o.Result)).To(BeNil())
-		steps := unnamedOf(sc.Expectations[0]).(InOrder)
+		steps := Unnamed(sc.Expectations[0]).(InOrder)
 		steps[1].Step = 99 // a field the loaded pattern did not set
 		Expect(checked(sc.Expectations[0], o.Result)).NotTo(BeNil(), "Check compiles the pattern as it is now")
 		Expect(sc.Judge(0, o.Result)).To(BeNil(), "Judge reads the fields it set when it loaded")
@@ -327,14 +327,3 @@ script:
 			"the provider and its scripts' state")
 	})
 })
-
-// unnamedOf is the expectation a Named wraps (or e itself).
-func unnamedOf(e Expectation) Expectation {
-	for {
-		n, ok := e.(Named)
-		if !ok {
-			return e
-		}
-		e = n.Expectation
-	}
-}
