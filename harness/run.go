@@ -14,6 +14,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/internal/fewmap"
 	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
@@ -195,9 +196,8 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		return illFormed(sc, opts, err)
 	}
 	r := &run{
-		sc:       sc,
-		opts:     opts,
-		ordinals: ordinals{},
+		sc:   sc,
+		opts: opts,
 	}
 	r.provider.r = r
 	r.rec = trace.NewRecorder(sim.Epoch)
@@ -289,27 +289,29 @@ func (r *run) start(out *Outcome) {
 }
 
 // ordinals number each agent's runs in the order they start: a run's
-// ordinal selects the faults and scripts of the agent's n-th run. One map
-// holds both the runs' ordinals and the agents' counts.
-type ordinals map[ordinalKey]int
-
-type ordinalKey struct {
-	agent bool // id is an agent's, and the value its runs so far
-	id    string
+// ordinal selects the faults and scripts of the agent's n-th run. A run
+// has a few runs and agents: short lists, held with the run (a map past
+// eight of either).
+type ordinals struct {
+	runs   fewmap.Map[int] // a run's ordinal
+	agents fewmap.Map[int] // an agent's runs so far
 }
 
 // start numbers a run the first time it starts; a platform session's
 // turns are runs with one id, and keep the session's ordinal.
-func (o ordinals) start(run, agent string) {
-	if _, seen := o[ordinalKey{id: run}]; !seen {
-		n := o[ordinalKey{agent: true, id: agent}] + 1
-		o[ordinalKey{agent: true, id: agent}] = n
-		o[ordinalKey{id: run}] = n
+func (o *ordinals) start(run, agent string) {
+	if _, seen := o.runs.Get(run); !seen {
+		n, _ := o.agents.Get(agent)
+		o.agents.Set(agent, n+1)
+		o.runs.Set(run, n+1)
 	}
 }
 
 // of is a run's ordinal; 0 for a run that has not started.
-func (o ordinals) of(run string) int { return o[ordinalKey{id: run}] }
+func (o *ordinals) of(run string) int {
+	n, _ := o.runs.Get(run)
+	return n
+}
 
 // runObserver is a run as the runtime's observer: the run's own events
 // go to observe, with nothing to allocate for the adapter.
