@@ -287,3 +287,18 @@ func (f readingProvider) Step(ctx context.Context, req *core.Request) (*core.Res
 }
 
 func (readingProvider) ReadsRequestsOnly() bool { return true }
+
+// A status projection answers every status action and every result that
+// finds its Work unfinished: it is written in one allocation, its text.
+var _ = Describe("a status projection's allocations", func() {
+	It("are its text alone", func() {
+		if raceDetector {
+			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
+		}
+		st := core.WorkStatus{Work: core.WorkRef{Kind: core.WorkRefKind, ID: "w-1", TargetID: "research-agent",
+			Guarantees: core.Guarantees{Execution: core.ProcessLocal, Rejoin: core.ProcessLocal}},
+			TargetLabel: "research", State: lifecycle.Running, Attachment: "attached", Attempt: 1,
+			CreatedAt: "2026-01-01T00:00:00.000Z", StartedAt: "2026-01-01T00:00:00.000Z"}
+		Expect(testing.AllocsPerRun(50, func() { _, _ = core.MarshalStatus(st) })).To(BeNumerically("==", 1))
+	})
+})

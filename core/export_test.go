@@ -74,3 +74,6 @@ func BuildStatus(rows []StatusRow, total int) *StatusBlock {
 	fillStatus(blk, rows, total)
 	return blk
 }
+
+// MarshalStatus is marshalStatus, for the allocation specs.
+func MarshalStatus(s WorkStatus) (string, error) { return marshalStatus(s) }

@@ -207,12 +207,53 @@ func (d *jsonDecoder) number() (any, bool) {
 // marshalRef encodes a work.ref as json.Marshal does, without reflection:
 // it is the answer to every background call.
 func marshalRef(r WorkRef) (string, error) {
-	if !plainString(r.Kind) || !plainString(r.ID) || !plainString(r.TargetID) ||
-		!plainString(r.Guarantees.Execution) || !plainString(r.Guarantees.Rejoin) {
+	var scratch [256]byte // the answer is a copy of what is written here
+	b, ok := appendRef(scratch[:0], r)
+	if !ok {
 		return marshal(r)
 	}
-	return `{"kind":"` + r.Kind + `","id":"` + r.ID + `","targetId":"` + r.TargetID +
-		`","guarantees":{"execution":"` + r.Guarantees.Execution + `","rejoin":"` + r.Guarantees.Rejoin + `"}}`, nil
+	return string(b), nil
+}
+
+// appendRef appends a work.ref as json.Marshal writes it, when every string
+// of it is plain (plainString); false, with b to be dropped, when one is
+// not.
+func appendRef(b []byte, r WorkRef) ([]byte, bool) {
+	if !plainString(r.Kind) || !plainString(r.ID) || !plainString(r.TargetID) ||
+		!plainString(r.Guarantees.Execution) || !plainString(r.Guarantees.Rejoin) {
+		return b, false
+	}
+	b = append(append(b, `{"kind":"`...), r.Kind...)
+	b = append(append(b, `","id":"`...), r.ID...)
+	b = append(append(b, `","targetId":"`...), r.TargetID...)
+	b = append(append(b, `","guarantees":{"execution":"`...), r.Guarantees.Execution...)
+	b = append(append(b, `","rejoin":"`...), r.Guarantees.Rejoin...)
+	return append(b, `"}}`...), true
+}
+
+// marshalStatus encodes Work's status projection as json.Marshal does,
+// without reflection: it is the answer to a status action and to every
+// result that finds the Work unfinished.
+func marshalStatus(s WorkStatus) (string, error) {
+	var scratch [512]byte // the answer is a copy of what is written here
+	b, ok := appendRef(append(scratch[:0], `{"work":`...), s.Work)
+	if !ok || !plainString(s.TargetLabel) || !plainString(string(s.State)) || !plainString(s.Attachment) ||
+		!plainString(s.CreatedAt) || !plainString(s.StartedAt) || !plainString(s.FinishedAt) {
+		return marshal(s)
+	}
+	b = append(append(b, `,"targetLabel":"`...), s.TargetLabel...)
+	b = append(append(b, `","state":"`...), s.State...)
+	b = append(append(b, `","attachment":"`...), s.Attachment...)
+	b = strconv.AppendInt(append(b, `","attempt":`...), int64(s.Attempt), 10)
+	b = append(append(b, `,"createdAt":"`...), s.CreatedAt...)
+	if s.StartedAt != "" {
+		b = append(append(b, `","startedAt":"`...), s.StartedAt...)
+	}
+	if s.FinishedAt != "" {
+		b = append(append(b, `","finishedAt":"`...), s.FinishedAt...)
+	}
+	b = strconv.AppendBool(append(b, `","resultAvailable":`...), s.ResultAvailable)
+	return string(append(b, '}')), nil
 }
 
 // plainString reports whether encoding/json writes s between quotes as it

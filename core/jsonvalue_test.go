@@ -137,3 +137,30 @@ func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
 		}
 	})
 }
+
+// A status projection answers every status action and every result that
+// finds its Work unfinished: it is written by hand, byte for byte as
+// encoding/json writes it, whatever its strings hold and whichever of its
+// times are set.
+func TestAStatusProjectionEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
+	texts := []string{"research", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
+	stamps := []string{"", "2026-01-01T00:00:04.000Z", "<t>"}
+	var cases []WorkStatus
+	for _, text := range texts {
+		for _, stamp := range stamps {
+			for _, attempt := range []int{1, 0, -3, 1 << 40} {
+				cases = append(cases, WorkStatus{Work: newRef("w-"+text, "research-agent"), TargetLabel: text,
+					State: WorkState("running" + text), Attachment: "attached", Attempt: attempt, CreatedAt: "2026-01-01T00:00:00.000Z" + text,
+					StartedAt: stamp, FinishedAt: stamp + text, ResultAvailable: attempt == 1})
+			}
+		}
+	}
+	cases = append(cases, WorkStatus{}, WorkStatus{Work: WorkRef{Guarantees: Guarantees{Rejoin: `"`}}})
+	for _, st := range cases {
+		want, _ := json.Marshal(st)
+		got, err := marshalStatus(st)
+		if err != nil || got != string(want) {
+			t.Errorf("marshalStatus(%+v) = %s, %v; encoding/json writes %s", st, got, err, want)
+		}
+	}
+}

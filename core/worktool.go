@@ -83,7 +83,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		if !ok {
 			return marshal(notFound)
 		}
-		return marshal(st)
+		return marshalStatus(st)
 	case "result":
 		return rt.result(ctx, owner, id, in.Timeout)
 	case "cancel":
@@ -132,7 +132,7 @@ func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string
 		return got.output.Raw, nil
 	}
 	if done == nil || wait <= 0 || got.status.State.Terminal() {
-		return marshal(got.status)
+		return marshalStatus(got.status)
 	}
 	expired, timer := SignalAfter(rt.exec, rt.clock, wait)
 	which := rt.exec.Wait("result "+id, done, expired, ctx.Done())
@@ -147,7 +147,7 @@ func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string
 	if got.output != nil {
 		return got.output.Raw, nil
 	}
-	return marshal(got.status)
+	return marshalStatus(got.status)
 }
 
 func marshal(v any) (string, error) {

@@ -92,6 +92,10 @@ type Faults struct {
 	list    []scenarios.Fault
 	own     int
 	enabled []bool
+	// onProvider is set when a fault of list acts on provider steps:
+	// without one (and without a plan), a step has nothing to draw and
+	// takes no lock. list and plan are only read once init made them.
+	onProvider bool
 	// draw is the fault stream (probabilities, an action's jitter, a
 	// crash's delay), lat the latency stream; their states live here.
 	// The generators are held by value, like their states, so that a
@@ -127,6 +131,7 @@ func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
 	f.enabled = make([]bool, len(f.list), room)
 	for i := range f.enabled {
 		f.enabled[i] = true
+		f.onProvider = f.onProvider || onProvider(f.list[i].Kind)
 	}
 	if !opts.Swarm || opts.Plan != nil {
 		return
@@ -142,6 +147,7 @@ func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
 		most := time.Duration(1+mix.IntN(3000)) * time.Millisecond
 		f.list = append(f.list, scenarios.Fault{Kind: scenarios.FaultLatency, Probability: rate, LatencyMax: most})
 		f.enabled = append(f.enabled, true)
+		f.onProvider = true
 	}
 }
 
@@ -223,6 +229,9 @@ func (f *Faults) Inject(ctx context.Context, req *core.Request, ordinal int, sin
 // of the fault list) that fires on the step, draws what it needs, records
 // it as fired, and returns it with its index.
 func (f *Faults) next(agent string, run, step, from int) (PlannedFault, int, bool) {
+	if f.plan == nil && !f.onProvider {
+		return PlannedFault{}, 0, false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.plan != nil {

@@ -125,6 +125,58 @@ var defaultInvariants = []Invariant{
 	{Name: "caps", Check: capsWithin(0)},
 }
 
+// defaultReads are the entry kinds each of defaultInvariants reads, in its
+// order: its Check returns "" for an entry of any other kind (its first
+// test is of the kind), so a run of the defaults asks each only about
+// these. A run given invariants of its own (DefaultInvariants' copies
+// among them, whose Check a caller may change) asks every one about every
+// entry.
+var defaultReads = [...][]trace.Kind{
+	{trace.Work},                      // legal-transitions
+	{trace.Work},                      // terminal-states-never-change
+	{trace.Request, trace.ToolResult}, // no-child-content-in-status
+	{trace.Request, trace.ToolResult}, // output-only-through-result
+	{trace.ToolResult},                // not-found-for-detached-and-foreign
+	{trace.ToolResult},                // send-idempotent
+	{trace.Request, trace.ToolResult}, // caps
+}
+
+// defaultsReading are the default invariants that read a Work entry, a
+// request and a tool result, in defaultInvariants' order.
+var defaultsReading = func() (by struct{ work, request, result []Invariant }) {
+	for i, kinds := range defaultReads {
+		for _, k := range kinds {
+			switch k {
+			case trace.Work:
+				by.work = append(by.work, defaultInvariants[i])
+			case trace.Request:
+				by.request = append(by.request, defaultInvariants[i])
+			case trace.ToolResult:
+				by.result = append(by.result, defaultInvariants[i])
+			}
+		}
+	}
+	return by
+}()
+
+// reading returns the invariants of the run that read an entry of kind k:
+// all of them, but for a run of the defaults only those defaultReads
+// lists for k.
+func (c *checker) reading(k trace.Kind) []Invariant {
+	if !c.defaults {
+		return c.invs
+	}
+	switch k {
+	case trace.Work:
+		return defaultsReading.work
+	case trace.Request:
+		return defaultsReading.request
+	case trace.ToolResult:
+		return defaultsReading.result
+	}
+	return nil
+}
+
 type checker struct {
 	r          *run
 	invs       []Invariant
@@ -134,6 +186,9 @@ type checker struct {
 	violations []Violation
 	ended      bool
 	final      End // what the end-of-run invariants see
+	// defaults is set when invs is defaultInvariants itself (see
+	// reading).
+	defaults bool
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
@@ -146,7 +201,7 @@ func newChecker(r *run, invs []Invariant) *checker {
 func (c *checker) init(r *run, invs []Invariant) {
 	*c = checker{r: r, invs: invs, state: Facts{
 		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{},
-	}}
+	}, defaults: len(invs) > 0 && &invs[0] == &defaultInvariants[0]}
 }
 
 // SampledInvariants are DefaultInvariants for a run seen from outside,
@@ -213,7 +268,9 @@ func (c *checker) check(entries []trace.Entry, seed int64, step int) {
 		if e.Kind == platform.TraceKind && c.r != nil {
 			c.platform(c.seen)
 		}
-		for _, inv := range c.invs {
+		invs := c.reading(e.Kind)
+		for i := range invs {
+			inv := &invs[i]
 			if inv.Check == nil {
 				continue
 			}

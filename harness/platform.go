@@ -149,7 +149,7 @@ func (r *run) processOptions() (platform.Options, *process) {
 		Testing:        r.opts.Testing,
 		Observer: core.ObserverFunc(func(e core.Event) {
 			if !proc.dead {
-				r.observe(e)
+				r.observe(&e)
 			}
 		}),
 	}

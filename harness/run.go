@@ -14,6 +14,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/internal/fewmap"
 	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
@@ -199,9 +200,8 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		return illFormed(sc, opts, err)
 	}
 	r := &run{
-		sc:       sc,
-		opts:     opts,
-		ordinals: ordinals{},
+		sc:   sc,
+		opts: opts,
 	}
 	r.provider.r = r
 	r.rec = trace.NewRecorder(sim.Epoch)
@@ -294,33 +294,35 @@ func (r *run) start(out *Outcome) {
 }
 
 // ordinals number each agent's runs in the order they start: a run's
-// ordinal selects the faults and scripts of the agent's n-th run. One map
-// holds both the runs' ordinals and the agents' counts.
-type ordinals map[ordinalKey]int
-
-type ordinalKey struct {
-	agent bool // id is an agent's, and the value its runs so far
-	id    string
+// ordinal selects the faults and scripts of the agent's n-th run. A run
+// has a few runs and agents: short lists, held with the run (a map past
+// eight of either).
+type ordinals struct {
+	runs   fewmap.Map[int] // a run's ordinal
+	agents fewmap.Map[int] // an agent's runs so far
 }
 
 // start numbers a run the first time it starts; a platform session's
 // turns are runs with one id, and keep the session's ordinal.
-func (o ordinals) start(run, agent string) {
-	if _, seen := o[ordinalKey{id: run}]; !seen {
-		n := o[ordinalKey{agent: true, id: agent}] + 1
-		o[ordinalKey{agent: true, id: agent}] = n
-		o[ordinalKey{id: run}] = n
+func (o *ordinals) start(run, agent string) {
+	if _, seen := o.runs.Get(run); !seen {
+		n, _ := o.agents.Get(agent)
+		o.agents.Set(agent, n+1)
+		o.runs.Set(run, n+1)
 	}
 }
 
 // of is a run's ordinal; 0 for a run that has not started.
-func (o ordinals) of(run string) int { return o[ordinalKey{id: run}] }
+func (o *ordinals) of(run string) int {
+	n, _ := o.runs.Get(run)
+	return n
+}
 
 // runObserver is a run as the runtime's observer: the run's own events
 // go to observe, with nothing to allocate for the adapter.
 type runObserver run
 
-func (o *runObserver) Observe(e core.Event) { (*run)(o).observe(e) }
+func (o *runObserver) Observe(e core.Event) { (*run)(o).observe(&e) }
 
 // onJump records a clock jump. A platform run holds it back until
 // something happens after it (deferJump).
@@ -338,8 +340,9 @@ func (r *run) jumped(from, to time.Time) string {
 	return "jumped " + trace.Offset(trace.Round(to.Sub(from), res)) + " to " + trace.Offset(trace.Round(to.Sub(sim.Epoch), res))
 }
 
-// observe records an event and fires the triggers it makes due.
-func (r *run) observe(e core.Event) {
+// observe records an event and fires the triggers it makes due. e is read
+// where the observer was handed it, not copied again.
+func (r *run) observe(e *core.Event) {
 	if r.crashed {
 		// The process is gone: what its actors do while they unwind is
 		// not part of the run.
@@ -350,7 +353,7 @@ func (r *run) observe(e core.Event) {
 		r.ordinals.start(e.Run, e.Agent)
 	}
 	if r.opts.traceDefect == nil {
-		r.rec.Observe(e)
+		r.rec.Record(e)
 	} else {
 		r.defectAfter(e)
 	}
@@ -360,9 +363,9 @@ func (r *run) observe(e core.Event) {
 }
 
 // defectAfter records e and then the entries a test plants after it.
-func (r *run) defectAfter(e core.Event) {
+func (r *run) defectAfter(e *core.Event) {
 	n := r.rec.Len()
-	r.rec.Observe(e)
+	r.rec.Record(e)
 	if r.rec.Len() == n {
 		return
 	}
@@ -491,8 +494,8 @@ func judge(sc *scenarios.Scenario, out *Outcome) {
 		// (preparation, and the simulation's settling).
 		out.Verdicts = slices.Grow(out.Verdicts, n+2)
 	}
-	for i, e := range sc.Expectations {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: e.Check(out.Result)})
+	for i := range sc.Expectations {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: sc.Judge(i, out.Result)})
 	}
 	if out.PrepareErr != nil && !sc.ExpectsPrepareFailure() {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds", Cause: true,

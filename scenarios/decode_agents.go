@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/didyoumean"
@@ -186,17 +187,101 @@ func (l *loader) prompt(a *agentDecl, n *node) core.Prompt {
 		if err != nil {
 			l.errorf(tn, "%s template does not parse: %s", what, templateError(a.id, err))
 		} else {
-			p.Render = func(input any) (string, error) {
-				// A Builder's String is the bytes it wrote, not a copy.
-				var b strings.Builder
-				if err := tmpl.Execute(&b, input); err != nil {
-					return "", err
-				}
-				return b.String(), nil
-			}
+			p.Render = renderer(tmpl)
 		}
 	}
 	return p
+}
+
+// renderer renders a prompt's template. A template of text and plain
+// fields ({{.question}}), the common case, is read once, when it loads:
+// given a map whose fields it names all hold strings, the message is those
+// strings between the text, written as executing the template would write
+// them, in one string (the value itself for a template that is one field)
+// without executing it. Any other template or input executes the template.
+func renderer(tmpl *template.Template) func(input any) (string, error) {
+	execute := func(input any) (string, error) {
+		// A Builder's String is the bytes it wrote, not a copy.
+		var b strings.Builder
+		if err := tmpl.Execute(&b, input); err != nil {
+			return "", err
+		}
+		return b.String(), nil
+	}
+	parts, ok := plainFields(tmpl)
+	if !ok {
+		return execute
+	}
+	return func(input any) (string, error) {
+		m, ok := input.(map[string]any)
+		if !ok {
+			return execute(input)
+		}
+		if len(parts) == 1 && parts[0].field != "" {
+			if s, ok := m[parts[0].field].(string); ok {
+				return s, nil
+			}
+			return execute(input)
+		}
+		n := 0
+		for _, part := range parts {
+			if part.field == "" {
+				n += len(part.text)
+				continue
+			}
+			s, ok := m[part.field].(string)
+			if !ok {
+				return execute(input)
+			}
+			n += len(s)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		for _, part := range parts {
+			if part.field == "" {
+				b.WriteString(part.text)
+			} else {
+				b.WriteString(m[part.field].(string))
+			}
+		}
+		return b.String(), nil
+	}
+}
+
+// templatePart is a piece of a template of text and plain fields: its text,
+// or the field it prints.
+type templatePart struct {
+	text, field string
+}
+
+// plainFields returns the template's pieces when it is only text and
+// actions that print one field of dot ({{.question}}); false for anything
+// else (pipelines, variables, functions, control structures, nested
+// fields, other templates).
+func plainFields(tmpl *template.Template) ([]templatePart, bool) {
+	if tmpl.Tree == nil || tmpl.Tree.Root == nil || len(tmpl.Templates()) > 1 {
+		return nil, false
+	}
+	var parts []templatePart
+	for _, n := range tmpl.Tree.Root.Nodes {
+		switch n := n.(type) {
+		case *parse.TextNode:
+			parts = append(parts, templatePart{text: string(n.Text)})
+		case *parse.ActionNode:
+			p := n.Pipe
+			if p == nil || p.IsAssign || len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
+				return nil, false
+			}
+			f, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
+			if !ok || len(f.Ident) != 1 {
+				return nil, false
+			}
+			parts = append(parts, templatePart{field: f.Ident[0]})
+		default:
+			return nil, false
+		}
+	}
+	return parts, len(parts) > 0
 }
 
 func (l *loader) tool(a *agentDecl, name string, n *node) (core.ToolEntry, toolDecl, bool) {

@@ -94,7 +94,7 @@ type If struct {
 
 // Check implements Expectation.
 func (x If) Check(r *Result) *Failure {
-	if firstMatch(r.Trace, &x.When, 0) < 0 {
+	if firstMatch(r, &x.When, 0) < 0 {
 		return nil
 	}
 	return x.Then.Check(r)
@@ -113,7 +113,7 @@ func (o InOrder) Check(r *Result) *Failure {
 	pos, last := 0, -1
 	for i := range o {
 		found := -1
-		c := o[i].compile()
+		c := r.compile(&o[i])
 		for j := pos; j < len(t.Entries); j++ {
 			if c.match(t, &t.Entries[j]) {
 				found = j
@@ -121,7 +121,7 @@ func (o InOrder) Check(r *Result) *Failure {
 			}
 		}
 		if found < 0 {
-			if anywhere := firstMatch(t, &o[i], 0); anywhere >= 0 {
+			if anywhere := firstMatch(r, &o[i], 0); anywhere >= 0 {
 				return fail(anywhere, "pattern %d of %d, %s, matches entry #%d, but only before entry #%d, which matched pattern %d; the sequence is out of order", i+1, len(o), &o[i], anywhere+1, last+1, i)
 			}
 			at, near := nearMiss(t, &o[i], pos)
@@ -150,7 +150,7 @@ func (u InAnyOrder) Check(r *Result) *Failure {
 	used := make([]bool, len(t.Entries))
 	for i := range u {
 		found := -1
-		c := u[i].compile()
+		c := r.compile(&u[i])
 		for j := range t.Entries {
 			if !used[j] && c.match(t, &t.Entries[j]) {
 				found = j
@@ -158,7 +158,7 @@ func (u InAnyOrder) Check(r *Result) *Failure {
 			}
 		}
 		if found < 0 {
-			if taken := firstMatch(t, &u[i], 0); taken >= 0 {
+			if taken := firstMatch(r, &u[i], 0); taken >= 0 {
 				return fail(taken, "pattern %d of %d, %s, matches only entries that other patterns already matched, such as #%d; each pattern needs an entry of its own", i+1, len(u), &u[i], taken+1)
 			}
 			at, near := nearMiss(t, &u[i], 0)
@@ -212,15 +212,16 @@ func (n Never) Check(r *Result) *Failure {
 	t := r.Trace
 	from := 0
 	if n.After != nil {
-		from = firstMatch(t, n.After, 0)
+		from = firstMatch(r, n.After, 0)
 		if from < 0 {
 			return nil
 		}
 		from++
 	}
-	never := make([]compiled, len(n.Patterns))
+	var room [4]compiled // a never claim names a pattern or a few
+	never := room[:0]
 	for i := range n.Patterns {
-		never[i] = n.Patterns[i].compile()
+		never = append(never, r.compile(&n.Patterns[i]))
 	}
 	for j := from; j < len(t.Entries); j++ {
 		for i := range never {
@@ -315,8 +316,8 @@ func after(from int) string {
 	return fmt.Sprintf(" after entry #%d", from)
 }
 
-func firstMatch(t *trace.Trace, p *Pattern, from int) int {
-	c := p.compile()
+func firstMatch(r *Result, p *Pattern, from int) int {
+	t, c := r.Trace, r.compile(p)
 	for j := from; j < len(t.Entries); j++ {
 		if c.match(t, &t.Entries[j]) {
 			return j

@@ -12,3 +12,6 @@ func UseBuiltinFiles(fsys fs.FS) (restore func()) {
 	builtinSrcOnce, builtinInfoOnce = sync.OnceValues(readBuiltins), sync.OnceValues(builtinInfos)
 	return func() { builtinFiles, builtinSrcOnce, builtinInfoOnce = files, src, infos }
 }
+
+// Unnamed is unnamed: the expectation a Named wraps, for the specs.
+func Unnamed(e Expectation) Expectation { return unnamed(e) }

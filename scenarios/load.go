@@ -76,6 +76,7 @@ func load(name string, src []byte) (*Scenario, error) {
 	}
 	sc.Source, sc.loaded = name, true
 	sc.describe()
+	sc.prepare()
 	sum := sha256.Sum256(src)
 	sc.Digest = hex.EncodeToString(sum[:])
 	return sc, nil

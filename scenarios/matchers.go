@@ -166,11 +166,10 @@ func unnamed(e Expectation) Expectation {
 func newHit(at int, what string) hit { return hit{at: at, what: what} }
 
 func (o InOrder) witness(r *Result) []hit {
-	t := r.Trace
 	var hits []hit
 	pos := 0
 	for i := range o {
-		j := firstMatch(t, &o[i], pos)
+		j := firstMatch(r, &o[i], pos)
 		if j < 0 {
 			return nil
 		}
@@ -185,7 +184,7 @@ func (u InAnyOrder) witness(r *Result) []hit {
 	used := make([]bool, len(t.Entries))
 	var hits []hit
 	for i := range u {
-		c := u[i].compile()
+		c := r.compile(&u[i])
 		for j := range t.Entries {
 			if !used[j] && c.match(t, &t.Entries[j]) {
 				used[j] = true
@@ -210,7 +209,7 @@ func (c Count) witness(r *Result) []hit {
 }
 
 func (x If) witness(r *Result) []hit {
-	if j := firstMatch(r.Trace, &x.When, 0); j >= 0 {
+	if j := firstMatch(r, &x.When, 0); j >= 0 {
 		if w, ok := unnamed(x.Then).(witnessed); ok {
 			return append([]hit{newHit(j, "the condition ["+x.When.String()+"]")}, w.witness(r)...)
 		}

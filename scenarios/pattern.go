@@ -176,6 +176,55 @@ func (p *Pattern) compile() compiled {
 	return c
 }
 
+// compiledPatterns are a loaded scenario's expectation patterns compiled
+// when it loaded, by where they are in the loader's expectations (see
+// Scenario.Judge).
+type compiledPatterns map[*Pattern]compiled
+
+// compile returns p compiled: as the loader compiled it, when p is a
+// pattern of the loaded scenario r is judged for, else anew.
+func (r *Result) compile(p *Pattern) compiled {
+	if c, ok := r.patterns[p]; ok {
+		return c
+	}
+	return p.compile()
+}
+
+// compilePatterns compiles the patterns of the expectations that Check
+// reads where they are: in a list (in order, in any order, never) and a
+// never claim's after; a pattern held by value (count, subset's of, if's
+// when) is a copy at each check, and is compiled then.
+func compilePatterns(exps []Expectation) compiledPatterns {
+	m := compiledPatterns{}
+	all := func(ps []Pattern) {
+		for i := range ps {
+			m[&ps[i]] = ps[i].compile()
+		}
+	}
+	var walk func(e Expectation)
+	walk = func(e Expectation) {
+		switch x := e.(type) {
+		case Named:
+			walk(x.Expectation)
+		case If:
+			walk(x.Then)
+		case InOrder:
+			all(x)
+		case InAnyOrder:
+			all(x)
+		case Never:
+			all(x.Patterns)
+			if x.After != nil {
+				m[x.After] = x.After.compile()
+			}
+		}
+	}
+	for _, e := range exps {
+		walk(e)
+	}
+	return m
+}
+
 // match reports whether e matches every field the pattern sets: the
 // fields that compare one value, then those that scan.
 func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {

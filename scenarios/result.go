@@ -32,6 +32,10 @@ type Result struct {
 	Findings []string
 	// Platform is the platform's final state, for a platform scenario.
 	Platform *PlatformResult
+
+	// patterns are the patterns of the loaded scenario being judged,
+	// compiled when it loaded (Scenario.Judge); nil for any other check.
+	patterns compiledPatterns
 }
 
 // TraceOf is implemented by anything that carries a trace, so matchers take

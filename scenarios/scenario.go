@@ -38,6 +38,32 @@ type Scenario struct {
 	// claimsOf the first of the expectations they describe.
 	claims   []string
 	claimsOf *Expectation
+	// patterns are the loader's expectations' patterns, compiled when
+	// they were described (see Judge).
+	patterns compiledPatterns
+	// prepared is a provider of the loader's scripts with their calls'
+	// arguments encoded (scripted.Provider.Compile), made once, when the
+	// scenario loads; preparedFrom is what Scripts held then (see
+	// Provider).
+	prepared     *scripted.Provider
+	preparedFrom []scriptShape
+}
+
+// scriptShape is what a Script held when its scenario's provider was
+// prepared: its agent and run, and its turns' slice.
+type scriptShape struct {
+	agent string
+	run   int
+	turns *scripted.Turn
+	n     int
+}
+
+func shapeOf(sc *Script) scriptShape {
+	sh := scriptShape{agent: sc.Agent, run: sc.Run, n: len(sc.Turns)}
+	if len(sc.Turns) > 0 {
+		sh.turns = &sc.Turns[0]
+	}
+	return sh
 }
 
 // TopLevel names the top-level agents, which start at once on one context.
@@ -200,16 +226,42 @@ func (s *Scenario) ExpectsPrepareFailure() bool {
 // in the slice the loader made, keeps the loaded description, as a loaded
 // scenario keeps the loader's checks (Check).
 func (s *Scenario) Claim(i int) string {
-	if len(s.claims) == len(s.Expectations) && len(s.claims) > 0 && s.claimsOf == &s.Expectations[0] {
+	if s.described() {
 		return s.claims[i]
 	}
 	return s.Expectations[i].Describe()
 }
 
+// described reports whether the expectations are the slice the loader
+// described (describe), of the same length.
+
+func (s *Scenario) described() bool {
+	return len(s.claims) == len(s.Expectations) && len(s.claims) > 0 && s.claimsOf == &s.Expectations[0]
+}
+
+// Judge checks the i-th expectation against a run's result:
+// Expectations[i].Check(r). A scenario the file loader made compiles its
+// expectations' patterns once, when it loads, so that the runs of a
+// campaign do not pick out the same patterns' fields seed after seed; Judge
+// hands r those, and Check reads them for the patterns they were compiled
+// from. Expectations given to a loaded scenario afterwards (a new slice,
+// more of them, one replaced in the loader's slice) compile their patterns
+// when checked, as a Go scenario's always do; a pattern changed in place,
+// in the slices the loader made, keeps the fields it set when it loaded,
+// as a loaded scenario keeps the loader's checks (Check) and claims
+// (Claim).
+func (s *Scenario) Judge(i int, r *Result) *Failure {
+	r.patterns = nil
+	if s.described() {
+		r.patterns = s.patterns
+	}
+	return s.Expectations[i].Check(r)
+}
+
 // describe records what the scenario's expectations claim, as they are
 // now (Claim).
 func (s *Scenario) describe() {
-	s.claims, s.claimsOf = nil, nil
+	s.claims, s.claimsOf, s.patterns = nil, nil, nil
 	if len(s.Expectations) == 0 {
 		return
 	}
@@ -218,13 +270,56 @@ func (s *Scenario) describe() {
 		s.claims[i] = e.Describe()
 	}
 	s.claimsOf = &s.Expectations[0]
+	s.patterns = compilePatterns(s.Expectations)
 }
 
 // With sets runtime options.
 func (s *Scenario) With(o Options) *Scenario { s.Options = o; return s }
 
 // Provider builds a fresh scripted provider holding the scenario's scripts.
+// A scenario the file loader made prepares its scripts once, when it
+// loads, with their calls' arguments encoded (scripted.Provider.Compile),
+// and each provider is a fork of that one (scripted.Provider.Fork), which
+// answers every step as a provider scripted anew would: the runs of a
+// campaign do not copy and encode the same scripts seed after seed.
+// Scripts given to a loaded scenario afterwards (a new slice, more or fewer
+// of them, a script's turns replaced, cut or added to) are built into a
+// provider when asked, as a Go scenario's always are; a turn changed in
+// place, in the slices the loader made, keeps the loaded form, as a loaded
+// scenario keeps the loader's checks (Check) and claims (Claim).
 func (s *Scenario) Provider(opts scripted.Options) *scripted.Provider {
+	if s.prepared != nil && s.asPrepared() {
+		return s.prepared.Fork(opts)
+	}
+	return s.provider(opts)
+}
+
+// prepare makes the provider that Provider forks while the scripts are
+// what they are now.
+func (s *Scenario) prepare() {
+	s.prepared = s.provider(scripted.Options{}).Compile()
+	s.preparedFrom = make([]scriptShape, len(s.Scripts))
+	for i := range s.Scripts {
+		s.preparedFrom[i] = shapeOf(&s.Scripts[i])
+	}
+}
+
+// asPrepared reports whether the scripts are what they were when the
+// provider was prepared.
+func (s *Scenario) asPrepared() bool {
+	if len(s.Scripts) != len(s.preparedFrom) {
+		return false
+	}
+	for i := range s.Scripts {
+		if shapeOf(&s.Scripts[i]) != s.preparedFrom[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// provider builds a provider of the scripts as they are.
+func (s *Scenario) provider(opts scripted.Options) *scripted.Provider {
 	p := scripted.New(opts)
 	turns := 0
 	for _, sc := range s.Scripts {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -384,5 +385,136 @@ func TestAProvidersRunsAreKeptInRoomMadeAFewAtATime(t *testing.T) {
 	}
 	if one, fresh := steps(oneRun), steps(newRuns); fresh-one > 3 {
 		t.Errorf("eight new runs allocate %v times, eight requests of one run %v; want at most 3 more", fresh, one)
+	}
+}
+
+// compileCases are call arguments a compiled provider encodes ahead (with
+// references to fill in at the step, or none), and some it leaves to the
+// step: typed values, text that needs escaping, a result field (which
+// resolves to raw JSON), a reference that does not resolve, text that holds
+// what a reference's place looks like while it is encoded ahead.
+var compileCases = []any{
+	map[string]any{"action": "result", "id": scripted.WorkOf("research")},
+	map[string]any{"action": "result", "id": scripted.WorkOf("research#1"), "timeout": "1s"},
+	map[string]any{"ids": []any{scripted.WorkOf("research#2"), scripted.WorkOf("research"), "x"}, "n": 2.5, "b": true, "z": nil},
+	map[string]any{"question": "why do leaves change colour?", "run_in_background": true},
+	map[string]any{"nested": map[string]any{"deep": []any{1.0, map[string]any{"id": scripted.WorkOf("research")}}}},
+	[]any{scripted.WorkOf("research")},
+	map[string]any{"text": "needs \"escaping\" <b>"},
+	map[string]any{"typed": []string{"a", "b"}, "id": scripted.WorkOf("research")},
+	map[string]any{"task_id": scripted.ResultField{Tool: "spawn_task", Field: "task_id"}},
+	map[string]any{"id": scripted.WorkOf("nothing")},
+	map[string]any{"a": scripted.WorkOf("nothing"), "b": scripted.WorkOf("research")},
+	map[string]any{"looks": `"scripted:reference:0"`, "id": scripted.WorkOf("research")},
+	map[string]any{"scripted:reference:0": scripted.WorkOf("research")},
+	scripted.WorkOf("research"),
+	1.5,
+}
+
+// A compiled provider's forks answer a step with the arguments, byte for
+// byte, and the error, word for word, that a provider scripted anew
+// answers with, whatever the arguments hold.
+func TestACompiledProvidersForksWriteTheArgumentsAndErrorsAFreshProviderWrites(t *testing.T) {
+	history := []core.Message{refMessage("research", "w-1"), refMessage("research", "w-2"),
+		{Role: core.RoleTool, ToolName: "spawn_task", Content: `{"task_id":"task-1","state":"ready"}`}}
+	turns := func() []scripted.Turn {
+		var out []scripted.Turn
+		for _, args := range compileCases {
+			out = append(out, scripted.Calls(scripted.Use("work", args), scripted.Call{ID: "fixed", Name: "search", Args: args}))
+		}
+		return out
+	}
+	compiled := scripted.New().Script("coordinator", turns()...).Compile()
+	for round := range 2 { // a second fork shares what the first used
+		fork, fresh := compiled.Fork(), scripted.New().Script("coordinator", turns()...)
+		for i := range compileCases {
+			r := req("coordinator", "r1", i+1, history...)
+			got, gerr := fork.Step(context.Background(), r)
+			want, werr := fresh.Step(context.Background(), r)
+			if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+				t.Fatalf("round %d, %#v: the fork failed with %v; a fresh provider with %v", round, compileCases[i], gerr, werr)
+			}
+			if gerr == nil && !slices.Equal(got.ToolCalls, want.ToolCalls) {
+				t.Errorf("round %d, %#v: the fork called %+v; a fresh provider %+v", round, compileCases[i], got.ToolCalls, want.ToolCalls)
+			}
+		}
+	}
+}
+
+// Arguments without references are encoded once, by Compile: a fork's step
+// of such a call allocates only its response, as a step of a call whose
+// arguments are scripted as text does.
+func TestACompiledCallWithoutReferencesCostsNoEncodingAtAStep(t *testing.T) {
+	if raceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	call := scripted.Call{ID: "c1", Name: "research", Args: map[string]any{"question": "why?", "run_in_background": true}}
+	p := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{call}, Repeat: true}).Compile().Fork()
+	r := req("coordinator", "r1", 1)
+	step(t, p, r) // the run is new: the provider learns it
+	var resp *core.Response
+	if n := testing.AllocsPerRun(100, func() { resp, _ = p.Step(context.Background(), r) }); n > 1 {
+		t.Errorf("a step allocates %v times; want the response and its call in one", n)
+	}
+	if got := resp.ToolCalls[0].Arguments; got != `{"question":"why?","run_in_background":true}` {
+		t.Errorf("arguments %s", got)
+	}
+}
+
+// A compiled call's reference to a Work is written straight into its
+// arguments: a step of a fork allocates one less than a step that encodes
+// the arguments anew, which boxes the Work id to encode it; reading the
+// history for the id costs both the same.
+func TestACompiledWorkReferenceIsWrittenWithoutBoxingTheID(t *testing.T) {
+	if raceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	call := scripted.Call{ID: "c1", Name: "work", Args: map[string]any{"action": "result", "id": scripted.WorkOf("research")}}
+	r := req("coordinator", "r1", 2, refMessage("research", "w-1"))
+	allocs := func(p *scripted.Provider) float64 {
+		step(t, p, r)
+		var resp *core.Response
+		n := testing.AllocsPerRun(100, func() { resp, _ = p.Step(context.Background(), r) })
+		if got := resp.ToolCalls[0].Arguments; got != `{"action":"result","id":"w-1"}` {
+			t.Errorf("arguments %s", got)
+		}
+		return n
+	}
+	script := func() *scripted.Provider {
+		return scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{call}, Repeat: true})
+	}
+	anew, compiled := allocs(script()), allocs(script().Compile().Fork())
+	if compiled != anew-1 {
+		t.Errorf("a compiled step allocates %v times, one encoding anew %v; want one less", compiled, anew)
+	}
+}
+
+// A run's own script is the one keyed agent#n, however it was given: by
+// ScriptRun or by Script under that key, before the agent's runs start or
+// after some have, to a provider or to the fork of one; an agent without
+// one answers from its shared script.
+func TestARunsOwnScriptIsFoundHoweverAndWheneverItWasGiven(t *testing.T) {
+	p := scripted.New().Script("a", scripted.Say("shared"), scripted.Say("shared again"), scripted.Say("shared still"))
+	if got := step(t, p, req("a", "r1", 1)).Text; got != "shared" {
+		t.Errorf("run 1 got %q", got)
+	}
+	p.Script("a#2", scripted.Say("second, keyed by hand"))
+	f := p.Fork()
+	if got := step(t, p, req("a", "r2", 1)).Text; got != "second, keyed by hand" {
+		t.Errorf("run 2 got %q", got)
+	}
+	p.ScriptRun("a", 3, scripted.Say("third"))
+	if got := step(t, p, req("a", "r3", 1)).Text; got != "third" {
+		t.Errorf("run 3 got %q", got)
+	}
+	if got := step(t, p, req("a", "r4", 1)).Text; got != "shared again" {
+		t.Errorf("run 4 got %q", got)
+	}
+	step(t, f, req("a", "f1", 1))
+	if got := step(t, f, req("a", "f2", 1)).Text; got != "second, keyed by hand" {
+		t.Errorf("the fork's run 2 got %q", got)
+	}
+	if got := step(t, scripted.New().Script("", scripted.Say("no agent")), req("", "r1", 1)).Text; got != "no agent" {
+		t.Errorf("an agent with an empty id got %q", got)
 	}
 }

@@ -197,14 +197,11 @@ func resolve(h *history, v any) (any, error) {
 	req := h.req
 	switch t := v.(type) {
 	case WorkOf:
-		if req == nil {
-			return string(t), nil // nothing to resolve against
+		id, err := t.resolve(h)
+		if err != nil {
+			return nil, err
 		}
-		ref, ok := h.workRef(string(t))
-		if !ok {
-			return nil, errNoWorkRef(string(t))
-		}
-		return ref.ID, nil
+		return id, nil
 	case ResultField:
 		if req == nil {
 			return t.Tool + "." + t.Field, nil
@@ -236,6 +233,19 @@ func resolve(h *history, v any) (any, error) {
 		return out, nil
 	}
 	return v, nil
+}
+
+// resolve returns the Work id the reference names in the request's
+// history (with no request, the text it holds).
+func (w WorkOf) resolve(h *history) (string, error) {
+	if h.req == nil {
+		return string(w), nil // nothing to resolve against
+	}
+	ref, ok := h.workRef(string(w))
+	if !ok {
+		return "", errNoWorkRef(string(w))
+	}
+	return ref.ID, nil
 }
 
 func errNoWorkRef(tool string) error {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -155,9 +156,13 @@ type Provider struct {
 		scripts []script
 		turns   []Turn
 	}
+	// runScripts is set once a script is keyed agent#n (ScriptRun): until
+	// then a request looks only for its agent's shared script.
+	runScripts bool
 	// userCode counts the turns and answers that hand a request to a
-	// function of the caller's (When, Respond, Answer's Func).
-	userCode int
+	// function of the caller's (When, Respond, Answer's Func); it is read
+	// before every request (ReadsRequestsOnly) without the lock.
+	userCode atomic.Int64
 }
 
 // ReadsRequestsOnly reports whether the provider, as scripted so far, only
@@ -166,9 +171,7 @@ type Provider struct {
 // are the caller's code and could write to a request. A Condition (what a
 // scenario's when: builds) reads the request and must not write to it.
 func (p *Provider) ReadsRequestsOnly() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.userCode == 0
+	return p.userCode.Load() == 0
 }
 
 // runState is what the provider knows of one run: its ordinal among its
@@ -199,11 +202,10 @@ func (p *Provider) run(req *core.Request) *runState {
 	return run
 }
 
-// history returns what the run's references resolve against in req.
-func (p *Provider) history(req *core.Request) *history {
-	p.mu.Lock()
-	run := p.run(req)
-	p.mu.Unlock()
+// history returns what the run's references resolve against in req (the
+// run pick found for it: only the run's own step reads it, without the
+// provider's lock).
+func (run *runState) historyOf(req *core.Request) *history {
 	run.history = history{req: req, refs: &run.refs}
 	return &run.history
 }
@@ -221,6 +223,10 @@ type script struct {
 	// not repeat, so no request can take it, and a pick starts there
 	// instead of at the first turn.
 	from int
+	// args are the turns' calls' arguments as Compile encoded them, a
+	// list per turn (shorter than turns when turns were added after it),
+	// shared with forks like the turns.
+	args [][]encodedArgs
 }
 
 func (s *script) isUsed(i int) bool { return s.used[i/64]&(1<<(i%64)) != 0 }
@@ -266,6 +272,7 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 			s = &script{}
 		}
 		p.scripts.Set(agent, s)
+		p.runScripts = p.runScripts || strings.Contains(agent, "#")
 	}
 	if s.turns == nil && len(turns) <= cap(p.room.turns) {
 		// A new script's turns are copied into the reserved room, capped
@@ -278,7 +285,7 @@ func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	s.fit()
 	for _, t := range turns {
 		if t.When != nil || t.Respond != nil {
-			p.userCode++
+			p.userCode.Add(1)
 		}
 	}
 	return p
@@ -301,14 +308,50 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 		c := &scripts[i]
 		i++
 		c.turns = s.turns[:len(s.turns):len(s.turns)]
+		c.args = s.args[:len(s.args):len(s.args)]
 		c.fit()
 		q.scripts.Set(key, c)
 	}
+	q.runScripts = p.runScripts
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
 	}
-	q.userCode = p.userCode
+	q.userCode.Store(p.userCode.Load())
 	return q
+}
+
+// Compile encodes the arguments of every call the scripts hold so far,
+// once, for the provider and the forks made of it afterwards (see Fork) to
+// share: a step then writes a call's arguments from that encoding,
+// resolving only its references (WorkOf, ResultField) against the request,
+// and a call without references costs nothing to encode. What a step
+// writes is the same, byte for byte, error for error; arguments that only
+// encoding/json can write (or that resolve to such a value) are encoded at
+// the step, as without Compile. Like Fork, it takes the turns as they are:
+// turns must not be changed afterwards. Turns added later are encoded at
+// each step.
+func (p *Provider) Compile() *Provider {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.scripts.All {
+		args := make([][]encodedArgs, len(s.turns))
+		for i := range s.turns {
+			var calls []encodedArgs
+			for j, c := range s.turns[i].Calls {
+				switch c.Args.(type) {
+				case string, nil: // written as they are at a step
+					continue
+				}
+				if calls == nil {
+					calls = make([]encodedArgs, len(s.turns[i].Calls))
+				}
+				calls[j] = compileArgs(c.Args)
+			}
+			args[i] = calls
+		}
+		s.args = args
+	}
+	return p
 }
 
 // ScriptRun gives the n-th run (from 1) of an agent its own script, used
@@ -325,7 +368,7 @@ func (p *Provider) Answer(agent string, f Func) *Provider {
 		p.funcs = map[string]Func{}
 	}
 	p.funcs[agent] = f
-	p.userCode++
+	p.userCode.Add(1)
 	return p
 }
 
@@ -371,13 +414,14 @@ func (p *Provider) Unused() map[string]int {
 
 // Step answers one request.
 func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
-	turn, f, err := p.pick(req)
+	c, err := p.pick(req)
 	if err != nil {
 		return nil, err
 	}
-	if f != nil {
-		return f(req)
+	if c.answer != nil {
+		return c.answer(req)
 	}
+	turn := c.turn
 	if turn.Latency > 0 {
 		if err := p.sleep(ctx, turn.Latency); err != nil {
 			return nil, err
@@ -389,17 +433,34 @@ func (p *Provider) Step(ctx context.Context, req *core.Request) (*core.Response,
 	if turn.Err != nil {
 		return nil, turn.Err
 	}
-	return p.encode(req, turn)
+	return p.encode(req, c)
+}
+
+// choice is what answers a request (pick): a turn of a script, with its
+// calls' arguments as Compile encoded them (nil when it did not), and the
+// request's run; or an Answer function.
+type choice struct {
+	turn   *Turn
+	args   []encodedArgs
+	run    *runState
+	answer Func
 }
 
 // pick chooses the turn (or the Answer function) that answers req. The
 // turn is the script's own: the caller only reads it.
-func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
+func (p *Provider) pick(req *core.Request) (choice, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests = append(p.requests, req)
-	n := p.run(req).ordinal
-	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
+	run := p.run(req)
+	n := run.ordinal
+	// The run's own script first, when there can be one, then the agent's.
+	keys := [2]string{1: req.Agent}
+	from := 1
+	if p.runScripts {
+		keys[0], from = req.Agent+"#"+strconv.Itoa(n), 0
+	}
+	for _, key := range keys[from:] {
 		s, _ := p.scripts.Get(key)
 		if s == nil {
 			continue
@@ -410,15 +471,19 @@ func (p *Provider) pick(req *core.Request) (*Turn, Func, error) {
 				continue
 			}
 			s.take(i)
-			return t, nil, nil
+			c := choice{turn: t, run: run}
+			if i < len(s.args) {
+				c.args = s.args[i]
+			}
+			return c, nil
 		}
 	}
 	if f := p.funcs[req.Agent]; f != nil {
-		return nil, f, nil
+		return choice{answer: f}, nil
 	}
 	err := p.dryError(req, n)
 	p.failures = append(p.failures, err)
-	return nil, nil, err
+	return choice{}, err
 }
 
 func (p *Provider) dryError(req *core.Request, n int) error {
@@ -475,7 +540,8 @@ type oneCall struct {
 	call [1]core.ToolCall
 }
 
-func (p *Provider) encode(req *core.Request, t *Turn) (*core.Response, error) {
+func (p *Provider) encode(req *core.Request, c choice) (*core.Response, error) {
+	t, encoded := c.turn, c.args
 	var resp *core.Response
 	if len(t.Calls) == 1 {
 		r := &oneCall{}
@@ -492,25 +558,35 @@ func (p *Provider) encode(req *core.Request, t *Turn) (*core.Response, error) {
 		}
 		resp.Output = raw
 	}
-	for _, c := range t.Calls {
+	for i, call := range t.Calls {
 		args := "{}"
-		switch a := c.Args.(type) {
+		switch a := call.Args.(type) {
 		case string:
 			args = a
 		case nil:
 		default:
+			if i < len(encoded) && encoded[i].compiled() && len(encoded[i].refs) == 0 {
+				args = encoded[i].text[0]
+				break
+			}
 			var scratch [512]byte // args is a copy of what is written here
-			raw, err := appendJSON(scratch[:0], p.history(req), a)
+			raw, ok, err := scratch[:0], false, error(nil)
+			if i < len(encoded) && encoded[i].compiled() {
+				raw, ok, err = encoded[i].appendTo(raw, c.run.historyOf(req))
+			}
+			if !ok && err == nil {
+				raw, err = appendJSON(scratch[:0], c.run.historyOf(req), a)
+			}
 			if err != nil {
-				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, c.Name, err))
+				return nil, p.fail(fmt.Errorf("%w: agent %q step %d: arguments of %s: %v", ErrScript, req.Agent, req.Step, call.Name, err))
 			}
 			args = string(raw)
 		}
-		id := c.ID
+		id := call.ID
 		if id == "" {
 			id = p.nextCallID()
 		}
-		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: c.Name, Arguments: args})
+		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: call.Name, Arguments: args})
 	}
 	return resp, nil
 }

@@ -98,3 +98,65 @@ func TestARunsInputIsCopiedWithoutAnAllocationOfItsOwn(t *testing.T) {
 		t.Errorf("recording a run's start allocates %v times, want 0", n)
 	}
 }
+
+// An entry's offset is its time less the recorder's start, as time.Time's
+// Sub has it: for a start without a monotonic reading (a simulation's
+// epoch) and one with, for times just after, before and centuries away
+// from it.
+func TestAnEntrysOffsetIsItsTimeLessTheStartAsSubHasIt(t *testing.T) {
+	now := time.Now()
+	starts := []time.Time{tsStart, time.Date(2026, 1, 1, 0, 0, 0, 999_999_999, time.UTC), now, now.Round(0)}
+	for _, start := range starts {
+		later := time.Now()
+		times := []time.Time{start, start.Add(1), start.Add(-1), start.Add(90 * time.Minute), start.Add(-3 * time.Second),
+			start.Add(time.Duration(1<<33-1) * time.Second), start.AddDate(271, 11, 0), start.AddDate(300, 0, 0), start.AddDate(-300, 0, 0),
+			start.AddDate(5000, 0, 0), start.AddDate(-5000, 0, 0), later, later.Round(0), time.Unix(0, 0), time.Time{}}
+		for _, at := range times {
+			r := NewRecorder(start)
+			r.Observe(core.Event{Kind: core.EventToolCall, Time: at, Run: "r#1", Call: &core.ToolCall{ID: "c"}})
+			r.Add(at, Entry{Kind: Note})
+			for _, e := range r.Entries() {
+				if want := at.Sub(start); e.At != want {
+					t.Errorf("start %v, at %v: offset %v; Sub gives %v", start, at, e.At, want)
+				}
+			}
+		}
+	}
+}
+
+// Record records the event a pointer points at as Observe records the
+// event: the same entries, whatever the kind.
+func TestRecordRecordsWhatObserveRecords(t *testing.T) {
+	call := &core.ToolCall{ID: "c-1", Name: "work", Arguments: `{}`}
+	events := []core.Event{
+		{Kind: core.EventRunStart, Run: "research#1", Agent: "research", Parent: "coord#1", Mode: core.ModeBackground, Input: map[string]any{"q": "why?"}},
+		{Kind: core.EventRunStart, Run: "research#2", Agent: "research", Input: struct{ Q string }{"typed"}},
+		{Kind: core.EventRequest, Run: "research#1", Step: 1, Request: &core.Request{Tools: []core.ToolSpec{{Name: "work"}}, Messages: []core.Message{{Role: core.RoleUser, Content: "why?"}}}, NewMessages: 1},
+		{Kind: core.EventResponse, Run: "research#1", Step: 1, Response: &core.Response{Text: "because", ToolCalls: []core.ToolCall{*call}}},
+		{Kind: core.EventToolCall, Run: "research#1", Call: call},
+		{Kind: core.EventToolResult, Run: "research#1", Call: call, Result: &core.Message{Content: "{}", IsError: true}, Action: "status", Work: "w-1"},
+		{Kind: core.EventWorkTransition, Run: "coord#1", Work: "w-1", Label: "research", From: "queued", To: "running", Transition: "start"},
+		{Kind: core.EventWorkDetached, Run: "coord#1", Work: "w-1", To: "running"},
+		{Kind: core.EventSendAccepted, Run: "coord#1", Work: "w-1", Cursor: "1"},
+		{Kind: core.EventGuidanceDelivered, Run: "research#1", Work: "w-1", Cursor: "1"},
+		{Kind: core.EventRunEnd, Run: "research#1", Mode: core.ModeBackground, Output: &core.Output{Raw: "done"}},
+		{Kind: core.EventKind(99), Run: "ignored"},
+	}
+	observed, recorded := NewRecorder(tsStart), NewRecorder(tsStart)
+	for i := range events {
+		events[i].Time = tsStart.Add(time.Duration(i) * time.Second)
+		observed.Observe(events[i])
+		recorded.Record(&events[i])
+	}
+	a, b := observed.Entries(), recorded.Entries()
+	if len(a) != len(events)-1 || len(b) != len(a) {
+		t.Fatalf("Observe recorded %d entries, Record %d; want %d", len(a), len(b), len(events)-1)
+	}
+	for i := range a {
+		ja, _ := a[i].MarshalJSON()
+		jb, _ := b[i].MarshalJSON()
+		if string(ja) != string(jb) {
+			t.Errorf("entry %d: Observe recorded %s, Record %s", i+1, ja, jb)
+		}
+	}
+}

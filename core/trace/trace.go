@@ -336,9 +336,10 @@ type Trace struct {
 
 // Recorder collects entries. It is safe for concurrent use.
 type Recorder struct {
-	mu      sync.Mutex
-	start   time.Time
-	entries []Entry
+	mu        sync.Mutex
+	start     time.Time
+	startMono bool // start has a monotonic clock reading (see offset)
+	entries   []Entry
 	// tools are the tool names of the last few lists of them recorded: a
 	// run offers the same tools at every step, and its request entries
 	// share one list of them (entries are never modified once recorded),
@@ -358,7 +359,8 @@ type Recorder struct {
 
 // NewRecorder returns a recorder whose offsets count from start.
 func NewRecorder(start time.Time) *Recorder {
-	return &Recorder{start: start, inputs: slab.Sized[byte](256, 16<<10)}
+	return &Recorder{start: start, startMono: start != start.Round(0),
+		inputs: slab.Sized[byte](256, 16<<10)}
 }
 
 // Grow makes room for n more entries at once. A caller that knows roughly
@@ -381,22 +383,50 @@ func (r *Recorder) Grow(n int) {
 }
 
 // Observe records a runtime event.
-func (r *Recorder) Observe(e core.Event) {
-	en := Entry{Run: e.Run, Agent: e.Agent, Step: e.Step, Work: e.Work, Label: e.Label}
-	// A run's input is encoded before the lock is taken: encoding/json may
-	// call the input's own code.
-	var scratch [512]byte
-	var encoded []byte             // in scratch: the entry takes a copy
-	var marshalled json.RawMessage // the entry's own
+func (r *Recorder) Observe(e core.Event) { r.Record(&e) }
+
+// Record records the runtime event e points at, as Observe does, without
+// a copy of it: for an observer that hands the recorder the events it is
+// handed. e is only read, and not kept.
+func (r *Recorder) Record(e *core.Event) {
 	if e.Kind == core.EventRunStart && e.Input != nil {
-		var ok bool
-		if encoded, ok = jsonenc.Append(scratch[:0], e.Input); !ok {
-			encoded = nil
-			marshalled, _ = json.Marshal(e.Input)
-		}
+		r.recordStart(e)
+		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.recordLocked(e, nil, nil)
+	r.mu.Unlock()
+}
+
+// recordStart records a run's start with an input. The input is encoded
+// before the lock is taken: encoding/json may call the input's own code.
+func (r *Recorder) recordStart(e *core.Event) {
+	var scratch [512]byte
+	marshalled := json.RawMessage(nil) // the entry's own
+	encoded, ok := jsonenc.Append(scratch[:0], e.Input)
+	if !ok {
+		encoded = nil
+		marshalled, _ = json.Marshal(e.Input)
+	}
+	r.mu.Lock()
+	r.recordLocked(e, encoded, marshalled)
+	r.mu.Unlock()
+}
+
+// recordLocked writes e's entry where the recorder's next entry goes: a
+// run start's input is encoded (in scratch, copied into the recorder's
+// room) or marshalled (the entry's own). The caller holds r.mu.
+func (r *Recorder) recordLocked(e *core.Event, encoded []byte, marshalled json.RawMessage) {
+	switch e.Kind {
+	case core.EventRunStart, core.EventRequest, core.EventResponse, core.EventToolCall, core.EventToolResult,
+		core.EventWorkTransition, core.EventWorkDetached, core.EventSendAccepted, core.EventGuidanceDelivered, core.EventRunEnd:
+	default:
+		return
+	}
+	r.entries = append(r.entries, Entry{})
+	en := &r.entries[len(r.entries)-1]
+	en.At, en.Seq = r.offset(e.Time), len(r.entries)
+	en.Run, en.Agent, en.Step, en.Work, en.Label = e.Run, e.Agent, e.Step, e.Work, e.Label
 	switch e.Kind {
 	case core.EventRunStart:
 		p := r.runs.New()
@@ -450,10 +480,20 @@ func (r *Recorder) Observe(e core.Event) {
 		} else if e.Output != nil {
 			en.Content = e.Output.Raw
 		}
-	default:
-		return
 	}
-	r.addLocked(e.Time, en)
+}
+
+// offset is at as an offset from the recorder's start: at.Sub(start).
+// For a start without a monotonic clock reading (a simulation's epoch), Sub
+// subtracts wall clocks, and offset does that itself, from the seconds and
+// nanoseconds, when the two are less than 2^33 seconds (272 years) apart
+// and the difference cannot overflow, without Sub's check for an overflow;
+// otherwise it asks Sub.
+func (r *Recorder) offset(at time.Time) time.Duration {
+	if secs := at.Unix() - r.start.Unix(); !r.startMono && secs > -1<<33 && secs < 1<<33 {
+		return time.Duration(secs)*time.Second + time.Duration(at.Nanosecond()-r.start.Nanosecond())
+	}
+	return at.Sub(r.start)
 }
 
 // statusRows renders a status block's rows into rows, one a string: the
@@ -538,7 +578,7 @@ func (r *Recorder) add(at time.Time, e Entry) {
 }
 
 func (r *Recorder) addLocked(at time.Time, e Entry) {
-	e.At = at.Sub(r.start)
+	e.At = r.offset(at)
 	e.Seq = len(r.entries) + 1
 	r.entries = append(r.entries, e)
 }

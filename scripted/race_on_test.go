@@ -1,0 +1,5 @@
+//go:build race
+
+package scripted_test
+
+const raceDetector = true
