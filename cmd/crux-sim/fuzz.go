@@ -96,9 +96,15 @@ Shards split the seed space: --shard i/n runs the seeds s with
 (s - start) mod n == i, so n machines can each run one shard; merge their
 --json summaries with --merge.
 
+With --jobs J above 1 (the default is the number of CPUs), the campaign runs
+as J processes of crux-sim, each with one P (GOMAXPROCS=1, unless you set
+GOMAXPROCS) running its own part of the seeds, and the answers (schedules,
+failures, artifacts, output) are those of --jobs 1.
+
 A campaign keeps little alive and allocates fast, so fuzz runs the garbage
-collector at GOGC=400 (a heap up to five times what is live, a few tens of
-MB) unless the GOGC environment variable says otherwise.`,
+collector at GOGC=400 in one process and GOGC=800 in each of the J (a heap up
+to five or nine times what is live) unless the GOGC environment variable says
+otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if merge {
@@ -182,7 +188,7 @@ MB) unless the GOGC environment variable says otherwise.`,
 	f := cmd.Flags()
 	f.Int64Var(&seeds, "seeds", 1000, "how many seeds to run per scenario")
 	f.Int64Var(&start, "start", 1, "the first seed")
-	f.IntVar(&jobs, "jobs", 0, "schedules to run at once (default: the number of CPUs)")
+	f.IntVar(&jobs, "jobs", 0, "processes to run the campaign in, one schedule at a time each (default: the number of CPUs)")
 	f.DurationVar(&budget, "time", 0, "stop after this much wall time, such as 30s or 10m (default: no limit)")
 	f.StringVar(&shardFlag, "shard", "", "run only shard i of n, as i/n")
 	f.BoolVar(&noSwarm, "no-swarm", false, "run the scenarios' own faults only, without per-seed fault mixes")
