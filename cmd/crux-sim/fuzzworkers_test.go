@@ -404,3 +404,40 @@ func TestAWorkerWithoutACampaignOnItsInputSaysWhatIsWrong(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }
+
+// MaxFailures holds for the whole campaign: with more distinct failures
+// than that in its seeds (here six copies of two scenarios, whose first
+// failures fall in different workers' seeds), --jobs 2 stops with the same
+// ten failures (the first ten in the campaign's order, each at its lowest
+// seed) as --jobs 1.
+func TestACampaignOfWorkersStopsAfterTheSameTenDistinctFailuresAsJobs1(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, builtin := range []string{"queued-cancel", "cancel-vs-complete"} {
+		code, source := runCLI(t, "show", builtin)
+		if code != 0 {
+			t.Fatalf("show exited %d:\n%s", code, source)
+		}
+		for i := range 6 {
+			name := fmt.Sprintf("%s-%d", builtin, i)
+			path := filepath.Join(dir, name+".yaml")
+			if err := os.WriteFile(path, []byte(strings.Replace(source, "name: "+builtin+"\n", "name: "+name+"\n", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, path)
+		}
+	}
+	blocks := func(jobs string) string {
+		code, out := runCLI(t, append([]string{"fuzz", "--seeds", "300", "--jobs", jobs, "--out", "", "--defect", "cancel-overwrites-terminal"}, files...)...)
+		if code != 1 {
+			t.Fatalf("--jobs %s exited %d:\n%s", jobs, code, out)
+		}
+		if m := summaryLine.FindStringSubmatch(out); m == nil || m[3] != strconv.Itoa(campaignMaxFailures) {
+			t.Fatalf("--jobs %s: want %d distinct failures:\n%s", jobs, campaignMaxFailures, out)
+		}
+		return summaryLine.ReplaceAllString(out, "")
+	}
+	if one, two := blocks("1"), blocks("2"); one != two || !strings.Contains(two, fmt.Sprintf("stopped after %d failures\n", campaignMaxFailures)) {
+		t.Errorf("--jobs 2 stopped otherwise than --jobs 1:\n%s\n---\n%s", one, two)
+	}
+}
