@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,13 +55,13 @@ type fuzzFailure struct {
 // of 100 to 1,000 on a 2-core machine.
 const campaignGCPercent = 400
 
-// campaignGC sets the collector's target for a campaign and returns what
-// restores it.
-func campaignGC() (restore func()) {
+// campaignGC sets the collector's target for a campaign (unless GOGC is
+// set) and returns what restores it.
+func campaignGC(percent int) (restore func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return func() {}
 	}
-	old := debug.SetGCPercent(campaignGCPercent)
+	old := debug.SetGCPercent(percent)
 	return func() { debug.SetGCPercent(old) }
 }
 
@@ -95,9 +96,15 @@ Shards split the seed space: --shard i/n runs the seeds s with
 (s - start) mod n == i, so n machines can each run one shard; merge their
 --json summaries with --merge.
 
+With --jobs J above 1 (the default is the number of CPUs), the campaign runs
+as J processes of crux-sim, each with one P (GOMAXPROCS=1, unless you set
+GOMAXPROCS) running its own part of the seeds, and the answers (schedules,
+failures, artifacts, output) are those of --jobs 1.
+
 A campaign keeps little alive and allocates fast, so fuzz runs the garbage
-collector at GOGC=400 (a heap up to five times what is live, a few tens of
-MB) unless the GOGC environment variable says otherwise.`,
+collector at GOGC=400 in one process and GOGC=800 in each of the J (a heap up
+to five or nine times what is live) unless the GOGC environment variable says
+otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if merge {
@@ -121,54 +128,45 @@ MB) unless the GOGC environment variable says otherwise.`,
 			if err != nil {
 				return err
 			}
-			targets := make([]harness.Target, len(args))
-			for i, arg := range args {
-				if isFile(arg) {
-					targets[i] = harness.Target{Name: arg, Load: func() (*scenarios.Scenario, error) { return scenarios.LoadFile(arg) }}
-				} else {
-					targets[i] = harness.Target{Name: arg, Load: func() (*scenarios.Scenario, error) { return scenarios.Builtin(arg) }}
-				}
-			}
 			backend, err := durable.backend()
 			if err != nil {
 				return err
 			}
 			opts := harness.CampaignOptions{Seeds: seeds, Start: start, Jobs: jobs, Budget: budget, Shard: shard,
-				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}, Store: backend}
+				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}, Store: backend, MaxFailures: campaignMaxFailures}
 			if err := opts.CheckSeeds(); err != nil {
 				return usagef("%v", err)
 			}
 			if opts.Jobs <= 0 {
 				opts.Jobs = runtime.NumCPU()
 			}
-			bar := newProgress(cmd.ErrOrStderr(), opts.ShardSchedules(len(targets)), budget)
+			c := &campaign{args: args, opts: opts, report: failureReporter{dir: outDir, swarm: !noSwarm, defects: defectNames, store: backend, targets: args},
+				storeSpec: durable.spec, stderr: cmd.ErrOrStderr()}
+			bar := newProgress(cmd.ErrOrStderr(), opts.ShardSchedules(len(args)), budget)
 			if bar != nil {
-				opts.Progress = func(done int64) { _ = bar.Set64(done) }
+				c.opts.Progress = func(done int64) { _ = bar.Set64(done) }
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			defer campaignGC()()
-			res := harness.Fuzz(ctx, targets, opts)
+			rep, runErr := c.run(ctx)
 			if bar != nil {
 				_ = bar.Finish()
 				fmt.Fprintln(cmd.ErrOrStderr())
 			}
+			res := rep.res
 			summary := fuzzSummary{Version: 1, Shard: fmt.Sprintf("%d/%d", shard.Index, shard.Count), Start: start, Seeds: seeds,
 				Schedules: res.Schedules, Failing: res.Failing, ElapsedSeconds: res.Elapsed.Seconds(), Stopped: res.Stopped, Failures: []fuzzFailure{}}
 			for _, sc := range loaded {
 				summary.Scenarios = append(summary.Scenarios, sc.Name)
 			}
-			for _, f := range res.Failures {
-				ff, err := reportFailure(out, f, outDir, !noSwarm, defectNames, opts.Store)
-				if err != nil {
-					return err
-				}
-				summary.Failures = append(summary.Failures, ff)
+			for _, f := range rep.failures {
+				io.WriteString(out, f.Block)
+				summary.Failures = append(summary.Failures, f.Summary)
 			}
 			if res.Stopped != "" {
 				fmt.Fprintln(out, res.Stopped)
 			}
-			if jsonOut != "" {
+			if jsonOut != "" && runErr == nil {
 				b, _ := json.MarshalIndent(summary, "", "  ")
 				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
 					return err
@@ -177,8 +175,11 @@ MB) unless the GOGC environment variable says otherwise.`,
 			if res.Crashed > 0 {
 				fmt.Fprintf(out, "%d of %d schedules crashed the process (%d crashes)\n", res.Crashed, res.Schedules, res.Crashes)
 			}
-			fmt.Fprintln(out, res.Summary())
-			if len(res.Failures) > 0 {
+			fmt.Fprintln(out, harness.SummaryLine(res.Schedules, res.Failing, len(rep.failures), res.Rate()))
+			if runErr != nil {
+				return runErr
+			}
+			if len(rep.failures) > 0 {
 				return errFailed
 			}
 			return nil
@@ -187,7 +188,7 @@ MB) unless the GOGC environment variable says otherwise.`,
 	f := cmd.Flags()
 	f.Int64Var(&seeds, "seeds", 1000, "how many seeds to run per scenario")
 	f.Int64Var(&start, "start", 1, "the first seed")
-	f.IntVar(&jobs, "jobs", 0, "schedules to run at once (default: the number of CPUs)")
+	f.IntVar(&jobs, "jobs", 0, "processes to run the campaign in, one schedule at a time each (default: the number of CPUs)")
 	f.DurationVar(&budget, "time", 0, "stop after this much wall time, such as 30s or 10m (default: no limit)")
 	f.StringVar(&shardFlag, "shard", "", "run only shard i of n, as i/n")
 	f.BoolVar(&noSwarm, "no-swarm", false, "run the scenarios' own faults only, without per-seed fault mixes")
@@ -198,6 +199,20 @@ MB) unless the GOGC environment variable says otherwise.`,
 	_ = f.MarkHidden("defect")
 	durable.register(f)
 	return cmd
+}
+
+// fuzzTargets are a campaign's scenarios, as the command line names them:
+// each a built-in name or a file, loaded afresh for every job.
+func fuzzTargets(args []string) []harness.Target {
+	targets := make([]harness.Target, len(args))
+	for i, arg := range args {
+		if isFile(arg) {
+			targets[i] = harness.Target{Name: arg, Load: func() (*scenarios.Scenario, error) { return scenarios.LoadFile(arg) }}
+		} else {
+			targets[i] = harness.Target{Name: arg, Load: func() (*scenarios.Scenario, error) { return scenarios.Builtin(arg) }}
+		}
+	}
+	return targets
 }
 
 // parseDefects reads --defect: the planted defects (core.Defects) by name.
@@ -237,40 +252,78 @@ func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.Pr
 		progressbar.OptionSetWidth(30))
 }
 
-// reportFailure prints a failure, writes its shrunk schedule and returns
-// its summary entry.
-func reportFailure(out io.Writer, f *harness.CampaignFailure, dir string, swarm bool, defects []string, durable store.Backend) (fuzzFailure, error) {
-	ff := fuzzFailure{Scenario: f.Scenario, Seed: f.Seed, Signature: f.Signature,
-		Reproduce: reproduce(f.Seed, swarm, defects, durable, f.Target), Shrunk: f.Schedule.Describe()}
+// failureReporter prints a campaign's failures and writes their
+// artifacts: the shrunk schedule, its transcript and its HTML timeline.
+type failureReporter struct {
+	dir     string // where the artifacts go ("": nowhere)
+	swarm   bool
+	defects []string
+	store   store.Backend
+	targets []string // the campaign's targets, as the command line names them
+}
+
+// reportedFailure is a failure as the campaign reports it: its FAIL block,
+// its --json entry, and the place of its target on the command line.
+type reportedFailure struct {
+	Block   string      `json:"block"`
+	Summary fuzzFailure `json:"summary"`
+	Target  int         `json:"target"`
+}
+
+// report renders a failure's FAIL block and writes its artifacts into the
+// reporter's directory, each file's name prefixed with stage (a worker's
+// prefix, until the campaign keeps the failure; "" for the final names).
+// The block and the artifacts name the final files.
+func (r failureReporter) report(f *harness.CampaignFailure, stage string) (reportedFailure, error) {
+	var out strings.Builder
+	rf := reportedFailure{Target: slices.Index(r.targets, f.Target), Summary: fuzzFailure{Scenario: f.Scenario, Seed: f.Seed,
+		Signature: f.Signature, Reproduce: reproduce(f.Seed, r.swarm, r.defects, r.store, f.Target), Shrunk: f.Schedule.Describe()}}
+	err := r.write(&out, f, stage, &rf.Summary)
+	rf.Block = out.String()
+	return rf, err
+}
+
+func (r failureReporter) write(out io.Writer, f *harness.CampaignFailure, stage string, ff *fuzzFailure) error {
 	fmt.Fprintf(out, "FAIL %s seed %d: %s\n", f.Scenario, f.Seed, f.Signature)
 	if msg := firstMessage(f.Shrunk); msg != "" {
 		fmt.Fprintf(out, "  %s\n", msg)
 	}
 	fmt.Fprintf(out, "  reproduce: %s\n", ff.Reproduce)
 	fmt.Fprintf(out, "  shrunk:    %s (%d steps, from %d; %d replays)\n", ff.Shrunk, f.Shrunk.Steps, f.Outcome.Steps, f.ShrinkRuns)
-	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return ff, err
+	if r.dir != "" {
+		if err := os.MkdirAll(r.dir, 0o755); err != nil {
+			return err
 		}
-		base := filepath.Join(dir, fmt.Sprintf("%s-seed%d", safeName(f.Scenario), f.Seed))
+		name := artifactName(f.Scenario, f.Seed)
+		base, staged := filepath.Join(r.dir, name), filepath.Join(r.dir, stage+name)
 		ff.Schedule = base + ".json"
-		if err := f.Schedule.WriteFile(ff.Schedule); err != nil {
-			return ff, err
+		if err := f.Schedule.WriteFile(staged + ".json"); err != nil {
+			return err
 		}
 		fmt.Fprintf(out, "  replay:    crux-sim run --replay %s\n", shellQuote(ff.Schedule))
-		if err := writeFailureArtifacts(base, f); err != nil {
-			return ff, err
+		if err := writeFailureArtifacts(staged, base, f); err != nil {
+			return err
 		}
 		fmt.Fprintf(out, "  report:    %s\n", shellQuote(base+".html"))
 	}
 	fmt.Fprintln(out)
-	return ff, nil
+	return nil
 }
 
+// artifactName is the file name, less its extension, of a failure's
+// artifacts: one name per scenario and seed.
+func artifactName(scenario string, seed int64) string {
+	return fmt.Sprintf("%s-seed%d", safeName(scenario), seed)
+}
+
+// artifactExts are the artifacts a failure writes, by extension.
+var artifactExts = []string{".json", ".txt", ".html"}
+
 // writeFailureArtifacts writes the shrunk run's transcript and its HTML
-// timeline next to its schedule.
-func writeFailureArtifacts(base string, f *harness.CampaignFailure) error {
-	file, err := os.Create(base + ".txt")
+// timeline at path (plus extension), naming base's schedule as the one
+// to replay.
+func writeFailureArtifacts(path, base string, f *harness.CampaignFailure) error {
+	file, err := os.Create(path + ".txt")
 	if err != nil {
 		return err
 	}
@@ -284,7 +337,7 @@ func writeFailureArtifacts(base string, f *harness.CampaignFailure) error {
 	in := htmlreport.FromOutcome(f.Shrunk)
 	in.Source = "fuzz failure, shrunk schedule (" + f.Schedule.Describe() + ")"
 	in.Command = "crux-sim run --replay " + shellQuote(base+".json")
-	return htmlreport.WriteFile(base+".html", in)
+	return htmlreport.WriteFile(path+".html", in)
 }
 
 func firstMessage(o *harness.Outcome) string {

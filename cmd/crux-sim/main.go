@@ -7,5 +7,8 @@ import (
 )
 
 func main() {
+	if _, worker := os.LookupEnv(fuzzWorkerEnv); worker {
+		os.Exit(fuzzWorker(os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }

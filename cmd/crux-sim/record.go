@@ -242,7 +242,8 @@ func checkBaseURL(base string, red *cassette.Redactor) error {
 	return nil
 }
 
-// lockedWriter serializes notices written from the run's actors.
+// lockedWriter serializes writers to one writer: the notices of a run's
+// actors, the standard errors of a campaign's workers.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
