@@ -1,10 +1,13 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,7 +270,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 				mu.Lock()
 				res.Failures = append(res.Failures, f)
 				if len(res.Failures) >= opts.MaxFailures {
-					res.Stopped = fmt.Sprintf("stopped after %d failures", len(res.Failures))
+					res.Stopped = StoppedAfter(len(res.Failures))
 					cancel()
 				}
 				mu.Unlock()
@@ -277,7 +280,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 
 	wg.Wait()
 	if res.Stopped == "" && ctx.Err() != nil && opts.Budget > 0 && time.Since(start) >= opts.Budget {
-		res.Stopped = "stopped at the time budget"
+		res.Stopped = StoppedAtBudget
 	}
 	res.Schedules, res.Failing = done.Load(), failing.Load()
 	res.Crashed, res.Crashes = crashed.Load(), crashes.Load()
@@ -305,9 +308,23 @@ func Signature(o *Outcome) string {
 }
 
 func sortFailures(fs []*CampaignFailure) {
-	for i := 1; i < len(fs); i++ {
-		for j := i; j > 0 && (fs[j].Scenario < fs[j-1].Scenario || fs[j].Scenario == fs[j-1].Scenario && fs[j].Seed < fs[j-1].Seed); j-- {
-			fs[j], fs[j-1] = fs[j-1], fs[j]
-		}
-	}
+	slices.SortStableFunc(fs, func(a, b *CampaignFailure) int { return FailureOrder(a.Scenario, a.Seed, b.Scenario, b.Seed) })
 }
+
+// FailureOrder is the order a campaign reports its failures in: by
+// scenario, then by seed (as cmp.Compare has it, for slices.SortFunc).
+// A campaign split over processes merges into the same order.
+func FailureOrder(scenarioA string, seedA int64, scenarioB string, seedB int64) int {
+	if c := strings.Compare(scenarioA, scenarioB); c != 0 {
+		return c
+	}
+	return cmp.Compare(seedA, seedB)
+}
+
+// StoppedAtBudget is CampaignResult.Stopped for a campaign that ran out of
+// its time budget.
+const StoppedAtBudget = "stopped at the time budget"
+
+// StoppedAfter is CampaignResult.Stopped for a campaign that stopped at
+// its MaxFailures distinct failures.
+func StoppedAfter(failures int) string { return fmt.Sprintf("stopped after %d failures", failures) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -412,7 +413,7 @@ func (c *campaign) merge(workers []*worker, stage string, start time.Time, budge
 	// The campaign's order: seed by seed, each seed's targets in order.
 	slices.SortStableFunc(all, func(a, b found) int {
 		if a.Summary.Seed != b.Summary.Seed {
-			return cmpInt(a.Summary.Seed, b.Summary.Seed)
+			return cmp.Compare(a.Summary.Seed, b.Summary.Seed)
 		}
 		return a.Target - b.Target
 	})
@@ -428,16 +429,12 @@ func (c *campaign) merge(workers []*worker, stage string, start time.Time, budge
 	}
 	switch {
 	case len(kept) >= c.opts.MaxFailures:
-		rep.res.Stopped = fmt.Sprintf("stopped after %d failures", len(kept))
+		rep.res.Stopped = harness.StoppedAfter(len(kept))
 	case budgetHit:
-		rep.res.Stopped = "stopped at the time budget"
+		rep.res.Stopped = harness.StoppedAtBudget
 	}
-	// Sorted as harness sorts failures: by scenario, then seed.
 	slices.SortStableFunc(kept, func(a, b found) int {
-		if c := strings.Compare(a.Summary.Scenario, b.Summary.Scenario); c != 0 {
-			return c
-		}
-		return cmpInt(a.Summary.Seed, b.Summary.Seed)
+		return harness.FailureOrder(a.Summary.Scenario, a.Summary.Seed, b.Summary.Scenario, b.Summary.Seed)
 	})
 	if dir := c.report.dir; dir != "" {
 		for _, f := range kept {
@@ -475,16 +472,6 @@ func removeStaged(dir, stage string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fuzzWorker is a worker process: it reads its part of the campaign from
