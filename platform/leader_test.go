@@ -9,8 +9,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
+	"github.com/crux-sim/crux-sim/scripted"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 var _ = Describe("The scheduled-work ticker's leader", func() {
@@ -68,6 +71,36 @@ var _ = Describe("The scheduled-work ticker's idle poll", func() {
 		Expect(e.sim.Steps()).To(Equal(steps), "an idle poll starts no actor")
 		Expect(allocs).To(BeZero(), "allocations per hour of idle polls")
 		Expect(e.sim.Clock().Now()).To(Equal(epoch.Add(time.Minute + time.Duration(jumps)*time.Hour)))
+	})
+})
+
+var _ = Describe("The platform's idle wake-ups on the simulator's clock", func() {
+	It("stop the clock nowhere: a day of idle polls is one jump, to the horizon, with no actor step", func() {
+		noLeaks := fixture.LeakCheck()
+		jumps := 0
+		s := sim.New(sim.Options{ReplayStrict: true, Start: epoch, OnJump: func(from, to time.Time) { jumps++ }})
+		p, err := platform.New(platform.Options{
+			Core:   core.Options{Provider: scripted.New(), Clock: s.Clock(), IDs: &core.SequentialIDs{}, Executor: s},
+			Agents: map[string]*core.Agent{"scout": agent("scout")},
+			Store:  store.NewMemory(), Instance: "proc-1",
+			NoSweepers: true,
+			// No recovery pass in this day: that pass has work to do.
+			ScheduleRecoveryInterval: 30 * 24 * time.Hour,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		root, err := p.NewSession(platform.SessionOptions{Agent: "scout", User: "ada"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = p.Cron(root, "0 9 1 2 *", "the yearly report")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Settle()).To(Succeed())
+		jumps, steps := 0, s.Steps()
+		Expect(s.RunFor(24 * time.Hour)).To(Succeed())
+		Expect(jumps).To(Equal(1), "clock jumps in a day of 1,440 idle polls")
+		Expect(s.Steps()).To(Equal(steps))
+		Expect(s.Clock().Elapsed()).To(Equal(24 * time.Hour))
+		Expect(p.Close()).To(Succeed())
+		Expect(s.Settle()).To(Succeed())
+		Expect(noLeaks()).To(Succeed())
 	})
 })
 

@@ -55,6 +55,7 @@ type vtimer struct {
 	at     int64
 	seq    uint64
 	fn     func()
+	idle   func(at time.Duration) (next time.Duration, idle bool)
 	ch     chan time.Time
 	period time.Duration
 	index  int32 // position in the heap, -1 when not scheduled
@@ -209,6 +210,61 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 	t.ch, t.period = make(chan time.Time, 1), d
 	c.schedule(t, d)
 	return (*vticker)(t)
+}
+
+// SkipIdle lets the simulator run the timer's idle rounds without its
+// callback and without stopping the clock at them. idle is the callback's
+// idle round told ahead of time: called with the deadline the timer is due
+// at (virtual time since the clock's start), it reports whether the
+// callback, were it called then, would do nothing but re-arm its own timer
+// for next (also since the start), and, if so, does to its own state what
+// that callback would have done. It must not read the clock (the clock has
+// not moved to at), start actors, close signals or arm other timers.
+//
+// When the timer is the earliest pending one and no actor can run, the
+// simulator asks idle, and if the round is idle it re-arms the timer for
+// next with the rank the callback's own Reset would have had, and looks
+// again. What changes is
+// only what nobody sees: the clock does not stop at the instant of a
+// skipped round (OnJump reports one jump over it, and Run's until is not
+// asked there), and a Step that skips rounds also fires the next timers
+// due. The timer must be an AfterFunc one; a nil idle stops the skipping.
+//
+// Why the order of fires stays what it was: a skipped round is one the
+// simulator would run next anyway. With no actor able to run, the next
+// thing the simulation does is to jump to the earliest deadline and fire
+// the timers due then in (deadline, seq) order; this timer is the first
+// of them, and its callback's Reset would take the next seq before
+// anything else is registered. skipIdle gives it that seq, at the same
+// point in the sequence of registrations, so every pending timer has the
+// (deadline, seq) it would have had, and the callbacks and actors that
+// run afterwards run in the same order, at the same virtual times.
+func (t *vtimer) SkipIdle(idle func(at time.Duration) (next time.Duration, idle bool)) {
+	t.idle = idle
+}
+
+// skipIdle runs the idle rounds of the timers at the top of the heap that
+// are due by horizon (if bounded), as SkipIdle says. It reports whether
+// the earliest deadline is then past horizon.
+func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
+	for len(c.timers) > 0 {
+		t := c.timers[0]
+		if bounded && t.at > horizon {
+			return true
+		}
+		if t.idle == nil {
+			return false
+		}
+		next, idle := t.idle(time.Duration(t.at))
+		if !idle {
+			return false
+		}
+		// The callback's Reset(next - at) with the clock at t.at.
+		c.seq++
+		t.at, t.seq = max(int64(next), t.at), c.seq
+		c.timers.down(0)
+	}
+	return false
 }
 
 // newTimer returns an unscheduled timer.

@@ -586,7 +586,8 @@ func (s *Sim) RunUntilIdle() error {
 }
 
 // Step does one thing: it runs one actor step, or, when no actor can run,
-// fires the timers due at the earliest deadline however far ahead it is.
+// fires the timers due at the earliest deadline however far ahead it is
+// (after the idle rounds it skips before them, see SkipIdle).
 // It reports whether there was anything to do. A crash campaign stops a
 // run after a chosen number of steps.
 func (s *Sim) Step() bool {
@@ -606,6 +607,9 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 		at, ok := s.clock.next()
 		if !ok || bounded && at > horizon {
 			return false, nil
+		}
+		if s.clock.skipIdle(horizon, bounded) {
+			return true, nil // the rounds skipped were all there was by horizon
 		}
 		if s.onJump == nil {
 			s.clock.fireDue()
