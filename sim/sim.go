@@ -608,7 +608,7 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 		if !ok || bounded && at > horizon {
 			return false, nil
 		}
-		if s.clock.skipIdle(horizon, bounded) {
+		if s.clock.timers[0].idle != nil && s.clock.skipIdle(horizon, bounded) {
 			return true, nil // the rounds skipped were all there was by horizon
 		}
 		if s.onJump == nil {
