@@ -97,10 +97,10 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		}
 		slot.t.Reset(d)
 	})
-	skipIdle(slot.t, func(due time.Duration) (time.Duration, bool) {
+	skipIdle(slot.t, func(time.Duration) (time.Duration, bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return due + d, !p.closing && idle()
+		return d, !p.closing && idle()
 	})
 }
 

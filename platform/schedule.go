@@ -436,8 +436,9 @@ func (p *Platform) startScheduler() {
 		if p.closing {
 			return 0, false
 		}
-		at, idle := p.idlePollLocked(int64(due - tk.e0))
-		return time.Duration(at) + tk.e0, idle
+		now := int64(due - tk.e0)
+		at, idle := p.idlePollLocked(now)
+		return time.Duration(at - now), idle
 	})
 	tk.at, tk.armed = int64(p.opts.SchedulePollInterval), true
 	p.armTickerLocked()

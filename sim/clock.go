@@ -55,7 +55,7 @@ type vtimer struct {
 	at     int64
 	seq    uint64
 	fn     func()
-	idle   func(at time.Duration) (next time.Duration, idle bool)
+	idle   func(at time.Duration) (reset time.Duration, idle bool)
 	ch     chan time.Time
 	period time.Duration
 	index  int32 // position in the heap, -1 when not scheduled
@@ -65,11 +65,15 @@ type vtimer struct {
 // deadline past the largest time.Duration from the start (some 292 years)
 // is that largest one: such timers fire after every nearer one, in the
 // order they were registered.
-func (c *Clock) deadline(d time.Duration) int64 {
-	if d > 0 && c.nowNs > math.MaxInt64-int64(d) {
+func (c *Clock) deadline(d time.Duration) int64 { return after(c.nowNs, d) }
+
+// after is d after at (nanoseconds since the clock's start), as deadline
+// says.
+func after(at int64, d time.Duration) int64 {
+	if d > 0 && at > math.MaxInt64-int64(d) {
 		return math.MaxInt64
 	}
-	return c.nowNs + int64(d)
+	return at + int64(d)
 }
 
 // before reports whether t is due before u: at an earlier instant, or at
@@ -217,18 +221,18 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 // idle round told ahead of time: called with the deadline the timer is due
 // at (virtual time since the clock's start), it reports whether the
 // callback, were it called then, would do nothing but re-arm its own timer
-// for next (also since the start), and, if so, does to its own state what
-// that callback would have done. It must not read the clock (the clock has
-// not moved to at), start actors, close signals or arm other timers.
+// with Reset(reset), and, if so, does to its own state what that callback
+// would have done. It must not read the clock (the clock has not moved to
+// at), start actors, close signals or arm other timers.
 //
 // When the timer is the earliest pending one and no actor can run, the
 // simulator asks idle, and if the round is idle it re-arms the timer for
-// next with the rank the callback's own Reset would have had, and looks
-// again. What changes is
-// only what nobody sees: the clock does not stop at the instant of a
-// skipped round (OnJump reports one jump over it, and Run's until is not
-// asked there), and a Step that skips rounds also fires the next timers
-// due. The timer must be an AfterFunc one; a nil idle stops the skipping.
+// reset after at, with the rank the callback's own Reset would have had,
+// and looks again. What changes is only what nobody sees: the clock does
+// not stop at the instant of a skipped round (OnJump reports one jump over
+// it, and Run's until is not asked there), and a Step that skips rounds
+// also fires the next timers due. The timer must be an AfterFunc one; a
+// nil idle stops the skipping.
 //
 // Why the order of fires stays what it was: a skipped round is one the
 // simulator would run next anyway. With no actor able to run, the next
@@ -239,7 +243,7 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 // point in the sequence of registrations, so every pending timer has the
 // (deadline, seq) it would have had, and the callbacks and actors that
 // run afterwards run in the same order, at the same virtual times.
-func (t *vtimer) SkipIdle(idle func(at time.Duration) (next time.Duration, idle bool)) {
+func (t *vtimer) SkipIdle(idle func(at time.Duration) (reset time.Duration, idle bool)) {
 	t.idle = idle
 }
 
@@ -255,13 +259,13 @@ func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 		if t.idle == nil {
 			return false
 		}
-		next, idle := t.idle(time.Duration(t.at))
+		d, idle := t.idle(time.Duration(t.at))
 		if !idle {
 			return false
 		}
-		// The callback's Reset(next - at) with the clock at t.at.
+		// The callback's Reset(d) with the clock at t.at (schedule).
 		c.seq++
-		t.at, t.seq = max(int64(next), t.at), c.seq
+		t.at, t.seq = after(t.at, max(d, 0)), c.seq
 		c.timers.down(0)
 	}
 	return false

@@ -42,7 +42,7 @@
 // week of hourly timers costs no wall-clock time. A timer whose callback
 // mostly only re-arms it (a poller finding nothing to do) can tell the
 // clock that idle round ahead of time (the timer AfterFunc returns has a
-// method SkipIdle(func(at time.Duration) (next time.Duration, idle bool)),
+// method SkipIdle(func(at time.Duration) (reset time.Duration, idle bool)),
 // which a caller reaches by asserting that interface): the clock then runs
 // it without the callback and without
 // stopping at its instant, and every timer still fires at the same time and

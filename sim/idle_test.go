@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -47,7 +48,7 @@ func runIdleWorld(seed uint64, skip bool) idleWorld {
 			t.(interface {
 				SkipIdle(func(time.Duration) (time.Duration, bool))
 			}).SkipIdle(func(at time.Duration) (time.Duration, bool) {
-				return at + period, !busy[at]
+				return period, !busy[at]
 			})
 		}
 	}
@@ -109,6 +110,28 @@ var _ = Describe("idle rounds told to the clock (SkipIdle)", func() {
 		Expect(idleSkippedRan).To(BeNumerically("<", idleRan/2))
 	})
 
+	It("a skipped round's re-arm past the largest duration from the start is due at that duration, as its Reset's would be", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var log []string
+		var t clockwork.Timer
+		t = clock.AfterFunc(math.MaxInt64-time.Hour, func() { log = append(log, fmt.Sprintf("poller at %v", clock.Elapsed())) })
+		clock.AfterFunc(math.MaxInt64, func() { log = append(log, fmt.Sprintf("far at %v", clock.Elapsed())) })
+		rounds := 0
+		t.(interface {
+			SkipIdle(func(time.Duration) (time.Duration, bool))
+		}).SkipIdle(func(time.Duration) (time.Duration, bool) {
+			rounds++
+			return 2 * time.Hour, rounds == 1
+		})
+		for s.Step() {
+		}
+		Expect(log).To(Equal([]string{
+			fmt.Sprintf("far at %v", time.Duration(math.MaxInt64)),
+			fmt.Sprintf("poller at %v", time.Duration(math.MaxInt64)),
+		}))
+	})
+
 	It("a round its idle function finds busy runs the callback, at its instant", func() {
 		s := sim.New(sim.Options{Seed: 1})
 		clock := s.Clock()
@@ -123,7 +146,7 @@ var _ = Describe("idle rounds told to the clock (SkipIdle)", func() {
 			SkipIdle(func(time.Duration) (time.Duration, bool))
 		}).SkipIdle(func(at time.Duration) (time.Duration, bool) {
 			asked++
-			return at + time.Minute, at%(10*time.Minute) != 0
+			return time.Minute, at%(10*time.Minute) != 0
 		})
 		Expect(s.RunFor(30 * time.Minute)).To(Succeed())
 		Expect(calls).To(Equal([]time.Duration{10 * time.Minute, 20 * time.Minute, 30 * time.Minute}))
