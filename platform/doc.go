@@ -69,7 +69,8 @@
 // ...") runs as the command. A recovery pass completes loops that expired
 // without firing again. The sweepers
 // (board, inbox, workspace) run on their cadences; an idle tick costs one
-// timer re-arm. [Platform.CollectTraining] exports successful delegation
+// timer re-arm, and on the simulator's clock (which the platform tells of
+// its idle ticks and polls) not even a stop of the clock. [Platform.CollectTraining] exports successful delegation
 // and skill trajectories as JSONL.
 //
 // # Crashes

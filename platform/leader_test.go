@@ -9,8 +9,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
+	"github.com/crux-sim/crux-sim/scripted"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 var _ = Describe("The scheduled-work ticker's leader", func() {
@@ -68,6 +71,52 @@ var _ = Describe("The scheduled-work ticker's idle poll", func() {
 		Expect(e.sim.Steps()).To(Equal(steps), "an idle poll starts no actor")
 		Expect(allocs).To(BeZero(), "allocations per hour of idle polls")
 		Expect(e.sim.Clock().Now()).To(Equal(epoch.Add(time.Minute + time.Duration(jumps)*time.Hour)))
+	})
+})
+
+var _ = Describe("The platform's idle wake-ups on the simulator's clock", func() {
+	// jumpsInADay counts the clock's jumps in a day on which nothing is
+	// due (one row, due in February), with no recovery pass and no
+	// workspace sweep (both have work to do), checking that no actor ran.
+	jumpsInADay := func(mod func(*platform.Options)) int {
+		noLeaks := fixture.LeakCheck()
+		jumps := 0
+		s := sim.New(sim.Options{ReplayStrict: true, Start: epoch, OnJump: func(from, to time.Time) { jumps++ }})
+		opts := platform.Options{
+			Core:                     core.Options{Provider: scripted.New(), Clock: s.Clock(), IDs: &core.SequentialIDs{}, Executor: s},
+			Agents:                   map[string]*core.Agent{"scout": agent("scout")},
+			Store:                    store.NewMemory(),
+			Instance:                 "proc-1",
+			ScheduleRecoveryInterval: 30 * 24 * time.Hour,
+			WorkspaceSweepInterval:   30 * 24 * time.Hour,
+		}
+		mod(&opts)
+		p, err := platform.New(opts)
+		Expect(err).NotTo(HaveOccurred())
+		root, err := p.NewSession(platform.SessionOptions{Agent: "scout", User: "ada"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = p.Cron(root, "0 9 1 2 *", "the yearly report")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Settle()).To(Succeed())
+		jumps, steps := 0, s.Steps()
+		Expect(s.RunFor(24 * time.Hour)).To(Succeed())
+		Expect(s.Steps()).To(Equal(steps), "actor steps")
+		Expect(s.Clock().Elapsed()).To(Equal(24 * time.Hour))
+		Expect(p.Close()).To(Succeed())
+		Expect(s.Settle()).To(Succeed())
+		Expect(noLeaks()).To(Succeed())
+		return jumps
+	}
+
+	It("stop the clock nowhere: a day of idle polls is one jump, to the horizon, with no actor step", func() {
+		Expect(jumpsInADay(func(o *platform.Options) { o.NoSweepers = true })).To(Equal(1),
+			"clock jumps in a day of 1,440 idle polls")
+	})
+
+	It("stop the clock nowhere beside the sweepers: a day of idle polls and idle sweeper ticks is one jump", func() {
+		// The board and inbox sweepers (every five minutes) find nothing.
+		Expect(jumpsInADay(func(*platform.Options) {})).To(Equal(1),
+			"clock jumps in a day of 1,440 idle polls and 288 idle sweeper ticks")
 	})
 })
 

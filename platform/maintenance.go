@@ -73,6 +73,15 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		p.mu.Unlock()
 	}
 	body := p.actor(run)
+	// idle reports whether every job is idle: the tick only re-arms.
+	idle := func() bool {
+		for _, j := range jobs {
+			if j.idle == nil || !j.idle() {
+				return false
+			}
+		}
+		return true
+	}
 	p.timers[slot] = struct{}{}
 	// The timer is live while the platform is not closing: begin, which
 	// stops it, is the only one to take it out of timers.
@@ -82,13 +91,16 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		if p.closing {
 			return
 		}
-		for _, j := range jobs {
-			if j.idle == nil || !j.idle() {
-				p.startLocked(name, body)
-				return
-			}
+		if !idle() {
+			p.startLocked(name, body)
+			return
 		}
 		slot.t.Reset(d)
+	})
+	skipIdle(slot.t, func(time.Duration) (time.Duration, bool) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return d, !p.closing && idle()
 	})
 }
 

@@ -353,6 +353,21 @@ func (p *Platform) actorEnded() {
 	p.mu.Unlock()
 }
 
+// skipIdle tells the simulator's clock, when t is one of its timers, the
+// idle round of t's callback: what the callback does when it only re-arms
+// t, as a function of the deadline it fires at, returning the duration of
+// its Reset.
+// The simulator then runs such rounds without the callback and without
+// stopping the clock at them (sim's SkipIdle says why the order of fires
+// stays the same). On another clock it does nothing.
+func skipIdle(t clockwork.Timer, idle func(due time.Duration) (reset time.Duration, idle bool)) {
+	if s, ok := t.(interface {
+		SkipIdle(func(time.Duration) (time.Duration, bool))
+	}); ok {
+		s.SkipIdle(idle)
+	}
+}
+
 // timerSlot is a clock timer the platform owns; Close stops it.
 type timerSlot struct {
 	t   clockwork.Timer

@@ -23,15 +23,23 @@ var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // the simulation: code under simulation waits through core.Executor.Wait.
 type Clock struct {
 	sim *Sim
-	// now is the virtual time; nowNs is the same instant as nanoseconds
-	// since start, which is what deadlines are kept in: the hot path (a
-	// Reset, a jump, the scheduler's look at the next deadline) compares
-	// and adds integers, and makes a time.Time only when the clock jumps.
+	// nowNs is the virtual time as nanoseconds since start, which is what
+	// deadlines are kept in: the hot path (a Reset, a jump, the scheduler's
+	// look at the next deadline) compares and adds integers. now is the
+	// same instant as a time.Time, made when asked for (nowOK): most jumps
+	// fire a callback that never reads the time.
 	now    time.Time
+	nowOK  bool
 	start  time.Time
 	nowNs  int64
 	timers timerHeap
 	seq    uint64
+	// firing is the AfterFunc timer whose callback runs, if any. It stays
+	// in the heap, where it was, while the callback runs, but it is not
+	// pending (see detach): a callback that re-arms its own timer, as an
+	// idle poll does, moves it in place instead of it being taken out
+	// before the callback and pushed back by the Reset.
+	firing *vtimer
 	// timers0 is the first backing of timers; slab holds timers not made
 	// yet, four at a time.
 	timers0 [4]*vtimer
@@ -47,6 +55,7 @@ type vtimer struct {
 	at     int64
 	seq    uint64
 	fn     func()
+	idle   func(at time.Duration) (reset time.Duration, idle bool)
 	ch     chan time.Time
 	period time.Duration
 	index  int32 // position in the heap, -1 when not scheduled
@@ -56,11 +65,15 @@ type vtimer struct {
 // deadline past the largest time.Duration from the start (some 292 years)
 // is that largest one: such timers fire after every nearer one, in the
 // order they were registered.
-func (c *Clock) deadline(d time.Duration) int64 {
-	if d > 0 && c.nowNs > math.MaxInt64-int64(d) {
+func (c *Clock) deadline(d time.Duration) int64 { return after(c.nowNs, d) }
+
+// after is d after at (nanoseconds since the clock's start), as deadline
+// says.
+func after(at int64, d time.Duration) int64 {
+	if d > 0 && at > math.MaxInt64-int64(d) {
 		return math.MaxInt64
 	}
-	return c.nowNs + int64(d)
+	return at + int64(d)
 }
 
 // before reports whether t is due before u: at an earlier instant, or at
@@ -142,19 +155,29 @@ func (h *timerHeap) remove(i int) *vtimer {
 }
 
 // Now returns the virtual time.
-func (c *Clock) Now() time.Time { return c.now }
+func (c *Clock) Now() time.Time {
+	if !c.nowOK {
+		c.now, c.nowOK = c.start.Add(time.Duration(c.nowNs)), true
+	}
+	return c.now
+}
 
 // Since returns the virtual time elapsed since t.
-func (c *Clock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
+func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // Until returns the virtual time until t.
-func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.now) }
+func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 // Elapsed returns the virtual time since the clock started.
 func (c *Clock) Elapsed() time.Duration { return time.Duration(c.nowNs) }
 
 // Pending returns the number of scheduled timers.
-func (c *Clock) Pending() int { return len(c.timers) }
+func (c *Clock) Pending() int {
+	if c.firing != nil {
+		return len(c.timers) - 1
+	}
+	return len(c.timers)
+}
 
 // Sleep parks the calling actor for d of virtual time.
 func (c *Clock) Sleep(d time.Duration) {
@@ -193,6 +216,61 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 	return (*vticker)(t)
 }
 
+// SkipIdle lets the simulator run the timer's idle rounds without its
+// callback and without stopping the clock at them. idle is the callback's
+// idle round told ahead of time: called with the deadline the timer is due
+// at (virtual time since the clock's start), it reports whether the
+// callback, were it called then, would do nothing but re-arm its own timer
+// with Reset(reset), and, if so, does to its own state what that callback
+// would have done. It must not read the clock (the clock has not moved to
+// at), start actors, close signals or arm other timers.
+//
+// When the timer is the earliest pending one and no actor can run, the
+// simulator asks idle, and if the round is idle it re-arms the timer for
+// reset after at, with the rank the callback's own Reset would have had,
+// and looks again. What changes is only what nobody sees: the clock does
+// not stop at the instant of a skipped round (OnJump reports one jump over
+// it, and Run's until is not asked there), and a Step that skips rounds
+// also fires the next timers due. The timer must be an AfterFunc one; a
+// nil idle stops the skipping.
+//
+// Why the order of fires stays what it was: a skipped round is one the
+// simulator would run next anyway. With no actor able to run, the next
+// thing the simulation does is to jump to the earliest deadline and fire
+// the timers due then in (deadline, seq) order; this timer is the first
+// of them, and its callback's Reset would take the next seq before
+// anything else is registered. skipIdle gives it that seq, at the same
+// point in the sequence of registrations, so every pending timer has the
+// (deadline, seq) it would have had, and the callbacks and actors that
+// run afterwards run in the same order, at the same virtual times.
+func (t *vtimer) SkipIdle(idle func(at time.Duration) (reset time.Duration, idle bool)) {
+	t.idle = idle
+}
+
+// skipIdle runs the idle rounds of the timers at the top of the heap that
+// are due by horizon (if bounded), as SkipIdle says. It reports whether
+// the earliest deadline is then past horizon.
+func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
+	for len(c.timers) > 0 {
+		t := c.timers[0]
+		if bounded && t.at > horizon {
+			return true
+		}
+		if t.idle == nil {
+			return false
+		}
+		d, idle := t.idle(time.Duration(t.at))
+		if !idle {
+			return false
+		}
+		// The callback's Reset(d) with the clock at t.at (schedule).
+		c.seq++
+		t.at, t.seq = after(t.at, max(d, 0)), c.seq
+		c.timers.down(0)
+	}
+	return false
+}
+
 // newTimer returns an unscheduled timer.
 func (c *Clock) newTimer() *vtimer {
 	if len(c.slab) == 0 {
@@ -210,6 +288,12 @@ func (c *Clock) schedule(t *vtimer, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
+	if t == c.firing {
+		c.firing = nil // re-armed by its own callback: pending again
+	}
+	// A fresh registration's rank, whether the timer moves in place or is
+	// pushed: the heap orders by (at, seq), a total order, so which timer
+	// fires first never depends on where in the heap a timer stood.
 	c.seq++
 	t.at, t.seq = c.deadline(d), c.seq
 	if t.index >= 0 {
@@ -219,9 +303,21 @@ func (c *Clock) schedule(t *vtimer, d time.Duration) {
 	c.timers.push(t)
 }
 
+// detach takes the firing timer, if any, out of the heap: what its
+// callback has not re-armed is no longer pending. fireDue does it once the
+// callback returns, and so does anything that looks at the heap's top
+// while it runs (a callback that drives the simulation itself).
+func (c *Clock) detach() {
+	if t := c.firing; t != nil {
+		c.firing = nil
+		c.timers.remove(int(t.index))
+	}
+}
+
 // next returns the earliest deadline in nanoseconds since the start, if
 // any.
 func (c *Clock) next() (int64, bool) {
+	c.detach()
 	if len(c.timers) == 0 {
 		return 0, false
 	}
@@ -230,13 +326,14 @@ func (c *Clock) next() (int64, bool) {
 
 // jump moves the clock forward to at, nanoseconds since the start.
 func (c *Clock) jump(at int64) {
-	c.now, c.nowNs = c.start.Add(time.Duration(at)), at
+	c.nowNs, c.nowOK = at, false
 }
 
 // fireDue advances to the earliest deadline and fires every timer due then,
 // in registration order, including timers those callbacks schedule for the
 // same instant. It reports whether the clock jumped.
 func (c *Clock) fireDue() (jumped bool) {
+	c.detach()
 	if len(c.timers) == 0 {
 		return false
 	}
@@ -247,12 +344,13 @@ func (c *Clock) fireDue() (jumped bool) {
 	for len(c.timers) > 0 && c.timers[0].at <= c.nowNs {
 		t := c.timers[0]
 		if t.fn != nil {
-			c.timers.remove(0)
+			c.firing = t
 			t.fn()
+			c.detach() // unless it re-armed itself (schedule cleared firing)
 			continue
 		}
 		select {
-		case t.ch <- c.now:
+		case t.ch <- c.Now():
 		default: // a ticker whose last tick was not taken drops this one, like time.Ticker
 		}
 		if t.period > 0 {
@@ -269,6 +367,10 @@ func (t *vtimer) Chan() <-chan time.Time { return t.ch }
 
 // Stop unschedules the timer and reports whether it was pending.
 func (t *vtimer) Stop() bool {
+	if t == t.clock.firing {
+		t.clock.detach()
+		return false
+	}
 	if t.index < 0 {
 		return false
 	}
@@ -279,7 +381,7 @@ func (t *vtimer) Stop() bool {
 // Reset reschedules the timer for d from now and reports whether it was
 // pending.
 func (t *vtimer) Reset(d time.Duration) bool {
-	was := t.index >= 0
+	was := t.index >= 0 && t != t.clock.firing
 	t.clock.schedule(t, d)
 	return was
 }

@@ -139,6 +139,34 @@ var _ = Describe("the virtual clock", func() {
 		Expect(log).To(Equal([]fired{{"other", time.Minute}}))
 	})
 
+	It("a callback that re-arms its own timer moves it where it stands, with the rank of a fresh registration: after the timers registered before the Reset at that deadline, before those registered after", func() {
+		var t clockwork.Timer
+		var heap []int
+		calls := 0
+		t = clock.AfterFunc(time.Minute, func() {
+			calls++
+			heap = append(heap, sim.HeapLen(clock))
+			if calls == 1 {
+				clock.AfterFunc(time.Minute, record("registered before the re-arm"))
+				t.Reset(time.Minute)
+				clock.AfterFunc(time.Minute, record("registered after the re-arm"))
+				return
+			}
+			record("re-armed")()
+		})
+		for i := range 5 {
+			clock.AfterFunc(time.Duration(3+i)*time.Minute, func() {})
+		}
+		for s.Step() {
+		}
+		Expect(log).To(Equal([]fired{
+			{"registered before the re-arm", 2 * time.Minute}, {"re-armed", 2 * time.Minute},
+			{"registered after the re-arm", 2 * time.Minute},
+		}))
+		Expect(heap).To(Equal([]int{6, 7})) // the firing timer stays in the heap while it runs: beside the five far ones, and then the one registered after
+		Expect(clock.Pending()).To(BeZero())
+	})
+
 	It("a callback that drives the simulation itself fires the timers due after its own, not its own again", func() {
 		var order []string
 		var t clockwork.Timer

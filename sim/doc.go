@@ -39,7 +39,14 @@
 // The [Clock] is a clockwork.Clock that never moves on its own: when no
 // actor can run, it jumps to the earliest pending deadline and fires the
 // timers due then, in the order they were registered. A 30-second wait or a
-// week of hourly timers costs no wall-clock time. The clock starts at
+// week of hourly timers costs no wall-clock time. A timer whose callback
+// mostly only re-arms it (a poller finding nothing to do) can tell the
+// clock that idle round ahead of time (the timer AfterFunc returns has a
+// method SkipIdle(func(at time.Duration) (reset time.Duration, idle bool)),
+// which a caller reaches by asserting that interface): the clock then runs
+// it without the callback and without
+// stopping at its instant, and every timer still fires at the same time and
+// in the same order. The clock starts at
 // [Epoch] (or [Options.Start]), so a trace's timestamps are the same on
 // every run.
 //

@@ -10,3 +10,7 @@ func PoolIdle(p *Pool) int {
 	defer p.mu.Unlock()
 	return len(p.idle)
 }
+
+// HeapLen returns how many timers the clock's heap holds, a firing timer's
+// own included (Pending leaves that one out).
+func HeapLen(c *Clock) int { return len(c.timers) }

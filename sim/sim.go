@@ -227,7 +227,7 @@ func New(opts Options) *Sim {
 	if start.IsZero() {
 		start = Epoch
 	}
-	s.clock = Clock{sim: s, now: start, start: start}
+	s.clock = Clock{sim: s, now: start, nowOK: true, start: start}
 	s.slab, s.spare, s.idle = s.slab0[:], s.spare0[:0], s.idle0[:0]
 	s.decisions, s.actors = s.decisions0[:0], s.actors0[:0]
 	s.clock.timers = s.clock.timers0[:0]
@@ -554,10 +554,12 @@ func (s *Sim) RunFor(d time.Duration) error {
 		}
 	}
 	if horizon > s.clock.nowNs {
-		from := s.clock.now
-		s.clock.jump(horizon)
 		if s.onJump != nil {
-			s.onJump(from, s.clock.now)
+			from := s.clock.Now()
+			s.clock.jump(horizon)
+			s.onJump(from, s.clock.Now())
+		} else {
+			s.clock.jump(horizon)
 		}
 	}
 	return nil
@@ -584,7 +586,8 @@ func (s *Sim) RunUntilIdle() error {
 }
 
 // Step does one thing: it runs one actor step, or, when no actor can run,
-// fires the timers due at the earliest deadline however far ahead it is.
+// fires the timers due at the earliest deadline however far ahead it is
+// (after the idle rounds it skips before them, see SkipIdle).
 // It reports whether there was anything to do. A crash campaign stops a
 // run after a chosen number of steps.
 func (s *Sim) Step() bool {
@@ -605,9 +608,16 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 		if !ok || bounded && at > horizon {
 			return false, nil
 		}
-		from := s.clock.now
-		if s.clock.fireDue() && s.onJump != nil {
-			s.onJump(from, s.clock.now)
+		if s.clock.timers[0].idle != nil && s.clock.skipIdle(horizon, bounded) {
+			return true, nil // the rounds skipped were all there was by horizon
+		}
+		if s.onJump == nil {
+			s.clock.fireDue()
+			return true, nil
+		}
+		from := s.clock.Now()
+		if s.clock.fireDue() {
+			s.onJump(from, s.clock.Now())
 		}
 		return true, nil
 	}

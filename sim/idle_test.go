@@ -1,0 +1,157 @@
+package sim_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/sim"
+)
+
+// idleWorld is a simulation with two pollers that re-arm their own timers
+// (every minute, and every five), most of whose rounds are idle, beside
+// one-off timers and an actor that arm timers of their own at the same
+// instants; with skip, the pollers tell the clock their idle rounds
+// (SkipIdle).
+type idleWorld struct {
+	log     []string
+	jumps   int
+	idleRan int // idle rounds the callbacks ran
+}
+
+func runIdleWorld(seed uint64, skip bool) idleWorld {
+	var w idleWorld
+	rng := rand.New(rand.NewPCG(seed, 7))
+	s := sim.New(sim.Options{Seed: int64(seed), OnJump: func(from, to time.Time) { w.jumps++ }})
+	clock := s.Clock()
+	note := func(what string) { w.log = append(w.log, fmt.Sprintf("%s at %v", what, clock.Elapsed())) }
+	// busy holds the instants at which a poller's round does something.
+	poller := func(name string, period time.Duration, busy map[time.Duration]bool) {
+		var t clockwork.Timer
+		t = clock.AfterFunc(period, func() {
+			if !busy[clock.Elapsed()] {
+				w.idleRan++
+				t.Reset(period)
+				return
+			}
+			note(name + " works")
+			clock.AfterFunc(0, func() { note(name + "'s follow-up") })
+			t.Reset(period)
+		})
+		if skip {
+			t.(interface {
+				SkipIdle(func(time.Duration) (time.Duration, bool))
+			}).SkipIdle(func(at time.Duration) (time.Duration, bool) {
+				return period, !busy[at]
+			})
+		}
+	}
+	minutely, fively := map[time.Duration]bool{}, map[time.Duration]bool{}
+	for range 8 {
+		minutely[time.Duration(1+rng.IntN(120))*time.Minute] = true
+		fively[time.Duration(1+rng.IntN(24))*5*time.Minute] = true
+	}
+	// One-offs at whole minutes (the pollers' instants) and between them;
+	// some arm another for the same instant or for a minute later.
+	for i := range 40 {
+		at := time.Duration(1+rng.IntN(120)) * time.Minute
+		if i%4 == 0 {
+			at += 30 * time.Second
+		}
+		then := rng.IntN(3)
+		name := fmt.Sprintf("one-off %d", i)
+		clock.AfterFunc(at, func() {
+			note(name)
+			if then < 2 {
+				clock.AfterFunc(time.Duration(then)*time.Minute, func() { note(name + "'s next") })
+			}
+		})
+		if i == 20 {
+			poller("minutely", time.Minute, minutely) // armed among the one-offs
+		}
+	}
+	poller("five-minutely", 5*time.Minute, fively)
+	s.Go("sleeper", func() {
+		for i := range 12 {
+			clock.Sleep(time.Duration(1+rng.IntN(20)) * time.Minute)
+			note(fmt.Sprintf("sleeper wakes %d", i))
+			clock.AfterFunc(time.Duration(rng.IntN(2))*time.Minute, func() { note(fmt.Sprintf("sleeper's timer %d", i)) })
+		}
+	})
+	for range 6 {
+		Expect(s.RunFor(time.Duration(1+rng.IntN(30)) * time.Minute)).To(Succeed())
+		note("horizon")
+	}
+	Expect(s.Run(nil)).To(Succeed()) // till the sleeper is done
+	note("end")
+	return w
+}
+
+var _ = Describe("idle rounds told to the clock (SkipIdle)", func() {
+	It("run without their callback and without stopping the clock, and every timer still fires at the time and in the order it did", func() {
+		var idleRan, idleSkippedRan int
+		for seed := range uint64(40) {
+			ran, skipped := runIdleWorld(seed, false), runIdleWorld(seed, true)
+			idleRan, idleSkippedRan = idleRan+ran.idleRan, idleSkippedRan+skipped.idleRan
+			Expect(skipped.log).To(Equal(ran.log), "seed %d", seed)
+			Expect(ran.idleRan).To(BeNumerically(">", 20), "seed %d", seed)
+			// Only a round that is not the first thing due at its
+			// instant runs its callback: one at an instant another
+			// timer has too.
+			Expect(skipped.idleRan).To(BeNumerically("<", ran.idleRan), "seed %d: idle rounds the callbacks ran", seed)
+			Expect(skipped.jumps).To(BeNumerically("<", ran.jumps), "seed %d", seed)
+		}
+		Expect(idleSkippedRan).To(BeNumerically("<", idleRan/2))
+	})
+
+	It("a skipped round's re-arm past the largest duration from the start is due at that duration, as its Reset's would be", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var log []string
+		var t clockwork.Timer
+		t = clock.AfterFunc(math.MaxInt64-time.Hour, func() { log = append(log, fmt.Sprintf("poller at %v", clock.Elapsed())) })
+		clock.AfterFunc(math.MaxInt64, func() { log = append(log, fmt.Sprintf("far at %v", clock.Elapsed())) })
+		rounds := 0
+		t.(interface {
+			SkipIdle(func(time.Duration) (time.Duration, bool))
+		}).SkipIdle(func(time.Duration) (time.Duration, bool) {
+			rounds++
+			return 2 * time.Hour, rounds == 1
+		})
+		for s.Step() {
+		}
+		Expect(log).To(Equal([]string{
+			fmt.Sprintf("far at %v", time.Duration(math.MaxInt64)),
+			fmt.Sprintf("poller at %v", time.Duration(math.MaxInt64)),
+		}))
+	})
+
+	It("a round its idle function finds busy runs the callback, at its instant", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var calls []time.Duration
+		var t clockwork.Timer
+		t = clock.AfterFunc(time.Minute, func() {
+			calls = append(calls, clock.Elapsed())
+			t.Reset(time.Minute)
+		})
+		asked := 0
+		t.(interface {
+			SkipIdle(func(time.Duration) (time.Duration, bool))
+		}).SkipIdle(func(at time.Duration) (time.Duration, bool) {
+			asked++
+			return time.Minute, at%(10*time.Minute) != 0
+		})
+		Expect(s.RunFor(30 * time.Minute)).To(Succeed())
+		Expect(calls).To(Equal([]time.Duration{10 * time.Minute, 20 * time.Minute, 30 * time.Minute}))
+		Expect(asked).To(Equal(30))
+		Expect(clock.Elapsed()).To(Equal(30 * time.Minute))
+		Expect(clock.Pending()).To(Equal(1))
+	})
+})
