@@ -21,6 +21,11 @@ var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // Sleep parks the calling actor. Timer and ticker channels are offered for
 // completeness, but an actor that blocks on one outside the executor stalls
 // the simulation: code under simulation waits through core.Executor.Wait.
+//
+// A Clock belongs to its simulation and, like it, takes no lock: call it
+// from the simulation's actors and its driver, which the simulator runs one
+// at a time, not from goroutines of their own (even Now, which makes the
+// instant's time.Time when first asked and keeps it).
 type Clock struct {
 	sim *Sim
 	// nowNs is the virtual time as nanoseconds since start, which is what
