@@ -23,7 +23,7 @@ import (
 // so the count is the runtime's own (and the schema engine's).
 var _ = Describe("the runtime's allocations per run", func() {
 	BeforeEach(func() {
-		if raceDetector {
+		if shared.RaceDetector {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
 	})
@@ -292,7 +292,7 @@ func (readingProvider) ReadsRequestsOnly() bool { return true }
 // finds its Work unfinished: it is written in one allocation, its text.
 var _ = Describe("a status projection's allocations", func() {
 	It("are its text alone", func() {
-		if raceDetector {
+		if shared.RaceDetector {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
 		st := core.WorkStatus{Work: core.WorkRef{Kind: core.WorkRefKind, ID: "w-1", TargetID: "research-agent",

@@ -30,7 +30,7 @@ var _ = Describe("a runtime's sleep", func() {
 	// A sleep's own allocations are its signal, its timer on the clock and
 	// the wait's list of signals; its reason is written once per duration.
 	It("waits with the reason 'sleep' and its duration, and a sleep of a duration slept before allocates at most 9 times (not its reason)", func() {
-		if raceDetector {
+		if shared.RaceDetector {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
 		exec := &reasonExecutor{reasons: make([]string, 0, 256)}

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -19,7 +20,7 @@ import (
 // has grown a cost.
 var _ = Describe("The cost of a run", func() {
 	BeforeEach(func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
 	})
@@ -39,7 +40,7 @@ var _ = Describe("The cost of a run", func() {
 
 var _ = Describe("The cost of a campaign's run", func() {
 	BeforeEach(func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 )
@@ -330,7 +331,7 @@ var _ = Describe("Result delivery", func() {
 
 var _ = Describe("A scheduled run's cost", func() {
 	It("keeps its queued prompt and the first message of its history inside its session, its agent runs with no middleware of the platform's, and the ticker reads the due rows into its own room: an hourly run is at most 30 allocations", func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
 		// No observer: what is counted is the platform's and the
@@ -347,7 +348,7 @@ var _ = Describe("A scheduled run's cost", func() {
 	})
 
 	It("answers a loop_wait that waits what the last one waited with the text it made then: a dynamic loop's hourly run is at most 50 allocations", func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
 		e := newEnv(func(o *platform.Options) { o.Observer = nil })

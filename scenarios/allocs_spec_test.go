@@ -16,6 +16,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	. "github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
 )
@@ -25,7 +26,7 @@ import (
 // the tools a request offered builds nothing.
 var _ = Describe("Matching cost", func() {
 	BeforeEach(func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
 	})
@@ -87,7 +88,7 @@ var _ = Describe("Scenario.Claim", func() {
 	})
 
 	It("describes a loaded scenario's expectations once, not on every run", func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
 		sc, err := Builtin("research-coordinator")
@@ -192,7 +193,7 @@ var _ = Describe("Scenario.Judge", func() {
 // text the template wrote, with no copy of it.
 var _ = Describe("Rendering a template prompt", func() {
 	It("allocates only what executing its template does, and the message it writes", func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
 		sc, err := Builtin("research-coordinator")
@@ -256,7 +257,7 @@ var _ = Describe("Rendering a template of plain fields", func() {
 	})
 
 	It("hands back the value of a one-field template and writes a template of fields in one string", func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
 		input := map[string]any{"question": "why do leaves change colour?", "lang": "en"}
@@ -318,7 +319,7 @@ script:
 	})
 
 	It("copy no turn: a provider is a fork of the one the loader prepared", func() {
-		if raceDetector {
+		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
 		sc, err := Load("prepared.yaml", []byte(src))

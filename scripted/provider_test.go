@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -445,7 +446,7 @@ func TestACompiledProvidersForksWriteTheArgumentsAndErrorsAFreshProviderWrites(t
 // of such a call allocates only its response, as a step of a call whose
 // arguments are scripted as text does.
 func TestACompiledCallWithoutReferencesCostsNoEncodingAtAStep(t *testing.T) {
-	if raceDetector {
+	if fixture.RaceDetector {
 		t.Skip("allocation counts do not hold under the race detector")
 	}
 	call := scripted.Call{ID: "c1", Name: "research", Args: map[string]any{"question": "why?", "run_in_background": true}}
@@ -466,7 +467,7 @@ func TestACompiledCallWithoutReferencesCostsNoEncodingAtAStep(t *testing.T) {
 // the arguments anew, which boxes the Work id to encode it; reading the
 // history for the id costs both the same.
 func TestACompiledWorkReferenceIsWrittenWithoutBoxingTheID(t *testing.T) {
-	if raceDetector {
+	if fixture.RaceDetector {
 		t.Skip("allocation counts do not hold under the race detector")
 	}
 	call := scripted.Call{ID: "c1", Name: "work", Args: map[string]any{"action": "result", "id": scripted.WorkOf("research")}}

@@ -1,5 +1,0 @@
-//go:build race
-
-package harness_test
-
-const raceDetector = true

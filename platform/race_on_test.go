@@ -1,5 +1,0 @@
-//go:build race
-
-package platform_test
-
-const raceDetector = true

@@ -1,5 +1,0 @@
-//go:build race
-
-package scripted_test
-
-const raceDetector = true
