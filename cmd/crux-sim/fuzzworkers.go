@@ -64,14 +64,14 @@ const (
 const campaignMaxFailures = 10
 
 // workerGCPercent is the collector's target inside a worker unless GOGC is
-// set. With one P the collector's work is the job's own time, so a worker
-// trades more memory for it than a process of two P's (campaignGCPercent)
-// does. Measured with GOMAXPROCS=1 on a 2-core machine, CPU for 100,000
-// schedules of cancel-vs-complete, medians of five: 4.44 s at 400 (peak RSS
-// 52–66 MB), 4.20 s at 800 (73–109 MB), 4.08 s at 1,600 (155–230 MB). 1,600
-// saves another 3% for twice the memory, in every worker (one per CPU by
-// default).
-const workerGCPercent = 800
+// set. Two workers of one P each on a 2-core machine, quiet, `fuzz --seeds
+// 100000 --jobs 2 cancel-vs-complete`, three rounds alternating: GOGC 150
+// gave 55,400–59,200 schedules/s (peak RSS of a worker 27–28 MB), 200
+// 59,900–62,500 (28–33 MB), 300 54,300–61,600 (53–65 MB), 800 55,800–60,000
+// (137–153 MB); two rounds before those, 100 gave 52,400–54,000 (24 MB) and
+// 400 56,200–58,700 (53–78 MB). Past 200 a worker's bigger heap costs in
+// the cache what its fewer collections save.
+const workerGCPercent = 200
 
 // workerSpec is a worker's part of a campaign.
 type workerSpec struct {
