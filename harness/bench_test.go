@@ -5,6 +5,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/sim"
 )
 
 // benchmarkRun measures one seeded simulated run of a built-in scenario:
@@ -12,22 +13,42 @@ import (
 // normalization, invariants after every step, and the expectations. The
 // scenario is loaded once; every run builds its own runtime and provider.
 func benchmarkRun(b *testing.B, name string, seed int64) {
+	benchmarkRunOn(b, name, seed, nil)
+}
+
+// benchmarkRunPooled is benchmarkRun with the runs on one coroutine pool,
+// as a campaign's job runs them: after the first run no run starts a
+// goroutine or grows a stack.
+func benchmarkRunPooled(b *testing.B, name string, seed int64) {
+	pool := sim.NewPool(0)
+	defer pool.Close()
+	benchmarkRunOn(b, name, seed, pool)
+}
+
+func benchmarkRunOn(b *testing.B, name string, seed int64, pool *sim.Pool) {
 	sc, err := scenarios.Builtin(name)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if o := harness.Run(sc, harness.Options{Seed: seed}); !o.Passed() {
+	opts := harness.Options{Seed: seed, Coroutines: pool}
+	if o := harness.Run(sc, opts); !o.Passed() {
 		b.Fatalf("%s does not pass at seed %d", name, seed)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		harness.Run(sc, harness.Options{Seed: seed})
+		harness.Run(sc, opts)
 	}
 }
 
 func BenchmarkRunResearchCoordinator(b *testing.B) { benchmarkRun(b, "research-coordinator", 1) }
 
 func BenchmarkRunCancelVsComplete(b *testing.B) { benchmarkRun(b, "cancel-vs-complete", 7) }
+
+func BenchmarkRunResearchCoordinatorPooled(b *testing.B) {
+	benchmarkRunPooled(b, "research-coordinator", 1)
+}
+
+func BenchmarkRunCancelVsCompletePooled(b *testing.B) { benchmarkRunPooled(b, "cancel-vs-complete", 7) }
 
 // BenchmarkRunRace runs each race built-in at seed 7, for the allocation
 // counts per run that docs/performance.md tracks.
