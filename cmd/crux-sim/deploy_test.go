@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -186,12 +185,8 @@ func TestTheJobsOwnCommandLinePerIndexMergesToTheUnshardedCampaign(t *testing.T)
 	if code, out := runCLI(t, args...); code != 0 {
 		t.Fatalf("the unsharded campaign exited %d:\n%s", code, out)
 	}
-	var whole fuzzSummary
-	b, err := os.ReadFile(summary)
+	whole, err := readSummary(summary)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &whole); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("%d schedules, %d failing", whole.Schedules, whole.Failing)

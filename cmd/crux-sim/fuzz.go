@@ -371,6 +371,19 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// readSummary reads a --json summary, as --merge takes it.
+func readSummary(path string) (fuzzSummary, error) {
+	var s fuzzSummary
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.Version != 1 {
+		return s, fmt.Errorf("%s: not a crux-sim fuzz summary (version 1)", path)
+	}
+	return s, nil
+}
+
 // mergeSummaries combines the --json summaries of a sharded campaign.
 func mergeSummaries(out io.Writer, files []string) error {
 	if len(files) == 0 {
@@ -380,13 +393,9 @@ func mergeSummaries(out io.Writer, files []string) error {
 	var longest float64
 	shards := map[string]bool{}
 	for _, path := range files {
-		b, err := os.ReadFile(path)
+		s, err := readSummary(path)
 		if err != nil {
 			return usagef("%v", err)
-		}
-		var s fuzzSummary
-		if err := json.Unmarshal(b, &s); err != nil || s.Version != 1 {
-			return usagef("%s: not a crux-sim fuzz summary (version 1)", path)
 		}
 		if shards[s.Shard] {
 			return usagef("%s: shard %s appears twice", path, s.Shard)

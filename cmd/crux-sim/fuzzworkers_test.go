@@ -118,12 +118,8 @@ func sameCampaign(t *testing.T, args ...string) (one, two string, oneJSON, twoJS
 		if code != 1 {
 			t.Fatalf("--jobs %s exited %d, want 1 (the planted defect fails):\n%s", jobs, code, out)
 		}
-		var s fuzzSummary
-		b, err := os.ReadFile(summary)
+		s, err := readSummary(summary)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}
 		s.ElapsedSeconds = 0
