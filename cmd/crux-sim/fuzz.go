@@ -55,6 +55,13 @@ type fuzzFailure struct {
 // of 100 to 1,000 on a 2-core machine.
 const campaignGCPercent = 400
 
+// campaignGCHelp is what fuzz --help says of the collector's targets, made
+// from the targets themselves.
+var campaignGCHelp = fmt.Sprintf(`A campaign keeps little alive and allocates fast, so fuzz runs the garbage
+collector at GOGC=%d in one process and GOGC=%d in each of the J (a heap up
+to %d or %d times what is live) unless the GOGC environment variable says
+otherwise.`, campaignGCPercent, workerGCPercent, 1+campaignGCPercent/100, 1+workerGCPercent/100)
+
 // campaignGC sets the collector's target for a campaign (unless GOGC is
 // set) and returns what restores it.
 func campaignGC(percent int) (restore func()) {
@@ -101,12 +108,15 @@ as J processes of crux-sim, each with one P (GOMAXPROCS=1, unless you set
 GOMAXPROCS) running its own part of the seeds, and the answers (schedules,
 failures, artifacts, output) are those of --jobs 1.
 
-A campaign keeps little alive and allocates fast, so fuzz runs the garbage
-collector at GOGC=400 in one process and GOGC=800 in each of the J (a heap up
-to five or nine times what is live) unless the GOGC environment variable says
-otherwise.`,
+--json - writes the summary to standard output and the rest of the output
+(failures and the summary line) to standard error, so the JSON can be piped.
+
+` + campaignGCHelp,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if jsonOut == "-" && !merge {
+				out = cmd.ErrOrStderr()
+			}
 			if merge {
 				return mergeSummaries(out, args)
 			}
@@ -168,7 +178,12 @@ otherwise.`,
 			}
 			if jsonOut != "" && runErr == nil {
 				b, _ := json.MarshalIndent(summary, "", "  ")
-				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+				b = append(b, '\n')
+				if jsonOut == "-" {
+					if _, err := cmd.OutOrStdout().Write(b); err != nil {
+						return err
+					}
+				} else if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
 					return err
 				}
 			}
@@ -193,7 +208,7 @@ otherwise.`,
 	f.StringVar(&shardFlag, "shard", "", "run only shard i of n, as i/n")
 	f.BoolVar(&noSwarm, "no-swarm", false, "run the scenarios' own faults only, without per-seed fault mixes")
 	f.StringVar(&outDir, "out", "crux-sim-failures", "where to write shrunk schedules and reports of failures")
-	f.StringVar(&jsonOut, "json", "", "also write a machine-readable summary to this file (for --merge)")
+	f.StringVar(&jsonOut, "json", "", "also write a machine-readable summary to this file (for --merge), or - for standard output")
 	f.BoolVar(&merge, "merge", false, "merge the --json summaries given as arguments instead of fuzzing")
 	f.StringSliceVar(&defectNames, "defect", nil, "plant a known defect in the runtime to check the fuzzer catches it: cancel-overwrites-terminal, leak-output-in-status")
 	_ = f.MarkHidden("defect")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -106,5 +107,39 @@ func TestFuzzShardsMerge(t *testing.T) {
 	}
 	if _, err := os.Stat(summaries[1]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// --json - is standard output, as report -o - is: the summary is the only
+// thing on stdout (so it can be piped), the failures and the summary line go
+// to stderr, and no file named "-" appears.
+func TestFuzzJSONDashWritesTheSummaryToStandardOutput(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := cli("fuzz", "--seeds", "30", "--jobs", "1", "--out", "", "--json", "-", "--defect", "cancel-overwrites-terminal", "cancel-vs-complete")
+	if code != 1 {
+		t.Fatalf("fuzz with a planted defect exited %d, want 1:\n%s\n%s", code, stdout, stderr)
+	}
+	var summary fuzzSummary
+	if err := json.Unmarshal([]byte(stdout), &summary); err != nil {
+		t.Fatalf("standard output is not the JSON summary alone: %v\n%s", err, stdout)
+	}
+	if summary.Schedules != 30 || len(summary.Failures) == 0 {
+		t.Errorf("the summary says %d schedules and %d failures, want 30 and at least one", summary.Schedules, len(summary.Failures))
+	}
+	if !strings.Contains(stderr, "FAIL cancel-vs-complete seed ") || summaryLine.FindString(stderr) == "" {
+		t.Errorf("the failures and the summary line are not on standard error:\n%s", stderr)
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Errorf("fuzz --json - wrote a file named -")
+	}
+}
+
+// fuzz --help states the collector targets the command really sets.
+func TestFuzzHelpStatesTheCollectorTargetsInForce(t *testing.T) {
+	_, stdout, _ := cli("fuzz", "--help")
+	for _, want := range []string{"GOGC=" + strconv.Itoa(campaignGCPercent) + " in one process", "GOGC=" + strconv.Itoa(workerGCPercent) + " in each of the J"} {
+		if !strings.Contains(strings.Join(strings.Fields(stdout), " "), want) {
+			t.Errorf("fuzz --help does not say %q:\n%s", want, stdout)
+		}
 	}
 }
