@@ -62,6 +62,12 @@ type CampaignOptions struct {
 	MaxFailures int
 	// Progress is called now and then with schedules done so far.
 	Progress func(done int64)
+	// BetweenRuns, when set, is called by each job before each schedule
+	// it runs, once the job's previous schedule (and any shrinking of it)
+	// is over: the point in a job where least is live. A process that runs
+	// one job, as a fuzz worker does, can collect its garbage there rather
+	// than in the middle of a run.
+	BetweenRuns func()
 
 	// coroutines is the job's pool, which Fuzz hands Shrink with the
 	// job's options, so that its replays run on it too.
@@ -212,6 +218,9 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 		i := next.Add(1) - 1
 		if i < 0 || i >= total || ctx.Err() != nil {
 			return job{}, false
+		}
+		if opts.BetweenRuns != nil {
+			opts.BetweenRuns()
 		}
 		k := int64(opts.Shard.Index) + i/perSeed*count
 		return job{target: &targets[i%perSeed], seed: opts.Start + k}, true

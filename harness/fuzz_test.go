@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -150,5 +151,34 @@ func TestAPlatformCrashCampaignCountsItsCrashesAndLosesNoTask(t *testing.T) {
 	}
 	if res.Crashes <= res.Crashed || res.Crashes >= 2*res.Crashed {
 		t.Errorf("%d crashes in %d crashed schedules; the second crash fires in about half", res.Crashes, res.Crashed)
+	}
+}
+
+// BetweenRuns is called once before each schedule a job runs, so a process
+// can collect its garbage where a job holds least; with one job, the calls
+// and the schedules interleave one for one.
+func TestBetweenRunsIsCalledBeforeEachSchedule(t *testing.T) {
+	targets := []harness.Target{builtinTarget("cancel-vs-complete"), builtinTarget("queued-cancel")}
+	for _, jobs := range []int{1, 2} {
+		var calls atomic.Int64
+		var done int64
+		opts := harness.CampaignOptions{Seeds: 300, Start: 1, Jobs: jobs, BetweenRuns: func() { calls.Add(1) }}
+		if jobs == 1 {
+			// Progress comes every 256 schedules from the job, after the
+			// 256th run and before the 257th call.
+			opts.Progress = func(n int64) {
+				if c := calls.Load(); c != n {
+					t.Errorf("at %d schedules done BetweenRuns was called %d times", n, c)
+				}
+				done = n
+			}
+		}
+		res := harness.Fuzz(context.Background(), targets, opts)
+		if res.Schedules != 600 || calls.Load() != res.Schedules {
+			t.Errorf("%d jobs: %d schedules, BetweenRuns called %d times; want 600 of each", jobs, res.Schedules, calls.Load())
+		}
+		if jobs == 1 && done != 512 {
+			t.Errorf("Progress last saw %d schedules, want 512", done)
+		}
 	}
 }
