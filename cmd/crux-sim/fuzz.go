@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -46,30 +45,6 @@ type fuzzFailure struct {
 	Reproduce string `json:"reproduce"`
 	Schedule  string `json:"schedule,omitempty"`
 	Shrunk    string `json:"shrunk"`
-}
-
-// campaignGCPercent is the garbage collector's target during a campaign,
-// unless GOGC is set: a campaign's live heap is a few MB (the runs in
-// flight), and at the default of 100 the collector runs so often that it
-// takes most of a second core, which a second job needs. 400 measured best
-// of 100 to 1,000 on a 2-core machine.
-const campaignGCPercent = 400
-
-// campaignGCHelp is what fuzz --help says of the collector's targets, made
-// from the targets themselves.
-var campaignGCHelp = fmt.Sprintf(`A campaign keeps little alive and allocates fast, so fuzz runs the garbage
-collector at GOGC=%d in one process and GOGC=%d in each of the J (a heap up
-to %d or %d times what is live) unless the GOGC environment variable says
-otherwise.`, campaignGCPercent, workerGCPercent, 1+campaignGCPercent/100, 1+workerGCPercent/100)
-
-// campaignGC sets the collector's target for a campaign (unless GOGC is
-// set) and returns what restores it.
-func campaignGC(percent int) (restore func()) {
-	if _, set := os.LookupEnv("GOGC"); set {
-		return func() {}
-	}
-	old := debug.SetGCPercent(percent)
-	return func() { debug.SetGCPercent(old) }
 }
 
 func newFuzzCmd() *cobra.Command {

@@ -133,13 +133,3 @@ func TestFuzzJSONDashWritesTheSummaryToStandardOutput(t *testing.T) {
 		t.Errorf("fuzz --json - wrote a file named -")
 	}
 }
-
-// fuzz --help states the collector targets the command really sets.
-func TestFuzzHelpStatesTheCollectorTargetsInForce(t *testing.T) {
-	_, stdout, _ := cli("fuzz", "--help")
-	for _, want := range []string{"GOGC=" + strconv.Itoa(campaignGCPercent) + " in one process", "GOGC=" + strconv.Itoa(workerGCPercent) + " in each of the J"} {
-		if !strings.Contains(strings.Join(strings.Fields(stdout), " "), want) {
-			t.Errorf("fuzz --help does not say %q:\n%s", want, stdout)
-		}
-	}
-}

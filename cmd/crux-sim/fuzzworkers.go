@@ -63,16 +63,6 @@ const (
 // in one process or over all its workers.
 const campaignMaxFailures = 10
 
-// workerGCPercent is the collector's target inside a worker unless GOGC is
-// set. Two workers of one P each on a 2-core machine, quiet, `fuzz --seeds
-// 100000 --jobs 2 cancel-vs-complete`, three rounds alternating: GOGC 150
-// gave 55,400–59,200 schedules/s (peak RSS of a worker 27–28 MB), 200
-// 59,900–62,500 (28–33 MB), 300 54,300–61,600 (53–65 MB), 800 55,800–60,000
-// (137–153 MB); two rounds before those, 100 gave 52,400–54,000 (24 MB) and
-// 400 56,200–58,700 (53–78 MB). Past 200 a worker's bigger heap costs in
-// the cache what its fewer collections save.
-const workerGCPercent = 200
-
 // workerSpec is a worker's part of a campaign.
 type workerSpec struct {
 	Version int `json:"version"`
@@ -504,6 +494,9 @@ func fuzzWorker(stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	defer campaignGC(workerGCPercent)()
+	if !gcFromEnvironment() {
+		c.opts.BetweenRuns = newWorkerCollector().betweenRuns
+	}
 	rep, err := c.runHere(ctx, spec.Stage)
 	if err != nil {
 		_ = send(workerMessage{Error: err.Error()})
