@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -197,7 +198,12 @@ type worker struct {
 // what they report. It returns no report only when no worker started.
 func (c *campaign) runWorkers(ctx context.Context, exe string, n int) (*campaignReport, error) {
 	start := time.Now()
-	stage := ".crux-sim-fuzz-" + strconv.Itoa(os.Getpid()) + "-"
+	if c.report.dir != "" {
+		// What an earlier campaign's workers staged here and it never
+		// kept or removed: it was killed before it could.
+		_ = removeAbandoned(c.report.dir)
+	}
+	stage := stagePrefix + strconv.Itoa(os.Getpid()) + "-"
 	stderr := &lockedWriter{w: c.stderr}
 	workers := make([]*worker, n)
 	for i := range workers {
@@ -462,6 +468,44 @@ func removeStaged(dir, stage string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stagePrefix begins the name of every artifact a worker stages in --out,
+// followed by its parent's pid.
+const stagePrefix = ".crux-sim-fuzz-"
+
+// removeAbandoned removes from dir the artifacts staged for a campaign
+// whose process is gone (killed, so it could neither keep nor remove
+// them). A campaign still running keeps its own.
+func removeAbandoned(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), stagePrefix)
+		pid, _, dash := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if ok && dash && err == nil && n > 0 && processGone(n) {
+			errs = append(errs, os.Remove(filepath.Join(dir, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// processGone reports whether no process has the pid. Where that cannot be
+// told, the process counts as alive.
+func processGone(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return true
+	}
+	defer p.Release()
+	return errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone)
 }
 
 // fuzzWorker is a worker process: it reads its part of the campaign from

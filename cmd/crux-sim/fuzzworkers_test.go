@@ -437,3 +437,30 @@ func TestACampaignOfWorkersStopsAfterTheSameTenDistinctFailuresAsJobs1(t *testin
 		t.Errorf("--jobs 2 stopped otherwise than --jobs 1:\n%s\n---\n%s", one, two)
 	}
 }
+
+// A campaign killed before it could keep or remove its workers' staged
+// artifacts leaves them in --out; the next campaign there removes them, and
+// leaves alone those of a campaign still running.
+func TestACampaignRemovesWhatAKilledCampaignStaged(t *testing.T) {
+	dir := t.TempDir()
+	gone := exec.Command(os.Args[0], "-test.run", "^$")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	abandoned := fmt.Sprintf("%s%d-w0-cancel-vs-complete-seed3.json", stagePrefix, gone.Process.Pid)
+	running := fmt.Sprintf("%s%d-w1-cancel-vs-complete-seed5.json", stagePrefix, os.Getppid())
+	for _, name := range []string{abandoned, running} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out := runCLI(t, "fuzz", "--seeds", "20", "--jobs", "2", "--out", dir, "cancel-vs-complete"); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, abandoned)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the artifact a killed campaign staged is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, running)); err != nil {
+		t.Errorf("the artifact of a campaign still running was removed: %v", err)
+	}
+}
