@@ -50,6 +50,34 @@ func BenchmarkRunResearchCoordinatorPooled(b *testing.B) {
 
 func BenchmarkRunCancelVsCompletePooled(b *testing.B) { benchmarkRunPooled(b, "cancel-vs-complete", 7) }
 
+// BenchmarkJobCancelVsComplete is a campaign job's loop over one
+// scenario: every run on the job's coroutines and in its room, each
+// passing run given back for the next to reuse (harness.Fuzz's shape,
+// without the seeds or the campaign's bookkeeping).
+func BenchmarkJobCancelVsComplete(b *testing.B) { benchmarkJob(b, "cancel-vs-complete", 7) }
+
+func benchmarkJob(b *testing.B, name string, seed int64) {
+	sc, err := scenarios.Builtin(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := sim.NewPool(0)
+	defer pool.Close()
+	room := harness.NewRoom()
+	opts := room.Options(harness.Options{Seed: seed, Coroutines: pool})
+	run := func() {
+		if !harness.Run(sc, opts).Passed() {
+			b.Fatalf("%s does not pass at seed %d", name, seed)
+		}
+		room.Drop()
+	}
+	run() // the room holds a run from here on
+	b.ReportAllocs()
+	for b.Loop() {
+		run()
+	}
+}
+
 // BenchmarkRunRace runs each race built-in at seed 7, for the allocation
 // counts per run that docs/performance.md tracks.
 func BenchmarkRunRace(b *testing.B) {

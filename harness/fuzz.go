@@ -231,6 +231,10 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 			jobOpts := opts
 			jobOpts.coroutines = sim.NewPool(0)
 			defer jobOpts.coroutines.Close()
+			// They reuse the memory of the runs they drop: a run that
+			// passed is given back to the job's room, and a failure,
+			// which the campaign keeps, is not.
+			jobRoom := &room{}
 			cache := map[*Target]*scenarios.Scenario{}
 			for j, ok := take(); ok; j, ok = take() {
 				sc := cache[j.target]
@@ -241,7 +245,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					}
 					cache[j.target] = sc
 				}
-				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store, Coroutines: jobOpts.coroutines})
+				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store, Coroutines: jobOpts.coroutines, room: jobRoom})
 				if o.Crashed {
 					crashed.Add(1)
 					if o.Platform != nil {
@@ -255,6 +259,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					opts.Progress(n)
 				}
 				if o.Passed() {
+					jobRoom.drop()
 					continue
 				}
 				failing.Add(1)
