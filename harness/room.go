@@ -5,6 +5,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/scenarios"
+	"github.com/crux-sim/crux-sim/scripted"
 	"github.com/crux-sim/crux-sim/sim"
 )
 
@@ -53,6 +54,7 @@ func (m *room) drop() {
 // its lists and maps, emptied.
 type kept struct {
 	out   *outcome
+	prov  *scripted.Provider // the run's script, to refork
 	jump  func(from, to time.Time)
 	step  func(a *sim.Actor)
 	spare runSpare
@@ -78,6 +80,7 @@ type runSpare struct {
 // and what it keeps for the next run, emptied.
 func (r *run) empty() {
 	rec, k := r.rec, r.kept
+	k.prov = r.prov
 	k.spare = runSpare{
 		fired:    clearSlice(r.faults.fired),
 		enabled:  r.faults.enabled[:0],
@@ -118,10 +121,11 @@ func (k *kept) findings() []string {
 	return k.spare.findings
 }
 
-// clearSlice is s emptied, with its backing cleared so that it holds on
-// to nothing.
+// clearSlice is s emptied, its values cleared so that it holds on to
+// nothing: what lies past them was cleared when an earlier run's list was
+// (a list of a run reused is cleared each time).
 func clearSlice[S ~[]E, E any](s S) S {
-	clear(s[:cap(s)])
+	clear(s)
 	return s[:0]
 }
 

@@ -233,7 +233,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		Pool:   opts.Coroutines,
 	})
 	r.mainDone = core.NewSignal(r.sim)
-	r.prov = sc.Provider(scripted.Options{})
+	r.prov = sc.ProviderIn(k.prov, scripted.Options{})
 	r.model = r.prov
 	if opts.Provider != nil {
 		r.model = opts.Provider
