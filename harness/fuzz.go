@@ -232,8 +232,9 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 			jobOpts.coroutines = sim.NewPool(0)
 			defer jobOpts.coroutines.Close()
 			// They reuse the memory of the runs they drop: a run that
-			// passed is given back to the job's room, and a failure,
-			// which the campaign keeps, is not.
+			// passed, or failed as one already found did, is given back
+			// to the job's room; a new failure, which the campaign keeps
+			// and shrinks, is not.
 			jobRoom := &room{}
 			cache := map[*Target]*scenarios.Scenario{}
 			for j, ok := take(); ok; j, ok = take() {
@@ -269,6 +270,8 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 				seen[sc.Name+"\x00"+sig] = true
 				mu.Unlock()
 				if dup {
+					// A failure like one already found: nothing keeps it.
+					jobRoom.drop()
 					continue
 				}
 				f := Shrink(sc, j.target.Name, o, jobOpts)

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -102,6 +103,20 @@ var _ = Describe("a campaign job's runs reuse the memory of the runs it dropped"
 		Expect(len(keep)).To(BeNumerically("<", 200), "passing runs to reuse")
 		for _, k := range keep {
 			Expect(rendered(k.o)).To(Equal(k.bytes), "the kept failure at seed %d changed", k.o.Seed)
+		}
+	})
+
+	It("a campaign's failures keep the byte-identical outcome of their first failing run while the job runs on, failing schedules like them among its runs", func() {
+		defects := core.Testing{Defects: core.Defects{CancelOverwritesTerminal: true, LeakOutputInStatus: true}}
+		targets := []harness.Target{builtinTarget("cancel-vs-complete"), builtinTarget("research-coordinator")}
+		res := harness.Fuzz(context.Background(), targets, harness.CampaignOptions{Seeds: 300, Start: 1, Jobs: 1, Swarm: true,
+			Testing: defects, MaxFailures: 100, ShrinkRuns: 20})
+		Expect(res.Failures).NotTo(BeEmpty())
+		Expect(res.Failing).To(BeNumerically(">", int64(len(res.Failures))), "failing schedules like those found, dropped")
+		Expect(res.Schedules-res.Failing).To(BeNumerically(">", 100), "passing schedules, dropped")
+		for _, f := range res.Failures {
+			fresh := harness.Run(builtin(f.Target), harness.Options{Seed: f.Seed, Swarm: true, Testing: defects})
+			Expect(rendered(f.Outcome)).To(Equal(rendered(fresh)), "the failure of %s at seed %d", f.Target, f.Seed)
 		}
 	})
 })
