@@ -66,10 +66,11 @@ func benchmarkJob(b *testing.B, name string, seed int64) {
 	room := harness.NewRoom()
 	opts := room.Options(harness.Options{Seed: seed, Coroutines: pool})
 	run := func() {
-		if !harness.Run(sc, opts).Passed() {
+		o := harness.Run(sc, opts)
+		if !o.Passed() {
 			b.Fatalf("%s does not pass at seed %d", name, seed)
 		}
-		room.Drop()
+		room.Drop(o)
 	}
 	run() // the room holds a run from here on
 	b.ReportAllocs()

@@ -89,8 +89,9 @@ var _ = Describe("The cost of a campaign job's run", func() {
 			room := harness.NewRoom()
 			opts := room.Options(harness.Options{Seed: seed, Coroutines: pool})
 			run := func() {
-				Expect(harness.Run(sc, opts).Passed()).To(BeTrue())
-				room.Drop()
+				o := harness.Run(sc, opts)
+				Expect(o.Passed()).To(BeTrue())
+				room.Drop(o)
 			}
 			run()
 			run()

@@ -51,5 +51,5 @@ func (m *Room) Options(opts Options) Options {
 	return opts
 }
 
-// Drop gives back the run Run made last in the room.
-func (m *Room) Drop() { m.r.drop() }
+// Drop gives back the run of o, when Run made it last in the room.
+func (m *Room) Drop(o *Outcome) { m.r.drop(o) }

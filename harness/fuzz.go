@@ -260,7 +260,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					opts.Progress(n)
 				}
 				if o.Passed() {
-					jobRoom.drop()
+					jobRoom.drop(o)
 					continue
 				}
 				failing.Add(1)
@@ -271,7 +271,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 				mu.Unlock()
 				if dup {
 					// A failure like one already found: nothing keeps it.
-					jobRoom.drop()
+					jobRoom.drop(o)
 					continue
 				}
 				f := Shrink(sc, j.target.Name, o, jobOpts)

@@ -13,9 +13,9 @@ import (
 // run to reuse instead of fresh memory: the job's runs go one after
 // another, and most of them pass and are dropped at once.
 //
-// Run makes its run in the room (take); the job gives the run back (drop)
-// only once it knows the outcome is dropped: it passed, nothing holds it,
-// and nothing will. A run that is not given back, a failure a campaign
+// Run makes its run in the room (take); the job gives the run back (drop,
+// with its outcome) only once it knows the outcome is dropped: it passed,
+// or failed as one already found did, nothing holds it, and nothing will. A run that is not given back, a failure a campaign
 // keeps and shrinks, is never reused: the next take makes a new run. So an
 // outcome that is kept never shares memory with a later run.
 type room struct {
@@ -40,11 +40,13 @@ func (m *room) take() *run {
 	return r
 }
 
-// drop gives back the run take made last: its outcome, its trace and
-// everything else of it will not be read again.
-func (m *room) drop() {
-	if m.lent != nil {
-		m.spare, m.lent = m.lent, nil
+// drop gives back the run of o, when take made it last: o, its trace and
+// everything else of the run will not be read again. An outcome the room
+// did not make last (one of a run that did not take the room, such as a
+// scenario Check refused) gives nothing back.
+func (m *room) drop(o *Outcome) {
+	if r := m.lent; r != nil && r.kept.out != nil && &r.kept.out.Outcome == o {
+		m.spare, m.lent = r, nil
 	}
 }
 

@@ -64,7 +64,7 @@ var _ = Describe("a campaign job's runs reuse the memory of the runs it dropped"
 						crashed++
 					}
 					if roomed.Passed() {
-						room.Drop()
+						room.Drop(roomed)
 						reused++
 					} else {
 						failed++
@@ -94,7 +94,7 @@ var _ = Describe("a campaign job's runs reuse the memory of the runs it dropped"
 			}
 			o := harness.Run(sc, room.Options(opts))
 			if o.Passed() {
-				room.Drop()
+				room.Drop(o)
 				continue
 			}
 			keep = append(keep, kept{o: o, bytes: rendered(o)})
@@ -104,6 +104,32 @@ var _ = Describe("a campaign job's runs reuse the memory of the runs it dropped"
 		for _, k := range keep {
 			Expect(rendered(k.o)).To(Equal(k.bytes), "the kept failure at seed %d changed", k.o.Seed)
 		}
+	})
+
+	It("a run that did not take the room, such as one of a scenario Check refused, gives back nothing when the job drops it", func() {
+		room := harness.NewRoom()
+		sc := builtin("cancel-vs-complete")
+		defective := harness.Options{Swarm: true, Testing: core.Testing{Defects: core.Defects{CancelOverwritesTerminal: true}}}
+		var failure *harness.Outcome
+		for seed := int64(1); failure == nil; seed++ {
+			defective.Seed = seed
+			if o := harness.Run(sc, room.Options(defective)); !o.Passed() {
+				failure = o
+			} else {
+				room.Drop(o)
+			}
+		}
+		kept := rendered(failure)
+		illFormed := &scenarios.Scenario{Name: "ill-formed", Scripts: []scenarios.Script{{Agent: "nobody"}}}
+		o := harness.Run(illFormed, room.Options(harness.Options{Seed: 1}))
+		Expect(o.Passed()).To(BeFalse())
+		room.Drop(o) // a failure like one already found: the job drops it
+		for seed := int64(1); seed <= 50; seed++ {
+			if o := harness.Run(sc, room.Options(harness.Options{Seed: seed})); o.Passed() {
+				room.Drop(o)
+			}
+		}
+		Expect(rendered(failure)).To(Equal(kept))
 	})
 
 	It("a campaign's failures keep the byte-identical outcome of their first failing run while the job runs on, failing schedules like them among its runs", func() {
