@@ -15,9 +15,10 @@ import (
 //
 // Run makes its run in the room (take); the job gives the run back (drop,
 // with its outcome) only once it knows the outcome is dropped: it passed,
-// or failed as one already found did, nothing holds it, and nothing will. A run that is not given back, a failure a campaign
-// keeps and shrinks, is never reused: the next take makes a new run. So an
-// outcome that is kept never shares memory with a later run.
+// or failed as one already found did, nothing holds it, and nothing will.
+// A run that is not given back, a failure a campaign keeps and shrinks, is
+// never reused: the next take makes a new run. So an outcome that is kept
+// never shares memory with a later run.
 type room struct {
 	lent  *run // the run take made last, until the job gives it back
 	spare *run // the run the job gave back, for the next take
@@ -62,7 +63,8 @@ type kept struct {
 	spare runSpare
 }
 
-// noneKept is what a run outside a room starts with: nothing.
+// noneKept is what a run outside a room starts with: nothing. It is
+// only read.
 var noneKept kept
 
 // runSpare is the backing of a run's lists and maps, emptied.
@@ -101,26 +103,13 @@ func (r *run) empty() {
 	*r = run{rec: rec, kept: k}
 }
 
-// The backing a run's outcome reuses for its lists: nil outside a room.
-func (k *kept) verdicts() []Verdict {
-	if k == nil {
-		return nil
+// kept is what the run keeps for the next: noneKept, nothing, outside a
+// room.
+func (r *run) keeps() *kept {
+	if r.kept == nil {
+		return &noneKept
 	}
-	return k.spare.verdicts
-}
-
-func (k *kept) works() []core.WorkInfo {
-	if k == nil {
-		return nil
-	}
-	return k.spare.works
-}
-
-func (k *kept) findings() []string {
-	if k == nil {
-		return nil
-	}
-	return k.spare.findings
+	return r.kept
 }
 
 // clearSlice is s emptied, its values cleared so that it holds on to

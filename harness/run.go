@@ -214,10 +214,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		r.rec = trace.NewRecorder(sim.Epoch)
 	}
 	r.rec.Grow(traceSizes.hint(sc))
-	k := r.kept
-	if k == nil {
-		k = &noneKept
-	}
+	k := r.keeps()
 	r.faults.init(sc, opts, k.spare.enabled, k.spare.fired)
 	r.triggers, r.platEvents = k.spare.triggers, k.spare.plat
 	onJump, onStep := k.jump, k.step
@@ -424,7 +421,7 @@ func (r *run) finish(out *Outcome) {
 	// The recorder is done: normalize its entries where they are rather
 	// than copy them.
 	if out.Findings == nil {
-		out.Findings = r.kept.findings()
+		out.Findings = r.keeps().spare.findings
 	}
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
@@ -447,7 +444,7 @@ func (r *run) finish(out *Outcome) {
 		out.Findings = append(out.Findings, findingLines(out.Platform.Findings)...)
 	}
 	if len(works) > 0 {
-		out.Works = slices.Grow(r.kept.works(), len(works))
+		out.Works = slices.Grow(r.keeps().spare.works, len(works))
 	}
 	closed := newRuntimeCloses(norm, works)
 	for _, w := range works {
@@ -476,7 +473,7 @@ func (r *run) finish(out *Outcome) {
 		out.Fired = Plan{Faults: r.faults.fired}
 	}
 
-	judge(r.sc, out, r.kept.verdicts())
+	judge(r.sc, out, r.keeps().spare.verdicts)
 	if out.Err != nil {
 		var dl *sim.DeadlockError
 		desc := "the simulation settles"
