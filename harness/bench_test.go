@@ -61,22 +61,34 @@ func benchmarkJob(b *testing.B, name string, seed int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool := sim.NewPool(0)
-	defer pool.Close()
-	room := harness.NewRoom()
-	opts := room.Options(harness.Options{Seed: seed, Coroutines: pool})
-	run := func() {
-		o := harness.Run(sc, opts)
-		if !o.Passed() {
-			b.Fatalf("%s does not pass at seed %d", name, seed)
-		}
-		room.Drop(o)
+	run, end := newJob(sc, seed)
+	defer end()
+	if !run() { // the room holds a run from here on
+		b.Fatalf("%s does not pass at seed %d", name, seed)
 	}
-	run() // the room holds a run from here on
 	b.ReportAllocs()
 	for b.Loop() {
-		run()
+		if !run() {
+			b.Fatalf("%s does not pass at seed %d", name, seed)
+		}
 	}
+}
+
+// newJob is a campaign job's loop over one scenario at one seed: run
+// runs the scenario on the job's coroutines and in its room, gives the run
+// back when it passed, and reports whether it did; end ends the job.
+func newJob(sc *scenarios.Scenario, seed int64) (run func() bool, end func()) {
+	pool := sim.NewPool(0)
+	room := harness.NewRoom()
+	opts := room.Options(harness.Options{Seed: seed, Coroutines: pool})
+	return func() bool {
+		o := harness.Run(sc, opts)
+		if !o.Passed() {
+			return false
+		}
+		room.Drop(o)
+		return true
+	}, pool.Close
 }
 
 // BenchmarkRunRace runs each race built-in at seed 7, for the allocation

@@ -10,7 +10,6 @@ import (
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scenarios"
-	"github.com/crux-sim/crux-sim/sim"
 )
 
 // What one seeded run of a loaded scenario costs, in allocations: a
@@ -84,24 +83,21 @@ var _ = Describe("The cost of a campaign job's run", func() {
 		func(name string, seed int64, allocsBound, bytesBound int) {
 			sc, err := scenarios.Builtin(name)
 			Expect(err).NotTo(HaveOccurred())
-			pool := sim.NewPool(0)
-			defer pool.Close()
-			room := harness.NewRoom()
-			opts := room.Options(harness.Options{Seed: seed, Coroutines: pool})
-			run := func() {
-				o := harness.Run(sc, opts)
-				Expect(o.Passed()).To(BeTrue())
-				room.Drop(o)
-			}
-			run()
-			run()
+			run, end := newJob(sc, seed)
+			defer end()
+			Expect(run()).To(BeTrue())
+			Expect(run()).To(BeTrue())
 			const runs = 50
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
+			passed := 0
 			for range runs {
-				run()
+				if run() {
+					passed++
+				}
 			}
 			runtime.ReadMemStats(&after)
+			Expect(passed).To(Equal(runs))
 			allocs := float64(after.Mallocs-before.Mallocs) / runs
 			bytes := float64(after.TotalAlloc-before.TotalAlloc) / runs
 			Expect(allocs).To(BeNumerically("<=", allocsBound), "allocations per run of %s at seed %d", name, seed)
