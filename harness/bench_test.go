@@ -50,6 +50,47 @@ func BenchmarkRunResearchCoordinatorPooled(b *testing.B) {
 
 func BenchmarkRunCancelVsCompletePooled(b *testing.B) { benchmarkRunPooled(b, "cancel-vs-complete", 7) }
 
+// BenchmarkJobCancelVsComplete is a campaign job's loop over one
+// scenario: every run on the job's coroutines and in its room, each
+// passing run given back for the next to reuse (harness.Fuzz's shape,
+// without the seeds or the campaign's bookkeeping).
+func BenchmarkJobCancelVsComplete(b *testing.B) { benchmarkJob(b, "cancel-vs-complete", 7) }
+
+func benchmarkJob(b *testing.B, name string, seed int64) {
+	sc, err := scenarios.Builtin(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run, end := newJob(sc, seed)
+	defer end()
+	if !run() { // the room holds a run from here on
+		b.Fatalf("%s does not pass at seed %d", name, seed)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !run() {
+			b.Fatalf("%s does not pass at seed %d", name, seed)
+		}
+	}
+}
+
+// newJob is a campaign job's loop over one scenario at one seed: run
+// runs the scenario on the job's coroutines and in its room, gives the run
+// back when it passed, and reports whether it did; end ends the job.
+func newJob(sc *scenarios.Scenario, seed int64) (run func() bool, end func()) {
+	pool := sim.NewPool(0)
+	room := harness.NewRoom()
+	opts := room.Options(harness.Options{Seed: seed, Coroutines: pool})
+	return func() bool {
+		o := harness.Run(sc, opts)
+		if !o.Passed() {
+			return false
+		}
+		room.Drop(o)
+		return true
+	}, pool.Close
+}
+
 // BenchmarkRunRace runs each race built-in at seed 7, for the allocation
 // counts per run that docs/performance.md tracks.
 func BenchmarkRunRace(b *testing.B) {

@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"runtime"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -63,5 +64,46 @@ var _ = Describe("The cost of a campaign's run", func() {
 		},
 		Entry("a scenario without faults", "cancel-vs-complete"),
 		Entry("a scenario with faults", "detach-vs-result"),
+	)
+})
+
+var _ = Describe("The cost of a campaign job's run", func() {
+	BeforeEach(func() {
+		if fixture.RaceDetector {
+			Skip("allocation counts do not hold under the race detector")
+		}
+	})
+
+	// A job's runs, one after another, on the job's coroutines and in its
+	// room, each given back when it passed: a run makes again only what the
+	// room does not keep (the runtime's, the simulator's, the strings it
+	// records). The bounds are the counts and bytes as they stood when a
+	// job's runs were last cut, with a little room for the runtime's own.
+	DescribeTable("allocates no more than it did when a job's runs last cut what they reuse",
+		func(name string, seed int64, allocsBound, bytesBound int) {
+			sc, err := scenarios.Builtin(name)
+			Expect(err).NotTo(HaveOccurred())
+			run, end := newJob(sc, seed)
+			defer end()
+			Expect(run()).To(BeTrue())
+			Expect(run()).To(BeTrue())
+			const runs = 50
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			passed := 0
+			for range runs {
+				if run() {
+					passed++
+				}
+			}
+			runtime.ReadMemStats(&after)
+			Expect(passed).To(Equal(runs))
+			allocs := float64(after.Mallocs-before.Mallocs) / runs
+			bytes := float64(after.TotalAlloc-before.TotalAlloc) / runs
+			Expect(allocs).To(BeNumerically("<=", allocsBound), "allocations per run of %s at seed %d", name, seed)
+			Expect(bytes).To(BeNumerically("<=", bytesBound), "bytes per run of %s at seed %d", name, seed)
+		},
+		Entry("research-coordinator", "research-coordinator", int64(1), 145, 21000),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 120, 20000),
 	)
 })

@@ -36,3 +36,20 @@ func WithLogContent(opts Options) Options {
 	opts.logContent = true
 	return opts
 }
+
+// Room is a campaign job's room (see room), for the specs and benchmarks
+// of a job's loop: Options hands it to Run, and Drop gives back the run
+// it made last, once the caller knows its outcome is dropped.
+type Room struct{ r *room }
+
+// NewRoom returns an empty room.
+func NewRoom() *Room { return &Room{r: &room{}} }
+
+// Options returns opts with the room.
+func (m *Room) Options(opts Options) Options {
+	opts.room = m.r
+	return opts
+}
+
+// Drop gives back the run of o, when Run made it last in the room.
+func (m *Room) Drop(o *Outcome) { m.r.drop(o) }

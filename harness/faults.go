@@ -111,12 +111,16 @@ type Faults struct {
 // opts.Seed, opts.Swarm and opts.Plan (the rest of opts is not read).
 func NewFaults(sc *scenarios.Scenario, opts Options) *Faults {
 	f := &Faults{}
-	f.init(sc, opts)
+	f.init(sc, opts, nil, nil)
 	return f
 }
 
 // init prepares f in place, for a run that holds it by value.
-func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
+//
+// The run's lists go in the backing of enabled and fired (emptied ones,
+// of a run reused) when they have room.
+func (f *Faults) init(sc *scenarios.Scenario, opts Options, enabled []bool, fired []PlannedFault) {
+	f.fired = fired
 	f.plan, f.shown = opts.Plan, sc.Options.ShownAt()
 	f.draw = *sim.NewRandIn(&f.drawSrc, opts.Seed, streamFaults)
 	f.lat = *sim.NewRandIn(&f.latSrc, opts.Seed, streamLatency)
@@ -128,7 +132,11 @@ func (f *Faults) init(sc *scenarios.Scenario, opts Options) {
 	if room > 0 && opts.Swarm && opts.Plan == nil {
 		room++ // the swarm's latency fault, when it draws one
 	}
-	f.enabled = make([]bool, len(f.list), room)
+	if cap(enabled) >= room && room > 0 {
+		f.enabled = enabled[:len(f.list)]
+	} else {
+		f.enabled = make([]bool, len(f.list), room)
+	}
 	for i := range f.enabled {
 		f.enabled[i] = true
 		f.onProvider = f.onProvider || onProvider(f.list[i].Kind)

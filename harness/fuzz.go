@@ -240,6 +240,11 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 			jobOpts := opts
 			jobOpts.coroutines = sim.NewPool(0)
 			defer jobOpts.coroutines.Close()
+			// They reuse the memory of the runs they drop: a run that
+			// passed, or failed as one already found did, is given back
+			// to the job's room; a new failure, which the campaign keeps
+			// and shrinks, is not.
+			jobRoom := &room{}
 			cache := map[*Target]*scenarios.Scenario{}
 			for j, ok := take(); ok; j, ok = take() {
 				sc := cache[j.target]
@@ -250,7 +255,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					}
 					cache[j.target] = sc
 				}
-				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store, Coroutines: jobOpts.coroutines})
+				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store, Coroutines: jobOpts.coroutines, room: jobRoom})
 				if o.Crashed {
 					crashed.Add(1)
 					if o.Platform != nil {
@@ -264,6 +269,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					opts.Progress(n)
 				}
 				if o.Passed() {
+					jobRoom.drop(o)
 					continue
 				}
 				failing.Add(1)
@@ -273,6 +279,8 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 				seen[sc.Name+"\x00"+sig] = true
 				mu.Unlock()
 				if dup {
+					// A failure like one already found: nothing keeps it.
+					jobRoom.drop(o)
 					continue
 				}
 				f := Shrink(sc, j.target.Name, o, jobOpts)

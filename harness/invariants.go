@@ -193,15 +193,18 @@ type checker struct {
 
 func newChecker(r *run, invs []Invariant) *checker {
 	c := &checker{}
-	c.init(r, invs)
+	c.init(r, invs, Facts{})
 	return c
 }
 
-// init prepares c in place, for a run that holds it by value.
-func (c *checker) init(r *run, invs []Invariant) {
-	*c = checker{r: r, invs: invs, state: Facts{
-		Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{},
-	}, defaults: len(invs) > 0 && &invs[0] == &defaultInvariants[0]}
+// init prepares c in place, for a run that holds it by value, knowing
+// nothing yet: its facts are kept in the maps and lists of facts (emptied
+// ones, of a run reused), or new ones.
+func (c *checker) init(r *run, invs []Invariant, facts Facts) {
+	if facts.Works == nil {
+		facts = Facts{Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}}
+	}
+	*c = checker{r: r, invs: invs, state: facts, defaults: len(invs) > 0 && &invs[0] == &defaultInvariants[0]}
 }
 
 // SampledInvariants are DefaultInvariants for a run seen from outside,

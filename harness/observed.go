@@ -73,8 +73,8 @@ func Judge(sc *scenarios.Scenario, ob Observed) *Outcome {
 	out.Findings = append(out.Findings, ob.Findings...)
 	if ob.Provider != nil {
 		out.ScriptFailures = ob.Provider.Failures()
-		out.Findings = append(out.Findings, unusedFindings(ob.Provider.Unused())...)
+		out.Findings = appendUnused(out.Findings, ob.Provider.Unused())
 	}
-	judge(sc, out)
+	judge(sc, out, nil)
 	return out
 }

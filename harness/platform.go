@@ -517,7 +517,9 @@ func (r *run) runPlatform() *Outcome {
 		invs = append(DefaultInvariants(), PlatformInvariants()...)
 	}
 	r.checker = newChecker(r, invs)
-	out := &Outcome{Result: &scenarios.Result{Scenario: r.sc.Name, Seed: r.opts.Seed, Outputs: map[string]*core.RunResult{}}}
+	o := r.newOutcome(r.sc.Name, r.opts.Seed)
+	r.seed = &o.seed
+	out := &o.Outcome
 	if err := r.startPlatform(out); err != nil {
 		out.PrepareErr = err
 	} else if err := r.sim.Run(nil); err != nil {

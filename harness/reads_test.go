@@ -21,7 +21,7 @@ func TestADefaultInvariantSaysNothingOfTheKindsItDoesNotRead(t *testing.T) {
 	const owner, secret = "coord#1", "the child's secret output, long enough to count as a leak"
 	facts := func() *Facts {
 		var c checker
-		c.init(nil, defaultInvariants)
+		c.init(nil, defaultInvariants, Facts{})
 		s := &c.state
 		s.learn(&trace.Entry{Kind: trace.Work, Run: owner, Work: "w-1", Part: &trace.WorkPart{To: "queued"}})
 		s.learn(&trace.Entry{Kind: trace.Work, Run: owner, Work: "w-1", Part: &trace.WorkPart{From: "queued", To: "completed"}})

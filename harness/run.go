@@ -66,6 +66,10 @@ type Options struct {
 	// keeps them for the next run (sim.Pool): a campaign's job passes one
 	// to every run it makes. The outcome is the same with it or without.
 	Coroutines *sim.Pool
+	// room, when set, is a campaign job's memory of the runs it dropped
+	// (see room): the run reuses it, and the job gives the run back once
+	// it knows the outcome is dropped.
+	room *room
 
 	// logContent, set only by the package's tests, asks the runtime to log
 	// content: a leak the log check must catch.
@@ -165,9 +169,11 @@ type run struct {
 	triggers []*trigger
 	mainDone core.Signal
 	crashed  bool
-	logs     *logLines       // the runtime's log, with Options.CheckLogs
-	lost     []core.WorkInfo // the Work at the moment of a crash
-	checker  *checker
+	// A platform run records a clock jump only before the next entry.
+	jumpPending bool
+	logs        *logLines       // the runtime's log, with Options.CheckLogs
+	lost        []core.WorkInfo // the Work at the moment of a crash
+	checker     *checker
 
 	// What the run hands the runtime, allocated with the run: its
 	// provider in front of the model, its ids and its checker (checker
@@ -179,6 +185,10 @@ type run struct {
 	// outcome; nil for an outcome made elsewhere.
 	seed *int64
 
+	// kept is what a run in a job's room (Options.room) keeps for the
+	// next; nil for a run outside one.
+	kept *kept
+
 	// faults decide which faults fire; held by value, allocated with
 	// the run.
 	faults Faults
@@ -187,10 +197,8 @@ type run struct {
 	// the order the trace recorded them.
 	plat        *platformRun
 	platEvents  []platEvent
-	platChecked int // platEvents the invariants have seen
-	// A platform run records a clock jump only before the next entry.
-	jumpPending bool
-	jumpFrom    time.Time
+	platChecked int       // platEvents the invariants have seen
+	jumpFrom    time.Time // where the pending jump started
 }
 
 // Run simulates a scenario under a seed and checks its expectations and the
@@ -199,21 +207,30 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	if err := sc.Check(); err != nil {
 		return illFormed(sc, opts, err)
 	}
-	r := &run{
-		sc:   sc,
-		opts: opts,
-	}
+	r := opts.room.take()
+	r.sc, r.opts = sc, opts
 	r.provider.r = r
-	r.rec = trace.NewRecorder(sim.Epoch)
+	if r.rec == nil {
+		r.rec = trace.NewRecorder(sim.Epoch)
+	}
 	r.rec.Grow(traceSizes.hint(sc))
-	r.faults.init(sc, opts)
+	k := r.keeps()
+	r.faults.init(sc, opts, k.spare.enabled, k.spare.fired)
+	r.triggers, r.platEvents = k.spare.triggers, k.spare.plat
+	onJump, onStep := k.jump, k.step
+	if onJump == nil {
+		onJump, onStep = r.onJump, func(a *sim.Actor) { r.checker.step(a) }
+		if r.kept != nil {
+			r.kept.jump, r.kept.step = onJump, onStep
+		}
+	}
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
-		OnJump: r.onJump,
-		OnStep: func(a *sim.Actor) { r.checker.step(a) },
+		OnJump: onJump,
+		OnStep: onStep,
 		Pool:   opts.Coroutines,
 	})
 	r.mainDone = core.NewSignal(r.sim)
-	r.prov = sc.Provider(scripted.Options{})
+	r.prov = sc.ProviderIn(k.prov, scripted.Options{})
 	r.model = r.prov
 	if opts.Provider != nil {
 		r.model = opts.Provider
@@ -245,9 +262,9 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		invs = defaultInvariants
 	}
 	r.checker = &r.own
-	r.own.init(r, invs)
+	r.own.init(r, invs, k.spare.facts)
 
-	o := newOutcome(sc.Name, opts.Seed)
+	o := r.newOutcome(sc.Name, opts.Seed)
 	r.seed = &o.seed
 	out := &o.Outcome
 	for _, name := range keys.Sorted(sc.Run.Agents) {
@@ -403,6 +420,9 @@ func (r *run) recordLoss() {
 func (r *run) finish(out *Outcome) {
 	// The recorder is done: normalize its entries where they are rather
 	// than copy them.
+	if out.Findings == nil {
+		out.Findings = r.keeps().spare.findings
+	}
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
 	seed := r.seed
@@ -424,7 +444,7 @@ func (r *run) finish(out *Outcome) {
 		out.Findings = append(out.Findings, findingLines(out.Platform.Findings)...)
 	}
 	if len(works) > 0 {
-		out.Works = make([]core.WorkInfo, 0, len(works))
+		out.Works = slices.Grow(r.keeps().spare.works, len(works))
 	}
 	closed := newRuntimeCloses(norm, works)
 	for _, w := range works {
@@ -439,16 +459,21 @@ func (r *run) finish(out *Outcome) {
 	}
 	if r.opts.Provider == nil {
 		out.ScriptFailures = r.prov.Failures()
-		out.Findings = append(out.Findings, unusedFindings(r.prov.Unused())...)
+		out.Findings = appendUnused(out.Findings, r.prov.Unused())
+	}
+	if len(out.Findings) == 0 {
+		out.Findings = nil // as without the spare room: no findings, none
 	}
 	out.Decisions = r.sim.Decisions()
 	out.Misfit = r.sim.Misfit()
 	out.Steps = r.sim.Steps()
 	out.Elapsed = r.sim.Clock().Elapsed()
 	out.Violations = r.checker.violations
-	out.Fired = Plan{Faults: r.faults.fired}
+	if len(r.faults.fired) > 0 { // none fired: nil, as in a run not reused
+		out.Fired = Plan{Faults: r.faults.fired}
+	}
 
-	judge(r.sc, out)
+	judge(r.sc, out, r.keeps().spare.verdicts)
 	if out.Err != nil {
 		var dl *sim.DeadlockError
 		desc := "the simulation settles"
@@ -488,10 +513,14 @@ func newOutcome(name string, seed int64) *outcome {
 // judge adds the verdicts every run gets, simulated or observed: the
 // scenario's expectations, then that preparation succeeded (unless the
 // scenario is about its failing) and that the script covered every step.
-func judge(sc *scenarios.Scenario, out *Outcome) {
+// Verdicts go in room's backing when it has room for them.
+func judge(sc *scenarios.Scenario, out *Outcome, room []Verdict) {
 	if n := len(sc.Expectations) + len(out.ScriptFailures); n > 0 {
 		// Room for these verdicts and the two a run may add after them
 		// (preparation, and the simulation's settling).
+		if out.Verdicts == nil {
+			out.Verdicts = room[:0]
+		}
 		out.Verdicts = slices.Grow(out.Verdicts, n+2)
 	}
 	for i := range sc.Expectations {
@@ -513,13 +542,12 @@ func unreadFinding(id, label string) string {
 	return fmt.Sprintf("%s (%s) completed but its result was never read", id, label)
 }
 
-// unusedFindings are the findings for scripted turns no request used.
-func unusedFindings(unused map[string]int) []string {
-	var out []string
+// appendUnused appends the findings for scripted turns no request used.
+func appendUnused(findings []string, unused map[string]int) []string {
 	for _, agent := range keys.Sorted(unused) {
-		out = append(out, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
+		findings = append(findings, fmt.Sprintf("%d scripted turn(s) of %s were never used", unused[agent], agent))
 	}
-	return out
+	return findings
 }
 
 // runtimeCloses tells the Work the runtime's Close cancelled from Work its

@@ -294,6 +294,18 @@ func (s *Scenario) Provider(opts scripted.Options) *scripted.Provider {
 	return s.provider(opts)
 }
 
+// ProviderIn is Provider in the memory of old, a provider one of its
+// runs, or another scenario's, was done with (nil: none): a fork of the
+// prepared scripts is made in old (scripted.Provider.Refork), which must
+// no longer be in use, nor anything it handed out; a scenario without
+// prepared scripts builds a new provider, as Provider does.
+func (s *Scenario) ProviderIn(old *scripted.Provider, opts scripted.Options) *scripted.Provider {
+	if old != nil && s.prepared != nil && s.asPrepared() {
+		return old.Refork(s.prepared, opts)
+	}
+	return s.Provider(opts)
+}
+
 // prepare makes the provider that Provider forks while the scripts are
 // what they are now.
 func (s *Scenario) prepare() {

@@ -3,6 +3,7 @@ package scripted_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -518,4 +519,92 @@ func TestARunsOwnScriptIsFoundHoweverAndWheneverItWasGiven(t *testing.T) {
 	if got := step(t, scripted.New().Script("", scripted.Say("no agent")), req("", "r1", 1)).Text; got != "no agent" {
 		t.Errorf("an agent with an empty id got %q", got)
 	}
+}
+
+// A provider reforked from another answers every request as a fork of
+// that one does, whatever it answered before (another's scripts), and makes its new runs'
+// states and responses in the memory of its last fork's: a round of a
+// campaign's job allocates none of them anew.
+func TestAReforkedProviderAnswersAsAForkAndReusesItsRunsAndResponses(t *testing.T) {
+	base := scripted.New().
+		Script("coordinator",
+			scripted.Calls(scripted.Use("search", map[string]any{"q": "one"})),
+			scripted.Calls(scripted.Use("search", `{}`), scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf("search")})),
+			scripted.Say("done")).
+		ScriptRun("research-agent", 2, scripted.Say("second run")).
+		Script("research-agent", scripted.Final(map[string]any{"found": 1})).
+		Compile()
+	other := scripted.New().Script("coordinator",
+		scripted.Turn{Text: "thinking", Output: `{"partial":true}`, Calls: []scripted.Call{scripted.Use("search", `{}`)}},
+		scripted.Say("other"), scripted.Say("again"))
+	requests := []*core.Request{
+		req("coordinator", "c1", 1), req("research-agent", "a1", 1),
+		req("coordinator", "c1", 2, refMessage("search", "w-1")), req("research-agent", "a2", 1),
+		req("coordinator", "c1", 3), req("coordinator", "c1", 4), req("research-agent", "a3", 1),
+	}
+	type answer struct {
+		resp *core.Response
+		err  string
+	}
+	round := func(p *scripted.Provider) []answer {
+		var out []answer
+		for _, r := range requests {
+			resp, err := p.Step(context.Background(), r)
+			a := answer{}
+			if err != nil {
+				a.err = err.Error()
+			} else {
+				c := *resp // the response as it was when it was handed out
+				c.ToolCalls = slices.Clone(resp.ToolCalls)
+				a.resp = &c
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	p := other.Fork()
+	round(p)
+	for n := range 4 {
+		from := []*scripted.Provider{base, other}[n%2]
+		want := round(from.Fork())
+		got := round(p.Refork(from))
+		for i := range want {
+			w, g := want[i], got[i]
+			if w.err != g.err || (w.resp == nil) != (g.resp == nil) ||
+				(w.resp != nil && (w.resp.Text != g.resp.Text || string(w.resp.Output) != string(g.resp.Output) || !slices.Equal(w.resp.ToolCalls, g.resp.ToolCalls))) {
+				t.Fatalf("refork %d, request %d: answered %+v %q; a fork answers %+v %q", n+1, i+1, g.resp, g.err, w.resp, w.err)
+			}
+		}
+		if f := from.Fork(); true {
+			round(f)
+			if !slices.Equal(errorTexts(p.Failures()), errorTexts(f.Failures())) || len(p.Requests()) != len(f.Requests()) || !maps.Equal(p.Unused(), f.Unused()) {
+				t.Fatalf("refork %d: failures %q, %d requests, unused %v; a fork's %q, %d, %v", n+1,
+					p.Failures(), len(p.Requests()), p.Unused(), f.Failures(), len(f.Requests()), f.Unused())
+			}
+		}
+	}
+	if fixture.RaceDetector {
+		return // the race detector's instrumentation allocates
+	}
+	steps := func(p *scripted.Provider) {
+		for _, r := range requests {
+			_, _ = p.Step(context.Background(), r)
+		}
+	}
+	steps(p.Refork(base))
+	forked := testing.AllocsPerRun(50, func() { steps(base.Fork()) })
+	reforked := testing.AllocsPerRun(50, func() { steps(p.Refork(base)) })
+	// A fork makes the provider, its scripts, three run states (one
+	// chunk of two, one of four) and four responses.
+	if forked-reforked < 6 {
+		t.Errorf("a reforked provider's round allocates %v times, a fork's %v: want at least 6 fewer", reforked, forked)
+	}
+}
+
+func errorTexts(errs []error) []string {
+	var out []string
+	for _, err := range errs {
+		out = append(out, err.Error())
+	}
+	return out
 }

@@ -163,6 +163,70 @@ type Provider struct {
 	// function of the caller's (When, Respond, Answer's Func); it is read
 	// before every request (ReadsRequestsOnly) without the lock.
 	userCode atomic.Int64
+	// kept is what a provider reforked (Refork) keeps for its next fork;
+	// nil for any other.
+	kept *kept
+}
+
+// kept is the memory of a reforked provider's bookkeeping: the scripts'
+// cursors, and every run state and response it made, handed out again
+// in order after the next Refork.
+type kept struct {
+	scripts []script
+	runs    made[runState]
+	ones    made[oneCall]
+	multis  made[core.Response]
+}
+
+// made lists the values of a kind a reforked provider made, in order,
+// so that after the next Refork it hands them out again before it makes
+// more. The methods of a nil kept's lists do nothing.
+type made[T any] struct {
+	list []*T
+	next int // list[:next] are in use since the Refork
+}
+
+// take returns the next value made before, not zeroed; nil when every
+// one is in use.
+func (m *made[T]) take() *T {
+	if m == nil || m.next == len(m.list) {
+		return nil
+	}
+	m.next++
+	return m.list[m.next-1]
+}
+
+// keep lists a value made since the Refork, in use.
+func (m *made[T]) keep(v *T) {
+	if m != nil {
+		m.list = append(m.list, v)
+		m.next++
+	}
+}
+
+// reuse hands the values out again from the first.
+func (m *made[T]) reuse() { m.next = 0 }
+
+// The lists of a kept, nil for none.
+func (k *kept) runStates() *made[runState] {
+	if k == nil {
+		return nil
+	}
+	return &k.runs
+}
+
+func (k *kept) oneCalls() *made[oneCall] {
+	if k == nil {
+		return nil
+	}
+	return &k.ones
+}
+
+func (k *kept) responses() *made[core.Response] {
+	if k == nil {
+		return nil
+	}
+	return &k.multis
 }
 
 // ReadsRequestsOnly reports whether the provider, as scripted so far, only
@@ -189,16 +253,29 @@ type runState struct {
 func (p *Provider) run(req *core.Request) *runState {
 	run, _ := p.runs.Get(req.Run)
 	if run == nil {
-		if len(p.runRoom) == 0 {
-			p.runChunk = min(max(2*p.runChunk, 2), 64)
-			p.runRoom = make([]runState, p.runChunk)
-		}
-		run, p.runRoom = &p.runRoom[0], p.runRoom[1:]
+		run = p.newRun()
 		n, _ := p.ordinals.Get(req.Agent)
 		run.ordinal = n + 1
 		p.ordinals.Set(req.Agent, n+1)
 		p.runs.Set(req.Run, run)
 	}
+	return run
+}
+
+// newRun is a zero run state: one a reforked provider made before, or
+// one from the run room. The caller holds p.mu.
+func (p *Provider) newRun() *runState {
+	if run := p.kept.runStates().take(); run != nil {
+		*run = runState{}
+		return run
+	}
+	if len(p.runRoom) == 0 {
+		p.runChunk = min(max(2*p.runChunk, 2), 64)
+		p.runRoom = make([]runState, p.runChunk)
+	}
+	run := &p.runRoom[0]
+	p.runRoom = p.runRoom[1:]
+	p.kept.runStates().keep(run)
 	return run
 }
 
@@ -302,7 +379,57 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := New(opts...)
-	scripts := make([]script, p.scripts.Len())
+	p.forkInto(q, nil)
+	return q
+}
+
+// Refork makes p a fork of from, what from.Fork(opts...) returns, in the
+// memory p has (p must not be from): the cursors of its scripts, and the
+// run states and responses it made, are reused for the new fork's,
+// from the next Refork on. Every response p handed out must no longer be in
+// use: a caller reforks a provider only once the run it answered was
+// dropped, as a campaign's job does with the runs that passed.
+func (p *Provider) Refork(from *Provider, opts ...Options) *Provider {
+	k := p.kept
+	if k == nil {
+		k = &kept{}
+	} else {
+		k.runs.reuse()
+		k.ones.reuse()
+		k.multis.reuse()
+	}
+	requests := p.requests
+	if cap(requests) <= len(p.requests0) {
+		requests = nil
+	}
+	*p = Provider{kept: k}
+	p.requests = p.requests0[:0]
+	if requests != nil {
+		clear(requests)
+		p.requests = requests[:0]
+	}
+	if len(opts) > 0 {
+		p.opts = opts[0]
+	}
+	from.mu.Lock()
+	defer from.mu.Unlock()
+	from.forkInto(p, k)
+	return p
+}
+
+// forkInto makes q, new, a fork of p, its scripts in k's (when it has
+// room for them). The caller holds p.mu.
+func (p *Provider) forkInto(q *Provider, k *kept) {
+	var scripts []script
+	if n := p.scripts.Len(); k != nil && cap(k.scripts) >= n {
+		scripts = k.scripts[:n]
+		clear(scripts)
+	} else {
+		scripts = make([]script, n)
+		if k != nil {
+			k.scripts = scripts
+		}
+	}
 	i := 0
 	for key, s := range p.scripts.All {
 		c := &scripts[i]
@@ -317,7 +444,6 @@ func (p *Provider) Fork(opts ...Options) *Provider {
 		q.funcs = maps.Clone(p.funcs)
 	}
 	q.userCode.Store(p.userCode.Load())
-	return q
 }
 
 // Compile encodes the arguments of every call the scripts hold so far,
@@ -544,11 +670,21 @@ func (p *Provider) encode(req *core.Request, c choice) (*core.Response, error) {
 	t, encoded := c.turn, c.args
 	var resp *core.Response
 	if len(t.Calls) == 1 {
-		r := &oneCall{}
+		r := p.kept.oneCalls().take()
+		if r == nil {
+			r = &oneCall{}
+			p.kept.oneCalls().keep(r)
+		} else {
+			*r = oneCall{}
+		}
 		resp = &r.Response
 		resp.ToolCalls = r.call[:0]
+	} else if resp = p.kept.responses().take(); resp != nil {
+		clear(resp.ToolCalls)
+		*resp = core.Response{ToolCalls: resp.ToolCalls[:0]}
 	} else {
 		resp = &core.Response{}
+		p.kept.responses().keep(resp)
 	}
 	resp.Text = t.Text
 	if t.Output != nil {

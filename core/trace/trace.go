@@ -20,7 +20,6 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/jsonenc"
-	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 // Kind names an entry.
@@ -348,19 +347,50 @@ type Recorder struct {
 	nextTools int
 	// The parts of the entries Observe records come from slabs, a few
 	// allocations for a run rather than one per entry.
-	requests  slab.Slab[RequestPart]
-	responses slab.Slab[ResponsePart]
-	runs      slab.Slab[RunPart]
-	works     slab.Slab[WorkPart]
+	requests  chunks[RequestPart]
+	responses chunks[ResponsePart]
+	runs      chunks[RunPart]
+	works     chunks[WorkPart]
 	// rows holds the requests' status rows, inputs the runs' inputs.
-	rows   slab.Slab[string]
-	inputs slab.Slab[byte]
+	rows   chunks[string]
+	inputs chunks[byte]
 }
 
 // NewRecorder returns a recorder whose offsets count from start.
 func NewRecorder(start time.Time) *Recorder {
-	return &Recorder{start: start, startMono: start != start.Round(0),
-		inputs: slab.Sized[byte](256, 16<<10)}
+	r := &Recorder{}
+	r.begin(start)
+	return r
+}
+
+// begin starts the recorder's offsets at start, with no entries.
+func (r *Recorder) begin(start time.Time) {
+	r.start, r.startMono = start, start != start.Round(0)
+	if r.inputs.next == 0 {
+		r.inputs = sizedChunks[byte](256, 16<<10)
+	}
+}
+
+// Reset empties the recorder for another run whose offsets count from
+// start, keeping its memory: the next entries, and the parts they carry,
+// take the room of the ones recorded so far. Every entry, trace and part
+// the recorder handed out before (Trace, Entries) must no longer be in
+// use: a caller resets a recorder only once it knows the run it recorded
+// was dropped. The tool lists it keeps are shared with the entries as
+// before (they are never modified), so that a later run's requests reuse
+// them too.
+func (r *Recorder) Reset(start time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.entries)
+	r.entries = r.entries[:0]
+	r.requests.reset()
+	r.responses.reset()
+	r.runs.reset()
+	r.works.reset()
+	r.rows.reset()
+	r.inputs.reset()
+	r.begin(start)
 }
 
 // Grow makes room for n more entries at once. A caller that knows roughly
