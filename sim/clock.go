@@ -45,10 +45,11 @@ type Clock struct {
 	// idle poll does, moves it in place instead of it being taken out
 	// before the callback and pushed back by the Reset.
 	firing *vtimer
-	// timers0 is the first backing of timers; slab holds timers not made
-	// yet, four at a time.
-	timers0 [4]*vtimer
-	slab    []vtimer
+	// slab holds timers not handed out yet, four at a time, the first
+	// three made with the clock. A timer is never reused: whoever it was
+	// handed to may Stop or Reset it as long as they like.
+	slab  []vtimer
+	slab0 [3]vtimer
 }
 
 var _ clockwork.Clock = (*Clock)(nil)
@@ -279,7 +280,11 @@ func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 // newTimer returns an unscheduled timer.
 func (c *Clock) newTimer() *vtimer {
 	if len(c.slab) == 0 {
-		c.slab = make([]vtimer, 4)
+		if c.slab0[0].clock == nil {
+			c.slab = c.slab0[:]
+		} else {
+			c.slab = make([]vtimer, 4)
+		}
 	}
 	t := &c.slab[0]
 	c.slab = c.slab[1:]

@@ -190,6 +190,28 @@ func (ws *watchSet) set(c <-chan struct{}, w *watchedSignal) {
 	ws.many[c] = w
 }
 
+// orphaned is the entry of a watched signal still open when its Sim gave
+// its room back (see Sim.giveRoom): the signal stays watched, but its
+// entry, which was the room's, is made anew for the next actor that waits
+// on it (see Sim.enlist). Nothing is ever written to it.
+var orphaned watchedSignal
+
+// orphan hands every entry to f and makes it orphaned.
+func (ws *watchSet) orphan(f func(w *watchedSignal)) {
+	for i := range ws.n {
+		if w := ws.few[i].w; w != &orphaned {
+			f(w)
+			ws.few[i].w = &orphaned
+		}
+	}
+	for c, w := range ws.many {
+		if w != &orphaned {
+			f(w)
+			ws.many[c] = &orphaned
+		}
+	}
+}
+
 // take removes the signal's entry and returns it, or nil.
 func (ws *watchSet) take(c <-chan struct{}) *watchedSignal {
 	if ws.many != nil {

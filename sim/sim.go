@@ -46,18 +46,20 @@ type Sim struct {
 	watched watchSet
 	spare   []*watchedSignal // closed ones, for reuse
 	slab    []watchedSignal  // never used yet
-	// The first of slab, spare, the ready set's tree and decisions, made
-	// with the Sim: a short run allocates no more.
-	slab0      [7]watchedSignal
-	spare0     [8]*watchedSignal
-	tree0      [16]readyNode
+	// decisions0 is the first backing of decisions, made with the Sim: a
+	// short run allocates no more. The other backings (the actors, the
+	// ready set's tree, the watched signals, the idle coroutines and the
+	// timer heap) are the room's.
 	decisions0 [16]Decision
-	actors0    [4]*actor
 	// idle holds the coroutines whose actors finished, for the next
 	// actors to start; pool, when set, those of earlier runs.
-	idle  []*coroutine
-	idle0 [4]*coroutine
-	pool  *Pool
+	idle []*coroutine
+	pool *Pool
+	// room is the working memory the slices above start in (see room):
+	// made with the Sim without a pool; with one, taken from the pool when
+	// the Sim first needs it and given back once the Sim is empty and its
+	// driver has returned, nil in between.
+	room *room
 	// polled holds the waiting actors that wait on a signal nobody said
 	// it will close: they are polled on every step, as every waiting actor
 	// once was.
@@ -84,10 +86,8 @@ type Sim struct {
 	// onPoll is a test hook (export_test.go), told of every poll of a
 	// waiting actor's signals.
 	onPoll func(actor string)
-	// stepped is what onStep is told, reused from step to step.
-	stepped Actor
-	steps   int
-	limit   int
+	steps  int
+	limit  int
 }
 
 // Decision is one scheduling choice.
@@ -111,21 +111,21 @@ type actor struct {
 	id      int
 	name    string
 	fn      func()
-	state   actorState
 	signals []<-chan struct{}
 	reason  string
 	point   core.Point
 	woke    int
-	killed  bool
 
 	// pos is the actor's place in the ready set's order (creation order);
 	// inReady whether it is in the set; inPolled whether it is in polled.
-	pos      int
-	inReady  bool
-	inPolled bool
+	pos int
 	// wait counts the actor's waits, so that a signal that closes after
 	// the wait it was registered for ended wakes nobody.
-	wait uint32
+	wait     uint32
+	state    actorState
+	killed   bool
+	inReady  bool
+	inPolled bool
 
 	// co is the coroutine the actor runs on, given to it when it first
 	// runs: resume switches to it, park switches back, Kill unwinds it.
@@ -202,23 +202,30 @@ type Options struct {
 	OnJump func(from, to time.Time)
 	// Start is where the clock starts; default Epoch.
 	Start time.Time
-	// Pool, when set, lends the Sim its actors' coroutines and keeps them
-	// once the call that drives the Sim returns, for the next Sim (see
-	// Pool). Without one, the Sim's coroutines end when that call returns.
+	// Pool, when set, lends the Sim its actors' coroutines and its room
+	// (its working memory) and keeps them once the call that drives the
+	// Sim returns, for the next Sim (see Pool). Without one, the Sim's
+	// coroutines end when that call returns.
 	Pool *Pool
 }
 
 // New returns a simulator whose clock reads Options.Start (default Epoch).
 func New(opts Options) *Sim {
-	s := &Sim{
-		seed:   opts.Seed,
-		replay: opts.Replay,
-		strict: opts.ReplayStrict,
-		onStep: opts.OnStep,
-		onJump: opts.OnJump,
-		limit:  opts.StepLimit,
-		pool:   opts.Pool,
+	var s *Sim
+	if opts.Pool == nil {
+		// The Sim and its room, made together: the room is never given
+		// back.
+		x := new(struct {
+			Sim
+			room room
+		})
+		s = &x.Sim
+		s.room = x.room.init()
+	} else {
+		s = new(Sim) // its room comes from the pool, when first needed
 	}
+	s.seed, s.replay, s.strict = opts.Seed, opts.Replay, opts.ReplayStrict
+	s.onStep, s.onJump, s.limit, s.pool = opts.OnStep, opts.OnJump, opts.StepLimit, opts.Pool
 	s.sched = *NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
 		s.limit = 1_000_000
@@ -228,10 +235,10 @@ func New(opts Options) *Sim {
 		start = Epoch
 	}
 	s.clock = Clock{sim: s, now: start, nowOK: true, start: start}
-	s.slab, s.spare, s.idle = s.slab0[:], s.spare0[:0], s.idle0[:0]
-	s.decisions, s.actors = s.decisions0[:0], s.actors0[:0]
-	s.clock.timers = s.clock.timers0[:0]
-	s.ready.resetIn(s.tree0[:])
+	s.decisions = s.decisions0[:0]
+	if s.room != nil {
+		s.useRoom(s.room)
+	}
 	return s
 }
 
@@ -265,6 +272,9 @@ var _ core.SignalWatcher = (*Sim)(nil)
 
 // Go registers a new actor. It does not run until the scheduler picks it.
 func (s *Sim) Go(name string, fn func()) {
+	if s.room == nil {
+		s.takeRoom()
+	}
 	s.nextID++
 	if len(s.actorSlab) == 0 {
 		s.actorSlab = make([]actor, 4)
@@ -287,12 +297,20 @@ func (s *Sim) Go(name string, fn func()) {
 // will close still work: the actors waiting on one are polled on every
 // step.
 func (s *Sim) Watch(signal <-chan struct{}) {
+	if s.room == nil {
+		s.takeRoom()
+	}
+	s.watched.set(signal, s.newWatched())
+}
+
+// newWatched returns an unused entry for a watched signal.
+func (s *Sim) newWatched() *watchedSignal {
 	var w *watchedSignal
 	if n := len(s.spare); n > 0 {
 		w = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		// Made sixteen at a time (the first seven with the Sim), and
+		// Made sixteen at a time (the first seven with the room), and
 		// reused once closed.
 		if len(s.slab) == 0 {
 			s.slab = make([]watchedSignal, 16)
@@ -301,15 +319,15 @@ func (s *Sim) Watch(signal <-chan struct{}) {
 		s.slab = s.slab[1:]
 		w.waiters = w.first[:0]
 	}
-	s.watched.set(signal, w)
+	return w
 }
 
 // Closed makes runnable every actor waiting on a watched signal that
 // closed.
 func (s *Sim) Closed(signal <-chan struct{}) {
 	w := s.watched.take(signal)
-	if w == nil {
-		return // told twice, or never told of it
+	if w == nil || w == &orphaned {
+		return // told twice, never told of it, or nobody waited since the room went back
 	}
 	for _, x := range w.waiters {
 		if x.current() {
@@ -373,6 +391,10 @@ func (s *Sim) enlist(a *actor) bool {
 			continue // never closes
 		}
 		if w := s.watched.get(c); w != nil {
+			if w == &orphaned {
+				w = s.newWatched()
+				s.watched.set(c, w)
+			}
 			w.enlist(a)
 			continue
 		}
@@ -636,8 +658,9 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 		s.remove(a)
 	}
 	if s.onStep != nil {
-		s.stepped = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone}
-		s.onStep(&s.stepped)
+		st := &s.room.stepped // an actor ran: the Sim has its room
+		*st = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone}
+		s.onStep(st)
 	}
 	return true, nil
 }
@@ -761,6 +784,7 @@ func (s *Sim) enter() { s.driving++ }
 func (s *Sim) leave() {
 	if s.driving--; s.driving == 0 {
 		s.releaseIdle()
+		s.giveRoom()
 	}
 }
 
@@ -833,6 +857,7 @@ func (s *Sim) deadlock() *DeadlockError {
 // are dropped too. No goroutine is left behind: the killed actors'
 // coroutines end, and the idle ones end too or go to the Sim's pool.
 func (s *Sim) Kill() {
+	actors := s.actors[:0] // their backing, kept (an unwinding that starts actors may move them)
 	for len(s.actors) > 0 {
 		a := s.actors[0]
 		s.actors = s.actors[1:]
@@ -848,8 +873,15 @@ func (s *Sim) Kill() {
 		a.state = stateDone
 	}
 	s.releaseIdle()
-	s.actors, s.live, s.polled = nil, 0, nil
-	s.ready.reset(0)
+	clear(actors[:cap(actors)])
+	clear(s.polled)
+	s.actors, s.live, s.polled = actors, 0, s.polled[:0]
+	if s.room != nil {
+		s.ready.resetIn(s.ready.tree)
+	}
+	if s.driving == 0 {
+		s.giveRoom()
+	}
 }
 
 // Live returns the actors that have not finished.
