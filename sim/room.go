@@ -10,8 +10,9 @@ package sim
 // run starts in memory the last one warmed, and makes none of it.
 //
 // Why nothing that a caller can still hold is reused. A room holds only
-// what the Sim never hands out: its actor structs (hooks are told of an
-// actor by a copy, an Actor), the ready set, the lists of actors and idle
+// what the Sim never hands out: its actor structs (OnStep is handed an
+// actor's Actor, valid only during the call; Live and a DeadlockError copy
+// them), the ready set, the lists of actors and idle
 // coroutines, the closed watched signals kept for reuse, the heap's backing
 // array. What the Sim does hand out stays with the Sim and is never given
 // back: the Sim and its Clock themselves, every timer (a clockwork.Timer
@@ -34,9 +35,6 @@ type room struct {
 	spare  []*watchedSignal
 	slab   []watchedSignal
 	timers []*vtimer
-	// stepped is what OnStep is told, reused from step to step: the
-	// *Actor is valid only during the call.
-	stepped Actor
 
 	actor0  [4]actor
 	slab0   [7]watchedSignal
@@ -93,7 +91,6 @@ func (s *Sim) giveRoom() {
 	clear(s.polled[:cap(s.polled)])
 	clear(s.ready.tree)
 	clear(r.actor0[:])
-	r.stepped = Actor{}
 	r.actors, r.idle, r.polled, r.tree = s.actors[:0], s.idle[:0], s.polled[:0], s.ready.tree
 	r.spare, r.slab = s.spare, s.slab
 	c := &s.clock

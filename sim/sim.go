@@ -108,12 +108,11 @@ const (
 )
 
 type actor struct {
-	id      int
-	name    string
+	// Actor is the actor as hooks are told of it: OnStep is handed it
+	// itself, not a copy made per step.
+	Actor
 	fn      func()
 	signals []<-chan struct{}
-	reason  string
-	point   core.Point
 	woke    int
 
 	// pos is the actor's place in the ready set's order (creation order);
@@ -196,7 +195,7 @@ type Options struct {
 	// default 1,000,000.
 	StepLimit int
 	// OnStep is called after every step, with the actor that ran. The
-	// *Actor is valid only during the call.
+	// *Actor is valid only during the call, and is not to be written to.
 	OnStep func(a *Actor)
 	// OnJump is called when virtual time jumps.
 	OnJump func(from, to time.Time)
@@ -281,7 +280,7 @@ func (s *Sim) Go(name string, fn func()) {
 	}
 	a := &s.actorSlab[0]
 	s.actorSlab = s.actorSlab[1:]
-	a.id, a.name, a.fn = s.nextID, name, fn
+	a.ID, a.Name, a.fn = s.nextID, name, fn
 	s.actors = append(s.actors, a)
 	s.live++
 	if s.ready.full() {
@@ -349,7 +348,7 @@ func (s *Sim) Yield(p core.Point) {
 	if a.killed {
 		panic(errKilled)
 	}
-	a.state, a.point, a.reason = stateReady, p, ""
+	a.state, a.Point, a.Reason = stateReady, p, ""
 	s.park(a)
 }
 
@@ -371,7 +370,7 @@ func (s *Sim) Wait(reason string, signals ...<-chan struct{}) int {
 		panic(errKilled)
 	}
 	a.wait++
-	a.state, a.signals, a.reason = stateWaiting, signals, reason
+	a.state, a.signals, a.Reason = stateWaiting, signals, reason
 	if !s.enlist(a) {
 		s.ready.remove(a)
 	}
@@ -486,7 +485,7 @@ func (c *coroutine) body(yield func(struct{}) bool) {
 func (a *actor) run() {
 	defer func() {
 		if p := recover(); p != nil && !a.killed {
-			a.panicked = &ActorPanic{Actor: a.name, Value: p, Stack: string(debug.Stack())}
+			a.panicked = &ActorPanic{Actor: a.Name, Value: p, Stack: string(debug.Stack())}
 		}
 		// A killed actor's unwinding may panic in other ways (deferred
 		// code meeting a dead runtime); a crash loses all of it.
@@ -649,7 +648,7 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 	a := s.choose()
 	if a.state == stateWaiting {
 		if a.woke = poll(a.signals); a.woke < 0 {
-			panic(fmt.Sprintf("sim: actor %q was woken, but none of its signals has closed", a.name))
+			panic(fmt.Sprintf("sim: actor %q was woken, but none of its signals has closed", a.Name))
 		}
 	}
 	s.resume(a)
@@ -658,9 +657,8 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 		s.remove(a)
 	}
 	if s.onStep != nil {
-		st := &s.room.stepped // an actor ran: the Sim has its room
-		*st = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone}
-		s.onStep(st)
+		a.Done = a.state == stateDone
+		s.onStep(&a.Actor)
 	}
 	return true, nil
 }
@@ -674,7 +672,7 @@ func (s *Sim) pollUnwatched() {
 	j := 0
 	for _, a := range s.polled {
 		if s.onPoll != nil {
-			s.onPoll(a.name)
+			s.onPoll(a.Name)
 		}
 		switch {
 		case a.state != stateWaiting || a.inReady || a.killed:
@@ -710,7 +708,7 @@ func (s *Sim) choose() *actor {
 		}
 	}
 	a := s.ready.at(i)
-	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: a.name})
+	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: a.Name})
 	return a
 }
 
@@ -844,7 +842,7 @@ func (s *Sim) deadlock() *DeadlockError {
 	e := &DeadlockError{At: s.clock.Elapsed()}
 	for _, a := range s.actors {
 		if a.state != stateDone {
-			e.Actors = append(e.Actors, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})
+			e.Actors = append(e.Actors, Actor{ID: a.ID, Name: a.Name, Point: a.Point, Reason: a.Reason})
 		}
 	}
 	return e
@@ -889,7 +887,7 @@ func (s *Sim) Live() []Actor {
 	out := make([]Actor, 0, s.live)
 	for _, a := range s.actors {
 		if a.state != stateDone {
-			out = append(out, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})
+			out = append(out, Actor{ID: a.ID, Name: a.Name, Point: a.Point, Reason: a.Reason})
 		}
 	}
 	return out
