@@ -58,15 +58,20 @@ func (p *Pool) take() *coroutine {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	var c *coroutine
-	if n := len(p.idle); n > 0 {
-		c = p.idle[n-1]
-		p.idle[n-1] = nil
-		p.idle = p.idle[:n-1]
+	return pop(&p.mu, &p.idle)
+}
+
+// pop takes the last of the list l that mu guards, or returns nil.
+func pop[T any](mu *sync.Mutex, l *[]*T) *T {
+	mu.Lock()
+	var x *T
+	if n := len(*l); n > 0 {
+		x = (*l)[n-1]
+		(*l)[n-1] = nil
+		*l = (*l)[:n-1]
 	}
-	p.mu.Unlock()
-	return c
+	mu.Unlock()
+	return x
 }
 
 // give keeps the idle coroutines cs, as many as there is room for, and
@@ -92,15 +97,7 @@ func (p *Pool) takeRoom() *room {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	var r *room
-	if n := len(p.rooms); n > 0 {
-		r = p.rooms[n-1]
-		p.rooms[n-1] = nil
-		p.rooms = p.rooms[:n-1]
-	}
-	p.mu.Unlock()
-	return r
+	return pop(&p.mu, &p.rooms)
 }
 
 // giveRoom keeps a room a Sim gave back, if there is room for it.

@@ -76,50 +76,54 @@ var roomRuns = map[string]roomRun{
 		return transcript(s, order, errors.New(strings.SplitN(fmt.Sprint(p), "\n", 2)[0]))
 	},
 	"crashed": func(opts sim.Options) string {
-		s := sim.New(opts)
 		var order []string
-		for _, name := range []string{"a", "b"} {
-			s.Go(name, func() {
-				for i := 0; ; i++ {
-					order = append(order, fmt.Sprint(name, i))
-					s.Yield(core.Point{Kind: core.PointToolCall})
-				}
-			})
-		}
+		s := pair(opts, func(s *sim.Sim, name string, i int) bool {
+			order = append(order, fmt.Sprint(name, i))
+			s.Yield(core.Point{Kind: core.PointToolCall})
+			return true
+		})
 		err := s.Run(func() bool { return len(order) >= 5 })
 		s.Kill()
 		return transcript(s, order, err)
 	},
 	"deadlocked": func(opts sim.Options) string {
-		s := sim.New(opts)
 		var order []string
-		never := core.NewSignal(s)
-		for _, name := range []string{"a", "b"} {
-			s.Go(name, func() {
-				order = append(order, name)
-				s.Yield(core.Point{Kind: core.PointToolCall})
-				s.Wait("never", never.C())
-			})
-		}
+		var never core.Signal
+		s := pair(opts, func(s *sim.Sim, name string, i int) bool {
+			order = append(order, name)
+			s.Yield(core.Point{Kind: core.PointToolCall})
+			s.Wait("never", never.C())
+			return false
+		})
+		never = core.NewSignal(s)
 		err := s.Run(nil)
 		s.Kill()
 		return transcript(s, order, err)
 	},
 	"parked past the horizon": func(opts sim.Options) string {
-		s := sim.New(opts)
 		var order []string
-		for _, name := range []string{"a", "b"} {
-			s.Go(name, func() {
-				for i := 0; ; i++ {
-					order = append(order, fmt.Sprint(name, i, "@", s.Clock().Elapsed()))
-					s.Clock().Sleep(time.Duration(len(name)) * time.Minute)
-				}
-			})
-		}
+		s := pair(opts, func(s *sim.Sim, name string, i int) bool {
+			order = append(order, fmt.Sprint(name, i, "@", s.Clock().Elapsed()))
+			s.Clock().Sleep(time.Duration(len(name)) * time.Minute)
+			return true
+		})
 		err := s.RunFor(5 * time.Minute)
 		s.Kill()
 		return transcript(s, order, err)
 	},
+}
+
+// pair starts actors a and b on a new Sim, each taking rounds until round
+// returns false.
+func pair(opts sim.Options, round func(s *sim.Sim, name string, i int) bool) *sim.Sim {
+	s := sim.New(opts)
+	for _, name := range []string{"a", "b"} {
+		s.Go(name, func() {
+			for i := 0; round(s, name, i); i++ {
+			}
+		})
+	}
+	return s
 }
 
 func transcript(s *sim.Sim, order []string, err error) string {
