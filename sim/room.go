@@ -12,21 +12,24 @@ package sim
 // Why nothing that a caller can still hold is reused. A room holds only
 // what the Sim never hands out: its actor structs (OnStep is handed an
 // actor's Actor, valid only during the call; Live and a DeadlockError copy
-// them), the ready set, the lists of actors and idle
-// coroutines, the closed watched signals kept for reuse, the heap's backing
-// array. What the Sim does hand out stays with the Sim and is never given
-// back: the Sim and its Clock themselves, every timer (a clockwork.Timer
-// may be stopped or reset at any time after the run: timers come from a
-// slab of the Clock's, see Clock.newTimer), and the Decisions (an outcome
-// keeps them). A Sim gives its room back only when every one of its actors
-// has finished (no coroutine runs or parks on it, and so no actor's stack
-// still points into the room), no watched signal is open (none waits for a
-// Closed that would find the room's entries), and no call drives the Sim
-// (driving is 0: the outermost driver's leave, or a Kill from outside any
-// driver). Whatever the Sim does after that (a late Reset of one of its
-// timers, a signal that closes, Live, Decisions, another run) finds
-// nothing of the room: a new actor or watched signal takes another room,
-// and a Sim without one has nothing the room held.
+// them), the ready set, the lists of actors and idle coroutines, the
+// watched signals' entries, the heap's backing array. What the Sim does
+// hand out stays with the Sim and is never given back: the Sim and its
+// Clock themselves, every timer (a clockwork.Timer may be stopped or reset
+// at any time after the run: timers come from a slab of the Clock's, see
+// Clock.newTimer), and the Decisions (an outcome keeps them). A Sim gives
+// its room back only when every one of its actors has finished (no
+// coroutine runs or parks on it, so no actor's stack still points into the
+// room, and no waiter of a watched signal is current) and no call drives
+// the Sim (driving is 0: the outermost driver's leave, or a Kill from
+// outside any driver). A watched signal still open then keeps its place in
+// the Sim's watch set, which is the Sim's, but not its entry, which was the
+// room's (see orphaned): a Closed finds nothing to wake, as it would have,
+// and an actor that waits on it later gets a new entry. Whatever the Sim
+// does after that (a late Reset of one of its timers, a signal that
+// closes, Live, Decisions, another run) finds nothing of the room: a new
+// actor or watched signal takes another room, and a Sim without one has
+// nothing the room held.
 type room struct {
 	actors []*actor
 	idle   []*coroutine
