@@ -53,3 +53,25 @@ func BenchmarkIdleTimer(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fires), "ns/fire")
 }
+
+// BenchmarkStepAlone is a step of the only runnable actor, with a hook told
+// of every step, as a run of one agent mostly takes: an actor that yields
+// 1,000 times; ns/step is the cost of one.
+func BenchmarkStepAlone(b *testing.B) {
+	const yields = 1000
+	b.ReportAllocs()
+	p := core.Point{Kind: core.PointToolCall}
+	steps := 0
+	for b.Loop() {
+		s := sim.New(sim.Options{Seed: 1, OnStep: func(a *sim.Actor) { steps += a.Point.Step + 1 }})
+		s.Go("alone", func() {
+			for range yields {
+				s.Yield(p)
+			}
+		})
+		if err := s.Run(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(yields+1)), "ns/step")
+}

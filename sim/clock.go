@@ -45,10 +45,11 @@ type Clock struct {
 	// idle poll does, moves it in place instead of it being taken out
 	// before the callback and pushed back by the Reset.
 	firing *vtimer
-	// timers0 is the first backing of timers; slab holds timers not made
-	// yet, four at a time.
-	timers0 [4]*vtimer
-	slab    []vtimer
+	// slab holds timers not handed out yet, four at a time, the first
+	// three made with the clock. A timer is never reused: whoever it was
+	// handed to may Stop or Reset it as long as they like.
+	slab  []vtimer
+	slab0 [3]vtimer
 }
 
 var _ clockwork.Clock = (*Clock)(nil)
@@ -228,7 +229,7 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 // callback, were it called then, would do nothing but re-arm its own timer
 // with Reset(reset), and, if so, does to its own state what that callback
 // would have done. It must not read the clock (the clock has not moved to
-// at), start actors, close signals or arm other timers.
+// at), start actors, close signals, or arm or stop other timers.
 //
 // When the timer is the earliest pending one and no actor can run, the
 // simulator asks idle, and if the round is idle it re-arms the timer for
@@ -261,17 +262,36 @@ func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 		if bounded && t.at > horizon {
 			return true
 		}
-		if t.idle == nil {
-			return false
+		// t's rival for the top of the heap is the earlier of its
+		// children: rounds of t move no other timer, so t stays at the top,
+		// where down would leave it, for as long as it is due before the
+		// rival, and its rounds there need no look at the heap.
+		var rival *vtimer
+		if h := c.timers; len(h) > 1 {
+			rival = h[1]
+			if len(h) > 2 && h[2].before(rival) {
+				rival = h[2]
+			}
 		}
-		d, idle := t.idle(time.Duration(t.at))
-		if !idle {
-			return false
+		for {
+			if t.idle == nil {
+				return false
+			}
+			d, idle := t.idle(time.Duration(t.at))
+			if !idle {
+				return false
+			}
+			// The callback's Reset(d) with the clock at t.at (schedule).
+			c.seq++
+			t.at, t.seq = after(t.at, max(d, 0)), c.seq
+			if rival != nil && !t.before(rival) {
+				c.timers.down(0)
+				break
+			}
+			if bounded && t.at > horizon {
+				return true
+			}
 		}
-		// The callback's Reset(d) with the clock at t.at (schedule).
-		c.seq++
-		t.at, t.seq = after(t.at, max(d, 0)), c.seq
-		c.timers.down(0)
 	}
 	return false
 }
@@ -279,7 +299,11 @@ func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 // newTimer returns an unscheduled timer.
 func (c *Clock) newTimer() *vtimer {
 	if len(c.slab) == 0 {
-		c.slab = make([]vtimer, 4)
+		if c.slab0[0].clock == nil {
+			c.slab = c.slab0[:]
+		} else {
+			c.slab = make([]vtimer, 4)
+		}
 	}
 	t := &c.slab[0]
 	c.slab = c.slab[1:]

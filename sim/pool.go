@@ -23,6 +23,13 @@ const DefaultPoolSize = 64
 // afresh (the coroutine keeps no state of its last actor but its stack), so
 // a Sim's outcome, schedule and timing are the same with a pool or without.
 //
+// A Pool keeps the Sims' rooms too (up to its size): a Sim's working memory
+// (its actors, ready set, watched signals, the backings of its lists and
+// of its timer heap), which a Sim on the pool takes when it first needs it
+// and gives back once all its actors have finished and the call that
+// drives it returns, or a Kill from outside that call has ended them (see
+// room for why nothing it gives back is still reachable by its caller).
+//
 // A Pool is safe for use by several Sims at once, on any goroutines; its
 // coroutines may be resumed from any goroutine. The caller owns it and
 // must Close it, which ends every idle coroutine; a Sim that gives
@@ -32,6 +39,8 @@ type Pool struct {
 	idle   []*coroutine
 	max    int
 	closed bool
+	// rooms are the Sims' rooms given back (see room), up to max.
+	rooms []*room
 }
 
 // NewPool returns a pool that keeps up to max idle coroutines
@@ -49,15 +58,20 @@ func (p *Pool) take() *coroutine {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	var c *coroutine
-	if n := len(p.idle); n > 0 {
-		c = p.idle[n-1]
-		p.idle[n-1] = nil
-		p.idle = p.idle[:n-1]
+	return pop(&p.mu, &p.idle)
+}
+
+// pop takes the last of the list l that mu guards, or returns nil.
+func pop[T any](mu *sync.Mutex, l *[]*T) *T {
+	mu.Lock()
+	var x *T
+	if n := len(*l); n > 0 {
+		x = (*l)[n-1]
+		(*l)[n-1] = nil
+		*l = (*l)[:n-1]
 	}
-	p.mu.Unlock()
-	return c
+	mu.Unlock()
+	return x
 }
 
 // give keeps the idle coroutines cs, as many as there is room for, and
@@ -77,13 +91,31 @@ func (p *Pool) give(cs []*coroutine) {
 	clear(cs)
 }
 
+// takeRoom returns a kept room, or nil when the pool has none (or is nil
+// or closed).
+func (p *Pool) takeRoom() *room {
+	if p == nil {
+		return nil
+	}
+	return pop(&p.mu, &p.rooms)
+}
+
+// giveRoom keeps a room a Sim gave back, if there is room for it.
+func (p *Pool) giveRoom(r *room) {
+	p.mu.Lock()
+	if !p.closed && len(p.rooms) < p.max {
+		p.rooms = append(p.rooms, r)
+	}
+	p.mu.Unlock()
+}
+
 // Close ends every idle coroutine in the pool: no goroutine of its is left
 // behind. Coroutines that Sims hold when the pool closes end when they
 // come back. Close may be called more than once.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	idle := p.idle
-	p.idle, p.closed = nil, true
+	p.idle, p.rooms, p.closed = nil, nil, true
 	p.mu.Unlock()
 	for _, c := range idle {
 		c.stop()

@@ -16,6 +16,9 @@ type readySet struct {
 	top  int
 	n    int // runnable actors
 	next int // the next position to hand out
+	// last is the actor added last: while it is runnable and alone, it is
+	// the one at finds, without a search.
+	last *actor
 }
 
 type readyNode struct {
@@ -33,7 +36,7 @@ func (r *readySet) reset(size int) {
 func (r *readySet) resetIn(tree []readyNode) {
 	clear(tree)
 	r.tree = tree
-	r.top, r.n, r.next = 1, 0, 1
+	r.top, r.n, r.next, r.last = 1, 0, 1, nil
 }
 
 // full reports whether every position has been handed out.
@@ -55,6 +58,7 @@ func (r *readySet) add(a *actor) {
 	}
 	a.inReady = true
 	r.n++
+	r.last = a
 	for i := a.pos; i < len(r.tree); i += i & -i {
 		r.tree[i].n++
 	}
@@ -73,6 +77,9 @@ func (r *readySet) remove(a *actor) {
 
 // at returns the k-th runnable actor (from 0) in creation order.
 func (r *readySet) at(k int) *actor {
+	if r.n == 1 && r.last != nil && r.last.inReady {
+		return r.last // the one runnable actor
+	}
 	pos := 0
 	for step := r.top; step > 0; step >>= 1 {
 		if next := pos + step; next < len(r.tree) && r.tree[next].n <= k {
@@ -188,6 +195,28 @@ func (ws *watchSet) set(c <-chan struct{}, w *watchedSignal) {
 		ws.few, ws.n = [len(ws.few)]watchEntry{}, 0
 	}
 	ws.many[c] = w
+}
+
+// orphaned is the entry of a watched signal still open when its Sim gave
+// its room back (see Sim.giveRoom): the signal stays watched, but its
+// entry, which was the room's, is made anew for the next actor that waits
+// on it (see Sim.enlist). Nothing is ever written to it.
+var orphaned watchedSignal
+
+// orphan hands every entry to f and makes it orphaned.
+func (ws *watchSet) orphan(f func(w *watchedSignal)) {
+	for i := range ws.n {
+		if w := ws.few[i].w; w != &orphaned {
+			f(w)
+			ws.few[i].w = &orphaned
+		}
+	}
+	for c, w := range ws.many {
+		if w != &orphaned {
+			f(w)
+			ws.many[c] = &orphaned
+		}
+	}
 }
 
 // take removes the signal's entry and returns it, or nil.

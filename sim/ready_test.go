@@ -188,6 +188,37 @@ var _ = Describe("the ready queue", func() {
 		Expect(killedWoke).To(Equal([]bool{false, false, false}))
 	})
 
+	It("runs the one runnable actor, though another was made runnable after it and waits again", func() {
+		// The first runnable actor always goes (ReplayStrict), so the
+		// order is the ready set's alone.
+		s := sim.New(sim.Options{ReplayStrict: true})
+		wake, again := core.NewSignal(s), core.NewSignal(s)
+		var order []string
+		s.Go("woken", func() {
+			order = append(order, "woken waits")
+			s.Wait("wake", wake.C())
+			order = append(order, "woken wakes")
+			s.Wait("again", again.C()) // runnable last, and waiting again
+			order = append(order, "woken ends")
+		})
+		s.Go("first", func() {
+			for i := range 3 {
+				order = append(order, fmt.Sprint("first ", i))
+				if i == 0 {
+					wake.Close()
+				}
+				s.Yield(core.Point{Kind: core.PointToolCall, Step: i})
+			}
+			again.Close()
+		})
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(order).To(Equal([]string{"woken waits", "first 0", "woken wakes", "first 1", "first 2", "woken ends"}))
+		Expect(s.Decisions()).To(HaveLen(7))
+		for _, d := range s.Decisions()[3:6] {
+			Expect(d).To(Equal(sim.Decision{Choice: 0, Runnable: 1, Actor: "first"}))
+		}
+	})
+
 	It("picks the i-th runnable actor in creation order while actors come and go by the thousand", func() {
 		// Positions in the ready queue are handed out anew as they run
 		// out; the order among runnable actors stays creation order.

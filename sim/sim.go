@@ -46,18 +46,20 @@ type Sim struct {
 	watched watchSet
 	spare   []*watchedSignal // closed ones, for reuse
 	slab    []watchedSignal  // never used yet
-	// The first of slab, spare, the ready set's tree and decisions, made
-	// with the Sim: a short run allocates no more.
-	slab0      [7]watchedSignal
-	spare0     [8]*watchedSignal
-	tree0      [16]readyNode
+	// decisions0 is the first backing of decisions, made with the Sim: a
+	// short run allocates no more. The other backings (the actors, the
+	// ready set's tree, the watched signals, the idle coroutines and the
+	// timer heap) are the room's.
 	decisions0 [16]Decision
-	actors0    [4]*actor
 	// idle holds the coroutines whose actors finished, for the next
 	// actors to start; pool, when set, those of earlier runs.
-	idle  []*coroutine
-	idle0 [4]*coroutine
-	pool  *Pool
+	idle []*coroutine
+	pool *Pool
+	// room is the working memory the slices above start in (see room):
+	// made with the Sim without a pool; with one, taken from the pool when
+	// the Sim first needs it and given back once the Sim is empty and its
+	// driver has returned, nil in between.
+	room *room
 	// polled holds the waiting actors that wait on a signal nobody said
 	// it will close: they are polled on every step, as every waiting actor
 	// once was.
@@ -84,10 +86,8 @@ type Sim struct {
 	// onPoll is a test hook (export_test.go), told of every poll of a
 	// waiting actor's signals.
 	onPoll func(actor string)
-	// stepped is what onStep is told, reused from step to step.
-	stepped Actor
-	steps   int
-	limit   int
+	steps  int
+	limit  int
 }
 
 // Decision is one scheduling choice.
@@ -108,24 +108,23 @@ const (
 )
 
 type actor struct {
-	id      int
-	name    string
+	// Actor is the actor as hooks are told of it: OnStep is handed it
+	// itself, not a copy made per step.
+	Actor
 	fn      func()
-	state   actorState
 	signals []<-chan struct{}
-	reason  string
-	point   core.Point
 	woke    int
-	killed  bool
 
 	// pos is the actor's place in the ready set's order (creation order);
 	// inReady whether it is in the set; inPolled whether it is in polled.
-	pos      int
-	inReady  bool
-	inPolled bool
+	pos int
 	// wait counts the actor's waits, so that a signal that closes after
 	// the wait it was registered for ended wakes nobody.
-	wait uint32
+	wait     uint32
+	state    actorState
+	killed   bool
+	inReady  bool
+	inPolled bool
 
 	// co is the coroutine the actor runs on, given to it when it first
 	// runs: resume switches to it, park switches back, Kill unwinds it.
@@ -196,29 +195,36 @@ type Options struct {
 	// default 1,000,000.
 	StepLimit int
 	// OnStep is called after every step, with the actor that ran. The
-	// *Actor is valid only during the call.
+	// *Actor is valid only during the call, and is not to be written to.
 	OnStep func(a *Actor)
 	// OnJump is called when virtual time jumps.
 	OnJump func(from, to time.Time)
 	// Start is where the clock starts; default Epoch.
 	Start time.Time
-	// Pool, when set, lends the Sim its actors' coroutines and keeps them
-	// once the call that drives the Sim returns, for the next Sim (see
-	// Pool). Without one, the Sim's coroutines end when that call returns.
+	// Pool, when set, lends the Sim its actors' coroutines and its room
+	// (its working memory) and keeps them once the call that drives the
+	// Sim returns, for the next Sim (see Pool). Without one, the Sim's
+	// coroutines end when that call returns.
 	Pool *Pool
 }
 
 // New returns a simulator whose clock reads Options.Start (default Epoch).
 func New(opts Options) *Sim {
-	s := &Sim{
-		seed:   opts.Seed,
-		replay: opts.Replay,
-		strict: opts.ReplayStrict,
-		onStep: opts.OnStep,
-		onJump: opts.OnJump,
-		limit:  opts.StepLimit,
-		pool:   opts.Pool,
+	var s *Sim
+	if opts.Pool == nil {
+		// The Sim and its room, made together: the room is never given
+		// back.
+		x := new(struct {
+			Sim
+			room room
+		})
+		s = &x.Sim
+		s.room = x.room.init()
+	} else {
+		s = new(Sim) // its room comes from the pool, when first needed
 	}
+	s.seed, s.replay, s.strict = opts.Seed, opts.Replay, opts.ReplayStrict
+	s.onStep, s.onJump, s.limit, s.pool = opts.OnStep, opts.OnJump, opts.StepLimit, opts.Pool
 	s.sched = *NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
 		s.limit = 1_000_000
@@ -228,10 +234,10 @@ func New(opts Options) *Sim {
 		start = Epoch
 	}
 	s.clock = Clock{sim: s, now: start, nowOK: true, start: start}
-	s.slab, s.spare, s.idle = s.slab0[:], s.spare0[:0], s.idle0[:0]
-	s.decisions, s.actors = s.decisions0[:0], s.actors0[:0]
-	s.clock.timers = s.clock.timers0[:0]
-	s.ready.resetIn(s.tree0[:])
+	s.decisions = s.decisions0[:0]
+	if s.room != nil {
+		s.useRoom(s.room)
+	}
 	return s
 }
 
@@ -265,13 +271,16 @@ var _ core.SignalWatcher = (*Sim)(nil)
 
 // Go registers a new actor. It does not run until the scheduler picks it.
 func (s *Sim) Go(name string, fn func()) {
+	if s.room == nil {
+		s.takeRoom()
+	}
 	s.nextID++
 	if len(s.actorSlab) == 0 {
 		s.actorSlab = make([]actor, 4)
 	}
 	a := &s.actorSlab[0]
 	s.actorSlab = s.actorSlab[1:]
-	a.id, a.name, a.fn = s.nextID, name, fn
+	a.ID, a.Name, a.fn = s.nextID, name, fn
 	s.actors = append(s.actors, a)
 	s.live++
 	if s.ready.full() {
@@ -287,12 +296,20 @@ func (s *Sim) Go(name string, fn func()) {
 // will close still work: the actors waiting on one are polled on every
 // step.
 func (s *Sim) Watch(signal <-chan struct{}) {
+	if s.room == nil {
+		s.takeRoom()
+	}
+	s.watched.set(signal, s.newWatched())
+}
+
+// newWatched returns an unused entry for a watched signal.
+func (s *Sim) newWatched() *watchedSignal {
 	var w *watchedSignal
 	if n := len(s.spare); n > 0 {
 		w = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		// Made sixteen at a time (the first seven with the Sim), and
+		// Made sixteen at a time (the first seven with the room), and
 		// reused once closed.
 		if len(s.slab) == 0 {
 			s.slab = make([]watchedSignal, 16)
@@ -301,15 +318,15 @@ func (s *Sim) Watch(signal <-chan struct{}) {
 		s.slab = s.slab[1:]
 		w.waiters = w.first[:0]
 	}
-	s.watched.set(signal, w)
+	return w
 }
 
 // Closed makes runnable every actor waiting on a watched signal that
 // closed.
 func (s *Sim) Closed(signal <-chan struct{}) {
 	w := s.watched.take(signal)
-	if w == nil {
-		return // told twice, or never told of it
+	if w == nil || w == &orphaned {
+		return // told twice, never told of it, or nobody waited since the room went back
 	}
 	for _, x := range w.waiters {
 		if x.current() {
@@ -331,7 +348,7 @@ func (s *Sim) Yield(p core.Point) {
 	if a.killed {
 		panic(errKilled)
 	}
-	a.state, a.point, a.reason = stateReady, p, ""
+	a.state, a.Point, a.Reason = stateReady, p, ""
 	s.park(a)
 }
 
@@ -353,7 +370,7 @@ func (s *Sim) Wait(reason string, signals ...<-chan struct{}) int {
 		panic(errKilled)
 	}
 	a.wait++
-	a.state, a.signals, a.reason = stateWaiting, signals, reason
+	a.state, a.signals, a.Reason = stateWaiting, signals, reason
 	if !s.enlist(a) {
 		s.ready.remove(a)
 	}
@@ -373,6 +390,10 @@ func (s *Sim) enlist(a *actor) bool {
 			continue // never closes
 		}
 		if w := s.watched.get(c); w != nil {
+			if w == &orphaned {
+				w = s.newWatched()
+				s.watched.set(c, w)
+			}
 			w.enlist(a)
 			continue
 		}
@@ -464,7 +485,7 @@ func (c *coroutine) body(yield func(struct{}) bool) {
 func (a *actor) run() {
 	defer func() {
 		if p := recover(); p != nil && !a.killed {
-			a.panicked = &ActorPanic{Actor: a.name, Value: p, Stack: string(debug.Stack())}
+			a.panicked = &ActorPanic{Actor: a.Name, Value: p, Stack: string(debug.Stack())}
 		}
 		// A killed actor's unwinding may panic in other ways (deferred
 		// code meeting a dead runtime); a crash loses all of it.
@@ -627,7 +648,7 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 	a := s.choose()
 	if a.state == stateWaiting {
 		if a.woke = poll(a.signals); a.woke < 0 {
-			panic(fmt.Sprintf("sim: actor %q was woken, but none of its signals has closed", a.name))
+			panic(fmt.Sprintf("sim: actor %q was woken, but none of its signals has closed", a.Name))
 		}
 	}
 	s.resume(a)
@@ -636,8 +657,8 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 		s.remove(a)
 	}
 	if s.onStep != nil {
-		s.stepped = Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason, Done: a.state == stateDone}
-		s.onStep(&s.stepped)
+		a.Done = a.state == stateDone
+		s.onStep(&a.Actor)
 	}
 	return true, nil
 }
@@ -651,7 +672,7 @@ func (s *Sim) pollUnwatched() {
 	j := 0
 	for _, a := range s.polled {
 		if s.onPoll != nil {
-			s.onPoll(a.name)
+			s.onPoll(a.Name)
 		}
 		switch {
 		case a.state != stateWaiting || a.inReady || a.killed:
@@ -687,7 +708,7 @@ func (s *Sim) choose() *actor {
 		}
 	}
 	a := s.ready.at(i)
-	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: a.name})
+	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: a.Name})
 	return a
 }
 
@@ -761,6 +782,7 @@ func (s *Sim) enter() { s.driving++ }
 func (s *Sim) leave() {
 	if s.driving--; s.driving == 0 {
 		s.releaseIdle()
+		s.giveRoom()
 	}
 }
 
@@ -820,7 +842,7 @@ func (s *Sim) deadlock() *DeadlockError {
 	e := &DeadlockError{At: s.clock.Elapsed()}
 	for _, a := range s.actors {
 		if a.state != stateDone {
-			e.Actors = append(e.Actors, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})
+			e.Actors = append(e.Actors, Actor{ID: a.ID, Name: a.Name, Point: a.Point, Reason: a.Reason})
 		}
 	}
 	return e
@@ -833,6 +855,7 @@ func (s *Sim) deadlock() *DeadlockError {
 // are dropped too. No goroutine is left behind: the killed actors'
 // coroutines end, and the idle ones end too or go to the Sim's pool.
 func (s *Sim) Kill() {
+	actors := s.actors[:0] // their backing, kept (an unwinding that starts actors may move them)
 	for len(s.actors) > 0 {
 		a := s.actors[0]
 		s.actors = s.actors[1:]
@@ -848,8 +871,15 @@ func (s *Sim) Kill() {
 		a.state = stateDone
 	}
 	s.releaseIdle()
-	s.actors, s.live, s.polled = nil, 0, nil
-	s.ready.reset(0)
+	clear(actors[:cap(actors)])
+	clear(s.polled)
+	s.actors, s.live, s.polled = actors, 0, s.polled[:0]
+	if s.room != nil {
+		s.ready.resetIn(s.ready.tree)
+	}
+	if s.driving == 0 {
+		s.giveRoom()
+	}
 }
 
 // Live returns the actors that have not finished.
@@ -857,7 +887,7 @@ func (s *Sim) Live() []Actor {
 	out := make([]Actor, 0, s.live)
 	for _, a := range s.actors {
 		if a.state != stateDone {
-			out = append(out, Actor{ID: a.id, Name: a.name, Point: a.point, Reason: a.reason})
+			out = append(out, Actor{ID: a.ID, Name: a.Name, Point: a.Point, Reason: a.Reason})
 		}
 	}
 	return out
