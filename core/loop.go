@@ -106,6 +106,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	}
 	step := inst.chain()
 	budget := inst.p.maxSteps
+	if budget <= 0 {
+		budget = rt.opts.MaxSteps
+	}
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
 	}

@@ -57,6 +57,11 @@ type Options struct {
 	// Model is passed to the provider in every request unless a Parallel
 	// run names one.
 	Model string
+	// Prepared holds agents prepared once (Prepare) that the runtime runs
+	// as they were prepared there, without preparing them again: a
+	// harness that makes a runtime per run of the same agents shares one
+	// set among them. Agents not in it are prepared by the runtime.
+	Prepared *Prepared
 
 	// Testing is for testing the testers, not for running agents: leave
 	// it zero.
@@ -105,7 +110,7 @@ type Runtime struct {
 	stopBase canceller
 
 	prepMu   sync.Mutex
-	prepared map[*Agent]*prepared
+	prepared map[*Agent]*prepared // made at the first agent not in opts.Prepared
 
 	closeOnce sync.Once
 	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
@@ -137,11 +142,10 @@ func New(opts Options) *Runtime {
 		opts.MaxDepth = DefaultMaxDepth
 	}
 	rt := &Runtime{
-		opts:     opts,
-		clock:    opts.Clock,
-		ids:      opts.IDs,
-		exec:     opts.Executor,
-		prepared: map[*Agent]*prepared{},
+		opts:  opts,
+		clock: opts.Clock,
+		ids:   opts.IDs,
+		exec:  opts.Executor,
 	}
 	var logObs Observer
 	if opts.Logger != nil {
@@ -303,10 +307,19 @@ func (rt *Runtime) ToolSpecs(a *Agent) ([]ToolSpec, error) {
 	return out, nil
 }
 
+// prepare returns the agent's preparation: the shared one of
+// Options.Prepared, else the runtime's own, made the first time.
 func (rt *Runtime) prepare(a *Agent) (*prepared, error) {
+	if p := rt.opts.Prepared.find(a); p != nil {
+		return p, nil
+	}
 	rt.prepMu.Lock()
 	defer rt.prepMu.Unlock()
-	return rt.prepareLocked(a, map[*Agent]*prepared{})
+	if rt.prepared == nil {
+		rt.prepared = map[*Agent]*prepared{}
+	}
+	pp := preparation{shared: rt.opts.Prepared, done: rt.prepared, inProgress: map[*Agent]*prepared{}}
+	return pp.agent(a)
 }
 
 // Output is an agent's final output.
