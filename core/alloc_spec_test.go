@@ -190,7 +190,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 	// The child runs on a goroutine of its own: the runtime waits for it
 	// (Settle) before the count ends, and its allocations are the same
 	// whichever runs first, since the coordinator only reads the status.
-	It("a run that starts one background child and reads its status once allocates at most 71 times", func() {
+	It("a run that starts one background child and reads its status once allocates at most 63 times, its registry finding the Work and its owner along short lists", func() {
 		coordinator := shared.Coordinator(shared.ResearchAgent())
 		callBackground := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "research",
 			Arguments: `{"question":"Why do leaves change color in autumn?","run_in_background":true}`}}}
@@ -215,7 +215,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 			rt.Settle()
 			_ = rt.Close()
 		})
-		Expect(n).To(BeNumerically("<=", 71))
+		Expect(n).To(BeNumerically("<=", 63))
 	})
 
 	// A top-level run, its result, its output and its first request are one
