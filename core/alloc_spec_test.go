@@ -218,6 +218,18 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 63))
 	})
 
+	// A runtime keeps no context of its own: Close cancels each unfinished
+	// Work item's, so a runtime that runs nothing is its own allocation,
+	// its registry's and its observers'.
+	It("a runtime made and closed allocates at most 3 times", func() {
+		obs, ids := core.ObserverFunc(func(core.Event) {}), &core.SequentialIDs{}
+		n := testing.AllocsPerRun(50, func() {
+			rt := core.New(core.Options{Provider: readingProvider(nil), IDs: ids, Observer: obs})
+			_ = rt.Close()
+		})
+		Expect(n).To(BeNumerically("<=", 3))
+	})
+
 	// A top-level run, its result, its output and its first request are one
 	// allocation; the rest of a run that answers at once is its id, its
 	// history, the history's copy for the request, its output's value and

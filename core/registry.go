@@ -220,7 +220,9 @@ func (r *registry) addOwnerLocked(owner string) *ownerWork {
 func (r *registry) startLocked(w *work) {
 	r.transitionLocked(w, lifecycle.Start)
 	r.running++
-	ctx, cancel := withCancel(r.rt.exec, r.rt.base)
+	// Its context is cancelled by a cancel of the Work, by Close (which
+	// cancels every unfinished item) and at its end.
+	ctx, cancel := withCancel(r.rt.exec, context.Background())
 	w.cancel = cancel
 	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
 }

@@ -106,8 +106,10 @@ type Runtime struct {
 	observer Observer
 	reg      *registry
 
-	base     context.Context
-	stopBase canceller
+	// closed is set once Close has cancelled every unfinished Work item:
+	// runs that start later fail with ErrClosed. (Close cancels each
+	// Work item's context itself, so they share no parent context.)
+	closed atomic.Bool
 
 	prepMu   sync.Mutex
 	prepared map[*Agent]*prepared // made at the first agent not in opts.Prepared
@@ -152,8 +154,6 @@ func New(opts Options) *Runtime {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
-	base, stop := withCancel(rt.exec, context.Background())
-	rt.base, rt.stopBase = base, stop
 	rt.reg = newRegistry(rt)
 	return rt
 }
@@ -405,7 +405,7 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 	if err != nil {
 		return nil, err
 	}
-	if rt.base.Err() != nil {
+	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
 	if opts.Model == "" {
@@ -483,7 +483,7 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		}
 		runs[i].p = p
 	}
-	if rt.base.Err() != nil {
+	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
 	model := cmp.Or(pr.Model, rt.opts.Model)
@@ -531,7 +531,7 @@ func (rt *Runtime) Settle() {
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		pending := rt.reg.closeAll()
-		rt.stopBase.cancel(nil)
+		rt.closed.Store(true)
 		for _, done := range pending {
 			rt.exec.Wait("close", done)
 		}
