@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,6 +311,37 @@ func (v *vandal) use(ctx context.Context, req *core.Request, next core.StepFunc)
 }
 
 var _ = Describe("The sealed request", func() {
+	It("shares no room with the history a run returns: appending to that history, or continuing it, changes no request the run made", func() {
+		// Requests are kept as the provider saw them; a readingProvider
+		// takes the path where the requests' history is only extended.
+		var kept []*core.Request
+		var seen [][]core.Message
+		p := readingProvider(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			kept, seen = append(kept, req), append(seen, slices.Clone(req.Messages))
+			if len(req.Messages) < 5 {
+				return &core.Response{ToolCalls: []core.ToolCall{{ID: fmt.Sprintf("c%d", len(kept)), Name: "again", Arguments: `{}`}}}, nil
+			}
+			return &core.Response{Text: finalAnswer}, nil
+		})
+		a := &core.Agent{ID: "loops", Tools: core.Tools{"again": okTool("call me again")}}
+		rt := core.New(core.Options{Provider: p})
+		defer rt.Close()
+		res, err := rt.Run(context.Background(), a, "go")
+		Expect(err).NotTo(HaveOccurred())
+		more := res.Messages
+		for i := range 12 {
+			more = append(more, core.Message{Role: core.RoleUser, Content: fmt.Sprintf("appended %d", i)})
+		}
+		_, err = rt.RunWith(context.Background(), a, "and again", core.RunOptions{History: res.Messages})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = rt.RunWith(context.Background(), a, "once more", core.RunOptions{History: more})
+		Expect(err).NotTo(HaveOccurred())
+		for i, req := range kept {
+			Expect(req.Messages).To(Equal(seen[i]), "request %d", i+1)
+		}
+		Expect(kept).To(HaveLen(5), "three requests of the first run, one of each continued run")
+	})
+
 	It("is immutable: what middleware does to its Request reaches neither the history, the next request, nor another run's request", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		v := &vandal{}

@@ -439,9 +439,8 @@ func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunO
 	if len(opts.History) > 0 {
 		// The history continued has the room a new one starts with past
 		// what it was given, so that the run's prompt, a tool round and
-		// its answer do not make it grow.
-		inst.history = make([]Message, len(opts.History), len(opts.History)+historyRoom)
-		copy(inst.history, opts.History)
+		// its answer do not make it grow: the run copies it as it starts.
+		inst.history, inst.continued = opts.History, true
 	}
 	inst.maxSteps = opts.MaxSteps
 	out, err := inst.run(ctx, input, ModeTop, "")
