@@ -469,11 +469,13 @@ type ParallelResult struct {
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
 	names := keys.Sorted(pr.Agents)
-	// Each agent's preparation, result and end, in one allocation.
+	// Each agent's preparation, result and end, and the room of the wait
+	// for its end, in one allocation.
 	runs := make([]struct {
 		p    *prepared
 		res  *RunResult
 		done Signal
+		wait [1]<-chan struct{}
 	}, len(names))
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])
@@ -498,7 +500,8 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	var errs []error
 	for i, name := range names {
 		r := &runs[i]
-		rt.exec.Wait("parallel "+name, r.done.C())
+		r.wait[0] = r.done.C()
+		rt.exec.Wait("parallel "+name, r.wait[:]...)
 		out.Results[name] = r.res
 		if r.res.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, r.res.Err))
