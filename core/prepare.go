@@ -179,11 +179,11 @@ var emptyObject = MustSchema(`{"type":"object","properties":{},"additionalProper
 // runtimes to run (Options.Prepared): every agent's tools resolved, their
 // schemas derived and compiled and the preparation rules checked, as a
 // Runtime's Prepare does for its own runs. It is immutable and safe for
-// concurrent use. A runtime runs an agent of the set as it was when the
-// set was prepared: a tool added to or taken from an agent afterwards, or
-// a tool's description or input schema changed, is not seen by a runtime
-// given the set (prepare a new one instead); the agent's prompt, model and
-// middleware are read at each run, as for any prepared agent.
+// concurrent use. As with a runtime's own preparation, the agents are
+// not to be modified once prepared (see Agent): a runtime given the set
+// runs an agent with its tools, their descriptions and schemas and its
+// step budget as they were when the set was prepared (prepare a new set
+// for changed agents).
 type Prepared struct {
 	agents map[*Agent]*prepared
 }
