@@ -289,6 +289,29 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(owned).To(BeNumerically("<=", own-1))
 	})
 
+	It("sequential ids number each agent's runs on their own, for more agents than the source counts in place, and a fresh source's first run of an agent takes two allocations, the source and the text", func() {
+		ids := &core.SequentialIDs{}
+		var got []string
+		for round := range 3 {
+			for a := range 7 {
+				if a <= round+4 { // agents 6 and 7 start later
+					got = append(got, ids.NewScopedID(core.IDRun, fmt.Sprintf("agent-%d", a+1)))
+				}
+			}
+		}
+		Expect(got).To(Equal([]string{
+			"agent-1#1", "agent-2#1", "agent-3#1", "agent-4#1", "agent-5#1",
+			"agent-1#2", "agent-2#2", "agent-3#2", "agent-4#2", "agent-5#2", "agent-6#1",
+			"agent-1#3", "agent-2#3", "agent-3#3", "agent-4#3", "agent-5#3", "agent-6#2", "agent-7#1"}))
+		Expect(ids.NewID(core.IDRun)).To(Equal("run-1"), "unscoped runs are numbered on their own")
+		n := testing.AllocsPerRun(50, func() {
+			if (&core.SequentialIDs{}).NewScopedID(core.IDRun, "research-agent") != "research-agent#1" {
+				Fail("a fresh source's first run of research-agent is not research-agent#1")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 2))
+	})
+
 	It("a sequential id past the ninety-ninth of its kind or scope is one allocation, its text", func() {
 		ids := &core.SequentialIDs{}
 		for range 150 {
