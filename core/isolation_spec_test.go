@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,6 +311,37 @@ func (v *vandal) use(ctx context.Context, req *core.Request, next core.StepFunc)
 }
 
 var _ = Describe("The sealed request", func() {
+	It("shares no room with the history a run returns: appending to that history, or continuing it, changes no request the run made", func() {
+		// Requests are kept as the provider saw them; a readingProvider
+		// takes the path where the requests' history is only extended.
+		var kept []*core.Request
+		var seen [][]core.Message
+		p := readingProvider(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			kept, seen = append(kept, req), append(seen, slices.Clone(req.Messages))
+			if len(req.Messages) < 5 {
+				return &core.Response{ToolCalls: []core.ToolCall{{ID: fmt.Sprintf("c%d", len(kept)), Name: "again", Arguments: `{}`}}}, nil
+			}
+			return &core.Response{Text: finalAnswer}, nil
+		})
+		a := &core.Agent{ID: "loops", Tools: core.Tools{"again": okTool("call me again")}}
+		rt := core.New(core.Options{Provider: p})
+		defer rt.Close()
+		res, err := rt.Run(context.Background(), a, "go")
+		Expect(err).NotTo(HaveOccurred())
+		more := res.Messages
+		for i := range 12 {
+			more = append(more, core.Message{Role: core.RoleUser, Content: fmt.Sprintf("appended %d", i)})
+		}
+		_, err = rt.RunWith(context.Background(), a, "and again", core.RunOptions{History: res.Messages})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = rt.RunWith(context.Background(), a, "once more", core.RunOptions{History: more})
+		Expect(err).NotTo(HaveOccurred())
+		for i, req := range kept {
+			Expect(req.Messages).To(Equal(seen[i]), "request %d", i+1)
+		}
+		Expect(kept).To(HaveLen(5), "three requests of the first run, one of each continued run")
+	})
+
 	It("is immutable: what middleware does to its Request reaches neither the history, the next request, nor another run's request", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		v := &vandal{}
@@ -438,4 +471,67 @@ var _ = Describe("Recursion", func() {
 		Expect(err).To(MatchError(core.ErrStepBudget))
 		Expect(calls.Load()).To(BeNumerically("<=", core.DefaultMaxSteps), "the whole tree shares the top-level run's budget")
 	}, within)
+})
+
+// A runtime's registry finds Work and its owners along short lists and,
+// past a few, through maps: either way each owner reaches its own Work
+// and only its own.
+var _ = Describe("Work of many owners", func() {
+	It("lets every one of more runs than a short list holds reach the Work it started, and none another run started", func() {
+		const runs = 20
+		var mine, other string // the Work ids of the current run's child and of the run before's
+		var answers []string   // the current run's two status answers
+		var rows []string      // the Work ids of the status block of its last request
+		background := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "research",
+			Arguments: `{"question":"Why do leaves change color in autumn?","run_in_background":true}`}}}
+		p := core.ProviderFunc(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			switch {
+			case req.Agent == shared.ResearchID:
+				return &core.Response{Output: findings("S")}, nil
+			case req.Step == 1:
+				return background, nil
+			case req.Step == 2:
+				var ref core.WorkRef
+				Expect(json.Unmarshal([]byte(req.Messages[len(req.Messages)-1].Content), &ref)).To(Succeed())
+				mine = ref.ID
+				calls := []core.ToolCall{{ID: "call_2", Name: "work", Arguments: `{"action":"status","id":"` + mine + `"}`}}
+				if other != "" {
+					calls = append(calls, core.ToolCall{ID: "call_3", Name: "work", Arguments: `{"action":"status","id":"` + other + `"}`})
+				}
+				return &core.Response{ToolCalls: calls}, nil
+			}
+			answers, rows = answers[:0], rows[:0]
+			if req.Status != nil {
+				for _, row := range req.Status.Rows {
+					rows = append(rows, row.ID)
+				}
+			}
+			for _, m := range req.Messages {
+				if m.Role == core.RoleTool && m.ToolName == "work" {
+					answers = append(answers, m.Content)
+				}
+			}
+			return &core.Response{Text: finalAnswer}, nil
+		})
+		rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}})
+		defer rt.Close()
+		coordinator := shared.Coordinator(shared.ResearchAgent())
+		for i := range runs {
+			_, err := rt.Run(context.Background(), coordinator, shared.Ask(shared.Question))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(answers[0]).To(ContainSubstring(`"id":"`+mine+`"`), "run %d's own Work", i+1)
+			Expect(answers[0]).NotTo(ContainSubstring("not_found"), "run %d's own Work", i+1)
+			Expect(rows).To(Equal([]string{mine}), "run %d's status block", i+1)
+			if other != "" {
+				Expect(answers[1]).To(ContainSubstring("not_found"), "run %d, the Work of the run before", i+1)
+			}
+			other = mine
+			rt.Settle()
+		}
+		owners := map[string]bool{}
+		for _, w := range rt.Works() {
+			owners[w.Owner] = true
+		}
+		Expect(owners).To(HaveLen(runs))
+	})
 })

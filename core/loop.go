@@ -47,6 +47,10 @@ type instance struct {
 	// nil otherwise, and once used.
 	outRoom *Output
 	reqRoom *Request
+	// continued: the history is a top-level run's History option, the
+	// caller's, which the run copies into a history of its own as it
+	// starts (see newHistory).
+	continued bool
 }
 
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
@@ -89,8 +93,14 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	a := inst.p.agent
 	inst.rc = runContext{Context: ctx, rt: rt}
 	ctx = &inst.rc
-	inst.emitRunStart(mode, parent, input)
 	var seal runSeal
+	if inst.continued {
+		given := inst.history
+		seal.msgs.msgs = inst.newHistory(len(given), historyRoom)
+		copy(inst.history, given)
+		inst.continued = false
+	}
+	inst.emitRunStart(mode, parent, input)
 	defer func() {
 		if r := recover(); r != nil {
 			err = errorf("agent %q panicked: %v", a.ID, r)
@@ -101,11 +111,14 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		inst.p.specs.release(&seal.tools)
 	}()
 
-	if err := inst.begin(input); err != nil {
+	if err := inst.begin(input, &seal.msgs); err != nil {
 		return nil, err
 	}
 	step := inst.chain()
 	budget := inst.p.maxSteps
+	if budget <= 0 {
+		budget = rt.opts.MaxSteps
+	}
 	if inst.maxSteps > 0 {
 		budget = inst.maxSteps
 	}
@@ -307,8 +320,9 @@ func (inst *instance) emitResponse(req *Request, resp *Response, err error) {
 	inst.rt.emit(Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Response: resp, Err: err})
 }
 
-// begin checks the run's input and starts its history with the prompt.
-func (inst *instance) begin(input any) error {
+// begin checks the run's input and starts its history with the prompt,
+// making a history (and its sealed copy's room) for a run without one.
+func (inst *instance) begin(input any, sealed *runMessages) error {
 	a := inst.p.agent
 	if err := a.Prompt.Input.validateValue(input); err != nil {
 		return errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
@@ -319,11 +333,24 @@ func (inst *instance) begin(input any) error {
 	}
 	if first != "" {
 		if inst.history == nil {
-			inst.history = make([]Message, 0, historyRoom)
+			sealed.msgs = inst.newHistory(0, historyRoom)
 		}
 		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
 	}
 	return nil
+}
+
+// newHistory gives the run a history of n messages with room for room
+// more, and returns the room its sealed copy (which every request takes)
+// starts with: one fewer, since the run's last message, its answer, joins
+// no request. The two are one allocation, apart, so that neither's
+// appends reach the other; room for the shortest run with a tool call
+// (see historyRoom) is 7 messages then, 680 bytes with the allocator's
+// header, where the two apart took 768.
+func (inst *instance) newHistory(n, room int) []Message {
+	buf := make([]Message, n, 2*(n+room)-1)
+	inst.history = buf[: n : n+room]
+	return buf[n+room : n+room : cap(buf)]
 }
 
 // emitRunStart reports the start of the run.

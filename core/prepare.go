@@ -32,7 +32,7 @@ type prepared struct {
 	tools    []*preparedTool          // authored tools sorted by name, then work
 	byName   map[string]*preparedTool // only for agents with many tools; see tool
 	specs    toolSpecs
-	maxSteps int
+	maxSteps int // the agent's own budget; <= 0 for the runtime's
 }
 
 // manyTools is how many tools an agent has before a map finds them faster
@@ -175,12 +175,59 @@ var boolProp = map[string]any{
 var anyObject = MustSchema(`{"type":"object"}`)
 var emptyObject = MustSchema(`{"type":"object","properties":{},"additionalProperties":false}`)
 
-// prepare resolves an agent tree. It is called with rt.prepMu held.
-func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*prepared, error) {
-	if p, ok := rt.prepared[a]; ok {
+// Prepared is a set of agent trees prepared once, for any number of
+// runtimes to run (Options.Prepared): every agent's tools resolved, their
+// schemas derived and compiled and the preparation rules checked, as a
+// Runtime's Prepare does for its own runs. It is immutable and safe for
+// concurrent use. As with a runtime's own preparation, the agents are
+// not to be modified once prepared (see Agent): a runtime given the set
+// runs an agent with its tools, their descriptions and schemas and its
+// step budget as they were when the set was prepared (prepare a new set
+// for changed agents).
+type Prepared struct {
+	agents map[*Agent]*prepared
+}
+
+// Prepare prepares the agent trees, in the order given, for runtimes to
+// share (Options.Prepared); it returns the first *PrepareError, as a
+// Runtime's Prepare of each agent in turn would.
+func Prepare(agents ...*Agent) (*Prepared, error) {
+	set := &Prepared{agents: map[*Agent]*prepared{}}
+	pp := preparation{done: set.agents, inProgress: map[*Agent]*prepared{}}
+	for _, a := range agents {
+		if _, err := pp.agent(a); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+// find returns the agent's preparation in the set, or nil (also for a
+// nil set).
+func (ps *Prepared) find(a *Agent) *prepared {
+	if ps == nil {
+		return nil
+	}
+	return ps.agents[a]
+}
+
+// preparation resolves agent trees into done, taking an agent a shared
+// set holds from it.
+type preparation struct {
+	shared     *Prepared
+	done       map[*Agent]*prepared
+	inProgress map[*Agent]*prepared
+}
+
+// agent resolves an agent tree.
+func (pp *preparation) agent(a *Agent) (*prepared, error) {
+	if p := pp.shared.find(a); p != nil {
 		return p, nil
 	}
-	if p, ok := inProgress[a]; ok {
+	if p, ok := pp.done[a]; ok {
+		return p, nil
+	}
+	if p, ok := pp.inProgress[a]; ok {
 		return p, nil // a recursive tree; the pointer is filled in below
 	}
 	if a == nil {
@@ -190,10 +237,7 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 		return nil, &PrepareError{Err: fmt.Errorf("%w: an agent needs an ID", ErrInvalidAgent)}
 	}
 	p := &prepared{agent: a, maxSteps: a.MaxSteps}
-	if p.maxSteps <= 0 {
-		p.maxSteps = rt.opts.MaxSteps
-	}
-	inProgress[a] = p
+	pp.inProgress[a] = p
 
 	for name, entry := range a.Prompt.Tools {
 		switch entry.(type) {
@@ -237,7 +281,7 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 		if name == WorkToolName && hasBackground {
 			return nil, &PrepareError{Agent: a.ID, Tool: name, Err: ErrWorkToolCollision}
 		}
-		pt, err := rt.prepareTool(a, name, entry, inProgress)
+		pt, err := pp.tool(a, name, entry)
 		if err != nil {
 			return nil, err
 		}
@@ -257,12 +301,12 @@ func (rt *Runtime) prepareLocked(a *Agent, inProgress map[*Agent]*prepared) (*pr
 		specs = append(specs, ToolSpec{Name: pt.name, Description: pt.description(), Parameters: pt.params.raw})
 	}
 	p.specs.init(specs)
-	delete(inProgress, a)
-	rt.prepared[a] = p
+	delete(pp.inProgress, a)
+	pp.done[a] = p
 	return p, nil
 }
 
-func (rt *Runtime) prepareTool(owner *Agent, name string, entry ToolEntry, inProgress map[*Agent]*prepared) (*preparedTool, error) {
+func (pp *preparation) tool(owner *Agent, name string, entry ToolEntry) (*preparedTool, error) {
 	fail := func(err error) (*preparedTool, error) {
 		return nil, &PrepareError{Agent: owner.ID, Tool: name, Err: err}
 	}
@@ -280,7 +324,7 @@ func (rt *Runtime) prepareTool(owner *Agent, name string, entry ToolEntry, inPro
 		}
 		return &preparedTool{name: name, kind: kindFunction, tool: e, params: params}, nil
 	case *Agent:
-		child, err := rt.prepareLocked(e, inProgress)
+		child, err := pp.agent(e)
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +344,7 @@ func (rt *Runtime) prepareTool(owner *Agent, name string, entry ToolEntry, inPro
 		if agentDescription(e.agent) == "" {
 			return fail(fmt.Errorf("%w: neither the child agent %q nor its prompt has a description, and the model must be told what the tool does", ErrNoDescription, e.agent.ID))
 		}
-		child, err := rt.prepareLocked(e.agent, inProgress)
+		child, err := pp.agent(e.agent)
 		if err != nil {
 			return nil, err
 		}

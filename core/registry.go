@@ -63,10 +63,17 @@ type sendRecord struct {
 type registry struct {
 	rt *Runtime
 
-	mu      sync.Mutex
-	works   map[string]*work
-	all     []*work // creation order
-	byOwner map[string]*ownerWork
+	mu  sync.Mutex
+	all []*work // creation order
+	// first is the first owner of Work's index (a run's Work has one
+	// owner mostly: the coordinator), held here, and owners are the
+	// others', in the order of their first Work. Either list is looked
+	// along while short; past manyWorks a map finds its entries (see
+	// workLocked and ownerLocked).
+	first   ownerWork
+	owners  []*ownerWork
+	works   map[string]*work      // nil while all is short
+	byOwner map[string]*ownerWork // nil while owners is short
 	sends   map[sendKey]sendRecord
 	// queue holds queued Work in admission order; a cancelled item stays
 	// in it until it reaches the front, where it is skipped, so that a
@@ -76,9 +83,10 @@ type registry struct {
 	closed  bool
 }
 
-// newRegistry makes an empty registry. Its maps are made with the first
-// Work and the first send: a runtime whose runs start no background Work
-// (a test of foreground children, say) never needs them.
+// newRegistry makes an empty registry. Its lists and maps are made when
+// first needed: a runtime whose runs start no background Work (a test of
+// foreground children, say) never needs them, and one whose runs start a
+// few needs no map to find them.
 func newRegistry(rt *Runtime) *registry {
 	return &registry{rt: rt}
 }
@@ -103,7 +111,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	}
 	// Detached Work is out of its owner's reach, so it no longer counts;
 	// it keeps its concurrency slot while it runs.
-	ow := r.byOwner[owner]
+	ow := r.ownerLocked(owner)
 	outstanding := 0
 	if ow != nil {
 		outstanding = ow.open.n
@@ -113,7 +121,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 			"%d background work items are still outstanding (limit %d); wait for or cancel some, then retry", outstanding, limit))
 	}
 	id := r.rt.ids.NewID(IDWork)
-	if _, taken := r.works[id]; taken {
+	if r.workLocked(id) != nil {
 		return WorkRef{}, errDuplicateID.with(fmt.Sprintf(
 			"the runtime's id source returned %q, which already names background work; nothing was started", id))
 	}
@@ -129,15 +137,19 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		done:      NewSignal(r.rt.exec),
 		run:       run,
 	}
-	if r.works == nil {
-		r.works, r.byOwner = map[string]*work{}, map[string]*ownerWork{}
-	}
 	if ow == nil {
-		ow = newOwnerWork()
-		r.byOwner[owner] = ow
+		ow = r.addOwnerLocked(owner)
 	}
-	r.works[w.ref.ID] = w
 	r.all = append(r.all, w)
+	switch {
+	case r.works != nil:
+		r.works[w.ref.ID] = w
+	case len(r.all) > manyWorks:
+		r.works = make(map[string]*work, 2*len(r.all))
+		for _, x := range r.all {
+			r.works[x.ref.ID] = x
+		}
+	}
 	ow.add(w)
 	r.emitTransition(w, "", lifecycle.Queued, 0)
 	if r.running < r.rt.opts.MaxConcurrent {
@@ -148,11 +160,69 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	return w.ref, nil
 }
 
+// manyWorks is how many Work items, or owners of Work, the registry holds
+// before a map finds one faster than a look along its list.
+const manyWorks = 8
+
+// workLocked returns the Work item with the id, or nil.
+func (r *registry) workLocked(id string) *work {
+	if r.works != nil {
+		return r.works[id]
+	}
+	for _, w := range r.all {
+		if w.ref.ID == id {
+			return w
+		}
+	}
+	return nil
+}
+
+// ownerLocked returns the owner's index of its Work, or nil for an owner
+// that has started none.
+func (r *registry) ownerLocked(owner string) *ownerWork {
+	if r.byOwner != nil {
+		return r.byOwner[owner]
+	}
+	if r.first.known && r.first.owner == owner {
+		return &r.first
+	}
+	for _, ow := range r.owners {
+		if ow.owner == owner {
+			return ow
+		}
+	}
+	return nil
+}
+
+// addOwnerLocked makes the index of an owner's Work, at its first.
+func (r *registry) addOwnerLocked(owner string) *ownerWork {
+	if !r.first.known {
+		r.first.init(owner)
+		return &r.first
+	}
+	ow := new(ownerWork)
+	ow.init(owner)
+	r.owners = append(r.owners, ow)
+	switch {
+	case r.byOwner != nil:
+		r.byOwner[owner] = ow
+	case len(r.owners) >= manyWorks:
+		r.byOwner = make(map[string]*ownerWork, 2*(len(r.owners)+1))
+		r.byOwner[r.first.owner] = &r.first
+		for _, o := range r.owners {
+			r.byOwner[o.owner] = o
+		}
+	}
+	return ow
+}
+
 // startLocked moves w from queued to running and starts its child actor.
 func (r *registry) startLocked(w *work) {
 	r.transitionLocked(w, lifecycle.Start)
 	r.running++
-	ctx, cancel := withCancel(r.rt.exec, r.rt.base)
+	// Its context is cancelled by a cancel of the Work, by Close (which
+	// cancels every unfinished item) and at its end.
+	ctx, cancel := withCancel(r.rt.exec, context.Background())
 	w.cancel = cancel
 	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
 }
@@ -206,7 +276,7 @@ func (r *registry) transitionLocked(w *work, ev lifecycle.Event) {
 		w.started = now
 	case to.Terminal():
 		w.finished = now
-		r.byOwner[w.owner].finish(w)
+		r.ownerLocked(w.owner).finish(w)
 		w.done.Close()
 	}
 	r.emitTransition(w, from, to, ev)
@@ -223,7 +293,7 @@ func (r *registry) emitTransition(w *work, from, to lifecycle.State, ev lifecycl
 
 // visible returns the owner's attached Work with the id, or nil.
 func (r *registry) visibleLocked(owner, id string) *work {
-	w := r.works[id]
+	w := r.workLocked(id)
 	if w == nil || w.owner != owner || w.detached {
 		return nil
 	}
@@ -270,7 +340,7 @@ func (r *registry) list(owner string) []WorkStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := []WorkStatus{}
-	if ow := r.byOwner[owner]; ow != nil {
+	if ow := r.ownerLocked(owner); ow != nil {
 		for w := ow.visible.head; w != nil && len(out) < MaxListed; w = w.links[listVisible].next {
 			out = append(out, r.projectLocked(w))
 		}
@@ -346,7 +416,7 @@ func (r *registry) detach(owner, id string) (DetachReceipt, bool) {
 	if w == nil {
 		return DetachReceipt{}, false
 	}
-	r.byOwner[owner].detach(w)
+	r.ownerLocked(owner).detach(w)
 	w.detached = true
 	r.rt.emit(Event{Kind: EventWorkDetached, Run: owner, Work: id, Agent: w.ref.TargetID, Label: w.label, To: w.state})
 	return DetachReceipt{ID: id, Detached: true}, true
@@ -448,7 +518,7 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 func (r *registry) statusRows(owner string, now time.Time, buf *[MaxStatusRows]StatusRow) ([]StatusRow, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ow := r.byOwner[owner]
+	ow := r.ownerLocked(owner)
 	if ow == nil || ow.visible.n == 0 {
 		return nil, 0
 	}
@@ -515,7 +585,7 @@ func (r *registry) unfinished() []<-chan struct{} {
 func (r *registry) cancelStartedBy(owner string, run uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ow := r.byOwner[owner]
+	ow := r.ownerLocked(owner)
 	if ow == nil {
 		return
 	}

@@ -57,6 +57,11 @@ type Options struct {
 	// Model is passed to the provider in every request unless a Parallel
 	// run names one.
 	Model string
+	// Prepared holds agents prepared once (Prepare) that the runtime runs
+	// as they were prepared there, without preparing them again: a
+	// harness that makes a runtime per run of the same agents shares one
+	// set among them. Agents not in it are prepared by the runtime.
+	Prepared *Prepared
 
 	// Testing is for testing the testers, not for running agents: leave
 	// it zero.
@@ -101,11 +106,13 @@ type Runtime struct {
 	observer Observer
 	reg      *registry
 
-	base     context.Context
-	stopBase canceller
+	// closed is set once Close has cancelled every unfinished Work item:
+	// runs that start later fail with ErrClosed. (Close cancels each
+	// Work item's context itself, so they share no parent context.)
+	closed atomic.Bool
 
 	prepMu   sync.Mutex
-	prepared map[*Agent]*prepared
+	prepared map[*Agent]*prepared // made at the first agent not in opts.Prepared
 
 	closeOnce sync.Once
 	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
@@ -137,19 +144,16 @@ func New(opts Options) *Runtime {
 		opts.MaxDepth = DefaultMaxDepth
 	}
 	rt := &Runtime{
-		opts:     opts,
-		clock:    opts.Clock,
-		ids:      opts.IDs,
-		exec:     opts.Executor,
-		prepared: map[*Agent]*prepared{},
+		opts:  opts,
+		clock: opts.Clock,
+		ids:   opts.IDs,
+		exec:  opts.Executor,
 	}
 	var logObs Observer
 	if opts.Logger != nil {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
-	base, stop := withCancel(rt.exec, context.Background())
-	rt.base, rt.stopBase = base, stop
 	rt.reg = newRegistry(rt)
 	return rt
 }
@@ -303,10 +307,19 @@ func (rt *Runtime) ToolSpecs(a *Agent) ([]ToolSpec, error) {
 	return out, nil
 }
 
+// prepare returns the agent's preparation: the shared one of
+// Options.Prepared, else the runtime's own, made the first time.
 func (rt *Runtime) prepare(a *Agent) (*prepared, error) {
+	if p := rt.opts.Prepared.find(a); p != nil {
+		return p, nil
+	}
 	rt.prepMu.Lock()
 	defer rt.prepMu.Unlock()
-	return rt.prepareLocked(a, map[*Agent]*prepared{})
+	if rt.prepared == nil {
+		rt.prepared = map[*Agent]*prepared{}
+	}
+	pp := preparation{shared: rt.opts.Prepared, done: rt.prepared, inProgress: map[*Agent]*prepared{}}
+	return pp.agent(a)
 }
 
 // Output is an agent's final output.
@@ -392,7 +405,7 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 	if err != nil {
 		return nil, err
 	}
-	if rt.base.Err() != nil {
+	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
 	if opts.Model == "" {
@@ -426,9 +439,8 @@ func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunO
 	if len(opts.History) > 0 {
 		// The history continued has the room a new one starts with past
 		// what it was given, so that the run's prompt, a tool round and
-		// its answer do not make it grow.
-		inst.history = make([]Message, len(opts.History), len(opts.History)+historyRoom)
-		copy(inst.history, opts.History)
+		// its answer do not make it grow: the run copies it as it starts.
+		inst.history, inst.continued = opts.History, true
 	}
 	inst.maxSteps = opts.MaxSteps
 	out, err := inst.run(ctx, input, ModeTop, "")
@@ -457,11 +469,13 @@ type ParallelResult struct {
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
 	names := keys.Sorted(pr.Agents)
-	// Each agent's preparation, result and end, in one allocation.
+	// Each agent's preparation, result and end, and the room of the wait
+	// for its end, in one allocation.
 	runs := make([]struct {
 		p    *prepared
 		res  *RunResult
 		done Signal
+		wait [1]<-chan struct{}
 	}, len(names))
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])
@@ -470,7 +484,7 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		}
 		runs[i].p = p
 	}
-	if rt.base.Err() != nil {
+	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
 	model := cmp.Or(pr.Model, rt.opts.Model)
@@ -486,7 +500,8 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	var errs []error
 	for i, name := range names {
 		r := &runs[i]
-		rt.exec.Wait("parallel "+name, r.done.C())
+		r.wait[0] = r.done.C()
+		rt.exec.Wait("parallel "+name, r.wait[:]...)
 		out.Results[name] = r.res
 		if r.res.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, r.res.Err))
@@ -518,7 +533,7 @@ func (rt *Runtime) Settle() {
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		pending := rt.reg.closeAll()
-		rt.stopBase.cancel(nil)
+		rt.closed.Store(true)
 		for _, done := range pending {
 			rt.exec.Wait("close", done)
 		}

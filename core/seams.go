@@ -37,10 +37,20 @@ type ScopedIDSource interface {
 // per agent, as research-agent#1, research-agent#2, which is how traces name
 // them. It is safe for concurrent use.
 type SequentialIDs struct {
-	mu     sync.Mutex
-	known  [len(knownKinds)]int // the runtime's own kinds, by index in knownKinds
-	n      map[IDKind]int       // any other kind
-	scoped map[string]int
+	mu    sync.Mutex
+	known [len(knownKinds)]int // the runtime's own kinds, by index in knownKinds
+	n     map[IDKind]int       // any other kind
+	// scopes count the runs of the first few scopes (agents) in place,
+	// and scoped those of any scope past them.
+	scopes  [4]scopeCount
+	nScopes int
+	scoped  map[string]int
+}
+
+// scopeCount is how many runs of a scope have been numbered.
+type scopeCount struct {
+	scope string
+	n     int
 }
 
 // knownKinds are the kinds of ids the runtime draws, with their prefixes.
@@ -63,11 +73,7 @@ func (s *SequentialIDs) count(kind IDKind, scope string) (prefix, sep string, n 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if kind == IDRun && scope != "" {
-		if s.scoped == nil {
-			s.scoped = map[string]int{}
-		}
-		s.scoped[scope]++
-		return scope, "#", s.scoped[scope]
+		return scope, "#", s.countScopeLocked(scope)
 	}
 	if p, i := idPrefix(kind); i >= 0 {
 		s.known[i]++
@@ -78,6 +84,26 @@ func (s *SequentialIDs) count(kind IDKind, scope string) (prefix, sep string, n 
 	}
 	s.n[kind]++
 	return string(kind), "-", s.n[kind]
+}
+
+// countScopeLocked counts the next run of the scope.
+func (s *SequentialIDs) countScopeLocked(scope string) int {
+	for i := range s.scopes[:s.nScopes] {
+		if c := &s.scopes[i]; c.scope == scope {
+			c.n++
+			return c.n
+		}
+	}
+	if s.nScopes < len(s.scopes) {
+		s.scopes[s.nScopes] = scopeCount{scope: scope, n: 1}
+		s.nScopes++
+		return 1
+	}
+	if s.scoped == nil {
+		s.scoped = map[string]int{}
+	}
+	s.scoped[scope]++
+	return s.scoped[scope]
 }
 
 // numbered writes a sequential id, such as w-12 or research-agent#3, in

@@ -104,7 +104,7 @@ func WithCancel(exec Executor, parent context.Context) (context.Context, context
 
 // canceller cancels a context withCancel made: through its scope when
 // the executor watches it, else through context's cancel function. The
-// runtime keeps one for each context it makes (a Work item's, its base)
+// runtime keeps one for each context it makes (a Work item's)
 // rather than WithCancel's function, which costs an allocation of its own.
 type canceller struct {
 	scope *cancelScope

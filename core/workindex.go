@@ -63,14 +63,19 @@ func (l *workList) remove(w *work) {
 // ownerWork is one owner's Work: every item it started (detached
 // included, in creation order) and its attached Work in the orders above.
 type ownerWork struct {
+	owner    string
+	known    bool // init has run
 	all      []*work
 	visible  workList
 	open     workList
 	finished workList
 }
 
-func newOwnerWork() *ownerWork {
-	return &ownerWork{
+// init makes ow the empty index of an owner's Work.
+func (ow *ownerWork) init(owner string) {
+	*ow = ownerWork{
+		owner:    owner,
+		known:    true,
 		visible:  workList{which: listVisible},
 		open:     workList{which: listOpen},
 		finished: workList{which: listFinished},
