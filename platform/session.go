@@ -272,12 +272,9 @@ func (p *Platform) Send(sessionID, text string) error {
 	}
 	p.mu.Lock()
 	defer p.unlock()
-	s := p.sessions[sessionID]
-	if s == nil {
-		return fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
-	}
-	if s.kind != KindRoot {
-		return fmt.Errorf("session %s is a %s session; only root sessions take user messages", sessionID, s.kind)
+	s, err := p.rootLocked(sessionID, "take user messages")
+	if err != nil {
+		return err
 	}
 	if s.state.Terminal() {
 		return fmt.Errorf("session %s is %s", sessionID, s.state)
@@ -286,14 +283,31 @@ func (p *Platform) Send(sessionID, text string) error {
 	return nil
 }
 
+// rootLocked is the live root session sessionID, for a call that only a
+// root session takes (what names it in the refusal): a user's message, a
+// close. A worker, delegated child, task attempt or scheduled run is
+// refused, since it ends with what started it, never behind its back.
+func (p *Platform) rootLocked(sessionID, what string) (*session, error) {
+	s := p.sessions[sessionID]
+	if s == nil {
+		return nil, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
+	}
+	if s.kind != KindRoot {
+		return nil, fmt.Errorf("session %s is a %s session; only root sessions %s", sessionID, s.kind, what)
+	}
+	return s, nil
+}
+
 // CloseSession ends a root session: its turn is interrupted and it takes no
-// more messages.
+// more messages. Any other session is refused with an error and left as it
+// is: a worker, delegated child, task attempt or scheduled run ends with
+// what started it.
 func (p *Platform) CloseSession(sessionID string) error {
 	p.mu.Lock()
 	defer p.unlock()
-	s := p.sessions[sessionID]
-	if s == nil {
-		return fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
+	s, err := p.rootLocked(sessionID, "are closed")
+	if err != nil {
+		return err
 	}
 	p.setStateLocked(s, StateClosed)
 	if s.cancel != nil {
