@@ -264,10 +264,11 @@ func (p *Platform) Trajectories() []Trajectory {
 	defer p.mu.Unlock()
 	var out []Trajectory
 	for _, s := range p.order {
-		for _, e := range s.log {
-			if e.Type != EventDelegationComplete {
+		for _, r := range s.log {
+			if r.typ != EventDelegationComplete {
 				continue
 			}
+			e := r.event(s.id)
 			c := p.sessions[e.Child]
 			if c == nil {
 				continue

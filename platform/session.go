@@ -85,7 +85,7 @@ type session struct {
 	body      func()
 	history   []core.Message
 	log       eventLog
-	logBuf    [sessionLog]*Event // the log's first room
+	logBuf    [sessionLog]*record // the log's first room
 	// pending is the queued input (queue, takePending), whose room is
 	// kept from turn to turn and starts as pending0; first is the room of
 	// a history that starts with one message, as a scheduled run's does.
