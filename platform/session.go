@@ -342,7 +342,7 @@ func (p *Platform) wakeLocked(s *session) {
 		return
 	}
 	if s.body == nil {
-		s.actorName, s.body = "session "+s.id, func() { p.runSession(s) }
+		s.actorName, s.body = p.names.join("session ", s.id), func() { p.runSession(s) }
 	}
 	s.active = p.startLocked(s.actorName, s.body)
 }
