@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform/store"
@@ -336,8 +337,12 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 	p.armTickerLocked()
 	delay := p.waitTextLocked(clamped)
 	p.mu.Unlock()
-	return loopWaited{ScheduleID: s.schedule, Delay: delay, Clamped: clamped != d,
-		NextRun: next.UTC().Format(time.RFC3339)}, nil
+	w := &loopWaited{ScheduleID: s.schedule, Delay: delay, Clamped: clamped != d}
+	// The time's text is written into the answer's own room: one
+	// allocation for the answer, not a second for the string.
+	at := next.UTC().AppendFormat(w.room[:0], time.RFC3339)
+	w.NextRun = unsafe.String(unsafe.SliceData(at), len(at))
+	return w, nil
 }
 
 // waitTextLocked is d.String(), kept for the next loop_wait: a dynamic
@@ -365,6 +370,9 @@ type loopWaited struct {
 	Delay      string `json:"delay"`
 	NextRun    string `json:"next_run"`
 	ScheduleID string `json:"schedule_id"`
+	// room holds NextRun's bytes (an RFC 3339 time in UTC is 20), never
+	// written again once it is made.
+	room [24]byte
 }
 
 func (p *Platform) completeSchedule(id, reason, text string) error {
