@@ -2,7 +2,6 @@ package platform_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -336,13 +335,7 @@ var _ = Describe("A scheduled run's cost", func() {
 		if fixture.RaceDetector {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
-		// No observer: what is counted is the platform's and the
-		// runtime's, not a trace's.
-		e := newEnv(func(o *platform.Options) { o.Observer = nil })
-		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "green"} })
-		root := e.root("scout")
-		e.send(root, "/loop 1h check the build")
-		allocs := allocsAnHour(e, root)
+		allocs := allocsAnHour(anHourlyLoop())
 		Expect(allocs).To(BeNumerically("<=", 29), "allocations an hour: the ticker's pass and one run")
 	})
 
@@ -350,12 +343,7 @@ var _ = Describe("A scheduled run's cost", func() {
 		if fixture.RaceDetector {
 			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
 		}
-		e := newEnv(func(o *platform.Options) { o.Observer = nil })
-		e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "green"} })
-		root := e.root("scout")
-		e.send(root, "/loop 1h check the build")
-		_, bytes := costAnHour(e, root)
-		fmt.Fprintln(GinkgoWriter, "bytes an hour", bytes)
+		_, bytes := costAnHour(anHourlyLoop())
 		Expect(bytes).To(BeNumerically("<=", 7500), "bytes an hour: the ticker's pass and one run")
 	})
 
@@ -376,6 +364,17 @@ var _ = Describe("A scheduled run's cost", func() {
 		Expect(allocs).To(BeNumerically("<=", 48), "allocations an hour: the ticker's pass and one run")
 	})
 })
+
+// anHourlyLoop is a root whose hourly loop's runs answer at once, on a
+// platform with no observer: what an hour of it costs is the platform's
+// and the runtime's, not a trace's.
+func anHourlyLoop() (*env, string) {
+	e := newEnv(func(o *platform.Options) { o.Observer = nil })
+	e.runner(func(*core.Request, int) *core.Response { return &core.Response{Text: "green"} })
+	root := e.root("scout")
+	e.send(root, "/loop 1h check the build")
+	return e, root
+}
 
 // allocsAnHour runs a root's hourly loop for two hours, then measures the
 // allocations of each of the next hours (five of them, one run each).
