@@ -209,7 +209,7 @@ func New(opts Options) (*Platform, error) {
 		p.instance = p.ids.NewID(IDInstance)
 	}
 	p.base, p.stopBase = core.WithCancel(p.exec, context.Background())
-	p.tools = p.platformTools()
+	p.tools = platformTools()
 	for _, name := range keys.Sorted(opts.Agents) {
 		if a := opts.Agents[name]; a == nil {
 			return nil, fmt.Errorf("platform: agent %q is nil", name)

@@ -330,6 +330,25 @@ var _ = Describe("Result delivery", func() {
 	})
 })
 
+var _ = Describe("A platform's cost", func() {
+	It("shares the platform's tools, made once per process, with every other Platform: making one is at most 40 allocations (116 when each made its own)", func() {
+		if fixture.RaceDetector {
+			Skip("the race detector allocates for its own bookkeeping; the counts hold without it")
+		}
+		e := newEnv()
+		var made []*platform.Platform
+		allocs := testing.AllocsPerRun(5, func() {
+			p, err := platform.New(e.opts)
+			Expect(err).NotTo(HaveOccurred())
+			made = append(made, p)
+		})
+		for _, p := range made {
+			Expect(p.Close()).To(Succeed())
+		}
+		Expect(allocs).To(BeNumerically("<=", 40), "allocations of platform.New")
+	})
+})
+
 var _ = Describe("A scheduled run's cost", func() {
 	It("keeps its queued prompt and the first message of its history inside its session, its agent runs with no middleware of the platform's, the ticker reads the due rows into its own room, and its actor's name is written into the platform's room of names: an hourly run is at most 29 allocations", func() {
 		if fixture.RaceDetector {

@@ -79,6 +79,9 @@ type session struct {
 	state  State
 	active bool // its actor is running
 	added  bool // addLocked made it live: it is in Platform.sessions
+	// platform is the Platform it is live on (addLocked), which the
+	// platform's tools, shared by every Platform, find through it.
+	platform *Platform
 	// actorName and body start its actor (wakeLocked), made at its first
 	// wake-up.
 	actorName string
@@ -237,7 +240,7 @@ func (p *Platform) addLocked(s *session) {
 		s.budget = p.opts.MaxIterations
 	}
 	p.sessions[s.id] = s
-	s.added = true
+	s.added, s.platform = true, p
 	p.order = append(p.order, s)
 	if par := p.sessions[s.parent]; par != nil {
 		par.children = append(par.children, s.id)
