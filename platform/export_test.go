@@ -5,5 +5,5 @@ package platform
 func (p *Platform) Emit(e Event) {
 	p.mu.Lock()
 	defer p.unlock()
-	p.emitLocked(e)
+	p.emitLocked(&e)
 }

@@ -127,7 +127,7 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 			if c := b.claims[k]; !c.Expires.After(now) {
 				delete(b.claims, k)
 				claims++
-				p.emitLocked(Event{Session: p.liveOr(root), Type: EventBoardClaimExpired, Child: c.Holder, Text: k})
+				p.emitLocked(&Event{Session: p.liveOr(root), Type: EventBoardClaimExpired, Child: c.Holder, Text: k})
 			}
 		}
 		rs := p.sessions[root]
@@ -136,7 +136,7 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 		for _, n := range b.notes {
 			if orphaned || now.Sub(n.At) >= p.opts.NoteTTL {
 				notes++
-				p.emitLocked(Event{Session: p.liveOr(root), Type: EventBoardNotePurged, Item: n.ID, Child: n.Author})
+				p.emitLocked(&Event{Session: p.liveOr(root), Type: EventBoardNotePurged, Item: n.ID, Child: n.Author})
 				continue
 			}
 			kept = append(kept, n)
@@ -174,7 +174,7 @@ func (p *Platform) SweepInbox() int {
 		it.State = InboxNonActionable
 		p.pendingInbox--
 		n++
-		p.emitLocked(Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
+		p.emitLocked(&Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
 	}
 	return n
 }
@@ -237,7 +237,7 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 		}
 		deleted = append(deleted, prefix)
 		p.mu.Lock()
-		p.emitLocked(Event{Type: EventWorkspaceDeleted, Path: prefix, Text: strconv.Itoa(n) + " files"})
+		p.emitLocked(&Event{Type: EventWorkspaceDeleted, Path: prefix, Text: strconv.Itoa(n) + " files"})
 		p.unlock()
 	}
 	return deleted
@@ -334,7 +334,7 @@ func (p *Platform) CollectTraining(tenant string) (string, int, error) {
 		return "", n, err
 	}
 	p.mu.Lock()
-	p.emitLocked(Event{Type: EventTrainingExport, Path: key, Text: strconv.Itoa(n) + " trajectories"})
+	p.emitLocked(&Event{Type: EventTrainingExport, Path: key, Text: strconv.Itoa(n) + " trajectories"})
 	p.unlock()
 	return key, n, nil
 }

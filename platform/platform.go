@@ -426,15 +426,17 @@ func sortedSlots(m map[*timerSlot]struct{}) []*timerSlot {
 // ---- events ----
 
 // emitLocked appends an event to its session's log (the platform log when
-// Session is empty) and queues it for the observer.
-func (p *Platform) emitLocked(e Event) {
+// Session is empty) and queues it for the observer. The event is the
+// caller's, read and not kept: it is passed by its address, not copied
+// on the way to its record.
+func (p *Platform) emitLocked(e *Event) {
 	if e.Session != "" {
 		if s := p.sessions[e.Session]; s != nil {
 			p.emitOnLocked(s, e)
 			return
 		}
 	}
-	kept := p.keepLocked(&e)
+	kept := p.keepLocked(e)
 	if e.Session == "" {
 		p.platLog = append(p.platLog, kept)
 	} else {
@@ -445,13 +447,13 @@ func (p *Platform) emitLocked(e Event) {
 // emitOnLocked is emitLocked for an event on the log of s, which the
 // caller has at hand: a live session's (addLocked made it one) is not
 // looked up by its id.
-func (p *Platform) emitOnLocked(s *session, e Event) {
+func (p *Platform) emitOnLocked(s *session, e *Event) {
 	e.Session = s.id
 	if !s.added {
 		p.emitLocked(e)
 		return
 	}
-	s.log = append(s.log, p.keepLocked(&e))
+	s.log = append(s.log, p.keepLocked(e))
 }
 
 // unlock releases p.mu and then hands queued events to the observer, so

@@ -210,7 +210,7 @@ func (p *Platform) writeSchedule(sch store.Schedule) (store.Schedule, error) {
 		return store.Schedule{}, err
 	}
 	p.mu.Lock()
-	p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleCreated, Schedule: sch.ID, Status: string(sch.Kind),
+	p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleCreated, Schedule: sch.ID, Status: string(sch.Kind),
 		Text: sch.Prompt})
 	p.armTickerLocked()
 	p.unlock()
@@ -289,7 +289,7 @@ func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall
 	}
 	if gerr == nil {
 		p.mu.Lock()
-		p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleDeleted, Schedule: in.ID})
+		p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleDeleted, Schedule: in.ID})
 		p.unlock()
 	}
 	return map[string]any{"id": in.ID, "deleted": true}, nil
@@ -388,7 +388,7 @@ func (p *Platform) completeSchedule(id, reason, text string) error {
 	if ok {
 		sch, _ := p.store.GetSchedule(p.ctx(), id)
 		p.mu.Lock()
-		p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleCompleted, Schedule: id, Status: reason, Text: text})
+		p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleCompleted, Schedule: id, Status: reason, Text: text})
 		p.unlock()
 	}
 	return nil
@@ -637,7 +637,7 @@ func (p *Platform) announceLeader() {
 	defer p.unlock()
 	if !p.announced {
 		p.announced = true
-		p.emitLocked(Event{Type: EventSchedulerLeader, Text: p.instance})
+		p.emitLocked(&Event{Type: EventSchedulerLeader, Text: p.instance})
 	}
 }
 
@@ -704,7 +704,7 @@ func (p *Platform) fire(sch store.Schedule, now time.Time, lease store.Lease) {
 		run.parent, run.root, run.depth = o.id, o.root, o.depth+1
 	}
 	p.addLocked(run)
-	p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleFired, Schedule: sch.ID, Child: run.id})
+	p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleFired, Schedule: sch.ID, Child: run.id})
 	p.enqueueLocked(run, sch.Prompt)
 }
 
@@ -719,7 +719,7 @@ func (p *Platform) fireCommand(sch store.Schedule, now time.Time) {
 		ev.Error = err.Error()
 	}
 	p.mu.Lock()
-	p.emitLocked(ev)
+	p.emitLocked(&ev)
 	p.unlock()
 	if err != nil {
 		return
@@ -746,11 +746,11 @@ func (p *Platform) scheduledTurnEnded(s *session, end turnEnd) func() {
 	if slices.Contains(ChannelOrigins, s.originChannel) {
 		p.posts = append(p.posts, Post{Channel: s.originChannel, Session: s.origin, Schedule: s.schedule, Run: s.id,
 			Text: text, At: p.clock.Now()})
-		p.emitLocked(Event{Session: s.origin, Type: EventChannelPost, Channel: s.originChannel, Schedule: s.schedule,
+		p.emitLocked(&Event{Session: s.origin, Type: EventChannelPost, Channel: s.originChannel, Schedule: s.schedule,
 			Child: s.id, Text: text})
 		return nil
 	}
-	p.emitLocked(Event{Session: s.origin, Type: EventLoopResult, Schedule: s.schedule, Child: s.id, Text: text})
+	p.emitLocked(&Event{Session: s.origin, Type: EventLoopResult, Schedule: s.schedule, Child: s.id, Text: text})
 	return nil
 }
 

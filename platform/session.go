@@ -200,7 +200,7 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	p.addLocked(s)
 	s.log = append(s.log, p.parked[id]...)
 	delete(p.parked, id)
-	p.emitLocked(Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
+	p.emitLocked(&Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
 	return nil
 }
 
@@ -245,7 +245,7 @@ func (p *Platform) addLocked(s *session) {
 	if par := p.sessions[s.parent]; par != nil {
 		par.children = append(par.children, s.id)
 	}
-	p.emitOnLocked(s, Event{Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
+	p.emitOnLocked(s, &Event{Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
 		Other: s.parent, Channel: s.channel, Task: s.task, Attempt: s.attempt, Schedule: s.schedule})
 }
 
@@ -335,7 +335,7 @@ func (s *session) dropPending() {
 
 func (p *Platform) enqueueLocked(s *session, text string) {
 	s.queue(text)
-	p.emitOnLocked(s, Event{Type: EventUserMessage, Text: text})
+	p.emitOnLocked(s, &Event{Type: EventUserMessage, Text: text})
 	p.wakeLocked(s)
 }
 
@@ -358,7 +358,7 @@ func (p *Platform) setStateLocked(s *session, st State) {
 	}
 	s.state = st
 	if st != StateRunning && st != StateIdle {
-		p.emitOnLocked(s, Event{Type: EventSessionState, Status: string(st)})
+		p.emitOnLocked(s, &Event{Type: EventSessionState, Status: string(st)})
 	}
 	// A spawner that will never run again strands its blocked tasks.
 	p.strandBlockedLocked(s)
@@ -414,7 +414,7 @@ func (p *Platform) runSession(s *session) {
 			s.inbox = func() []core.Message { return p.takeInbox(s) }
 		}
 		p.setStateLocked(s, StateRunning)
-		p.emitOnLocked(s, Event{Type: EventTurnStart, Turn: turn})
+		p.emitOnLocked(s, &Event{Type: EventTurnStart, Turn: turn})
 		p.unlock()
 
 		p.exec.Yield(core.Point{Kind: PointSessionTurn, Run: s.id, Agent: s.agentName, Step: turn, Event: "turn"})
@@ -458,7 +458,7 @@ func (p *Platform) runSession(s *session) {
 		if end.err != nil {
 			ev.Error = end.err.Error()
 		}
-		p.emitOnLocked(s, ev)
+		p.emitOnLocked(s, &ev)
 		after := p.afterTurnLocked(s, end)
 		p.unlock()
 		if after != nil {
