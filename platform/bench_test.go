@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -14,12 +15,14 @@ import (
 
 // week runs 8 virtual days with the sweepers on (board and inbox every
 // 5 minutes, workspace every 6 hours) beside the loops that setup creates,
-// and returns how many scheduled runs fired.
-func week(b *testing.B, setup func(p *platform.Platform, root string)) int {
+// and returns how many scheduled runs fired and how many of them called
+// loop_wait (a run offered it, a dynamic loop's, waits an hour).
+func week(b *testing.B, setup func(p *platform.Platform, root string)) (runs, waits int) {
 	s := sim.New(sim.Options{ReplayStrict: true, Start: epoch})
 	model := scripted.New()
 	model.Answer("scout", func(req *core.Request) (*core.Response, error) {
-		if req.Step == 1 && len(req.Tools) > 0 && req.Tools[len(req.Tools)-1].Name == platform.ToolLoopWait {
+		if req.Step == 1 && slices.ContainsFunc(req.Tools, func(t core.ToolSpec) bool { return t.Name == platform.ToolLoopWait }) {
+			waits++
 			return &core.Response{ToolCalls: []core.ToolCall{{ID: "w", Name: platform.ToolLoopWait, Arguments: `{"delay":"1h"}`}}}, nil
 		}
 		return &core.Response{Text: "all quiet"}, nil
@@ -41,12 +44,12 @@ func week(b *testing.B, setup func(p *platform.Platform, root string)) int {
 	if err := s.RunFor(8 * 24 * time.Hour); err != nil {
 		b.Fatal(err)
 	}
-	runs := len(ofType(p.Events(root), platform.EventScheduleFired))
+	runs = len(ofType(p.Events(root), platform.EventScheduleFired))
 	_ = p.Close()
 	if err := s.Settle(); err != nil {
 		b.Fatal(err)
 	}
-	return runs
+	return runs, waits
 }
 
 // BenchmarkSweeperBesideHourlyLoop is the comparison point: eight virtual
@@ -56,7 +59,7 @@ func BenchmarkSweeperBesideHourlyLoop(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		runs := week(b, func(p *platform.Platform, root string) {
+		runs, _ := week(b, func(p *platform.Platform, root string) {
 			if _, err := p.Cron(root, "0 * * * *", "check the build"); err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +77,7 @@ func BenchmarkLoopWeek(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		runs := week(b, func(p *platform.Platform, root string) {
+		runs, waits := week(b, func(p *platform.Platform, root string) {
 			if err := p.Send(root, "/loop 1h check the build"); err != nil {
 				b.Fatal(err)
 			}
@@ -82,8 +85,8 @@ func BenchmarkLoopWeek(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
-		if runs != 72+168 {
-			b.Fatalf("fired %d runs, want %d", runs, 72+168)
+		if runs != 72+168 || waits != 168 {
+			b.Fatalf("fired %d runs, %d of them calling loop_wait; want %d, and the dynamic loop's %d", runs, waits, 72+168, 168)
 		}
 	}
 }

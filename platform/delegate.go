@@ -75,7 +75,7 @@ func (p *Platform) toolDelegateTask(ctx context.Context, s *session, _ core.Tool
 		d := &delegation{parent: s, child: c, goal: g, done: core.NewSignal(p.exec)}
 		p.delegations[c.id] = d
 		ds = append(ds, d)
-		p.emitLocked(Event{Session: s.id, Type: EventDelegationStart, Child: c.id, Agent: c.agentName, Goal: g,
+		p.emitLocked(&Event{Session: s.id, Type: EventDelegationStart, Child: c.id, Agent: c.agentName, Goal: g,
 			Status: string(role)})
 	}
 	for _, d := range ds {
@@ -131,7 +131,7 @@ func (p *Platform) settleLocked(d *delegation, status, output, errText string) {
 	} else {
 		ev.Type, ev.Error = EventDelegationFailed, errText
 	}
-	p.emitLocked(ev)
+	p.emitLocked(&ev)
 }
 
 // delegateTurnEndedLocked: a delegated child's single run finished.
@@ -165,7 +165,7 @@ func (p *Platform) armStaleLocked(d *delegation, wait time.Duration) {
 		idle := p.clock.Now().Sub(p.lastActiveLocked(d.child))
 		if idle >= p.opts.StaleThreshold {
 			d.stale = true
-			p.emitLocked(Event{Session: d.parent.id, Type: EventDelegationStale, Child: d.child.id, Goal: d.goal,
+			p.emitLocked(&Event{Session: d.parent.id, Type: EventDelegationStale, Child: d.child.id, Goal: d.goal,
 				Text: fmt.Sprintf("idle for %s", idle)})
 			return
 		}

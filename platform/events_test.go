@@ -1,7 +1,9 @@
 package platform_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -29,6 +31,44 @@ var _ = Describe("The event logs", func() {
 		Expect(byLog[root]).To(HaveLen(2 + 2*289))
 		for id, want := range byLog {
 			Expect(e.p.Events(id)).To(Equal(want), "the log of %q", id)
+		}
+	})
+
+	It("give back every field an event was emitted with, whichever of them are set", func() {
+		e := newEnv()
+		root := e.root("scout")
+		full := platform.Event{Type: platform.EventTaskCreated, Child: "c", Other: "o", Task: "t", Attempt: 3,
+			Schedule: "sch", Item: "i", Agent: "a", Kind: platform.KindTask, Turn: 7, Goal: "g", Status: "s",
+			Channel: "ch", Path: "p", Siblings: true, Text: "x", Error: "err",
+			Metadata: json.RawMessage(`{"k":1}`), Parents: []string{"p1", "p2"}}
+		// Every field alone, then all of them, then every other one, and
+		// parents set but empty (not nil).
+		var events []platform.Event
+		v := reflect.ValueOf(full)
+		for i := range v.NumField() {
+			switch v.Type().Field(i).Name {
+			case "Seq", "Time", "Session", "Type":
+				continue
+			}
+			one := platform.Event{Type: platform.EventTaskCreated}
+			reflect.ValueOf(&one).Elem().Field(i).Set(v.Field(i))
+			events = append(events, one)
+		}
+		alternate := full
+		alternate.Other, alternate.Schedule, alternate.Agent, alternate.Goal, alternate.Channel, alternate.Text = "", "", "", "", "", ""
+		alternate.Turn, alternate.Metadata = 0, nil
+		events = append(events, full, alternate, platform.Event{Type: platform.EventTaskCreated, Parents: []string{}})
+
+		for _, log := range []string{"", root, "not-live-here"} {
+			for _, want := range events {
+				want.Session = log
+				e.p.Emit(want)
+				got := e.seen[len(e.seen)-1]
+				want.Seq, want.Time = got.Seq, got.Time
+				Expect(got).To(Equal(want), "what the observer saw")
+				evs := e.p.Events(log)
+				Expect(evs[len(evs)-1]).To(Equal(want), "what the log of %q gives back", log)
+			}
 		}
 	})
 })

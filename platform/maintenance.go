@@ -98,9 +98,12 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		slot.t.Reset(d)
 	})
 	skipIdle(slot.t, func(time.Duration) (time.Duration, bool) {
+		// Unlocked by hand, not deferred: the simulator asks at every
+		// idle tick of a week, and a defer costs more than the round.
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		return d, !p.closing && idle()
+		skip := !p.closing && idle()
+		p.mu.Unlock()
+		return d, skip
 	})
 }
 
@@ -124,7 +127,7 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 			if c := b.claims[k]; !c.Expires.After(now) {
 				delete(b.claims, k)
 				claims++
-				p.emitLocked(Event{Session: p.liveOr(root), Type: EventBoardClaimExpired, Child: c.Holder, Text: k})
+				p.emitLocked(&Event{Session: p.liveOr(root), Type: EventBoardClaimExpired, Child: c.Holder, Text: k})
 			}
 		}
 		rs := p.sessions[root]
@@ -133,7 +136,7 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 		for _, n := range b.notes {
 			if orphaned || now.Sub(n.At) >= p.opts.NoteTTL {
 				notes++
-				p.emitLocked(Event{Session: p.liveOr(root), Type: EventBoardNotePurged, Item: n.ID, Child: n.Author})
+				p.emitLocked(&Event{Session: p.liveOr(root), Type: EventBoardNotePurged, Item: n.ID, Child: n.Author})
 				continue
 			}
 			kept = append(kept, n)
@@ -171,7 +174,7 @@ func (p *Platform) SweepInbox() int {
 		it.State = InboxNonActionable
 		p.pendingInbox--
 		n++
-		p.emitLocked(Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
+		p.emitLocked(&Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
 	}
 	return n
 }
@@ -234,7 +237,7 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 		}
 		deleted = append(deleted, prefix)
 		p.mu.Lock()
-		p.emitLocked(Event{Type: EventWorkspaceDeleted, Path: prefix, Text: strconv.Itoa(n) + " files"})
+		p.emitLocked(&Event{Type: EventWorkspaceDeleted, Path: prefix, Text: strconv.Itoa(n) + " files"})
 		p.unlock()
 	}
 	return deleted
@@ -264,10 +267,11 @@ func (p *Platform) Trajectories() []Trajectory {
 	defer p.mu.Unlock()
 	var out []Trajectory
 	for _, s := range p.order {
-		for _, e := range s.log {
-			if e.Type != EventDelegationComplete {
+		for _, r := range s.log {
+			if r.typ != EventDelegationComplete {
 				continue
 			}
+			e := r.event(s.id)
 			c := p.sessions[e.Child]
 			if c == nil {
 				continue
@@ -330,7 +334,7 @@ func (p *Platform) CollectTraining(tenant string) (string, int, error) {
 		return "", n, err
 	}
 	p.mu.Lock()
-	p.emitLocked(Event{Type: EventTrainingExport, Path: key, Text: strconv.Itoa(n) + " trajectories"})
+	p.emitLocked(&Event{Type: EventTrainingExport, Path: key, Text: strconv.Itoa(n) + " trajectories"})
 	p.unlock()
 	return key, n, nil
 }

@@ -79,23 +79,31 @@ type Platform struct {
 	mu       sync.Mutex
 	closing  bool
 	seq      uint64
-	outbox   []*Event // events for the observer, as kept in events
-	spare    []*Event // the outbox's other buffer (see unlock)
+	outbox   []queued // events for the observer, as kept in records
+	spare    []queued // the outbox's other buffer (see unlock)
 	flushing bool
 	sessions map[string]*session
 	order    []*session
-	// events holds every event of every log below, in chunks that never
+	// records holds every event of every log below, in chunks that never
 	// move, so that a log is a list of pointers: an event is stored once
-	// and a log that grows copies 8 bytes per event, not the whole Event.
-	events   slab.Slab[Event]
+	// and a log that grows copies 8 bytes per event, not the whole record;
+	// texts holds the records' set text fields (see record).
+	records  slab.Slab[record]
+	texts    slab.Slab[string]
+	names    lines // the sessions' actor names
 	platLog  eventLog
 	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
-	actors   int         // actors started and not yet ended
-	drained  core.Signal // closed when closing and the last actor ended
-	slotSeq  uint64      // orders the timer slots (begin stops them in order)
-	timers   map[*timerSlot]struct{}
+	// lastQuick is the last variant found in quick, and its key.
+	lastQuick struct {
+		key quickKey
+		a   *core.Agent
+	}
+	actors  int         // actors started and not yet ended
+	drained core.Signal // closed when closing and the last actor ended
+	slotSeq uint64      // orders the timer slots (begin stops them in order)
+	timers  map[*timerSlot]struct{}
 
 	delegations  map[string]*delegation // by child session id
 	findings     []Finding
@@ -183,7 +191,9 @@ func New(opts Options) (*Platform, error) {
 		instance:     opts.Instance,
 		sessions:     map[string]*session{},
 		parked:       map[string]eventLog{},
-		events:       slab.Sized[Event](8, 128), // a platform with a few events pays for a few
+		records:      slab.Sized[record](8, 128), // a platform with a few events pays for a few
+		texts:        slab.Sized[string](16, 512),
+		names:        lines{chunk: 1 << 10},
 		variants:     map[variantKey]*core.Agent{},
 		quick:        map[quickKey]*core.Agent{},
 		drained:      core.NewSignal(opts.Core.Executor),
@@ -204,7 +214,7 @@ func New(opts Options) (*Platform, error) {
 		p.instance = p.ids.NewID(IDInstance)
 	}
 	p.base, p.stopBase = core.WithCancel(p.exec, context.Background())
-	p.tools = p.platformTools()
+	p.tools = platformTools()
 	for _, name := range keys.Sorted(opts.Agents) {
 		if a := opts.Agents[name]; a == nil {
 			return nil, fmt.Errorf("platform: agent %q is nil", name)
@@ -421,15 +431,17 @@ func sortedSlots(m map[*timerSlot]struct{}) []*timerSlot {
 // ---- events ----
 
 // emitLocked appends an event to its session's log (the platform log when
-// Session is empty) and queues it for the observer.
-func (p *Platform) emitLocked(e Event) {
+// Session is empty) and queues it for the observer. The event is the
+// caller's, read and not kept: it is passed by its address, not copied
+// on the way to its record.
+func (p *Platform) emitLocked(e *Event) {
 	if e.Session != "" {
 		if s := p.sessions[e.Session]; s != nil {
 			p.emitOnLocked(s, e)
 			return
 		}
 	}
-	kept := p.keepLocked(&e)
+	kept := p.keepLocked(e)
 	if e.Session == "" {
 		p.platLog = append(p.platLog, kept)
 	} else {
@@ -440,41 +452,13 @@ func (p *Platform) emitLocked(e Event) {
 // emitOnLocked is emitLocked for an event on the log of s, which the
 // caller has at hand: a live session's (addLocked made it one) is not
 // looked up by its id.
-func (p *Platform) emitOnLocked(s *session, e Event) {
+func (p *Platform) emitOnLocked(s *session, e *Event) {
 	e.Session = s.id
 	if !s.added {
 		p.emitLocked(e)
 		return
 	}
-	s.log = append(s.log, p.keepLocked(&e))
-}
-
-// keepLocked stores a copy of an event, numbered and stamped, queues it
-// for the observer and returns it as stored, for its log.
-func (p *Platform) keepLocked(e *Event) *Event {
-	kept := p.events.New()
-	*kept = *e
-	p.seq++
-	kept.Seq = p.seq
-	kept.Time = p.clock.Now()
-	if p.opts.Observer != nil {
-		p.outbox = append(p.outbox, kept)
-	}
-	return kept
-}
-
-// eventLog is one event log, in order: a session's, the platform's, or a
-// session's not live here. Its events are in the platform's arena and
-// never change.
-type eventLog []*Event
-
-// events appends copies of the log's events to out.
-func (l eventLog) events(out []Event) []Event {
-	out = slices.Grow(out, len(l))
-	for _, e := range l {
-		out = append(out, *e)
-	}
-	return out
+	s.log = append(s.log, p.keepLocked(e))
 }
 
 // unlock releases p.mu and then hands queued events to the observer, so
@@ -493,8 +477,8 @@ func (p *Platform) unlock() {
 		out := p.outbox
 		p.outbox, p.spare = p.spare[:0], nil
 		p.mu.Unlock()
-		for _, e := range out {
-			p.opts.Observer.Observe(*e)
+		for _, q := range out {
+			p.opts.Observer.Observe(q.r.event(q.session))
 		}
 		p.mu.Lock()
 		clear(out)
@@ -509,12 +493,12 @@ func (p *Platform) Events(session string) []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if session == "" {
-		return p.platLog.events(nil)
+		return p.platLog.events(nil, "")
 	}
 	if s := p.sessions[session]; s != nil {
-		return s.log.events(nil)
+		return s.log.events(nil, s.id)
 	}
-	return p.parked[session].events(nil)
+	return p.parked[session].events(nil, session)
 }
 
 // AllEvents returns every event of every live session and the platform
@@ -522,12 +506,12 @@ func (p *Platform) Events(session string) []Event {
 func (p *Platform) AllEvents() []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := p.platLog.events(nil)
+	out := p.platLog.events(nil, "")
 	for _, s := range p.order {
-		out = s.log.events(out)
+		out = s.log.events(out, s.id)
 	}
 	for _, id := range keys.Sorted(p.parked) {
-		out = p.parked[id].events(out)
+		out = p.parked[id].events(out, id)
 	}
 	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out

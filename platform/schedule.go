@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform/store"
@@ -209,7 +210,7 @@ func (p *Platform) writeSchedule(sch store.Schedule) (store.Schedule, error) {
 		return store.Schedule{}, err
 	}
 	p.mu.Lock()
-	p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleCreated, Schedule: sch.ID, Status: string(sch.Kind),
+	p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleCreated, Schedule: sch.ID, Status: string(sch.Kind),
 		Text: sch.Prompt})
 	p.armTickerLocked()
 	p.unlock()
@@ -288,7 +289,7 @@ func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall
 	}
 	if gerr == nil {
 		p.mu.Lock()
-		p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleDeleted, Schedule: in.ID})
+		p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleDeleted, Schedule: in.ID})
 		p.unlock()
 	}
 	return map[string]any{"id": in.ID, "deleted": true}, nil
@@ -336,8 +337,12 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 	p.armTickerLocked()
 	delay := p.waitTextLocked(clamped)
 	p.mu.Unlock()
-	return loopWaited{ScheduleID: s.schedule, Delay: delay, Clamped: clamped != d,
-		NextRun: next.UTC().Format(time.RFC3339)}, nil
+	w := &loopWaited{ScheduleID: s.schedule, Delay: delay, Clamped: clamped != d}
+	// The time's text is written into the answer's own room: one
+	// allocation for the answer, not a second for the string.
+	at := next.UTC().AppendFormat(w.room[:0], time.RFC3339)
+	w.NextRun = unsafe.String(unsafe.SliceData(at), len(at))
+	return w, nil
 }
 
 // waitTextLocked is d.String(), kept for the next loop_wait: a dynamic
@@ -365,6 +370,9 @@ type loopWaited struct {
 	Delay      string `json:"delay"`
 	NextRun    string `json:"next_run"`
 	ScheduleID string `json:"schedule_id"`
+	// room holds NextRun's bytes (an RFC 3339 time in UTC is 20), never
+	// written again once it is made.
+	room [24]byte
 }
 
 func (p *Platform) completeSchedule(id, reason, text string) error {
@@ -380,7 +388,7 @@ func (p *Platform) completeSchedule(id, reason, text string) error {
 	if ok {
 		sch, _ := p.store.GetSchedule(p.ctx(), id)
 		p.mu.Lock()
-		p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleCompleted, Schedule: id, Status: reason, Text: text})
+		p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleCompleted, Schedule: id, Status: reason, Text: text})
 		p.unlock()
 	}
 	return nil
@@ -431,13 +439,16 @@ func (p *Platform) startScheduler() {
 	// the same): the round below does what the callback above does when
 	// the poll is idle, and nothing when it is not.
 	skipIdle(slot.t, func(due time.Duration) (time.Duration, bool) {
+		// Unlocked by hand, not deferred: the simulator asks at every
+		// idle poll of a week, and a defer costs a third of the round.
 		p.mu.Lock()
-		defer p.mu.Unlock()
 		if p.closing {
+			p.mu.Unlock()
 			return 0, false
 		}
 		now := int64(due - tk.e0)
 		at, idle := p.idlePollLocked(now)
+		p.mu.Unlock()
 		return time.Duration(at - now), idle
 	})
 	tk.at, tk.armed = int64(p.opts.SchedulePollInterval), true
@@ -626,7 +637,7 @@ func (p *Platform) announceLeader() {
 	defer p.unlock()
 	if !p.announced {
 		p.announced = true
-		p.emitLocked(Event{Type: EventSchedulerLeader, Text: p.instance})
+		p.emitLocked(&Event{Type: EventSchedulerLeader, Text: p.instance})
 	}
 }
 
@@ -693,7 +704,7 @@ func (p *Platform) fire(sch store.Schedule, now time.Time, lease store.Lease) {
 		run.parent, run.root, run.depth = o.id, o.root, o.depth+1
 	}
 	p.addLocked(run)
-	p.emitLocked(Event{Session: sch.Origin, Type: EventScheduleFired, Schedule: sch.ID, Child: run.id})
+	p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleFired, Schedule: sch.ID, Child: run.id})
 	p.enqueueLocked(run, sch.Prompt)
 }
 
@@ -708,7 +719,7 @@ func (p *Platform) fireCommand(sch store.Schedule, now time.Time) {
 		ev.Error = err.Error()
 	}
 	p.mu.Lock()
-	p.emitLocked(ev)
+	p.emitLocked(&ev)
 	p.unlock()
 	if err != nil {
 		return
@@ -735,11 +746,11 @@ func (p *Platform) scheduledTurnEnded(s *session, end turnEnd) func() {
 	if slices.Contains(ChannelOrigins, s.originChannel) {
 		p.posts = append(p.posts, Post{Channel: s.originChannel, Session: s.origin, Schedule: s.schedule, Run: s.id,
 			Text: text, At: p.clock.Now()})
-		p.emitLocked(Event{Session: s.origin, Type: EventChannelPost, Channel: s.originChannel, Schedule: s.schedule,
+		p.emitLocked(&Event{Session: s.origin, Type: EventChannelPost, Channel: s.originChannel, Schedule: s.schedule,
 			Child: s.id, Text: text})
 		return nil
 	}
-	p.emitLocked(Event{Session: s.origin, Type: EventLoopResult, Schedule: s.schedule, Child: s.id, Text: text})
+	p.emitLocked(&Event{Session: s.origin, Type: EventLoopResult, Schedule: s.schedule, Child: s.id, Text: text})
 	return nil
 }
 

@@ -79,13 +79,16 @@ type session struct {
 	state  State
 	active bool // its actor is running
 	added  bool // addLocked made it live: it is in Platform.sessions
+	// platform is the Platform it is live on (addLocked), which the
+	// platform's tools, shared by every Platform, find through it.
+	platform *Platform
 	// actorName and body start its actor (wakeLocked), made at its first
 	// wake-up.
 	actorName string
 	body      func()
 	history   []core.Message
 	log       eventLog
-	logBuf    [sessionLog]*Event // the log's first room
+	logBuf    [sessionLog]*record // the log's first room
 	// pending is the queued input (queue, takePending), whose room is
 	// kept from turn to turn and starts as pending0; first is the room of
 	// a history that starts with one message, as a scheduled run's does.
@@ -197,7 +200,7 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	p.addLocked(s)
 	s.log = append(s.log, p.parked[id]...)
 	delete(p.parked, id)
-	p.emitLocked(Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
+	p.emitLocked(&Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
 	return nil
 }
 
@@ -237,12 +240,12 @@ func (p *Platform) addLocked(s *session) {
 		s.budget = p.opts.MaxIterations
 	}
 	p.sessions[s.id] = s
-	s.added = true
+	s.added, s.platform = true, p
 	p.order = append(p.order, s)
 	if par := p.sessions[s.parent]; par != nil {
 		par.children = append(par.children, s.id)
 	}
-	p.emitOnLocked(s, Event{Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
+	p.emitOnLocked(s, &Event{Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
 		Other: s.parent, Channel: s.channel, Task: s.task, Attempt: s.attempt, Schedule: s.schedule})
 }
 
@@ -272,12 +275,9 @@ func (p *Platform) Send(sessionID, text string) error {
 	}
 	p.mu.Lock()
 	defer p.unlock()
-	s := p.sessions[sessionID]
-	if s == nil {
-		return fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
-	}
-	if s.kind != KindRoot {
-		return fmt.Errorf("session %s is a %s session; only root sessions take user messages", sessionID, s.kind)
+	s, err := p.rootLocked(sessionID, "take user messages")
+	if err != nil {
+		return err
 	}
 	if s.state.Terminal() {
 		return fmt.Errorf("session %s is %s", sessionID, s.state)
@@ -286,14 +286,31 @@ func (p *Platform) Send(sessionID, text string) error {
 	return nil
 }
 
+// rootLocked is the live root session sessionID, for a call that only a
+// root session takes (what names it in the refusal): a user's message, a
+// close. A worker, delegated child, task attempt or scheduled run is
+// refused, since it ends with what started it, never behind its back.
+func (p *Platform) rootLocked(sessionID, what string) (*session, error) {
+	s := p.sessions[sessionID]
+	if s == nil {
+		return nil, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
+	}
+	if s.kind != KindRoot {
+		return nil, fmt.Errorf("session %s is a %s session; only root sessions %s", sessionID, s.kind, what)
+	}
+	return s, nil
+}
+
 // CloseSession ends a root session: its turn is interrupted and it takes no
-// more messages.
+// more messages. Any other session is refused with an error and left as it
+// is: a worker, delegated child, task attempt or scheduled run ends with
+// what started it.
 func (p *Platform) CloseSession(sessionID string) error {
 	p.mu.Lock()
 	defer p.unlock()
-	s := p.sessions[sessionID]
-	if s == nil {
-		return fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
+	s, err := p.rootLocked(sessionID, "are closed")
+	if err != nil {
+		return err
 	}
 	p.setStateLocked(s, StateClosed)
 	if s.cancel != nil {
@@ -318,7 +335,7 @@ func (s *session) dropPending() {
 
 func (p *Platform) enqueueLocked(s *session, text string) {
 	s.queue(text)
-	p.emitOnLocked(s, Event{Type: EventUserMessage, Text: text})
+	p.emitOnLocked(s, &Event{Type: EventUserMessage, Text: text})
 	p.wakeLocked(s)
 }
 
@@ -328,7 +345,7 @@ func (p *Platform) wakeLocked(s *session) {
 		return
 	}
 	if s.body == nil {
-		s.actorName, s.body = "session "+s.id, func() { p.runSession(s) }
+		s.actorName, s.body = p.names.join("session ", s.id), func() { p.runSession(s) }
 	}
 	s.active = p.startLocked(s.actorName, s.body)
 }
@@ -341,7 +358,7 @@ func (p *Platform) setStateLocked(s *session, st State) {
 	}
 	s.state = st
 	if st != StateRunning && st != StateIdle {
-		p.emitOnLocked(s, Event{Type: EventSessionState, Status: string(st)})
+		p.emitOnLocked(s, &Event{Type: EventSessionState, Status: string(st)})
 	}
 	// A spawner that will never run again strands its blocked tasks.
 	p.strandBlockedLocked(s)
@@ -397,7 +414,7 @@ func (p *Platform) runSession(s *session) {
 			s.inbox = func() []core.Message { return p.takeInbox(s) }
 		}
 		p.setStateLocked(s, StateRunning)
-		p.emitOnLocked(s, Event{Type: EventTurnStart, Turn: turn})
+		p.emitOnLocked(s, &Event{Type: EventTurnStart, Turn: turn})
 		p.unlock()
 
 		p.exec.Yield(core.Point{Kind: PointSessionTurn, Run: s.id, Agent: s.agentName, Step: turn, Event: "turn"})
@@ -441,7 +458,7 @@ func (p *Platform) runSession(s *session) {
 		if end.err != nil {
 			ev.Error = end.err.Error()
 		}
-		p.emitOnLocked(s, ev)
+		p.emitOnLocked(s, &ev)
 		after := p.afterTurnLocked(s, end)
 		p.unlock()
 		if after != nil {

@@ -104,4 +104,34 @@ var _ = Describe("Root sessions", func() {
 		Expect(want.Tools).To(Equal([]string{platform.ToolCronCreate, platform.ToolSpawnTask}))
 		Expect(got.Tools).To(Equal(want.Tools))
 	})
+
+	It("only a root session is closed: CloseSession refuses a delegated child, which runs on and completes its delegation", func() {
+		e := newEnv()
+		e.model.Script("coordinator",
+			calls(use("delegate_task", map[string]any{"goal": "summarise the paper", "agent": "researcher"})),
+			say("summarised"))
+		e.model.Script("researcher", scripted.Turn{Text: "the summary", Latency: 3 * time.Minute})
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.settle()
+		children := e.info(root).Children
+		Expect(children).To(HaveLen(1))
+		child := children[0]
+
+		err := e.p.CloseSession(child)
+		Expect(err).To(MatchError("session " + child + " is a delegate session; only root sessions are closed"))
+		Expect(e.info(child).State).To(Equal(platform.StateRunning), "the refused close left the child as it was")
+
+		e.runFor(5 * time.Minute)
+		Expect(e.info(child).State).To(Equal(platform.StateCompleted))
+		d := delegationResults(e.info(root))
+		Expect(d.Results).To(HaveLen(1))
+		Expect(d.Results[0].Status).To(Equal("completed"))
+		Expect(d.Results[0].Response).To(Equal("the summary"))
+		Expect(e.info(root).Output).To(Equal("summarised"))
+
+		Expect(e.p.CloseSession(root)).To(Succeed())
+		Expect(e.info(root).State).To(Equal(platform.StateClosed))
+		Expect(e.p.CloseSession("no-such-session")).To(MatchError(platform.ErrUnknownSession))
+	})
 })

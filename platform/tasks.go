@@ -74,7 +74,7 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 	}
 	p.mu.Lock()
 	s.spawned = true
-	p.emitLocked(Event{Session: s.id, Type: EventTaskCreated, Task: row.ID, Parents: row.Parents, Status: string(row.State),
+	p.emitLocked(&Event{Session: s.id, Type: EventTaskCreated, Task: row.ID, Parents: row.Parents, Status: string(row.State),
 		Text: row.Title})
 	if row.State == store.TaskReady {
 		p.kickDispatchLocked()
@@ -142,7 +142,7 @@ func (p *Platform) toolUnblockTask(_ context.Context, s *session, _ core.ToolCal
 		return nil, ownershipErr(err, in.TaskID)
 	}
 	p.mu.Lock()
-	p.emitLocked(Event{Session: s.id, Type: EventTaskUnblocked, Task: t.ID, Text: in.Context})
+	p.emitLocked(&Event{Session: s.id, Type: EventTaskUnblocked, Task: t.ID, Text: in.Context})
 	p.kickDispatchLocked()
 	p.unlock()
 	return TaskReceipt{TaskID: t.ID, State: t.State}, nil
@@ -175,7 +175,7 @@ func (p *Platform) toolCancelTask(_ context.Context, s *session, _ core.ToolCall
 			p.stopLocked(as, errTaskCancel)
 		}
 	}
-	p.emitLocked(Event{Session: s.id, Type: EventTaskCancelled, Task: t.ID, Status: string(prev), Child: interrupted})
+	p.emitLocked(&Event{Session: s.id, Type: EventTaskCancelled, Task: t.ID, Status: string(prev), Child: interrupted})
 	p.strandChildrenLocked(t, stranded)
 	p.unlock()
 	return map[string]any{"task_id": t.ID, "state": t.State, "previous": prev, "interrupted": interrupted != ""}, nil
@@ -286,7 +286,7 @@ func (p *Platform) startAttempt(c store.Claim) {
 	}
 	p.addLocked(s)
 	p.runningTasks[t.ID] = s
-	p.emitLocked(Event{Session: t.Spawner, Type: EventTaskStarted, Task: t.ID, Attempt: c.Attempt.N, Child: s.id})
+	p.emitLocked(&Event{Session: t.Spawner, Type: EventTaskStarted, Task: t.ID, Attempt: c.Attempt.N, Child: s.id})
 	slot := p.afterLocked(p.opts.TaskTimeout, "task-timeout "+t.ID, func() {
 		p.mu.Lock()
 		defer p.unlock()
@@ -356,7 +356,7 @@ func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
 		if err == nil {
 			p.taskEventsLocked(t, f, n, s.id)
 			for i, c := range promoted {
-				p.emitLocked(Event{Session: spawners[i], Type: EventTaskPromoted, Task: c})
+				p.emitLocked(&Event{Session: spawners[i], Type: EventTaskPromoted, Task: c})
 			}
 			p.strandChildrenLocked(t, stranded)
 		}
@@ -369,22 +369,22 @@ func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
 func (p *Platform) taskEventsLocked(t store.Task, f store.Finish, n int, child string) {
 	switch t.State {
 	case store.TaskDone:
-		p.emitLocked(Event{Session: t.Spawner, Type: EventWorkerComplete, Task: t.ID, Attempt: n, Child: child,
+		p.emitLocked(&Event{Session: t.Spawner, Type: EventWorkerComplete, Task: t.ID, Attempt: n, Child: child,
 			Status: "completed", Text: t.Result, Metadata: t.Metadata})
 		p.notifyLocked(t.Spawner, notice{Event: EventWorkerComplete, TaskID: t.ID, Status: "completed",
 			Result: t.Result, Metadata: t.Metadata})
 	case store.TaskBlocked:
-		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskBlocked, Task: t.ID, Attempt: n, Child: child,
+		p.emitLocked(&Event{Session: t.Spawner, Type: EventTaskBlocked, Task: t.ID, Attempt: n, Child: child,
 			Text: t.BlockReason})
 		p.notifyLocked(t.Spawner, notice{Event: EventTaskBlocked, TaskID: t.ID, Reason: t.BlockReason})
 		if sp := p.sessions[t.Spawner]; sp != nil && sp.over() {
 			p.strandLocked(t, StrandedSpawnerGone, "")
 		}
 	case store.TaskReady:
-		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskRetry, Task: t.ID, Attempt: n, Child: child,
+		p.emitLocked(&Event{Session: t.Spawner, Type: EventTaskRetry, Task: t.ID, Attempt: n, Child: child,
 			Status: string(f.Outcome), Error: f.Error})
 	case store.TaskFailed:
-		p.emitLocked(Event{Session: t.Spawner, Type: EventTaskFailed, Task: t.ID, Attempt: n, Child: child,
+		p.emitLocked(&Event{Session: t.Spawner, Type: EventTaskFailed, Task: t.ID, Attempt: n, Child: child,
 			Status: string(f.Outcome), Error: f.Error})
 		p.notifyLocked(t.Spawner, notice{Event: EventTaskFailed, TaskID: t.ID, Status: string(f.Outcome)})
 	}
@@ -625,7 +625,7 @@ func (p *Platform) strandLocked(t store.Task, reason StrandedReason, other strin
 	p.stranded[t.ID] = reason
 	p.findings = append(p.findings, Finding{Kind: FindingStranded, Root: t.Root, Task: t.ID, Spawner: t.Spawner,
 		Reason: reason, Other: other, At: p.clock.Now()})
-	p.emitLocked(Event{Session: t.Spawner, Type: EventTaskStranded, Task: t.ID, Status: string(reason), Other: other,
+	p.emitLocked(&Event{Session: t.Spawner, Type: EventTaskStranded, Task: t.ID, Status: string(reason), Other: other,
 		Text: t.Title})
 }
 

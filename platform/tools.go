@@ -39,17 +39,10 @@ const (
 	ToolBoardRead         = "board_read"
 )
 
-// The tools' input schemas are compiled once per process: compiling them
-// is most of what making a Platform costs.
-var (
-	schemaOnce sync.Once
-	schemas    = map[string]*core.Schema{}
-)
-
 type toolDef struct {
 	desc   string
 	schema string
-	run    func(ctx context.Context, s *session, call core.ToolCall, args *toolArgs) (any, error)
+	run    func(p *Platform, ctx context.Context, s *session, call core.ToolCall, args *toolArgs) (any, error)
 }
 
 // toolArgs are a platform tool call's arguments: the input as the runtime
@@ -79,102 +72,101 @@ func (a *toolArgs) object() map[string]any {
 	return m
 }
 
-// platformTools builds the platform's tools. Each finds its calling
-// session in the context the turn runs on.
-func (p *Platform) platformTools() map[string]*core.Tool {
+// platformTools are the platform's tools, made once per process and
+// shared by every Platform (compiling their input schemas was most of what
+// making a Platform cost, and making the tools most of the rest). Each
+// finds its calling session, and the session its platform, in the context
+// the turn runs on.
+var platformTools = sync.OnceValue(func() map[string]*core.Tool {
 	defs := map[string]toolDef{
 		ToolSpawnWorker: {"Start a worker: a child session that works on the task in the background. Returns its worker_id at once; a worker.complete message arrives when it finishes.",
 			`{"type":"object","properties":{"task":{"type":"string","minLength":1},"agent":{"type":"string"}},"required":["task"],"additionalProperties":false}`,
-			p.toolSpawnWorker},
+			(*Platform).toolSpawnWorker},
 		ToolSendWorkerMessage: {"Send a message to one of your workers; it wakes the worker, even after it completed.",
 			`{"type":"object","properties":{"worker_id":{"type":"string"},"message":{"type":"string","minLength":1}},"required":["worker_id","message"],"additionalProperties":false}`,
-			p.toolSendWorkerMessage},
+			(*Platform).toolSendWorkerMessage},
 		ToolStopWorker: {"Interrupt one of your workers.",
 			`{"type":"object","properties":{"worker_id":{"type":"string"}},"required":["worker_id"],"additionalProperties":false}`,
-			p.toolStopWorker},
+			(*Platform).toolStopWorker},
 		ToolDelegateTask: {"Delegate a goal (or several, in parallel, with goals) to child sessions with fresh context, and wait for their final responses.",
 			`{"type":"object","properties":{"goal":{"type":"string","minLength":1},"goals":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},"agent":{"type":"string"},"role":{"type":"string","enum":["leaf","orchestrator"]}},"additionalProperties":false}`,
-			p.toolDelegateTask},
+			(*Platform).toolDelegateTask},
 		ToolSpawnTask: {"Create a durable task: it survives crashes, is retried, may depend on parent tasks, and can be paused. Returns its task_id.",
 			`{"type":"object","properties":{"prompt":{"type":"string","minLength":1},"title":{"type":"string"},"parents":{"type":"array","items":{"type":"string"}},"max_attempts":{"type":"integer","minimum":1},"agent":{"type":"string"}},"required":["prompt"],"additionalProperties":false}`,
-			p.toolSpawnTask},
+			(*Platform).toolSpawnTask},
 		ToolUnblockTask: {"Resume a blocked task you spawned, optionally with new context.",
 			`{"type":"object","properties":{"task_id":{"type":"string"},"context":{"type":"string"}},"required":["task_id"],"additionalProperties":false}`,
-			p.toolUnblockTask},
+			(*Platform).toolUnblockTask},
 		ToolCancelTask: {"Cancel a task you spawned; a running attempt is interrupted.",
 			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"],"additionalProperties":false}`,
-			p.toolCancelTask},
+			(*Platform).toolCancelTask},
 		ToolWorkerComplete: {"Report this task done: summary becomes the task's result; metadata is free-form structured detail (changed_files, tests_run, decisions, ...).",
 			`{"type":"object","properties":{"summary":{"type":"string","minLength":1},"metadata":{"type":["object","null"]}},"required":["summary"],"additionalProperties":false}`,
-			p.toolWorkerComplete},
+			(*Platform).toolWorkerComplete},
 		ToolWorkerBlock: {"Pause this task until the session that spawned it unblocks it; say what you need.",
 			`{"type":"object","properties":{"reason":{"type":"string","minLength":1}},"required":["reason"],"additionalProperties":false}`,
-			p.toolWorkerBlock},
+			(*Platform).toolWorkerBlock},
 		ToolWorkerContext: {"Full structured detail of this task: its prompt, context and every prior attempt.",
 			`{"type":"object","properties":{},"additionalProperties":false}`,
-			p.toolWorkerContext},
+			(*Platform).toolWorkerContext},
 		ToolCronCreate: {"Schedule a prompt on a 5-field cron cadence (cron), or once (at: an RFC 3339 time, or in: a delay such as \"2h\").",
 			`{"type":"object","properties":{"prompt":{"type":"string","minLength":1},"cron":{"type":"string"},"at":{"type":"string"},"in":{"type":"string"}},"required":["prompt"],"additionalProperties":false}`,
-			p.toolCronCreate},
-		ToolCronList: {"List your schedules.", `{"type":"object","properties":{},"additionalProperties":false}`, p.toolCronList},
+			(*Platform).toolCronCreate},
+		ToolCronList: {"List your schedules.", `{"type":"object","properties":{},"additionalProperties":false}`, (*Platform).toolCronList},
 		ToolCronDelete: {"Delete one of your schedules.",
 			`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}`,
-			p.toolCronDelete},
+			(*Platform).toolCronDelete},
 		ToolLoopComplete: {"End this loop: its stop condition is met.",
 			`{"type":"object","properties":{"reason":{"type":"string"}},"additionalProperties":false}`,
-			p.toolLoopComplete},
+			(*Platform).toolLoopComplete},
 		ToolLoopWait: {"Choose when this loop runs next (delay such as \"10m\", clamped to 1m-1h), or end it with completed: true.",
 			`{"type":"object","properties":{"delay":{"type":"string"},"completed":{"type":"boolean"}},"additionalProperties":false}`,
-			p.toolLoopWait},
+			(*Platform).toolLoopWait},
 		ToolAskUserQuestion: {"Ask the user a question; the answer arrives as a later message.",
 			`{"type":"object","properties":{"question":{"type":"string","minLength":1}},"required":["question"],"additionalProperties":false}`,
-			p.toolAskUserQuestion},
+			(*Platform).toolAskUserQuestion},
 		ToolReadFile: {"Read a file of the shared workspace.",
 			`{"type":"object","properties":{"path":{"type":"string","minLength":1}},"required":["path"],"additionalProperties":false}`,
-			p.toolReadFile},
+			(*Platform).toolReadFile},
 		ToolWriteFile: {"Write a file of the shared workspace (every session of this tree shares it).",
 			`{"type":"object","properties":{"path":{"type":"string","minLength":1},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`,
-			p.toolWriteFile},
+			(*Platform).toolWriteFile},
 		ToolListFiles: {"List files of the shared workspace.",
 			`{"type":"object","properties":{"prefix":{"type":"string"}},"additionalProperties":false}`,
-			p.toolListFiles},
+			(*Platform).toolListFiles},
 		ToolCreateArtifact: {"Create an artifact for the conversation (a report, a chart, a document).",
 			`{"type":"object","properties":{"name":{"type":"string","minLength":1},"content":{"type":"string"}},"required":["name","content"],"additionalProperties":false}`,
-			p.toolCreateArtifact},
+			(*Platform).toolCreateArtifact},
 		ToolBoardNote: {"Post a finding to the coordination board your siblings share.",
 			`{"type":"object","properties":{"text":{"type":"string","minLength":1}},"required":["text"],"additionalProperties":false}`,
-			p.toolBoardNote},
+			(*Platform).toolBoardNote},
 		ToolBoardClaim: {"Claim a piece of work on the board so siblings skip it; the claim lapses after ttl (default 15m).",
 			`{"type":"object","properties":{"key":{"type":"string","minLength":1},"ttl":{"type":"string"}},"required":["key"],"additionalProperties":false}`,
-			p.toolBoardClaim},
-		ToolBoardRead: {"Read the board: live claims and notes.", `{"type":"object","properties":{},"additionalProperties":false}`, p.toolBoardRead},
+			(*Platform).toolBoardClaim},
+		ToolBoardRead: {"Read the board: live claims and notes.", `{"type":"object","properties":{},"additionalProperties":false}`, (*Platform).toolBoardRead},
 	}
-	schemaOnce.Do(func() {
-		for _, name := range keys.Sorted(defs) {
-			schemas[name] = core.MustSchema(defs[name].schema)
-		}
-	})
 	out := make(map[string]*core.Tool, len(defs))
 	for _, name := range keys.Sorted(defs) {
 		d := defs[name]
 		out[name] = &core.Tool{
 			Description: d.desc,
-			Input:       schemas[name],
+			Input:       core.MustSchema(d.schema),
 			Run: func(ctx context.Context, call core.ToolCall, input any) (any, error) {
 				s := sessionOf(ctx)
-				if s == nil {
+				if s == nil || s.platform == nil {
 					return nil, &core.ModelError{Code: "no_session", Message: name + " runs only inside a platform session"}
 				}
+				p := s.platform
 				args := &toolArgs{input: input}
 				if !actsOnce[name] {
-					return d.run(ctx, s, call, args)
+					return d.run(p, ctx, s, call, args)
 				}
-				return p.once(ctx, s, name, args, func() (any, error) { return d.run(ctx, s, call, args) })
+				return p.once(ctx, s, name, args, func() (any, error) { return d.run(p, ctx, s, call, args) })
 			},
 		}
 	}
 	return out
-}
+})
 
 // actsOnce are the tools whose calls change something (start a session,
 // write a row, queue a message). A replayed provider response that repeats

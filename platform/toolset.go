@@ -162,8 +162,16 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	var quick quickKey
 	if s.allowed == nil && len(s.excluded) == 0 {
 		quick = quickKey{tmpl: s.tmpl, kind: s.kind, schedule: s.scheduleKind, delegates: canDelegate(s, p.opts.MaxDelegationDepth)}
+		// The last one found is compared first: a loop's runs are one
+		// kind of session after another, and hashing the key is most of
+		// a map lookup's cost.
+		if p.lastQuick.a != nil && p.lastQuick.key == quick {
+			s.variant = p.lastQuick.a
+			return s.variant, nil
+		}
 		if a := p.quick[quick]; a != nil {
 			s.variant = a
+			p.lastQuick.key, p.lastQuick.a = quick, a
 			return a, nil
 		}
 	}

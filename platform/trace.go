@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"strconv"
 	"sync"
 	"unsafe"
@@ -47,26 +48,49 @@ func TraceObserver(rec *trace.Recorder) Observer {
 	})
 }
 
-// lines holds an observer's rendered events (Event.String's lines) in
-// chunks of bytes that are only ever appended to, so that a line costs no
-// allocation of its own: a week of loops renders some 1,700 of them.
-type lines struct{ buf []byte }
+// lines holds strings (an observer's rendered events, Event.String's
+// lines; a platform's actor names) in chunks of bytes that are only ever
+// appended to, so that a string costs no allocation of its own: a week
+// of loops renders some 1,700 lines and names some 240 actors.
+type lines struct {
+	buf []byte
+	// chunk is the room of one chunk (linesChunk when 0); a string
+	// longer than what is left of one starts the next.
+	chunk int
+}
 
-// linesChunk is the room of one chunk; a line longer than what is left
-// of one starts the next.
+// linesChunk is the room of a chunk of rendered lines.
 const linesChunk = 8 << 10
 
-// add renders e at the end of the chunk and returns it as a string. The
-// string's bytes are never written again: the chunk only grows past them,
-// and a line that outgrows it is copied to a new one with its chunk.
-func (l *lines) add(e *Event) string {
-	if cap(l.buf)-len(l.buf) < 256 {
-		l.buf = make([]byte, 0, linesChunk)
+// open makes room for a string of about n bytes at the end of the chunk
+// and returns where it starts.
+func (l *lines) open(n int) int {
+	if cap(l.buf)-len(l.buf) < n {
+		l.buf = make([]byte, 0, max(cmp.Or(l.chunk, linesChunk), n))
 	}
-	start := len(l.buf)
-	l.buf = e.appendText(l.buf)
+	return len(l.buf)
+}
+
+// close returns the bytes appended since start as a string. Its bytes
+// are never written again: the chunk only grows past them, and a string
+// that outgrew it was copied to a new one with its chunk.
+func (l *lines) close(start int) string {
 	line := l.buf[start:]
 	return unsafe.String(unsafe.SliceData(line), len(line))
+}
+
+// add renders e at the end of the chunk and returns it as a string.
+func (l *lines) add(e *Event) string {
+	start := l.open(256)
+	l.buf = e.appendText(l.buf)
+	return l.close(start)
+}
+
+// join returns a+b, written at the end of the chunk.
+func (l *lines) join(a, b string) string {
+	start := l.open(len(a) + len(b))
+	l.buf = append(append(l.buf, a...), b...)
+	return l.close(start)
 }
 
 // String renders an event on one line: the log, the type, then the fields

@@ -35,7 +35,7 @@ func (p *Platform) toolSpawnWorker(_ context.Context, s *session, _ core.ToolCal
 		return nil, err
 	}
 	p.addLocked(w)
-	p.emitLocked(Event{Session: s.id, Type: EventWorkerSpawned, Child: w.id, Agent: w.agentName, Text: in.Task})
+	p.emitLocked(&Event{Session: s.id, Type: EventWorkerSpawned, Child: w.id, Agent: w.agentName, Text: in.Task})
 	p.enqueueLocked(w, in.Task)
 	return WorkerReceipt{WorkerID: w.id, Status: string(StateRunning)}, nil
 }
@@ -67,7 +67,7 @@ func (p *Platform) toolSendWorkerMessage(_ context.Context, s *session, _ core.T
 		return nil, modelErr("terminal", "worker %s is %s and cannot be messaged", w.id, w.state)
 	}
 	woke := !w.active
-	p.emitLocked(Event{Session: s.id, Type: EventWorkerMessage, Child: w.id, Text: in.Message})
+	p.emitLocked(&Event{Session: s.id, Type: EventWorkerMessage, Child: w.id, Text: in.Message})
 	p.enqueueLocked(w, in.Message)
 	return map[string]any{"worker_id": w.id, "status": "delivered", "woke": woke}, nil
 }
@@ -90,7 +90,7 @@ func (p *Platform) toolStopWorker(_ context.Context, s *session, _ core.ToolCall
 	}
 	interrupted := w.cancel != nil
 	p.stopLocked(w, errStopped)
-	p.emitLocked(Event{Session: s.id, Type: EventWorkerStopped, Child: w.id})
+	p.emitLocked(&Event{Session: s.id, Type: EventWorkerStopped, Child: w.id})
 	return map[string]any{"worker_id": w.id, "stopped": true, "interrupted": interrupted}, nil
 }
 
@@ -121,7 +121,7 @@ func (p *Platform) workerTurnEndedLocked(w *session, end turnEnd) {
 	if end.err != nil {
 		ev.Error = end.err.Error()
 	}
-	p.emitLocked(ev)
+	p.emitLocked(&ev)
 	p.notifyLocked(w.parent, notice{Event: EventWorkerComplete, WorkerID: w.id, Status: status, Result: end.output})
 }
 

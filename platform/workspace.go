@@ -116,7 +116,7 @@ func (p *Platform) writeFile(s *session, file, content string) (map[string]any, 
 		}
 		f := Finding{Kind: FindingOverwrite, Root: s.root, Path: rel, Writer: s.id, Previous: prev.Writer, Siblings: siblings, At: now}
 		p.findings = append(p.findings, f)
-		p.emitLocked(Event{Session: s.root, Type: EventWorkspaceOverwrite, Path: rel, Child: s.id, Other: prev.Writer,
+		p.emitLocked(&Event{Session: s.root, Type: EventWorkspaceOverwrite, Path: rel, Child: s.id, Other: prev.Writer,
 			Siblings: siblings})
 		p.unlock()
 		out["overwrote"] = prev.Writer
@@ -189,7 +189,7 @@ func (p *Platform) toolCreateArtifact(_ context.Context, s *session, _ core.Tool
 	defer p.unlock()
 	a := Artifact{ID: p.ids.NewID(IDArtifact), Name: in.Name, Content: in.Content, Creator: s.id, At: p.clock.Now()}
 	p.artifacts[s.id] = append(p.artifacts[s.id], a)
-	p.emitLocked(Event{Session: s.id, Type: EventArtifact, Item: a.ID, Text: a.Name})
+	p.emitLocked(&Event{Session: s.id, Type: EventArtifact, Item: a.ID, Text: a.Name})
 	// A delegated child's artifacts propagate up to its parent's thread,
 	// and on up while the parent is itself a delegated child.
 	for cur := s; cur.kind == KindDelegate; {
@@ -198,7 +198,7 @@ func (p *Platform) toolCreateArtifact(_ context.Context, s *session, _ core.Tool
 			break
 		}
 		p.artifacts[par.id] = append(p.artifacts[par.id], a)
-		p.emitLocked(Event{Session: par.id, Type: EventArtifact, Item: a.ID, Child: s.id, Text: a.Name})
+		p.emitLocked(&Event{Session: par.id, Type: EventArtifact, Item: a.ID, Child: s.id, Text: a.Name})
 		cur = par
 	}
 	return map[string]any{"artifact_id": a.ID}, nil
@@ -350,7 +350,7 @@ func (p *Platform) Answer(item, text string) error {
 		}
 		it.State = InboxAnswered
 		p.pendingInbox--
-		p.emitLocked(Event{Session: s.id, Type: EventInboxAnswered, Item: item})
+		p.emitLocked(&Event{Session: s.id, Type: EventInboxAnswered, Item: item})
 		p.enqueueLocked(s, text)
 		return nil
 	}
@@ -367,6 +367,6 @@ func (p *Platform) toolAskUserQuestion(_ context.Context, s *session, _ core.Too
 	it := &InboxItem{ID: p.ids.NewID(IDInbox), Session: s.id, Question: in.Question, State: InboxPending, At: p.clock.Now()}
 	p.inbox = append(p.inbox, it)
 	p.pendingInbox++
-	p.emitLocked(Event{Session: s.id, Type: EventInboxQuestion, Item: it.ID, Text: in.Question})
+	p.emitLocked(&Event{Session: s.id, Type: EventInboxQuestion, Item: it.ID, Text: in.Question})
 	return map[string]any{"inbox_id": it.ID, "status": "pending"}, nil
 }
