@@ -256,6 +256,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		MaxSteps:       sc.Options.MaxSteps,
 		Model:          sc.Run.Model,
 		Testing:        opts.Testing,
+		Prepared:       sc.PreparedAgents(),
 	})
 	invs := opts.Invariants
 	if invs == nil {

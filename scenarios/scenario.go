@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/keys"
 	"github.com/crux-sim/crux-sim/scripted"
 )
 
@@ -47,6 +48,10 @@ type Scenario struct {
 	// Provider).
 	prepared     *scripted.Provider
 	preparedFrom []scriptShape
+	// agents are the loader's top-level agent trees prepared once, when
+	// the scenario loads (core.Prepare), for every run's runtime to share
+	// (see PreparedAgents); nil when they do not prepare.
+	agents *core.Prepared
 }
 
 // scriptShape is what a Script held when its scenario's provider was
@@ -307,14 +312,33 @@ func (s *Scenario) ProviderIn(old *scripted.Provider, opts scripted.Options) *sc
 }
 
 // prepare makes the provider that Provider forks while the scripts are
-// what they are now.
+// what they are now, and the agents' preparation (PreparedAgents).
 func (s *Scenario) prepare() {
 	s.prepared = s.provider(scripted.Options{}).Compile()
 	s.preparedFrom = make([]scriptShape, len(s.Scripts))
 	for i := range s.Scripts {
 		s.preparedFrom[i] = shapeOf(&s.Scripts[i])
 	}
+	names := keys.Sorted(s.Run.Agents)
+	agents := make([]*core.Agent, len(names))
+	for i, name := range names {
+		agents[i] = s.Run.Agents[name]
+	}
+	s.agents, _ = core.Prepare(agents...) // nil on error: each run reports it
 }
+
+// PreparedAgents returns the top-level agent trees of a scenario the file
+// loader made, prepared once when it loaded (core.Prepare), for a runtime
+// to run (core.Options.Prepared): the runs of a campaign do not resolve
+// the same tools and compile the same schemas seed after seed. It is nil
+// for a scenario built in Go and for one whose agents do not prepare
+// (each run's runtime then prepares them and reports why). A runtime
+// finds an agent in the set by its pointer, so an agent put in Run.Agents
+// after loading, or in place of one, is prepared by the run as a Go
+// scenario's is; an agent changed in place keeps the form it was
+// prepared in, as a turn changed in place does (see Provider): an agent
+// is not to be modified once prepared (core.Agent).
+func (s *Scenario) PreparedAgents() *core.Prepared { return s.agents }
 
 // asPrepared reports whether the scripts are what they were when the
 // provider was prepared.
