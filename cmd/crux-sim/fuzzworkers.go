@@ -454,20 +454,7 @@ func (c *campaign) merge(workers []*worker, stage string, start time.Time, budge
 // removeStaged removes what workers wrote under dir that the campaign does
 // not keep: the duplicates' artifacts, and any a dead worker left.
 func removeStaged(dir, stage string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), stage) {
-			errs = append(errs, os.Remove(filepath.Join(dir, e.Name())))
-		}
-	}
-	return errors.Join(errs...)
+	return removeNamed(dir, func(name string) bool { return strings.HasPrefix(name, stage) })
 }
 
 // stagePrefix begins the name of every artifact a worker stages in --out,
@@ -478,6 +465,17 @@ const stagePrefix = ".crux-sim-fuzz-"
 // whose process is gone (killed, so it could neither keep nor remove
 // them). A campaign still running keeps its own.
 func removeAbandoned(dir string) error {
+	return removeNamed(dir, func(name string) bool {
+		rest, ok := strings.CutPrefix(name, stagePrefix)
+		pid, _, dash := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		return ok && dash && err == nil && n > 0 && processGone(n)
+	})
+}
+
+// removeNamed removes the entries of dir whose names it is told to (a dir
+// that does not exist holds none).
+func removeNamed(dir string, remove func(name string) bool) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -487,10 +485,7 @@ func removeAbandoned(dir string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), stagePrefix)
-		pid, _, dash := strings.Cut(rest, "-")
-		n, err := strconv.Atoi(pid)
-		if ok && dash && err == nil && n > 0 && processGone(n) {
+		if remove(e.Name()) {
 			errs = append(errs, os.Remove(filepath.Join(dir, e.Name())))
 		}
 	}
