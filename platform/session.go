@@ -1,11 +1,13 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -96,7 +98,10 @@ type session struct {
 	pending0 [1]string
 	first    [1]core.Message
 	turns    int
-	cancel   context.CancelCauseFunc
+	// turn is the running turn's context, nil between turns; turn0 is
+	// the first turn's.
+	turn     *turnCtx
+	turn0    turnCtx
 	children []string
 	lastSeen time.Time // last provider step, for stale detection
 	output   string    // the last turn's final output
@@ -127,8 +132,115 @@ type session struct {
 
 type sessionKey struct{}
 
-func withSession(ctx context.Context, s *session) context.Context {
-	return context.WithValue(ctx, sessionKey{}, s)
+// turnCtx is a turn's context: the session's (its sessionKey value), and
+// cancelled by an interrupt of the turn (cancel), by the platform's Close
+// or Crash (its base context) and at the turn's end. It is what
+// core.WithCancel of the base context below a context.WithValue of the
+// session would be, made when it is first needed (real): until a Done, a
+// value other than the session or a context made below it asks for it, a
+// turn's context is this one struct (inside the session for its first
+// turn), not the six allocations of those two, and its cancellation is
+// two fields. Most turns never need it: loop-week's 240 runs do not.
+type turnCtx struct {
+	p *Platform
+	s *session
+
+	mu sync.Mutex
+	// real is the context made when first needed, and stop its cancel;
+	// before that, cause is why the turn was cancelled (nil while it is
+	// not).
+	real  context.Context
+	stop  context.CancelCauseFunc
+	cause error
+}
+
+// newTurnCtxLocked returns the context of s's turn about to start (s.turns
+// counts it already).
+func (p *Platform) newTurnCtxLocked(s *session) *turnCtx {
+	t := &s.turn0
+	if s.turns > 1 {
+		t = new(turnCtx)
+	}
+	t.p, t.s = p, s
+	return t
+}
+
+// Deadline: a turn has none.
+func (t *turnCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done makes the real context: a channel that closes is waited on through
+// the executor, which hears of it as it does of core.WithCancel's.
+func (t *turnCtx) Done() <-chan struct{} { return t.materialize().Done() }
+
+// Err is context.Canceled once the turn was cancelled, or the platform's
+// base context was.
+func (t *turnCtx) Err() error {
+	t.mu.Lock()
+	real, cause := t.real, t.cause
+	t.mu.Unlock()
+	switch {
+	case real != nil:
+		return real.Err()
+	case cause != nil:
+		return context.Canceled
+	}
+	return t.p.base.Err()
+}
+
+// Value is the session for sessionKey; any other key is the real
+// context's.
+func (t *turnCtx) Value(key any) any {
+	if _, ok := key.(sessionKey); ok {
+		return t.s
+	}
+	return t.materialize().Value(key)
+}
+
+// materialize makes the real context, cancelled already if the turn was.
+func (t *turnCtx) materialize() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.real == nil {
+		t.real, t.stop = core.WithCancel(t.p.exec, t.p.base)
+		if t.cause != nil {
+			t.stop(t.cause)
+		}
+	}
+	return t.real
+}
+
+// cancel cancels the turn with cause (context.Canceled when nil), unless
+// it was cancelled already: the first cause stays, the base context's if
+// it came first, as context.WithCancelCause's child keeps its parent's.
+func (t *turnCtx) cancel(cause error) {
+	t.mu.Lock()
+	if stop := t.stop; stop != nil {
+		t.mu.Unlock()
+		stop(cause)
+		return
+	}
+	if t.cause == nil {
+		if t.p.base.Err() != nil {
+			cause = context.Cause(t.p.base)
+		}
+		t.cause = cmp.Or(cause, context.Canceled)
+	}
+	t.mu.Unlock()
+}
+
+// causeOf is context.Cause of the turn's context: why it was cancelled,
+// nil while it is not.
+func (t *turnCtx) causeOf() error {
+	t.mu.Lock()
+	real, cause := t.real, t.cause
+	t.mu.Unlock()
+	switch {
+	case real != nil:
+		return context.Cause(real)
+	case cause != nil:
+		return cause
+	}
+	return context.Cause(t.p.base)
 }
 
 func sessionOf(ctx context.Context) *session {
@@ -313,8 +425,8 @@ func (p *Platform) CloseSession(sessionID string) error {
 		return err
 	}
 	p.setStateLocked(s, StateClosed)
-	if s.cancel != nil {
-		s.cancel(ErrClosed)
+	if s.turn != nil {
+		s.turn.cancel(ErrClosed)
 	}
 	return nil
 }
@@ -406,8 +518,8 @@ func (p *Platform) runSession(s *session) {
 		s.dropPending()
 		s.turns++
 		turn := s.turns
-		ctx, cancel := core.WithCancel(p.exec, p.base)
-		s.cancel = cancel
+		ctx := p.newTurnCtxLocked(s)
+		s.turn = ctx
 		agent, verr := p.variantLocked(s)
 		if s.inbox == nil {
 			s.labels = map[string]string{"session": s.id, "kind": string(s.kind)}
@@ -424,7 +536,7 @@ func (p *Platform) runSession(s *session) {
 			// The session is the Work owner of all its turns, so a turn sees
 			// the Work an earlier turn started; messages queued while the
 			// turn runs reach its next provider step.
-			res, err := p.rt.RunWith(withSession(ctx, s), agent, nil, core.RunOptions{History: history, MaxSteps: s.budget,
+			res, err := p.rt.RunWith(ctx, agent, nil, core.RunOptions{History: history, MaxSteps: s.budget,
 				Owner: s.id, Inbox: s.inbox, Labels: s.labels})
 			end.err = err
 			if res != nil {
@@ -438,15 +550,15 @@ func (p *Platform) runSession(s *session) {
 			msgsAfter = history
 		}
 		if end.err != nil {
-			end.cause = context.Cause(ctx)
+			end.cause = ctx.causeOf()
 			if ctx.Err() == nil {
 				end.cause = nil
 			}
 		}
-		cancel(nil)
+		ctx.cancel(nil)
 
 		p.mu.Lock()
-		s.cancel = nil
+		s.turn = nil
 		s.history = msgsAfter
 		s.output = end.output
 		if errors.Is(end.cause, errCrashed) || errors.Is(end.cause, errClosing) {

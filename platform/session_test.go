@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -133,5 +134,86 @@ var _ = Describe("Root sessions", func() {
 		Expect(e.p.CloseSession(root)).To(Succeed())
 		Expect(e.info(root).State).To(Equal(platform.StateClosed))
 		Expect(e.p.CloseSession("no-such-session")).To(MatchError(platform.ErrUnknownSession))
+	})
+})
+
+// These specs are about the context a turn's tools get: a turn's context
+// is made only when something needs more of it than its session, and
+// behaves as a context.WithCancelCause of the platform's would.
+var _ = Describe("A turn's context", func() {
+	// keeper is an agent whose tool "keep" runs during the turn: it hands
+	// its context to during, and keeps it.
+	keeper := func(kept *context.Context, during func(ctx context.Context)) func(*platform.Options) {
+		return func(o *platform.Options) {
+			a := agent("keeper")
+			a.Tools = core.Tools{"keep": &core.Tool{Description: "keeps its context",
+				Run: func(ctx context.Context, _ core.ToolCall, _ any) (any, error) {
+					*kept = ctx
+					if during != nil {
+						during(ctx)
+					}
+					return "kept", nil
+				}}}
+			o.Agents["keeper"] = a
+		}
+	}
+
+	It("is cancelled when the turn ends: a tool that kept it sees context.Canceled, as its cause too, and its Done closed", func() {
+		var kept context.Context
+		var during error
+		e := newEnv(keeper(&kept, func(ctx context.Context) { during = ctx.Err() }))
+		e.model.Script("keeper", calls(use("keep", map[string]any{})), say("done"))
+		root := e.root("keeper")
+		e.send(root, "go")
+		e.runFor(time.Minute)
+
+		Expect(during).NotTo(HaveOccurred(), "live while the turn runs")
+		Expect(kept.Err()).To(MatchError(context.Canceled))
+		Expect(context.Cause(kept)).To(MatchError(context.Canceled))
+		Expect(kept.Done()).To(BeClosed())
+	})
+
+	// interrupted runs a root whose tool closes the root (CloseSession)
+	// and reads, after that, its context's error and cause and the cause
+	// of a context made below it: before the interrupt when madeBefore
+	// (which asks for the turn context's Done), after it otherwise.
+	interrupted := func(madeBefore bool) {
+		var kept, below context.Context
+		var errDuring, causeDuring, belowCause error
+		var e *env
+		var root string
+		e = newEnv(keeper(&kept, func(ctx context.Context) {
+			var stop context.CancelFunc
+			if madeBefore {
+				below, stop = context.WithCancel(ctx)
+			}
+			Expect(e.p.CloseSession(root)).To(Succeed())
+			errDuring, causeDuring = ctx.Err(), context.Cause(ctx)
+			if !madeBefore {
+				below, stop = context.WithCancel(ctx)
+			}
+			defer stop()
+			belowCause = context.Cause(below)
+		}))
+		e.model.Script("keeper", calls(use("keep", map[string]any{})), say("never"))
+		root = e.root("keeper")
+		e.send(root, "go")
+		e.runFor(time.Minute)
+
+		Expect(errDuring).To(MatchError(context.Canceled))
+		Expect(causeDuring).To(MatchError(platform.ErrClosed))
+		Expect(belowCause).To(MatchError(platform.ErrClosed))
+		Expect(context.Cause(kept)).To(MatchError(platform.ErrClosed), "the first cause stays after the turn's end")
+		end := ofType(e.p.Events(root), platform.EventTurnEnd)
+		Expect(end).To(HaveLen(1))
+		Expect(end[0].Status).To(Equal("interrupted"))
+	}
+
+	It("carries an interrupt's cause when nothing had asked for its Done: a root closed while its tool runs", func() {
+		interrupted(false)
+	})
+
+	It("carries an interrupt's cause to a context made below it before: a root closed while its tool runs", func() {
+		interrupted(true)
 	})
 })

@@ -290,8 +290,8 @@ func (p *Platform) startAttempt(c store.Claim) {
 	slot := p.afterLocked(p.opts.TaskTimeout, "task-timeout "+t.ID, func() {
 		p.mu.Lock()
 		defer p.unlock()
-		if p.runningTasks[t.ID] == s && s.cancel != nil {
-			s.cancel(errTaskTimeout)
+		if p.runningTasks[t.ID] == s && s.turn != nil {
+			s.turn.cancel(errTaskTimeout)
 		}
 	})
 	s.taskSlot = slot

@@ -88,7 +88,7 @@ func (p *Platform) toolStopWorker(_ context.Context, s *session, _ core.ToolCall
 	if w.state.Terminal() {
 		return map[string]any{"worker_id": w.id, "stopped": false, "state": w.state}, nil
 	}
-	interrupted := w.cancel != nil
+	interrupted := w.turn != nil
 	p.stopLocked(w, errStopped)
 	p.emitLocked(&Event{Session: s.id, Type: EventWorkerStopped, Child: w.id})
 	return map[string]any{"worker_id": w.id, "stopped": true, "interrupted": interrupted}, nil
@@ -98,8 +98,8 @@ func (p *Platform) toolStopWorker(_ context.Context, s *session, _ core.ToolCall
 func (p *Platform) stopLocked(s *session, cause error) {
 	s.dropPending()
 	p.setStateLocked(s, StateStopped)
-	if s.cancel != nil {
-		s.cancel(cause)
+	if s.turn != nil {
+		s.turn.cancel(cause)
 	}
 }
 
