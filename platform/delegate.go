@@ -32,13 +32,13 @@ type DelegationResult struct {
 	Error     string `json:"error,omitempty"`
 }
 
-func (p *Platform) toolDelegateTask(ctx context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolDelegateTask(ctx context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		Goal  string   `json:"goal"`
 		Goals []string `json:"goals"`
 		Agent string   `json:"agent"`
 		Role  Role     `json:"role"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}

@@ -217,8 +217,8 @@ func (p *Platform) writeSchedule(sch store.Schedule) (store.Schedule, error) {
 	return sch, nil
 }
 
-func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Prompt, Cron, At, In string }](args)
+func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Prompt, Cron, At, In string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall
 	return map[string]any{"id": row.ID, "kind": row.Kind, "next_run": row.NextRun.UTC().Format(time.RFC3339)}, nil
 }
 
-func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, _ *toolArgs) (any, error) {
+func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, _ toolArgs) (any, error) {
 	rows, err := p.store.ListSchedules(p.ctx(), s.user)
 	if err != nil {
 		return nil, err
@@ -277,8 +277,8 @@ func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, 
 	return map[string]any{"schedules": rows}, nil
 }
 
-func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ ID string }](args)
+func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ ID string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -295,8 +295,8 @@ func (p *Platform) toolCronDelete(_ context.Context, s *session, _ core.ToolCall
 	return map[string]any{"id": in.ID, "deleted": true}, nil
 }
 
-func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, _ := decode[struct{ Reason string }](args)
+func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, _ := decode[struct{ Reason string }](&args)
 	if err := p.completeSchedule(s.schedule, "loop_complete", in.Reason); err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (p *Platform) toolLoopComplete(_ context.Context, s *session, _ core.ToolCa
 // toolLoopWait reads its input as the runtime validated it (delay a
 // string, completed a boolean, nothing else), with no JSON of it: a
 // dynamic loop calls loop_wait on every run.
-func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	var in struct {
 		Delay     string
 		Completed bool

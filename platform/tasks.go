@@ -93,14 +93,14 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 	return row, nil
 }
 
-func (p *Platform) toolSpawnTask(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolSpawnTask(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		Prompt      string   `json:"prompt"`
 		Title       string   `json:"title"`
 		Parents     []string `json:"parents"`
 		MaxAttempts int      `json:"max_attempts"`
 		Agent       string   `json:"agent"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +124,11 @@ func ownershipErr(err error, id string) error {
 	return err
 }
 
-func (p *Platform) toolUnblockTask(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolUnblockTask(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		TaskID  string `json:"task_id"`
 		Context string `json:"context"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -148,10 +148,10 @@ func (p *Platform) toolUnblockTask(_ context.Context, s *session, _ core.ToolCal
 	return TaskReceipt{TaskID: t.ID, State: t.State}, nil
 }
 
-func (p *Platform) toolCancelTask(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolCancelTask(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		TaskID string `json:"task_id"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -426,11 +426,11 @@ func (p *Platform) reap() {
 
 // ---- the task worker's tools ----
 
-func (p *Platform) toolWorkerComplete(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolWorkerComplete(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		Summary  string          `json:"summary"`
 		Metadata json.RawMessage `json:"metadata"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -443,8 +443,8 @@ func (p *Platform) toolWorkerComplete(_ context.Context, s *session, _ core.Tool
 	return map[string]any{"task_id": s.task, "status": "completed", "note": "Reported. End your turn."}, nil
 }
 
-func (p *Platform) toolWorkerBlock(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Reason string }](args)
+func (p *Platform) toolWorkerBlock(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Reason string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -461,7 +461,7 @@ type WorkerContext struct {
 	Attempts []store.Attempt `json:"attempts"`
 }
 
-func (p *Platform) toolWorkerContext(_ context.Context, s *session, _ core.ToolCall, _ *toolArgs) (any, error) {
+func (p *Platform) toolWorkerContext(_ context.Context, s *session, _ core.ToolCall, _ toolArgs) (any, error) {
 	t, err := p.store.GetTask(p.ctx(), s.task)
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ const (
 type toolDef struct {
 	desc   string
 	schema string
-	run    func(p *Platform, ctx context.Context, s *session, call core.ToolCall, args *toolArgs) (any, error)
+	run    func(p *Platform, ctx context.Context, s *session, call core.ToolCall, args toolArgs) (any, error)
 }
 
 // toolArgs are a platform tool call's arguments: the input as the runtime
@@ -157,11 +157,13 @@ var platformTools = sync.OnceValue(func() map[string]*core.Tool {
 					return nil, &core.ModelError{Code: "no_session", Message: name + " runs only inside a platform session"}
 				}
 				p := s.platform
-				args := &toolArgs{input: input}
+				// The arguments are handed on by value: a call through
+				// d.run would move them to the heap, one allocation a call.
+				args := toolArgs{input: input}
 				if !actsOnce[name] {
 					return d.run(p, ctx, s, call, args)
 				}
-				return p.once(ctx, s, name, args, func() (any, error) { return d.run(p, ctx, s, call, args) })
+				return p.once(ctx, s, name, &args, func() (any, error) { return d.run(p, ctx, s, call, args) })
 			},
 		}
 	}

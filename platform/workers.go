@@ -13,11 +13,11 @@ type WorkerReceipt struct {
 	Status   string `json:"status"`
 }
 
-func (p *Platform) toolSpawnWorker(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolSpawnWorker(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		Task  string `json:"task"`
 		Agent string `json:"agent"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -49,11 +49,11 @@ func (p *Platform) workerOfLocked(s *session, id string) (*session, error) {
 	return w, nil
 }
 
-func (p *Platform) toolSendWorkerMessage(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolSendWorkerMessage(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		WorkerID string `json:"worker_id"`
 		Message  string `json:"message"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +72,10 @@ func (p *Platform) toolSendWorkerMessage(_ context.Context, s *session, _ core.T
 	return map[string]any{"worker_id": w.id, "status": "delivered", "woke": woke}, nil
 }
 
-func (p *Platform) toolStopWorker(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
+func (p *Platform) toolStopWorker(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
 	in, err := decode[struct {
 		WorkerID string `json:"worker_id"`
-	}](args)
+	}](&args)
 	if err != nil {
 		return nil, err
 	}

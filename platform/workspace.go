@@ -124,16 +124,16 @@ func (p *Platform) writeFile(s *session, file, content string) (map[string]any, 
 	return out, nil
 }
 
-func (p *Platform) toolWriteFile(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Path, Content string }](args)
+func (p *Platform) toolWriteFile(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Path, Content string }](&args)
 	if err != nil {
 		return nil, err
 	}
 	return p.writeFile(s, in.Path, in.Content)
 }
 
-func (p *Platform) toolReadFile(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Path string }](args)
+func (p *Platform) toolReadFile(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Path string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +144,8 @@ func (p *Platform) toolReadFile(_ context.Context, s *session, _ core.ToolCall, 
 	return data, err
 }
 
-func (p *Platform) toolListFiles(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Prefix string }](args)
+func (p *Platform) toolListFiles(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Prefix string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -180,8 +180,8 @@ func (p *Platform) Artifacts(sessionID string) []Artifact {
 	return slices.Clone(p.artifacts[sessionID])
 }
 
-func (p *Platform) toolCreateArtifact(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Name, Content string }](args)
+func (p *Platform) toolCreateArtifact(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Name, Content string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +251,8 @@ func (p *Platform) Board(root string) ([]Claim, []Note) {
 	return claims, slices.Clone(b.notes)
 }
 
-func (p *Platform) toolBoardNote(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Text string }](args)
+func (p *Platform) toolBoardNote(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Text string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -264,8 +264,8 @@ func (p *Platform) toolBoardNote(_ context.Context, s *session, _ core.ToolCall,
 	return map[string]any{"note_id": n.ID}, nil
 }
 
-func (p *Platform) toolBoardClaim(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Key, TTL string }](args)
+func (p *Platform) toolBoardClaim(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Key, TTL string }](&args)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (p *Platform) toolBoardClaim(_ context.Context, s *session, _ core.ToolCall
 	return map[string]any{"claimed": true, "expires": c.Expires.UTC().Format(time.RFC3339)}, nil
 }
 
-func (p *Platform) toolBoardRead(_ context.Context, s *session, _ core.ToolCall, _ *toolArgs) (any, error) {
+func (p *Platform) toolBoardRead(_ context.Context, s *session, _ core.ToolCall, _ toolArgs) (any, error) {
 	claims, notes := p.Board(s.root)
 	now := p.clock.Now()
 	live := claims[:0:0]
@@ -357,8 +357,8 @@ func (p *Platform) Answer(item, text string) error {
 	return errors.New("no inbox item " + item)
 }
 
-func (p *Platform) toolAskUserQuestion(_ context.Context, s *session, _ core.ToolCall, args *toolArgs) (any, error) {
-	in, err := decode[struct{ Question string }](args)
+func (p *Platform) toolAskUserQuestion(_ context.Context, s *session, _ core.ToolCall, args toolArgs) (any, error) {
+	in, err := decode[struct{ Question string }](&args)
 	if err != nil {
 		return nil, err
 	}
