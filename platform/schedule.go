@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/robfig/cron/v3"
 )
@@ -337,12 +339,33 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 	p.armTickerLocked()
 	delay := p.waitTextLocked(clamped)
 	p.mu.Unlock()
+	// The answer is its JSON, as encoding/json writes a loopWaited, written
+	// on the stack: the runtime hands a string on as the tool's content,
+	// so that the answer is one allocation and no reflection.
+	var buf [192]byte
+	if answer, ok := appendLoopWaited(buf[:0], clamped != d, delay, next, s.schedule); ok {
+		return string(answer), nil
+	}
 	w := &loopWaited{ScheduleID: s.schedule, Delay: delay, Clamped: clamped != d}
 	// The time's text is written into the answer's own room: one
 	// allocation for the answer, not a second for the string.
 	at := next.UTC().AppendFormat(w.room[:0], time.RFC3339)
 	w.NextRun = unsafe.String(unsafe.SliceData(at), len(at))
 	return w, nil
+}
+
+// appendLoopWaited appends the JSON of loop_wait's answer (a loopWaited)
+// as encoding/json writes it, when its strings need no escaping; false,
+// with b to be dropped, when one does.
+func appendLoopWaited(b []byte, clamped bool, delay string, next time.Time, schedule string) ([]byte, bool) {
+	b = strconv.AppendBool(append(b, `{"clamped":`...), clamped)
+	b, ok := jsonenc.AppendString(append(b, `,"delay":`...), delay)
+	if !ok {
+		return b, false
+	}
+	b = next.UTC().AppendFormat(append(b, `,"next_run":"`...), time.RFC3339)
+	b, ok = jsonenc.AppendString(append(b, `","schedule_id":`...), schedule)
+	return append(b, '}'), ok
 }
 
 // waitTextLocked is d.String(), kept for the next loop_wait: a dynamic
