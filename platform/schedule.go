@@ -485,7 +485,13 @@ func (p *Platform) startScheduler() {
 // timer for it. Its timer has fired (tk.armed is false).
 func (p *Platform) idlePollLocked(now int64) (int64, bool) {
 	tk := &p.ticker
-	next, ok := p.nextDueLocked()
+	// The row as last read while no schedule write came since, as
+	// nextDueLocked would answer: what nearly every poll finds, without
+	// a call for it.
+	next, ok := tk.due, tk.dueOK
+	if !tk.dueRead || tk.writes.ScheduleWrites() != tk.seen {
+		next, ok = p.nextDueLocked()
+	}
 	if now >= tk.nextRecovery || ok && next <= now {
 		return 0, false
 	}
