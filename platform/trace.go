@@ -27,25 +27,33 @@ const TraceKind trace.Kind = "platform"
 //		...
 //	})
 func TraceObserver(rec *trace.Recorder) Observer {
-	var mu sync.Mutex
-	agents := map[string]string{}
+	return &traceObserver{rec: rec, agents: map[string]string{}}
+}
+
+// traceObserver is TraceObserver's Observer: an event reaches its Observe
+// directly, not copied once more on the way through an ObserverFunc.
+type traceObserver struct {
+	rec    *trace.Recorder
+	mu     sync.Mutex
+	agents map[string]string
 	// The last session looked up and its agent: a session's events mostly
 	// come one after another, and its id is the same string each time.
-	var last, lastAgent string
-	var text lines
-	return ObserverFunc(func(e Event) {
-		mu.Lock()
-		if e.Type == EventSessionCreated || e.Type == EventSessionRestored {
-			agents[e.Session] = e.Agent
-			last, lastAgent = e.Session, e.Agent
-		} else if e.Session != last {
-			last, lastAgent = e.Session, agents[e.Session]
-		}
-		agent := lastAgent
-		detail := text.add(&e)
-		mu.Unlock()
-		rec.Add(e.Time, trace.Entry{Kind: TraceKind, Run: e.Session, Agent: agent, Label: string(e.Type), Detail: detail})
-	})
+	last, lastAgent string
+	text            lines
+}
+
+func (o *traceObserver) Observe(e Event) {
+	o.mu.Lock()
+	if e.Type == EventSessionCreated || e.Type == EventSessionRestored {
+		o.agents[e.Session] = e.Agent
+		o.last, o.lastAgent = e.Session, e.Agent
+	} else if e.Session != o.last {
+		o.last, o.lastAgent = e.Session, o.agents[e.Session]
+	}
+	agent := o.lastAgent
+	detail := o.text.add(&e)
+	o.mu.Unlock()
+	o.rec.Add(e.Time, trace.Entry{Kind: TraceKind, Run: e.Session, Agent: agent, Label: string(e.Type), Detail: detail})
 }
 
 // lines holds strings (an observer's rendered events, Event.String's
