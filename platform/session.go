@@ -175,16 +175,29 @@ func (t *turnCtx) Done() <-chan struct{} { return t.materialize().Done() }
 // Err is context.Canceled once the turn was cancelled, or the platform's
 // base context was.
 func (t *turnCtx) Err() error {
+	err, _ := t.status()
+	return err
+}
+
+// status is the context's Err and, once it is cancelled, its cause
+// (context.Cause: why it was cancelled).
+func (t *turnCtx) status() (err, cause error) {
 	t.mu.Lock()
-	real, cause := t.real, t.cause
+	real, own := t.real, t.cause
 	t.mu.Unlock()
 	switch {
 	case real != nil:
-		return real.Err()
-	case cause != nil:
-		return context.Canceled
+		if err = real.Err(); err != nil {
+			cause = context.Cause(real)
+		}
+	case own != nil:
+		err, cause = context.Canceled, own
+	default:
+		if err = t.p.base.Err(); err != nil {
+			cause = context.Cause(t.p.base)
+		}
 	}
-	return t.p.base.Err()
+	return err, cause
 }
 
 // Value is the session for sessionKey; any other key is the real
@@ -226,21 +239,6 @@ func (t *turnCtx) cancel(cause error) {
 		t.cause = cmp.Or(cause, context.Canceled)
 	}
 	t.mu.Unlock()
-}
-
-// causeOf is context.Cause of the turn's context: why it was cancelled,
-// nil while it is not.
-func (t *turnCtx) causeOf() error {
-	t.mu.Lock()
-	real, cause := t.real, t.cause
-	t.mu.Unlock()
-	switch {
-	case real != nil:
-		return context.Cause(real)
-	case cause != nil:
-		return cause
-	}
-	return context.Cause(t.p.base)
 }
 
 func sessionOf(ctx context.Context) *session {
@@ -550,10 +548,7 @@ func (p *Platform) runSession(s *session) {
 			msgsAfter = history
 		}
 		if end.err != nil {
-			end.cause = ctx.causeOf()
-			if ctx.Err() == nil {
-				end.cause = nil
-			}
+			_, end.cause = ctx.status()
 		}
 		ctx.cancel(nil)
 
