@@ -154,6 +154,7 @@ type ticker struct {
 	// counts them; writes is nil for a store that does not): NextDue is
 	// asked again only after a write.
 	writes  store.ScheduleWriteCounter
+	mem     *store.Memory // the store, when it is the in-memory one (see scheduleWrites)
 	seen    uint64
 	due     int64
 	dueOK   bool
