@@ -9,20 +9,29 @@ import (
 	"github.com/crux-sim/crux-sim/platform"
 )
 
-// entryIndex is a trace's entries by kind and, for platform entries, by
+// entryIndex is a trace's entries of a kind, and platform entries of an
 // event, for judging every expectation of a run at once (JudgeAll): a
 // pattern of a kind, or of one platform event, reads only the entries
 // that can match it instead of the whole trace, pattern after pattern.
-// Each part is made when a pattern first asks for it.
+// A kind's or an event's list is made when a pattern first asks for it,
+// by one pass over the entries (or the platform entries): a run's
+// patterns ask for a few kinds and events.
 type entryIndex struct {
 	t *trace.Trace
 	// n is the number of entries indexed: the trace's when it was asked.
 	n int
-	// kinds and events are by kind and by platform event, each list in
-	// the trace's order; byKind and byEvent say where each key's list is.
-	kinds, events     []entryList
-	byKind, byEvent   map[string]int
-	haveKind, haveEvt bool
+	// lists are the lists made, used of them for this trace; those past
+	// used keep their backings for the next.
+	lists []entryList
+	used  int
+}
+
+// entryList is the indexes of the entries of a kind or (event set) of the
+// platform entries of an event, in order.
+type entryList struct {
+	key   string
+	event bool
+	at    []int32
 }
 
 // indexEntries is the fewest entries JudgeAll indexes: a short trace is
@@ -30,73 +39,59 @@ type entryIndex struct {
 // 60 entries, loop-week's some 3,500).
 const indexEntries = 256
 
-// entryList is the indexes of the entries of one key, in order.
-type entryList struct{ at []int32 }
-
 // entryIndexes are the indexes of judgings done, their lists emptied.
-var entryIndexes = sync.Pool{New: func() any {
-	return &entryIndex{byKind: map[string]int{}, byEvent: map[string]int{}}
-}}
+var entryIndexes = sync.Pool{New: func() any { return new(entryIndex) }}
 
-// reset makes x the index of t, with nothing indexed yet, keeping the
-// lists' backings for their keys.
+// reset makes x the index of t, with nothing indexed yet.
 func (x *entryIndex) reset(t *trace.Trace) {
-	x.t, x.n, x.haveKind, x.haveEvt = t, 0, false, false
+	x.t, x.n, x.used = t, 0, 0
 	if t != nil {
 		x.n = len(t.Entries)
 	}
-	for i := range x.kinds {
-		x.kinds[i].at = x.kinds[i].at[:0]
-	}
-	for i := range x.events {
-		x.events[i].at = x.events[i].at[:0]
-	}
 }
 
-// add appends entry j to key's list of lists, by where.
-func add(lists *[]entryList, where map[string]int, key string, j int) {
-	i, ok := where[key]
-	if !ok {
-		i = len(*lists)
-		where[key] = i
-		*lists = append(*lists, entryList{})
+// list returns the list of key made for this trace, or a new empty one
+// and false; the list is good until the next call.
+func (x *entryIndex) list(key string, event bool) (*entryList, bool) {
+	for i := range x.lists[:x.used] {
+		if l := &x.lists[i]; l.key == key && l.event == event {
+			return l, true
+		}
 	}
-	(*lists)[i].at = append((*lists)[i].at, int32(j))
+	if x.used == len(x.lists) {
+		x.lists = append(x.lists, entryList{})
+	}
+	l := &x.lists[x.used]
+	x.used++
+	l.key, l.event, l.at = key, event, l.at[:0]
+	return l, false
 }
 
 // ofKind returns the entries of kind k, in order.
 func (x *entryIndex) ofKind(k trace.Kind) []int32 {
-	if !x.haveKind {
-		x.haveKind = true
-		last, at := trace.Kind(""), -1
+	l, ok := x.list(string(k), false)
+	if !ok {
 		for j := range x.t.Entries[:x.n] {
-			e := &x.t.Entries[j]
-			if at >= 0 && e.Kind == last {
-				x.kinds[at].at = append(x.kinds[at].at, int32(j))
-				continue
+			if x.t.Entries[j].Kind == k {
+				l.at = append(l.at, int32(j))
 			}
-			add(&x.kinds, x.byKind, string(e.Kind), j)
-			last, at = e.Kind, x.byKind[string(e.Kind)]
 		}
 	}
-	if i, ok := x.byKind[string(k)]; ok {
-		return x.kinds[i].at
-	}
-	return nil
+	return l.at
 }
 
 // ofEvent returns the platform entries of event ev, in order.
 func (x *entryIndex) ofEvent(ev string) []int32 {
-	if !x.haveEvt {
-		x.haveEvt = true
-		for _, j := range x.ofKind(platform.TraceKind) {
-			add(&x.events, x.byEvent, x.t.Entries[j].Label, int(j))
+	plat := x.ofKind(platform.TraceKind) // first: it may grow x.lists
+	l, ok := x.list(ev, true)
+	if !ok {
+		for _, j := range plat {
+			if x.t.Entries[j].Label == ev {
+				l.at = append(l.at, j)
+			}
 		}
 	}
-	if i, ok := x.byEvent[ev]; ok {
-		return x.events[i].at
-	}
-	return nil
+	return l.at
 }
 
 // among returns the indexes, in order, of the only entries c can match,

@@ -23,6 +23,11 @@ var _ = Describe("Judging every expectation at once", func() {
 		run := harness.Run(sc, harness.Options{Seed: 1})
 		r := run.Result
 		Expect(len(r.Trace.Entries)).To(BeNumerically(">", 1000))
+		// The harness judged the run through JudgeAll, with an index
+		// new or given back by an earlier judging.
+		for i, e := range sc.Expectations {
+			Expect(run.Verdicts[i].Failure).To(Equal(e.Check(r)), "the harness's verdict on %s", e.Describe())
+		}
 
 		fired := Pattern{Kind: platform.TraceKind, Event: "schedule.fired"}
 		at := func(d time.Duration) *time.Duration { return &d }
