@@ -345,21 +345,31 @@ func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 }
 
 // pastQuoted returns the index past the double-quoted string that starts
-// at d[i], escapes and all (a quote after an odd run of backslashes is
-// escaped), or len(d) if it is not closed.
+// at d[i], or len(d) if it is not closed.
 func pastQuoted(d string, i int) int {
+	if q := closingQuote(d, i); q >= 0 {
+		return q + 1
+	}
+	return len(d)
+}
+
+// closingQuote returns the index of the double quote that closes the
+// string that starts at s[i], escapes and all (a quote after an odd run of
+// backslashes is escaped), or -1 if it is not closed: what reading the
+// string escape by escape finds, a search for quotes at a time.
+func closingQuote(s string, i int) int {
 	for j := i + 1; ; {
-		q := strings.IndexByte(d[j:], '"')
+		q := strings.IndexByte(s[j:], '"')
 		if q < 0 {
-			return len(d)
+			return -1
 		}
 		q += j
 		k := q
-		for k > j && d[k-1] == '\\' {
+		for k > j && s[k-1] == '\\' {
 			k--
 		}
 		if (q-k)%2 == 0 {
-			return q + 1
+			return q
 		}
 		j = q + 1
 	}
@@ -630,6 +640,14 @@ var platformKeyStarts = func() (c [256]bool) {
 	return c
 }()
 
+// jsonDelims are the bytes that end a number, true, false or null.
+var jsonDelims = func() (c [256]bool) {
+	for _, b := range []byte(" \t\n\r,:]}[{\"") {
+		c[b] = true
+	}
+	return c
+}()
+
 func (f *jsonFixer) scanDoc() bool {
 	sc := f.scan
 	s := sc.s
@@ -658,19 +676,12 @@ func (f *jsonFixer) scanDoc() bool {
 			f.value(i+1, "", false, false)
 			i++
 		case '"':
-			j, escaped := i+1, false
-			for j < len(s) && s[j] != '"' {
-				if s[j] == '\\' {
-					escaped = true
-					j++
-				}
-				j++
-			}
-			if j >= len(s) {
+			q := closingQuote(s, i)
+			if q < 0 {
 				return false
 			}
-			j++
-			str := s[i+1 : j-1]
+			j, str := q+1, s[i+1:q]
+			escaped := strings.IndexByte(str, '\\') >= 0
 			n := len(sc.frames)
 			isKey := n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey
 			// A string written with escapes is decoded only where its text
@@ -690,7 +701,7 @@ func (f *jsonFixer) scanDoc() bool {
 			i = j
 		default: // a number, true, false or null
 			j := i
-			for j < len(s) && !strings.ContainsRune(" \t\n\r,:]}[{\"", rune(s[j])) {
+			for j < len(s) && !jsonDelims[s[j]] {
 				j++
 			}
 			if j == i {
