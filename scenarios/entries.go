@@ -3,7 +3,7 @@ package scenarios
 import (
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
@@ -39,8 +39,13 @@ type entryList struct {
 // 60 entries, loop-week's some 3,500).
 const indexEntries = 256
 
-// entryIndexes are the indexes of judgings done, their lists emptied.
-var entryIndexes = sync.Pool{New: func() any { return new(entryIndex) }}
+// spareIndex is the index the last judging gave back, its lists emptied,
+// for the next to take. It is one, not a sync.Pool: a pool is emptied at
+// every collection, which a long run's garbage brings about run after
+// run, and the index's lists would be made anew each time. Judgings at
+// once (a campaign's jobs) each take it or make their own, and the last
+// to finish keeps its own.
+var spareIndex atomic.Pointer[entryIndex]
 
 // reset makes x the index of t, with nothing indexed yet.
 func (x *entryIndex) reset(t *trace.Trace) {
@@ -150,13 +155,16 @@ func (s *Scenario) JudgeAll(r *Result, verdict func(i int, f *Failure)) {
 		}
 		return
 	}
-	x := entryIndexes.Get().(*entryIndex)
+	x := spareIndex.Swap(nil)
+	if x == nil {
+		x = new(entryIndex)
+	}
 	x.reset(r.Trace)
 	r.entries = x
 	defer func() {
 		r.entries = nil
 		x.reset(nil)
-		entryIndexes.Put(x)
+		spareIndex.Store(x)
 	}()
 	for i := range s.Expectations {
 		verdict(i, s.Judge(i, r))
