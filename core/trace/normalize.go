@@ -52,6 +52,11 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// usually nothing to rename).
 	var ids renamer
 	for i := range t.Entries {
+		if t.Entries[i].Kind == RunStart {
+			ids.runs++
+		}
+	}
+	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
 			ids.name(runID, e.Run, e.Agent)
@@ -178,6 +183,9 @@ type renamer struct {
 	// counted per agent.
 	counts   [idKinds]int
 	perAgent fewmap.Map[int] // runs counted per agent
+	// runs is the number of run starts: the room the run maps start
+	// with, once a run is renamed.
+	runs int
 }
 
 // prefixes and seps spell a kind's names: w-1, call-1, send-1; a run's
@@ -240,7 +248,7 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 	if r.named[k] == nil {
 		// The first id that is not its own name: from now on the names
 		// given are kept, starting with every one given so far.
-		r.named[k] = map[string]struct{}{}
+		r.named[k] = make(map[string]struct{}, r.room(k))
 		if k == runID {
 			named := r.named[k]
 			for agent, count := range r.perAgent.All {
@@ -259,9 +267,18 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 	}
 	r.named[k][raw] = struct{}{}
 	if r.rename[k] == nil {
-		r.rename[k] = map[string]string{}
+		r.rename[k] = make(map[string]string, r.room(k))
 	}
 	r.rename[k][raw] = prefix + sep + strconv.Itoa(n)
+}
+
+// room is the room a map of kind k starts with: every run, for runs (a
+// run started is named once), none given for the other kinds.
+func (r *renamer) room(k idKind) int {
+	if k == runID {
+		return r.runs
+	}
+	return 0
 }
 
 // names is the renaming of one kind of id.
