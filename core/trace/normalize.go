@@ -94,12 +94,18 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	words.add(work)
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	var lastCall, lastFixed *core.ToolCall
+	lastRun, lastRunName := "", ""
 	for i := range t.Entries {
 		if !inPlace {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
-		e.Run, e.Work = run.of(e.Run), work.of(e.Work)
+		// A run's entries come one after another: its name is looked up
+		// once for them.
+		if e.Run != lastRun {
+			lastRun, lastRunName = e.Run, run.of(e.Run)
+		}
+		e.Run, e.Work = lastRunName, work.of(e.Work)
 		if e.Kind == ToolResult {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
