@@ -141,40 +141,75 @@ var defaultReads = [...][]trace.Kind{
 	{trace.Request, trace.ToolResult}, // caps
 }
 
-// defaultsReading are the default invariants that read a Work entry, a
-// request and a tool result, in defaultInvariants' order.
-var defaultsReading = func() (by struct{ work, request, result []Invariant }) {
-	for i, kinds := range defaultReads {
+// platformDefaults are what a platform run checks unless
+// Options.Invariants says otherwise: the defaults and then
+// PlatformInvariants, made once; platformReads are the entry kinds their
+// Checks read, in their order (of the platform's, only
+// unblock-and-cancel-by-spawner has one, and it reads tool results).
+var (
+	platformDefaults = append(slices.Clip(DefaultInvariants()), PlatformInvariants()...)
+	platformReads    = append(slices.Clip(defaultReads[:]), nil, nil, []trace.Kind{trace.ToolResult}, nil)
+)
+
+// readers are a list of invariants by what they read: those whose Check
+// reads a Work entry, a request or a tool result, and those with a
+// Platform check, each in the list's order.
+type readers struct{ work, request, result, platform []Invariant }
+
+// readersOf sorts invs by what reads says each Check reads.
+func readersOf(invs []Invariant, reads [][]trace.Kind) *readers {
+	by := &readers{}
+	for i, kinds := range reads {
 		for _, k := range kinds {
 			switch k {
 			case trace.Work:
-				by.work = append(by.work, defaultInvariants[i])
+				by.work = append(by.work, invs[i])
 			case trace.Request:
-				by.request = append(by.request, defaultInvariants[i])
+				by.request = append(by.request, invs[i])
 			case trace.ToolResult:
-				by.result = append(by.result, defaultInvariants[i])
+				by.result = append(by.result, invs[i])
 			}
+		}
+		if invs[i].Platform != nil {
+			by.platform = append(by.platform, invs[i])
 		}
 	}
 	return by
-}()
+}
+
+// defaultsReading and platformReading are defaultInvariants and
+// platformDefaults by what they read.
+var (
+	defaultsReading = readersOf(defaultInvariants, defaultReads[:])
+	platformReading = readersOf(platformDefaults, platformReads)
+)
 
 // reading returns the invariants of the run that read an entry of kind k:
-// all of them, but for a run of the defaults only those defaultReads
-// lists for k.
+// all of them, but for a run of the defaults or a platform run's defaults
+// only those their reads list for k.
 func (c *checker) reading(k trace.Kind) []Invariant {
-	if !c.defaults {
+	if c.by == nil {
 		return c.invs
 	}
 	switch k {
 	case trace.Work:
-		return defaultsReading.work
+		return c.by.work
 	case trace.Request:
-		return defaultsReading.request
+		return c.by.request
 	case trace.ToolResult:
-		return defaultsReading.result
+		return c.by.result
 	}
 	return nil
+}
+
+// readingPlatform returns the invariants of the run that check platform
+// events: all of them (each is asked whether it has a Platform check), but
+// for a list whose readers are known only those that have one.
+func (c *checker) readingPlatform() []Invariant {
+	if c.by == nil {
+		return c.invs
+	}
+	return c.by.platform
 }
 
 type checker struct {
@@ -186,9 +221,9 @@ type checker struct {
 	violations []Violation
 	ended      bool
 	final      End // what the end-of-run invariants see
-	// defaults is set when invs is defaultInvariants itself (see
-	// reading).
-	defaults bool
+	// by is invs by what they read, when invs is defaultInvariants or
+	// platformDefaults itself (see reading); nil otherwise.
+	by *readers
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
@@ -204,7 +239,20 @@ func (c *checker) init(r *run, invs []Invariant, facts Facts) {
 	if facts.Works == nil {
 		facts = Facts{Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}}
 	}
-	*c = checker{r: r, invs: invs, state: facts, defaults: len(invs) > 0 && &invs[0] == &defaultInvariants[0]}
+	*c = checker{r: r, invs: invs, state: facts, by: readersFor(invs)}
+}
+
+// readersFor returns invs by what they read, when invs is one of the
+// lists whose reads are known; nil otherwise.
+func readersFor(invs []Invariant) *readers {
+	switch {
+	case len(invs) == 0:
+	case &invs[0] == &defaultInvariants[0] && len(invs) == len(defaultInvariants):
+		return defaultsReading
+	case &invs[0] == &platformDefaults[0] && len(invs) == len(platformDefaults):
+		return platformReading
+	}
+	return nil
 }
 
 // SampledInvariants are DefaultInvariants for a run seen from outside,

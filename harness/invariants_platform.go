@@ -192,7 +192,7 @@ func (c *checker) platform(entry int) {
 		if c.state.Tasks == nil {
 			c.state.Tasks = map[string]*TaskFacts{}
 		}
-		for _, inv := range c.invs {
+		for _, inv := range c.readingPlatform() {
 			if inv.Platform == nil {
 				continue
 			}

@@ -514,9 +514,10 @@ var bg = context.Background()
 func (r *run) runPlatform() *Outcome {
 	invs := r.opts.Invariants
 	if invs == nil {
-		invs = append(DefaultInvariants(), PlatformInvariants()...)
+		invs = platformDefaults
 	}
-	r.checker = newChecker(r, invs)
+	r.checker = &r.own
+	r.own.init(r, invs, r.keeps().spare.facts)
 	o := r.newOutcome(r.sc.Name, r.opts.Seed)
 	r.seed = &o.seed
 	out := &o.Outcome

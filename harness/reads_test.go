@@ -13,10 +13,12 @@ import (
 )
 
 // A run of the default invariants asks each only about the entry kinds
-// defaultReads lists for it. That holds only if each says nothing of an
-// entry of any other kind: here every default invariant is shown entries
-// that break it (each breaks at least one, under a kind it reads), and
-// says nothing of the very same entries under every kind it does not read.
+// defaultReads lists for it, and a platform run of its defaults each of
+// platformDefaults about those platformReads lists. That holds only if each
+// says nothing of an entry of any other kind: here every invariant of
+// either list that has a Check is shown entries that break it (each breaks
+// at least one, under a kind it reads), and says nothing of the very same
+// entries under every kind it does not read.
 func TestADefaultInvariantSaysNothingOfTheKindsItDoesNotRead(t *testing.T) {
 	const owner, secret = "coord#1", "the child's secret output, long enough to count as a leak"
 	facts := func() *Facts {
@@ -30,6 +32,7 @@ func TestADefaultInvariantSaysNothingOfTheKindsItDoesNotRead(t *testing.T) {
 		send := trace.Entry{Kind: trace.ToolResult, Run: owner, Step: 2, Action: "send", Work: "w-1", Call: &core.ToolCall{ID: "call-2", Name: "work"},
 			Content: `{"workId":"w-1","id":"send-1","cursor":"1","acceptedAt":"2026-01-01T00:00:00.000Z","outcome":"accepted"}`}
 		s.learn(&send)
+		s.Tasks = map[string]*TaskFacts{"task-1": {Spawner: "lead#1"}}
 		return s
 	}
 	rows := make([]string, core.MaxStatusRows+1)
@@ -51,31 +54,46 @@ func TestADefaultInvariantSaysNothingOfTheKindsItDoesNotRead(t *testing.T) {
 			Content: `{"work":{"kind":"work.ref","id":"w-1"},"note":"` + secret + `"}`},
 		{Kind: trace.ToolResult, Run: owner, Step: 5, Action: "list", Call: &core.ToolCall{ID: "call-4", Name: "work"}, Content: list},
 		{Kind: trace.ToolResult, Run: owner, Step: 6, Action: "", Call: &core.ToolCall{ID: "call-5", Name: "search"}, Content: secret},
+		{Kind: trace.ToolResult, Run: owner, Step: 7, Call: &core.ToolCall{ID: "call-6", Name: platform.ToolUnblockTask, Arguments: `{"task_id":"task-1"}`},
+			Content: `{"ok":true}`},
 	}
 	kinds := []trace.Kind{trace.RunStart, trace.Request, trace.Response, trace.ToolCall, trace.ToolResult, trace.Work, trace.Detach,
 		trace.Send, trace.Guidance, trace.RunEnd, trace.Clock, trace.Fault, trace.Action, trace.Note, platform.TraceKind}
-	if len(defaultReads) != len(defaultInvariants) {
-		t.Fatalf("defaultReads lists %d invariants; there are %d", len(defaultReads), len(defaultInvariants))
-	}
-	for i, inv := range defaultInvariants {
-		broke := false
-		for _, e := range breaking {
-			if slices.Contains(defaultReads[i], e.Kind) && inv.Check(facts(), &e) != "" {
-				broke = true
-			}
-			for _, k := range kinds {
-				if slices.Contains(defaultReads[i], k) {
-					continue
-				}
-				other := e
-				other.Kind = k
-				if msg := inv.Check(facts(), &other); msg != "" {
-					t.Errorf("%s, which reads %v, says of a %s entry: %s", inv.Name, defaultReads[i], k, msg)
-				}
-			}
+	lists := []struct {
+		name  string
+		invs  []Invariant
+		reads [][]trace.Kind
+	}{{"defaultInvariants", defaultInvariants, defaultReads[:]}, {"platformDefaults", platformDefaults, platformReads}}
+	for _, l := range lists {
+		if len(l.reads) != len(l.invs) {
+			t.Fatalf("the reads of %s list %d invariants; there are %d", l.name, len(l.reads), len(l.invs))
 		}
-		if !broke {
-			t.Errorf("no entry breaks %s: the spec shows it nothing to say", inv.Name)
+		for i, inv := range l.invs {
+			if inv.Check == nil {
+				if l.reads[i] != nil {
+					t.Errorf("%s has no Check, but its reads are %v", inv.Name, l.reads[i])
+				}
+				continue
+			}
+			broke := false
+			for _, e := range breaking {
+				if slices.Contains(l.reads[i], e.Kind) && inv.Check(facts(), &e) != "" {
+					broke = true
+				}
+				for _, k := range kinds {
+					if slices.Contains(l.reads[i], k) {
+						continue
+					}
+					other := e
+					other.Kind = k
+					if msg := inv.Check(facts(), &other); msg != "" {
+						t.Errorf("%s, which reads %v, says of a %s entry: %s", inv.Name, l.reads[i], k, msg)
+					}
+				}
+			}
+			if !broke {
+				t.Errorf("no entry breaks %s: the spec shows it nothing to say", inv.Name)
+			}
 		}
 	}
 }

@@ -524,9 +524,9 @@ func judge(sc *scenarios.Scenario, out *Outcome, room []Verdict) {
 		}
 		out.Verdicts = slices.Grow(out.Verdicts, n+2)
 	}
-	for i := range sc.Expectations {
-		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: sc.Judge(i, out.Result)})
-	}
+	sc.JudgeAll(out.Result, func(i int, f *scenarios.Failure) {
+		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: f})
+	})
 	if out.PrepareErr != nil && !sc.ExpectsPrepareFailure() {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: "preparation succeeds", Cause: true,
 			Failure: &scenarios.Failure{Message: fmt.Sprintf("preparation failed, so nothing ran: %v (a scenario about that says so with a prepare-fails expectation)", out.PrepareErr), At: -1}})

@@ -108,7 +108,7 @@ func (l *loader) anyAgentHasTool(name string) bool {
 // request, history and history-guidance the run's whole history, and
 // references resolve against the work.refs the history holds.
 func MatchRequest(p *Pattern, req *core.Request) bool {
-	ok, _ := requestDiff(p, req, false)
+	ok, _ := requestDiff(p, nil, req, false)
 	return ok
 }
 
@@ -116,11 +116,13 @@ func MatchRequest(p *Pattern, req *core.Request) bool {
 // pattern (nil when it matches): what a script that ran dry shows for each
 // unused turn.
 func ExplainRequest(p *Pattern, req *core.Request) []string {
-	_, why := requestDiff(p, req, true)
+	_, why := requestDiff(p, nil, req, true)
 	return why
 }
 
-func requestDiff(p *Pattern, req *core.Request, explain bool) (bool, []string) {
+// requestDiff is MatchRequest and ExplainRequest; c, when not nil, is p
+// compiled, which matching reads instead of compiling p anew.
+func requestDiff(p *Pattern, c *compiled, req *core.Request, explain bool) (bool, []string) {
 	// A script asks this of every request of its agent: build only what
 	// the pattern reads.
 	if !explain && (p.Agent != "" && p.Agent != req.Agent || p.Step != 0 && p.Step != req.Step) {
@@ -167,6 +169,9 @@ func requestDiff(p *Pattern, req *core.Request, explain bool) (bool, []string) {
 	}
 	if explain {
 		return p.Match(t, e), p.Mismatches(t, e)
+	}
+	if c != nil {
+		return c.match(t, e), nil
 	}
 	return p.Match(t, e), nil
 }

@@ -133,14 +133,23 @@ func WhenRequest(p Pattern) scripted.Condition {
 	if p.Kind == "" {
 		p.Kind = trace.Request
 	}
-	return &requestCondition{p: p}
+	c := &requestCondition{p: p}
+	c.c = c.p.compile()
+	return c
 }
 
 // requestCondition is held by pointer: a script asks it of every request,
-// and its pattern is matched where it is, never copied.
-type requestCondition struct{ p Pattern }
+// and its pattern is matched where it is, never copied, as compiled once
+// (c, compiled from p, which nothing changes).
+type requestCondition struct {
+	p Pattern
+	c compiled
+}
 
-func (c *requestCondition) Match(req *core.Request) bool { return MatchRequest(&c.p, req) }
+func (c *requestCondition) Match(req *core.Request) bool {
+	ok, _ := requestDiff(&c.p, &c.c, req, false)
+	return ok
+}
 
 func (c *requestCondition) Explain(req *core.Request) []string { return ExplainRequest(&c.p, req) }
 

@@ -112,14 +112,8 @@ func (o InOrder) Check(r *Result) *Failure {
 	t := r.Trace
 	pos, last := 0, -1
 	for i := range o {
-		found := -1
 		c := r.compile(&o[i])
-		for j := pos; j < len(t.Entries); j++ {
-			if c.match(t, &t.Entries[j]) {
-				found = j
-				break
-			}
-		}
+		found := r.nextMatch(&c, pos)
 		if found < 0 {
 			if anywhere := firstMatch(r, &o[i], 0); anywhere >= 0 {
 				return fail(anywhere, "pattern %d of %d, %s, matches entry #%d, but only before entry #%d, which matched pattern %d; the sequence is out of order", i+1, len(o), &o[i], anywhere+1, last+1, i)
@@ -151,10 +145,19 @@ func (u InAnyOrder) Check(r *Result) *Failure {
 	for i := range u {
 		found := -1
 		c := r.compile(&u[i])
-		for j := range t.Entries {
-			if !used[j] && c.match(t, &t.Entries[j]) {
-				found = j
-				break
+		if at, all := r.among(&c); all {
+			for j := range t.Entries {
+				if !used[j] && c.match(t, &t.Entries[j]) {
+					found = j
+					break
+				}
+			}
+		} else {
+			for _, j := range at {
+				if !used[j] && c.match(t, &t.Entries[j]) {
+					found = int(j)
+					break
+				}
 			}
 		}
 		if found < 0 {
@@ -209,7 +212,6 @@ type Never struct {
 
 // Check implements Expectation.
 func (n Never) Check(r *Result) *Failure {
-	t := r.Trace
 	from := 0
 	if n.After != nil {
 		from = firstMatch(r, n.After, 0)
@@ -223,12 +225,16 @@ func (n Never) Check(r *Result) *Failure {
 	for i := range n.Patterns {
 		never = append(never, r.compile(&n.Patterns[i]))
 	}
-	for j := from; j < len(t.Entries); j++ {
-		for i := range never {
-			if never[i].match(t, &t.Entries[j]) {
-				return fail(j, "entry #%d matches %s, which must never happen", j+1, &n.Patterns[i])
-			}
+	// The first entry any pattern matches, and the first pattern that
+	// matches it.
+	first, which := -1, 0
+	for i := range never {
+		if j := r.nextMatch(&never[i], from); j >= 0 && (first < 0 || j < first) {
+			first, which = j, i
 		}
+	}
+	if first >= 0 {
+		return fail(first, "entry #%d matches %s, which must never happen", first+1, &n.Patterns[which])
 	}
 	return nil
 }
@@ -253,10 +259,20 @@ type Count struct {
 func (c Count) Check(r *Result) *Failure {
 	n, last := 0, -1
 	p := c.Pattern.compile()
-	for j := range r.Trace.Entries {
-		if p.match(r.Trace, &r.Trace.Entries[j]) {
-			n++
-			last = j
+	t := r.Trace
+	if at, all := r.among(&p); all {
+		for j := range t.Entries {
+			if p.match(t, &t.Entries[j]) {
+				n++
+				last = j
+			}
+		}
+	} else {
+		for _, j := range at {
+			if p.match(t, &t.Entries[j]) {
+				n++
+				last = int(j)
+			}
 		}
 	}
 	if n < c.Min || (c.Max >= 0 && n > c.Max) {
@@ -317,13 +333,8 @@ func after(from int) string {
 }
 
 func firstMatch(r *Result, p *Pattern, from int) int {
-	t, c := r.Trace, r.compile(p)
-	for j := from; j < len(t.Entries); j++ {
-		if c.match(t, &t.Entries[j]) {
-			return j
-		}
-	}
-	return -1
+	c := r.compile(p)
+	return r.nextMatch(&c, from)
 }
 
 func listPatterns(ps []Pattern) string {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -721,11 +722,34 @@ func (p *Pattern) matchBackground(e *trace.Entry) bool {
 		if p.Tool != "" && c.Name != p.Tool {
 			continue
 		}
-		if core.RunsInBackground(c.Arguments) == *p.InBackground {
+		if runsInBackground(c.Arguments) == *p.InBackground {
 			return true
 		}
 	}
 	return false
+}
+
+// backgroundRead is the last call arguments runsInBackground read, and
+// what core.RunsInBackground said of them.
+type backgroundRead struct {
+	args       string
+	background bool
+}
+
+// lastBackground is the last backgroundRead: a scenario's runs, seed after
+// seed, make the same calls with the same arguments, which
+// core.RunsInBackground validates as JSON before it reads the flag.
+var lastBackground atomic.Pointer[backgroundRead]
+
+// runsInBackground is core.RunsInBackground, remembering the last
+// arguments it read.
+func runsInBackground(args string) bool {
+	if last := lastBackground.Load(); last != nil && last.args == args {
+		return last.background
+	}
+	bg := core.RunsInBackground(args)
+	lastBackground.Store(&backgroundRead{args: args, background: bg})
+	return bg
 }
 
 func (p *Pattern) matchTool(e *trace.Entry) bool {

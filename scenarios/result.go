@@ -36,6 +36,9 @@ type Result struct {
 	// patterns are the patterns of the loaded scenario being judged,
 	// compiled when it loaded (Scenario.Judge); nil for any other check.
 	patterns compiledPatterns
+	// entries indexes Trace's entries while JudgeAll judges the result;
+	// nil otherwise.
+	entries *entryIndex
 }
 
 // TraceOf is implemented by anything that carries a trace, so matchers take

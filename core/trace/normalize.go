@@ -52,6 +52,11 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// usually nothing to rename).
 	var ids renamer
 	for i := range t.Entries {
+		if t.Entries[i].Kind == RunStart {
+			ids.runs++
+		}
+	}
+	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
 			ids.name(runID, e.Run, e.Agent)
@@ -89,12 +94,18 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	words.add(work)
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	var lastCall, lastFixed *core.ToolCall
+	lastRun, lastRunName := "", ""
 	for i := range t.Entries {
 		if !inPlace {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
-		e.Run, e.Work = run.of(e.Run), work.of(e.Work)
+		// A run's entries come one after another: its name is looked up
+		// once for them.
+		if e.Run != lastRun {
+			lastRun, lastRunName = e.Run, run.of(e.Run)
+		}
+		e.Run, e.Work = lastRunName, work.of(e.Work)
 		if e.Kind == ToolResult {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
@@ -178,6 +189,9 @@ type renamer struct {
 	// counted per agent.
 	counts   [idKinds]int
 	perAgent fewmap.Map[int] // runs counted per agent
+	// runs is the number of run starts: the room the run maps start
+	// with, once a run is renamed.
+	runs int
 }
 
 // prefixes and seps spell a kind's names: w-1, call-1, send-1; a run's
@@ -240,7 +254,7 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 	if r.named[k] == nil {
 		// The first id that is not its own name: from now on the names
 		// given are kept, starting with every one given so far.
-		r.named[k] = map[string]struct{}{}
+		r.named[k] = make(map[string]struct{}, r.room(k))
 		if k == runID {
 			named := r.named[k]
 			for agent, count := range r.perAgent.All {
@@ -259,9 +273,18 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 	}
 	r.named[k][raw] = struct{}{}
 	if r.rename[k] == nil {
-		r.rename[k] = map[string]string{}
+		r.rename[k] = make(map[string]string, r.room(k))
 	}
 	r.rename[k][raw] = prefix + sep + strconv.Itoa(n)
+}
+
+// room is the room a map of kind k starts with: every run, for runs (a
+// run started is named once), none given for the other kinds.
+func (r *renamer) room(k idKind) int {
+	if k == runID {
+		return r.runs
+	}
+	return 0
 }
 
 // names is the renaming of one kind of id.
@@ -345,21 +368,31 @@ func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 }
 
 // pastQuoted returns the index past the double-quoted string that starts
-// at d[i], escapes and all (a quote after an odd run of backslashes is
-// escaped), or len(d) if it is not closed.
+// at d[i], or len(d) if it is not closed.
 func pastQuoted(d string, i int) int {
+	if q := closingQuote(d, i); q >= 0 {
+		return q + 1
+	}
+	return len(d)
+}
+
+// closingQuote returns the index of the double quote that closes the
+// string that starts at s[i], escapes and all (a quote after an odd run of
+// backslashes is escaped), or -1 if it is not closed: what reading the
+// string escape by escape finds, a search for quotes at a time.
+func closingQuote(s string, i int) int {
 	for j := i + 1; ; {
-		q := strings.IndexByte(d[j:], '"')
+		q := strings.IndexByte(s[j:], '"')
 		if q < 0 {
-			return len(d)
+			return -1
 		}
 		q += j
 		k := q
-		for k > j && d[k-1] == '\\' {
+		for k > j && s[k-1] == '\\' {
 			k--
 		}
 		if (q-k)%2 == 0 {
-			return q + 1
+			return q
 		}
 		j = q + 1
 	}
@@ -630,6 +663,14 @@ var platformKeyStarts = func() (c [256]bool) {
 	return c
 }()
 
+// jsonDelims are the bytes that end a number, true, false or null.
+var jsonDelims = func() (c [256]bool) {
+	for _, b := range []byte(" \t\n\r,:]}[{\"") {
+		c[b] = true
+	}
+	return c
+}()
+
 func (f *jsonFixer) scanDoc() bool {
 	sc := f.scan
 	s := sc.s
@@ -658,19 +699,12 @@ func (f *jsonFixer) scanDoc() bool {
 			f.value(i+1, "", false, false)
 			i++
 		case '"':
-			j, escaped := i+1, false
-			for j < len(s) && s[j] != '"' {
-				if s[j] == '\\' {
-					escaped = true
-					j++
-				}
-				j++
-			}
-			if j >= len(s) {
+			q := closingQuote(s, i)
+			if q < 0 {
 				return false
 			}
-			j++
-			str := s[i+1 : j-1]
+			j, str := q+1, s[i+1:q]
+			escaped := strings.IndexByte(str, '\\') >= 0
 			n := len(sc.frames)
 			isKey := n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey
 			// A string written with escapes is decoded only where its text
@@ -690,7 +724,7 @@ func (f *jsonFixer) scanDoc() bool {
 			i = j
 		default: // a number, true, false or null
 			j := i
-			for j < len(s) && !strings.ContainsRune(" \t\n\r,:]}[{\"", rune(s[j])) {
+			for j < len(s) && !jsonDelims[s[j]] {
 				j++
 			}
 			if j == i {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -361,4 +362,44 @@ func TestOnlyADocumentThatMayHoldAPlatformKeyIsRead(t *testing.T) {
 			t.Errorf("mayHoldPlatformKey(%s) = %v, want %v", c.doc, got, c.want)
 		}
 	}
+}
+
+// A string's closing quote, found a quote at a time, is the one a reading
+// escape by escape finds (a backslash escapes the byte after it): for
+// every string of up to eight bytes of a, a backslash and a quote, after
+// an opening quote, alone or followed by 12 to 18 bytes that are neither.
+func TestAStringClosesWhereAnEscapeByEscapeReadingCloses(t *testing.T) {
+	byEscape := func(s string, i int) int {
+		j := i + 1
+		for j < len(s) && s[j] != '"' {
+			if s[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(s) {
+			return -1
+		}
+		return j
+	}
+	const alphabet = `a\"`
+	var walk func(s string)
+	walk = func(s string) {
+		for fill := range 19 {
+			if fill > 0 && fill < 12 {
+				continue
+			}
+			s := `"` + strings.Repeat("a", fill) + s[1:]
+			if got, want := closingQuote(s, 0), byEscape(s, 0); got != want {
+				t.Fatalf("closingQuote(%q) = %d; an escape-by-escape reading closes at %d", s, got, want)
+			}
+		}
+		if len(s) == 9 {
+			return
+		}
+		for _, c := range []byte(alphabet) {
+			walk(s + string(c))
+		}
+	}
+	walk(`"`)
 }
