@@ -71,7 +71,7 @@ func WorkInputBothWays(args string) (direct WorkInput, read bool, general WorkIn
 // registry sampled out of total attached items.
 func BuildStatus(rows []StatusRow, total int) *StatusBlock {
 	blk := &StatusBlock{}
-	fillStatus(blk, rows, total)
+	fillStatus(blk, rows, total, nil)
 	return blk
 }
 

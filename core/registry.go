@@ -59,7 +59,11 @@ type sendRecord struct {
 	receipt SendReceipt
 }
 
-// registry is the process-local Work registry of one Runtime.
+// registry is the process-local Work registry of one Runtime, allocated
+// with it. Its lists and maps are made when first needed: a runtime whose
+// runs start no background Work (a test of foreground children, say)
+// never needs them, and one whose runs start a few needs no map to find
+// them.
 type registry struct {
 	rt *Runtime
 
@@ -81,14 +85,9 @@ type registry struct {
 	queue   []*work
 	running int
 	closed  bool
-}
-
-// newRegistry makes an empty registry. Its lists and maps are made when
-// first needed: a runtime whose runs start no background Work (a test of
-// foreground children, say) never needs them, and one whose runs start a
-// few needs no map to find them.
-func newRegistry(rt *Runtime) *registry {
-	return &registry{rt: rt}
+	// allRoom and firstRoom are the first room of all and of first.all:
+	// a run's first few Work items take no list of their own.
+	allRoom, firstRoom [2]*work
 }
 
 // Errors the registry gives a model; see toolError for how they are shown.
@@ -139,6 +138,9 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	}
 	if ow == nil {
 		ow = r.addOwnerLocked(owner)
+	}
+	if r.all == nil {
+		r.all = r.allRoom[:0]
 	}
 	r.all = append(r.all, w)
 	switch {
@@ -198,6 +200,7 @@ func (r *registry) ownerLocked(owner string) *ownerWork {
 func (r *registry) addOwnerLocked(owner string) *ownerWork {
 	if !r.first.known {
 		r.first.init(owner)
+		r.first.all = r.firstRoom[:0]
 		return &r.first
 	}
 	ow := new(ownerWork)
@@ -497,6 +500,7 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 		req    Request
 		status StatusBlock
 		row    [1]StatusRow
+		text   [statusTextRoom]byte
 	}{}
 	var rows []StatusRow
 	if len(sampled) == 1 {
@@ -505,10 +509,16 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 	} else {
 		rows = slices.Clone(sampled)
 	}
-	fillStatus(&rs.status, rows, total)
+	fillStatus(&rs.status, rows, total, rs.text[:])
 	rs.req.Status = &rs.status
 	return &rs.req
 }
+
+// statusTextRoom is the room for a status block's text that a request
+// with a block of one row is allocated with: the header and a row of a
+// short id and label ("w-12 · research · completed 4s · Result
+// available" is 55 bytes).
+const statusTextRoom = 96
 
 // statusRows samples the owner's attached Work for a status block, in
 // buf: at

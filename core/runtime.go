@@ -104,7 +104,8 @@ type Runtime struct {
 	ids      IDSource
 	exec     Executor
 	observer Observer
-	reg      *registry
+	reg      *registry // points to registry, allocated with the runtime
+	registry registry
 
 	// closed is set once Close has cancelled every unfinished Work item:
 	// runs that start later fail with ErrClosed. (Close cancels each
@@ -154,7 +155,8 @@ func New(opts Options) *Runtime {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
-	rt.reg = newRegistry(rt)
+	rt.registry.rt = rt
+	rt.reg = &rt.registry
 	return rt
 }
 
