@@ -121,7 +121,7 @@ func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		direct, read := readWorkInput(workToolSchema, s)
+		direct, read := readWorkInput(workToolSchema, s, new(workValues))
 		if !read {
 			return
 		}
@@ -132,7 +132,7 @@ func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q was read straight, but the general path refuses it: %v", s, err)
 		}
-		if general := workInputOf(v.(map[string]any)); !reflect.DeepEqual(direct, general) {
+		if general := workInputOf(v.(map[string]any), new(workValues)); !reflect.DeepEqual(direct, general) {
 			t.Fatalf("%q reads as %+v straight, %+v the general way", s, direct, general)
 		}
 	})

@@ -557,7 +557,7 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 	c := &f.call // both events report the same call
 	inst.emitTool(EventToolCall, c, nil, nil, nil)
 	var note toolNote
-	content, ref, err := inst.execTool(ctx, call, &note)
+	content, ref, err := inst.execTool(ctx, call, &note, &f.work)
 	msg := Message{Role: RoleTool, ToolCallID: call.ID, ToolName: call.Name}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -574,13 +574,23 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 
 // toolCallFrame is one tool call in flight, in one allocation: the context
 // the tool runs on (the run's, with the call's CallInfo as the value of
-// callKey), and the call and its result message that the call's events
-// point to.
+// callKey), the call and its result message that the call's events
+// point to, and the room of a work call.
 type toolCallFrame struct {
 	context.Context
 	info   CallInfo
 	call   ToolCall
 	result Message
+	work   workRoom
+}
+
+// workRoom is what a call of the work tool needs room for: the values of
+// its optional arguments, which its WorkInput points into, and the
+// signals a result action waits on. Nothing holds either once the call
+// has returned.
+type workRoom struct {
+	vals workValues
+	wait [3]<-chan struct{}
 }
 
 func (f *toolCallFrame) Value(key any) any {
@@ -610,7 +620,7 @@ func (inst *instance) emitTool(kind EventKind, call *ToolCall, result *Message, 
 	inst.rt.emit(ev)
 }
 
-func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNote) (string, *WorkRef, error) {
+func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNote, room *workRoom) (string, *WorkRef, error) {
 	pt := inst.p.tool(call.Name)
 	if pt == nil {
 		return "", nil, modelErrorf("unknown_tool", "there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))
@@ -618,8 +628,8 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 	if pt.kind == kindWork {
 		// Valid arguments, written plainly, are read straight into the
 		// input; anything else takes the general path, for its problems.
-		if in, ok := readWorkInput(pt.params, call.Arguments); ok {
-			return inst.workTool(ctx, call, in, note)
+		if in, ok := readWorkInput(pt.params, call.Arguments, &room.vals); ok {
+			return inst.workTool(ctx, call, in, note, room)
 		}
 	}
 	args, err := decodeArgs(call.Arguments)
@@ -631,7 +641,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 	}
 	switch pt.kind {
 	case kindWork:
-		return inst.workTool(ctx, call, workInputOf(args.(map[string]any)), note)
+		return inst.workTool(ctx, call, workInputOf(args.(map[string]any), &room.vals), note, room)
 	case kindFunction:
 		v, err := pt.tool.Run(ctx, call, args)
 		if err != nil {
@@ -646,12 +656,12 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 }
 
 // workTool runs a call of the work tool.
-func (inst *instance) workTool(ctx context.Context, call ToolCall, in WorkInput, note *toolNote) (string, *WorkRef, error) {
+func (inst *instance) workTool(ctx context.Context, call ToolCall, in WorkInput, note *toolNote, room *workRoom) (string, *WorkRef, error) {
 	note.action = in.Action
 	if in.ID != nil {
 		note.work, note.setWork = *in.ID, true
 	}
-	out, err := inst.rt.workCall(ctx, inst.id, inst.seq, inst.step, call, in)
+	out, err := inst.rt.workCall(ctx, inst.id, inst.seq, inst.step, call, in, &room.wait)
 	return out, nil, err
 }
 
@@ -689,13 +699,13 @@ func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any
 	if err != nil {
 		return "", nil, err
 	}
-	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, ref: ref})
-	out, err := marshalRef(ref)
-	return out, &ref, err
+	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, ref: *ref})
+	out, err := marshalRef(*ref)
+	return out, ref, err
 }
 
 // workValues hold the work tool's optional arguments, which a WorkInput
-// read from them points into (one allocation for the three).
+// read from them points into (room of the call's own; see workRoom).
 type workValues struct{ id, timeout, message string }
 
 // set reads one argument of the work tool into in.
@@ -715,18 +725,18 @@ func (vals *workValues) set(in *WorkInput, name, value string) {
 // readWorkInput reads the work tool's arguments straight from their
 // document, without decoding it to a map, when the document is valid by
 // the tool's schema and written plainly (see flatObject.readValid); ok is
-// false otherwise. This is on the path of every work call.
-func readWorkInput(params *Schema, doc string) (in WorkInput, ok bool) {
-	vals := new(workValues)
+// false otherwise. This is on the path of every work call. The input
+// points into vals.
+func readWorkInput(params *Schema, doc string, vals *workValues) (in WorkInput, ok bool) {
 	ok = params.flat.readValid(doc, func(name, value string) { vals.set(&in, name, value) })
 	return in, ok
 }
 
 // workInputOf reads the work tool's decoded arguments, which its schema
-// has already validated (an object of strings).
-func workInputOf(m map[string]any) WorkInput {
+// has already validated (an object of strings), into an input that
+// points into vals.
+func workInputOf(m map[string]any, vals *workValues) WorkInput {
 	var in WorkInput
-	vals := new(workValues)
 	for name, v := range m {
 		s, _ := v.(string)
 		vals.set(&in, name, s)
@@ -766,7 +776,7 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 }
 
 // startWork admits a background call as Work.
-func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
+func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {
 		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {

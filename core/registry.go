@@ -14,7 +14,11 @@ import (
 
 // work is one Work item. All fields are guarded by registry.mu.
 type work struct {
-	ref       WorkRef
+	ref WorkRef
+	// names are the wait reason of a result action on it, "result w-1",
+	// and the name of its actor, "w-1 research", in one text:
+	// "result w-1 research" (see resultReason and actorName).
+	names     string
 	owner     string
 	startedBy uint64 // the sequence number of the run that started it
 	label     string
@@ -100,13 +104,15 @@ var (
 // accept admits a background call of an owner's run, under the tool key
 // label: a capacity error past the owner's bound, an error for an id
 // already in use, and otherwise a new Work that is running or queued. (A
-// repeated call identity never reaches it; see occurrences.)
+// repeated call identity never reaches it; see occurrences.) The ref it
+// returns is the Work's own, which never changes once made: the events of
+// the call that started it point to it.
 func (r *registry) accept(owner string, startedBy uint64, label, target string, isAgent bool,
-	run func(ctx context.Context, self *work) (*Output, error)) (WorkRef, error) {
+	run func(ctx context.Context, self *work) (*Output, error)) (*WorkRef, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return WorkRef{}, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
+		return nil, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
 	}
 	// Detached Work is out of its owner's reach, so it no longer counts;
 	// it keeps its concurrency slot while it runs.
@@ -116,17 +122,18 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		outstanding = ow.open.n
 	}
 	if limit := r.rt.opts.MaxOutstanding; outstanding >= limit {
-		return WorkRef{}, errCapacity.with(fmt.Sprintf(
+		return nil, errCapacity.with(fmt.Sprintf(
 			"%d background work items are still outstanding (limit %d); wait for or cancel some, then retry", outstanding, limit))
 	}
 	id := r.rt.ids.NewID(IDWork)
 	if r.workLocked(id) != nil {
-		return WorkRef{}, errDuplicateID.with(fmt.Sprintf(
+		return nil, errDuplicateID.with(fmt.Sprintf(
 			"the runtime's id source returned %q, which already names background work; nothing was started", id))
 	}
 	now := r.rt.clock.Now()
 	w := &work{
 		ref:       newRef(id, target),
+		names:     workNames(id, label),
 		owner:     owner,
 		startedBy: startedBy,
 		label:     label,
@@ -159,7 +166,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	} else {
 		r.queue = append(r.queue, w)
 	}
-	return w.ref, nil
+	return &w.ref, nil
 }
 
 // manyWorks is how many Work items, or owners of Work, the registry holds
@@ -227,7 +234,7 @@ func (r *registry) startLocked(w *work) {
 	// cancels every unfinished item) and at its end.
 	ctx, cancel := withCancel(r.rt.exec, context.Background())
 	w.cancel = cancel
-	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
+	r.rt.exec.Go(w.actorName(), func() { r.runChild(ctx, w) })
 }
 
 // runChild is the body of a background child's actor.
@@ -361,12 +368,26 @@ func (r *registry) status(owner, id string) (WorkStatus, bool) {
 	return r.projectLocked(w), true
 }
 
-// resultOutcome is what a result action found.
+// resultOutcome is what a result action found: when the Work is
+// unfinished, its status and the reason to wait on it for.
 type resultOutcome struct {
 	found  bool
 	output *Output
 	status WorkStatus
+	reason string
 }
+
+// resultPrefix opens the wait reason of a result action.
+const resultPrefix = "result "
+
+// workNames writes a Work item's names (see work.names).
+func workNames(id, label string) string { return resultPrefix + id + " " + label }
+
+// resultReason is the reason a result action waits on the Work for.
+func (w *work) resultReason() string { return w.names[:len(resultPrefix)+len(w.ref.ID)] }
+
+// actorName is the name of the actor that runs the Work.
+func (w *work) actorName() string { return w.names[len(resultPrefix):] }
 
 func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{}) {
 	r.mu.Lock()
@@ -379,7 +400,7 @@ func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{})
 		w.rejoined = true
 		return resultOutcome{found: true, output: w.output}, nil
 	}
-	return resultOutcome{found: true, status: r.projectLocked(w)}, w.done.C()
+	return resultOutcome{found: true, status: r.projectLocked(w), reason: w.resultReason()}, w.done.C()
 }
 
 func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
