@@ -42,9 +42,8 @@ type instance struct {
 	// rc is the run's context, kept here to need no allocation of its own.
 	rc runContext
 	// outRoom is where the run's output is written, and reqRoom the first
-	// of its requests without a status block, for a top-level run, whose
-	// output and first such request are allocated with it (see topRun);
-	// nil otherwise, and once used.
+	// of its requests without a status block, which are allocated with
+	// the run (see topRun and newInstance); nil once used.
 	outRoom *Output
 	reqRoom *Request
 	// continued: the history is a top-level run's History option, the
@@ -53,9 +52,18 @@ type instance struct {
 	continued bool
 }
 
+// newInstance makes a child run of the agent: with its output and its
+// first request without a status block in its allocation, as a top-level
+// run has (see topRun).
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
-	inst := &instance{}
+	c := &struct {
+		inst instance
+		out  Output
+		req  Request
+	}{}
+	inst := &c.inst
 	rt.initInstance(inst, p, model, w)
+	inst.outRoom, inst.reqRoom = &c.out, &c.req
 	return inst
 }
 
