@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-
-	"github.com/crux-sim/crux-sim/internal/keys"
 )
 
 // Options configure a Runtime. The zero value of every field has a
@@ -466,18 +464,28 @@ type ParallelResult struct {
 	Results map[string]*RunResult
 }
 
+// parallelPrefix opens the reason Parallel waits for an agent's run with.
+const parallelPrefix = "parallel "
+
 // Parallel starts every named agent on the shared context, waits for all of
 // them and returns each one's result. Every agent is prepared before any
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
-	names := keys.Sorted(pr.Agents)
+	// The names in order, in room of Parallel's own for a few agents.
+	var room [4]string
+	names := room[:0]
+	for name := range pr.Agents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
 	// Each agent's preparation, result and end, and the room of the wait
-	// for its end, in one allocation.
+	// for its end and its reason, in one allocation.
 	runs := make([]struct {
-		p    *prepared
-		res  *RunResult
-		done Signal
-		wait [1]<-chan struct{}
+		p      *prepared
+		res    *RunResult
+		done   Signal
+		wait   [1]<-chan struct{}
+		reason string
 	}, len(names))
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])
@@ -494,7 +502,12 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	for i, name := range names {
 		r := &runs[i]
 		r.done = NewSignal(rt.exec)
-		rt.exec.Go(pr.ID+"/"+name, func() {
+		// The wait's reason, "parallel coordinator", and the actor's name,
+		// "run-id/coordinator", are one text.
+		both := parallelPrefix + name + pr.ID + "/" + name
+		at := len(parallelPrefix) + len(name)
+		r.reason = both[:at]
+		rt.exec.Go(both[at:], func() {
 			defer r.done.Close()
 			r.res = rt.runTop(ctx, r.p, pr.Context, RunOptions{Model: model})
 		})
@@ -503,7 +516,7 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	for i, name := range names {
 		r := &runs[i]
 		r.wait[0] = r.done.C()
-		rt.exec.Wait("parallel "+name, r.wait[:]...)
+		rt.exec.Wait(r.reason, r.wait[:]...)
 		out.Results[name] = r.res
 		if r.res.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, r.res.Err))
