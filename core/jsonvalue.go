@@ -92,34 +92,7 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 			}
 		}
 	case c == '[':
-		d.i++
-		a := []any{}
-		d.space()
-		if d.i < len(d.s) && d.s[d.i] == ']' {
-			d.i++
-			return a, true
-		}
-		for {
-			d.space()
-			v, ok := d.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			a = append(a, v)
-			d.space()
-			if d.i >= len(d.s) {
-				return nil, false
-			}
-			switch d.s[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
-				return a, true
-			default:
-				return nil, false
-			}
-		}
+		return d.array(depth)
 	case c == '"':
 		return d.str()
 	case c == 't':
@@ -133,6 +106,60 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 	}
 	return nil, false
 }
+
+// array reads an array, at '[': its first elements are gathered in room
+// on the stack, so that an array of a few takes one allocation of its
+// length, not one per doubling.
+func (d *jsonDecoder) array(depth int) (any, bool) {
+	d.i++
+	var room [arrayRoom]any
+	n := 0
+	var spill []any // the elements, once there are more than room holds
+	d.space()
+	if d.i < len(d.s) && d.s[d.i] == ']' {
+		d.i++
+		return []any{}, true
+	}
+	for {
+		d.space()
+		v, ok := d.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		switch {
+		case spill != nil:
+			spill = append(spill, v)
+		case n < len(room):
+			room[n] = v
+			n++
+		default:
+			spill = make([]any, n, 2*n)
+			copy(spill, room[:n])
+			spill = append(spill, v)
+		}
+		d.space()
+		if d.i >= len(d.s) {
+			return nil, false
+		}
+		switch d.s[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			if spill != nil {
+				return spill, true
+			}
+			a := make([]any, n)
+			copy(a, room[:n])
+			return a, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// arrayRoom is how many elements of an array are gathered on the stack.
+const arrayRoom = 8
 
 func (d *jsonDecoder) word(w string) bool {
 	if len(d.s)-d.i >= len(w) && d.s[d.i:d.i+len(w)] == w {
