@@ -464,6 +464,15 @@ type ParallelResult struct {
 	Results map[string]*RunResult
 }
 
+// parallelAgent is one agent's run in Parallel.
+type parallelAgent struct {
+	p      *prepared
+	res    *RunResult
+	done   Signal
+	wait   [1]<-chan struct{}
+	reason string
+}
+
 // parallelPrefix opens the reason Parallel waits for an agent's run with.
 const parallelPrefix = "parallel "
 
@@ -479,14 +488,19 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	}
 	slices.Sort(names)
 	// Each agent's preparation, result and end, and the room of the wait
-	// for its end and its reason, in one allocation.
-	runs := make([]struct {
-		p      *prepared
-		res    *RunResult
-		done   Signal
-		wait   [1]<-chan struct{}
-		reason string
-	}, len(names))
+	// for its end and its reason, in one allocation, which for one agent
+	// holds the result as well.
+	var runs []parallelAgent
+	var out *ParallelResult
+	if len(names) == 1 {
+		one := &struct {
+			out  ParallelResult
+			runs [1]parallelAgent
+		}{}
+		runs, out = one.runs[:], &one.out
+	} else {
+		runs, out = make([]parallelAgent, len(names)), new(ParallelResult)
+	}
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])
 		if err != nil {
@@ -498,7 +512,7 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		return nil, ErrClosed
 	}
 	model := cmp.Or(pr.Model, rt.opts.Model)
-	out := &ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
+	*out = ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
 	for i, name := range names {
 		r := &runs[i]
 		r.done = NewSignal(rt.exec)
