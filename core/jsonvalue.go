@@ -169,13 +169,19 @@ func (d *jsonDecoder) word(w string) bool {
 	return false
 }
 
-// str reads a string without escapes, of printable ASCII.
+// str reads a string without escapes, of printable ASCII. It reads eight
+// bytes at a time while none of them is a quote or a byte it cannot take
+// (see plainWord), then byte by byte.
 func (d *jsonDecoder) str() (string, bool) {
 	if d.i >= len(d.s) || d.s[d.i] != '"' {
 		return "", false
 	}
 	start := d.i + 1
-	for j := start; j < len(d.s); j++ {
+	j := start
+	for j+8 <= len(d.s) && plainWord(word(d.s[j:j+8])) {
+		j += 8
+	}
+	for ; j < len(d.s); j++ {
 		switch c := d.s[j]; {
 		case c == '"':
 			d.i = j + 1
@@ -185,6 +191,28 @@ func (d *jsonDecoder) str() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// word reads eight bytes as a little-endian word (one load).
+func word(b string) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// plainWord reports whether none of the eight bytes of the word x ends a
+// string or keeps it off the fast path: a quote, a backslash, a control
+// byte, DEL or a byte past ASCII. It tests the bytes at once: each term
+// is nonzero exactly when some byte is of its kind (a borrow or carry
+// between bytes can only mark a byte beside one that is).
+func plainWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, slash := x^(ones*'"'), x^(ones*'\\')
+	special := (quote - ones) & ^quote // a quote
+	special |= (slash - ones) & ^slash // a backslash
+	special |= (x - ones*0x20) & ^x    // a byte below 0x20
+	special |= (x + ones) | x          // DEL (0x7f), or a byte with its high bit
+	return special&highs == 0
 }
 
 // number reads a number of JSON's grammar and converts it as encoding/json

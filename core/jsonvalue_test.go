@@ -52,6 +52,34 @@ func FuzzToolArgumentDecodingMatchesEncodingJSON(f *testing.F) {
 	f.Fuzz(sameAsEncodingJSON)
 }
 
+// A string is read eight bytes at a time while none of them is one the
+// byte-by-byte read stops at: every byte value, at every place in a word,
+// and words of two such bytes, are judged as the bytes one by one are.
+func TestAWordOfAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
+	plain := func(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x7f }
+	check := func(w []byte) {
+		want := true
+		for _, c := range w {
+			want = want && plain(c)
+		}
+		if got := plainWord(word(string(w))); got != want {
+			t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
+		}
+	}
+	for c := range 256 {
+		for at := range 8 {
+			w := []byte("abcdefgh")
+			w[at] = byte(c)
+			check(w)
+			for c2 := range 256 {
+				w2 := []byte("~ ~ ~ ~ ")
+				w2[at], w2[(at+3)%8] = byte(c), byte(c2)
+				check(w2)
+			}
+		}
+	}
+}
+
 func TestAWorkRefEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
 	for _, id := range []string{"w-1", "w_k3j5x2mq7t9a4bcd", `quote"`, `back\slash`, "<html>&", "é", "\x01", ""} {
 		r := newRef(id, "research-agent")
