@@ -196,7 +196,8 @@ type runSeal struct {
 // readOnly reports whether nothing that sees the run's next request can
 // write to it: the agent has no middleware and the provider is a
 // RequestReader that says so. The request's history is then only
-// extended, not checked.
+// extended, not checked, and its tool specs, once the run's own, are
+// not checked either.
 func (inst *instance) readOnly() bool {
 	if len(inst.p.agent.Use) > 0 {
 		return false
@@ -218,8 +219,9 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System
-	req.Messages = seal.msgs.seal(inst.history, inst.readOnly(), &seal.spare)
-	req.Tools = inst.p.specs.seal(&seal.tools)
+	trusted := inst.readOnly()
+	req.Messages = seal.msgs.seal(inst.history, trusted, &seal.spare)
+	req.Tools = inst.p.specs.seal(&seal.tools, trusted)
 	req.Output = a.Prompt.Output
 	inst.newMsgs = len(inst.history) - seal.seen
 	req.NewMessages = inst.newMsgs

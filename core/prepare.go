@@ -84,20 +84,29 @@ func (t *toolSpecs) init(specs []ToolSpec) {
 type runTools struct {
 	specs []ToolSpec
 	buf   []byte
+	// checked: the copy was made or checked by the run that holds it,
+	// before one of its requests.
+	checked bool
 }
 
 // seal returns the tools for the next request of a run, taking an ended
 // run's copy or making one the first time, and restoring what an earlier
-// request changed.
-func (t *toolSpecs) seal(rt *runTools) []ToolSpec {
+// request changed. When trusted (nothing that saw the run's earlier
+// requests could write to them; see RequestReader) it checks only a copy
+// the run has not checked yet.
+func (t *toolSpecs) seal(rt *runTools, trusted bool) []ToolSpec {
 	if len(t.list) == 0 {
 		return nil
+	}
+	if trusted && rt.checked {
+		return rt.specs
 	}
 	if rt.specs == nil {
 		t.mu.Lock()
 		*rt, t.free = t.free, runTools{}
 		t.mu.Unlock()
 	}
+	rt.checked = true
 	if rt.specs == nil {
 		rt.specs = make([]ToolSpec, len(t.list))
 		rt.buf = make([]byte, 0, t.params)

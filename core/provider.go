@@ -19,9 +19,10 @@ type Provider interface {
 // middleware and whose provider says ReadsRequestsOnly, nothing that saw
 // the earlier requests could have written to them, so the runtime skips
 // its check that the history they held is unchanged (a pass over the
-// whole history, a cost that grows with the run); when the provider says
-// false, or the agent has middleware, the check runs and puts back
-// whatever was changed. The scripted provider says true while no turn or
+// whole history, a cost that grows with the run), and that the tool
+// specs are (once the run has checked its copy before its first request);
+// when the provider says false, or the agent has middleware, the checks
+// run and put back whatever was changed. The scripted provider says true while no turn or
 // answer of its scripts is a function of the caller's.
 type RequestReader interface {
 	Provider
