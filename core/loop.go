@@ -561,13 +561,26 @@ func firstNonEmpty(s ...string) string {
 // callTool runs one tool call and returns its tool message. Only a context
 // error ends the run; everything else is a model-facing error.
 func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, error) {
-	f := &toolCallFrame{Context: ctx, call: call,
+	pt := inst.p.tool(call.Name)
+	var f *toolCallFrame
+	var room *workRoom
+	if pt != nil && pt.kind == kindWork {
+		// A work call's frame has its room.
+		wf := &struct {
+			toolCallFrame
+			work workRoom
+		}{}
+		f, room = &wf.toolCallFrame, &wf.work
+	} else {
+		f = new(toolCallFrame)
+	}
+	*f = toolCallFrame{Context: ctx, call: call,
 		info: CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name}}
 	ctx = f
 	c := &f.call // both events report the same call
 	inst.emitTool(EventToolCall, c, nil, nil, nil)
 	var note toolNote
-	content, ref, err := inst.execTool(ctx, call, &note, &f.work)
+	content, ref, err := inst.execTool(ctx, call, pt, &note, room)
 	msg := Message{Role: RoleTool, ToolCallID: call.ID, ToolName: call.Name}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -584,14 +597,13 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 
 // toolCallFrame is one tool call in flight, in one allocation: the context
 // the tool runs on (the run's, with the call's CallInfo as the value of
-// callKey), the call and its result message that the call's events
-// point to, and the room of a work call.
+// callKey), and the call and its result message that the call's events
+// point to; a work call's has its workRoom with it.
 type toolCallFrame struct {
 	context.Context
 	info   CallInfo
 	call   ToolCall
 	result Message
-	work   workRoom
 }
 
 // workRoom is what a call of the work tool needs room for: the values of
@@ -630,8 +642,9 @@ func (inst *instance) emitTool(kind EventKind, call *ToolCall, result *Message, 
 	inst.rt.emit(ev)
 }
 
-func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNote, room *workRoom) (string, *WorkRef, error) {
-	pt := inst.p.tool(call.Name)
+// execTool runs a call of the agent's tool pt (nil: it has none of the
+// name); room is the room of a work call.
+func (inst *instance) execTool(ctx context.Context, call ToolCall, pt *preparedTool, note *toolNote, room *workRoom) (string, *WorkRef, error) {
 	if pt == nil {
 		return "", nil, modelErrorf("unknown_tool", "there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))
 	}
