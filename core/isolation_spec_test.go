@@ -446,7 +446,58 @@ var _ = Describe("A provider that reads its requests only", func() {
 			Expect(tools).To(Equal(seen[0]), "request %d offers the tools as prepared", i+1)
 		}
 	})
+
+	// A run hands its copy on as checked only when its provider still
+	// says, as the run ends, that it reads requests only: one that wrote
+	// to the run's last request, and says so from then on, has the next
+	// run check the copy before its first request.
+	It("is asked as a run ends: a copy written to in the run's last request is put back before the next run's first", func() {
+		var seen []string
+		p := &lastWriter{seen: &seen}
+		a := &core.Agent{ID: "steps", Description: "Takes two steps", Tools: core.Tools{"echo": okTool("Echoes")}}
+		rt := core.New(core.Options{Provider: p})
+		defer rt.Close()
+		for _, input := range []string{"first", "second"} {
+			_, err := rt.Run(context.Background(), a, input)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(seen).To(HaveLen(4))
+		for i, tools := range seen {
+			Expect(tools).To(Equal(seen[0]), "request %d offers the tools as prepared", i+1)
+		}
+	})
 })
+
+// lastWriter calls echo once and then answers; it writes to the tool
+// specs of the first run's answering request, and says so the next time
+// it is asked (as that run ends), and then that it reads requests only
+// again.
+type lastWriter struct {
+	wrote bool
+	seen  *[]string
+}
+
+func (w *lastWriter) ReadsRequestsOnly() bool {
+	if w.wrote {
+		w.wrote = false
+		return false
+	}
+	return true
+}
+
+func (w *lastWriter) Step(_ context.Context, req *core.Request) (*core.Response, error) {
+	*w.seen = append(*w.seen, string(mustJSON(req.Tools)))
+	if len(req.Messages) == 1 {
+		return &core.Response{ToolCalls: []core.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"text":"x"}`}}}, nil
+	}
+	if len(*w.seen) == 2 {
+		for i := range req.Tools {
+			req.Tools[i].Description = "WRITTEN"
+		}
+		w.wrote = true
+	}
+	return &core.Response{Text: "done"}, nil
+}
 
 // toolWriter calls echo once and then answers; while *writes is set it
 // writes to every request's tool specs once it has read them, and says it

@@ -115,8 +115,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		}
 		inst.endRun(ctx, mode, out, err)
 		// The run's last request is answered: its copy of the tool specs
-		// can serve a later run.
-		inst.p.specs.release(&seal.tools)
+		// can serve a later run, checked when the run's provider says
+		// nothing that saw its requests writes to them.
+		inst.p.specs.release(&seal.tools, inst.readOnly())
 	}()
 
 	if err := inst.begin(input, &seal.msgs); err != nil {
