@@ -803,7 +803,7 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {
-		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
+		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
@@ -819,12 +819,26 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*Wo
 			return &Output{Raw: s, Value: v}, nil
 		})
 	}
-	model, parent, depth := inst.model, inst.id, inst.depth+1
-	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
-		child := rt.newInstance(pt.child, model, w)
-		child.depth = depth
-		return child.run(ctx, input, ModeBackground, parent)
-	})
+	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target,
+		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input}, nil)
+}
+
+// childRun is what a background child agent's run starts from, held by
+// its Work (no function of its own to run it).
+type childRun struct {
+	p      *prepared
+	model  string
+	parent string // the run that started it
+	depth  int
+	input  any
+}
+
+// runBackground runs a background child agent as its Work.
+func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) {
+	c := &w.child
+	child := rt.newInstance(c.p, c.model, w)
+	child.depth = c.depth
+	return child.run(ctx, c.input, ModeBackground, c.parent)
 }
 
 // childInput is a child call's input, read from its arguments: the

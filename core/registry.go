@@ -37,7 +37,10 @@ type work struct {
 
 	done   Signal // closed once terminal
 	cancel canceller
-	run    func(ctx context.Context, self *work) (*Output, error)
+	// A background child agent runs from child, a background tool by run
+	// (nil for an agent).
+	child childRun
+	run   func(ctx context.Context, self *work) (*Output, error)
 
 	inbox     []Message // guidance accepted and not yet delivered
 	sent      int       // guidance accepted (the cursor)
@@ -106,8 +109,9 @@ var (
 // already in use, and otherwise a new Work that is running or queued. (A
 // repeated call identity never reaches it; see occurrences.) The ref it
 // returns is the Work's own, which never changes once made: the events of
-// the call that started it point to it.
-func (r *registry) accept(owner string, startedBy uint64, label, target string, isAgent bool,
+// the call that started it point to it. The Work runs run, a background
+// tool's, or (run nil) the child agent's run that child describes.
+func (r *registry) accept(owner string, startedBy uint64, label, target string, child childRun,
 	run func(ctx context.Context, self *work) (*Output, error)) (*WorkRef, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -137,10 +141,11 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		owner:     owner,
 		startedBy: startedBy,
 		label:     label,
-		isAgent:   isAgent,
+		isAgent:   run == nil,
 		state:     lifecycle.Queued,
 		created:   now,
 		done:      NewSignal(r.rt.exec),
+		child:     child,
 		run:       run,
 	}
 	if ow == nil {
@@ -239,7 +244,13 @@ func (r *registry) startLocked(w *work) {
 
 // runChild is the body of a background child's actor.
 func (r *registry) runChild(ctx context.Context, w *work) {
-	out, err := w.run(ctx, w)
+	var out *Output
+	var err error
+	if w.run != nil {
+		out, err = w.run(ctx, w)
+	} else {
+		out, err = r.rt.runBackground(ctx, w)
+	}
 	r.rt.exec.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
 	r.finish(w, ctx, out, err)
 }
