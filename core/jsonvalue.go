@@ -311,6 +311,20 @@ func marshalStatus(s WorkStatus) (string, error) {
 	return string(append(b, '}')), nil
 }
 
+// marshalCancel encodes a cancel receipt as json.Marshal does, without
+// reflection: it is the answer to every cancel action.
+func marshalCancel(c CancelReceipt) (string, error) {
+	if !plainString(c.WorkID) || !plainString(string(c.State)) || !plainString(c.AcceptedAt) {
+		return marshal(c)
+	}
+	var scratch [256]byte // the answer is a copy of what is written here
+	b := append(append(scratch[:0], `{"workId":"`...), c.WorkID...)
+	b = strconv.AppendBool(append(b, `","accepted":`...), c.Accepted)
+	b = append(append(b, `,"state":"`...), c.State...)
+	b = append(append(b, `","acceptedAt":"`...), c.AcceptedAt...)
+	return string(append(b, `"}`...)), nil
+}
+
 // plainString reports whether encoding/json writes s between quotes as it
 // is: printable ASCII with nothing it escapes.
 func plainString(s string) bool {

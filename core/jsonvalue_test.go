@@ -166,6 +166,27 @@ func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
 	})
 }
 
+// A cancel receipt answers every cancel action: it is written by hand,
+// byte for byte as encoding/json writes it, whatever its strings hold.
+func TestACancelReceiptEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
+	texts := []string{"w-1", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
+	var cases []CancelReceipt
+	for _, text := range texts {
+		for _, accepted := range []bool{true, false} {
+			cases = append(cases, CancelReceipt{WorkID: text, Accepted: accepted, State: WorkState("cancelled" + text),
+				AcceptedAt: "2026-01-01T00:00:04.000Z" + text})
+		}
+	}
+	cases = append(cases, CancelReceipt{})
+	for _, rec := range cases {
+		want, _ := json.Marshal(rec)
+		got, err := marshalCancel(rec)
+		if err != nil || got != string(want) {
+			t.Errorf("marshalCancel(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
+		}
+	}
+}
+
 // A status projection answers every status action and every result that
 // finds its Work unfinished: it is written by hand, byte for byte as
 // encoding/json writes it, whatever its strings hold and whichever of its

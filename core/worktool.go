@@ -93,7 +93,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		if !ok {
 			return marshal(notFound)
 		}
-		return marshal(rec)
+		return marshalCancel(rec)
 	case "detach":
 		rec, ok := reg.detach(owner, id)
 		if !ok {
