@@ -187,6 +187,29 @@ func TestACancelReceiptEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
 	}
 }
 
+// Send and detach receipts answer every accepted send and every detach:
+// they are written by hand, byte for byte as encoding/json writes them,
+// whatever their strings hold.
+func TestSendAndDetachReceiptsEncodeExactlyAsEncodingJSONEncodesThem(t *testing.T) {
+	texts := []string{"w-1", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
+	for _, text := range texts {
+		for _, rec := range []SendReceipt{{}, {WorkID: text, ID: "send-1" + text, Cursor: "3" + text,
+			AcceptedAt: "2026-01-01T00:00:04.000Z" + text, Outcome: "accepted" + text}} {
+			want, _ := json.Marshal(rec)
+			if got, err := marshalSend(rec); err != nil || got != string(want) {
+				t.Errorf("marshalSend(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
+			}
+		}
+		for _, detached := range []bool{true, false} {
+			rec := DetachReceipt{ID: text, Detached: detached}
+			want, _ := json.Marshal(rec)
+			if got, err := marshalDetach(rec); err != nil || got != string(want) {
+				t.Errorf("marshalDetach(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
+			}
+		}
+	}
+}
+
 // A status projection answers every status action and every result that
 // finds its Work unfinished: it is written by hand, byte for byte as
 // encoding/json writes it, whatever its strings hold and whichever of its

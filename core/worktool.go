@@ -99,7 +99,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		if !ok {
 			return marshal(notFound)
 		}
-		return marshal(rec)
+		return marshalDetach(rec)
 	case "send":
 		rec, found, err := reg.send(sendKey{owner: owner, run: run, turn: turn, callID: call.ID, work: id}, in.Message)
 		if !found {
@@ -108,7 +108,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		if err != nil {
 			return "", err
 		}
-		return marshal(rec)
+		return marshalSend(rec)
 	}
 	return "", &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("unknown action %q", in.Action)}
 }
