@@ -77,18 +77,10 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v // a repeated key keeps its last value, as in encoding/json
-			d.space()
-			if d.i >= len(d.s) {
+			if more, ok := d.after('}'); !ok {
 				return nil, false
-			}
-			switch d.s[d.i] {
-			case ',':
-				d.i++
-			case '}':
-				d.i++
+			} else if !more {
 				return m, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
@@ -137,25 +129,35 @@ func (d *jsonDecoder) array(depth int) (any, bool) {
 			copy(spill, room[:n])
 			spill = append(spill, v)
 		}
-		d.space()
-		if d.i >= len(d.s) {
+		if more, ok := d.after(']'); !ok {
 			return nil, false
-		}
-		switch d.s[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
+		} else if !more {
 			if spill != nil {
 				return spill, true
 			}
 			a := make([]any, n)
 			copy(a, room[:n])
 			return a, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// after reads what follows an element of an object or an array: a comma,
+// with more to come, or the closing byte.
+func (d *jsonDecoder) after(closer byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.s) {
+		return false, false
+	}
+	switch d.s[d.i] {
+	case ',':
+		d.i++
+		return true, true
+	case closer:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 // arrayRoom is how many elements of an array are gathered on the stack.
