@@ -117,18 +117,25 @@ type ObserverFunc func(Event)
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
 // Observers fans events out to several observers in order.
+// One observer, or none, is returned as it is, with nothing allocated
+// (a runtime without a logger has one).
 func Observers(obs ...Observer) Observer {
-	var keep []Observer
+	var one Observer
+	n := 0
+	for _, o := range obs {
+		if o != nil {
+			one = o
+			n++
+		}
+	}
+	if n <= 1 {
+		return one
+	}
+	keep := make([]Observer, 0, n)
 	for _, o := range obs {
 		if o != nil {
 			keep = append(keep, o)
 		}
-	}
-	switch len(keep) {
-	case 0:
-		return nil
-	case 1:
-		return keep[0]
 	}
 	return ObserverFunc(func(e Event) {
 		for _, o := range keep {

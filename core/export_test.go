@@ -56,7 +56,7 @@ func WorkArgsBothWays(args string) (engine, byHand string, handled bool, err err
 // (decoded, checked by the schema, then read from the map; problem is the
 // check's error text, "" when valid).
 func WorkInputBothWays(args string) (direct WorkInput, read bool, general WorkInput, problem string) {
-	direct, read = readWorkInput(workToolSchema, args)
+	direct, read = readWorkInput(workToolSchema, args, new(workValues))
 	v, err := decodeArgs(args)
 	if err != nil {
 		return direct, read, WorkInput{}, err.Error()
@@ -64,14 +64,14 @@ func WorkInputBothWays(args string) (direct WorkInput, read bool, general WorkIn
 	if err := workToolSchema.Validate(v); err != nil {
 		return direct, read, WorkInput{}, err.Error()
 	}
-	return direct, read, workInputOf(v.(map[string]any)), ""
+	return direct, read, workInputOf(v.(map[string]any), new(workValues)), ""
 }
 
 // BuildStatus is the status block a request carries for the rows the
 // registry sampled out of total attached items.
 func BuildStatus(rows []StatusRow, total int) *StatusBlock {
 	blk := &StatusBlock{}
-	fillStatus(blk, rows, total)
+	fillStatus(blk, rows, total, nil)
 	return blk
 }
 

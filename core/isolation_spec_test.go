@@ -422,7 +422,106 @@ var _ = Describe("A provider that reads its requests only", func() {
 			"the third request holds the history as it was, not what the provider wrote into the second")
 		Expect(res.Messages[0].Content).To(Equal("the question"))
 	}, within)
+
+	// Its runs check their copy of the tool specs before their first
+	// request only: a copy an earlier run of the agent ended with, and
+	// that run's provider wrote to, is put back as prepared before the
+	// next run's first request all the same.
+	It("has its run's tool specs checked before the run's first request, so a copy that an earlier run's provider wrote to is put back", func() {
+		var writes bool // the provider writes to the tools, and does not say it reads only
+		var seen []string
+		p := toolWriter{writes: &writes, seen: &seen}
+		a := &core.Agent{ID: "steps", Description: "Takes two steps", Tools: core.Tools{"echo": okTool("Echoes")}}
+		rt := core.New(core.Options{Provider: p})
+		defer rt.Close()
+		writes = true
+		_, err := rt.Run(context.Background(), a, "first")
+		Expect(err).NotTo(HaveOccurred())
+		writes = false
+		_, err = rt.Run(context.Background(), a, "second")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(seen).To(HaveLen(4))
+		for i, tools := range seen {
+			Expect(tools).NotTo(ContainSubstring("WRITTEN"), "request %d", i+1)
+			Expect(tools).To(Equal(seen[0]), "request %d offers the tools as prepared", i+1)
+		}
+	})
+
+	// A run hands its copy on as checked only when its provider still
+	// says, as the run ends, that it reads requests only: one that wrote
+	// to the run's last request, and says so from then on, has the next
+	// run check the copy before its first request.
+	It("is asked as a run ends: a copy written to in the run's last request is put back before the next run's first", func() {
+		var seen []string
+		p := &lastWriter{seen: &seen}
+		a := &core.Agent{ID: "steps", Description: "Takes two steps", Tools: core.Tools{"echo": okTool("Echoes")}}
+		rt := core.New(core.Options{Provider: p})
+		defer rt.Close()
+		for _, input := range []string{"first", "second"} {
+			_, err := rt.Run(context.Background(), a, input)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(seen).To(HaveLen(4))
+		for i, tools := range seen {
+			Expect(tools).To(Equal(seen[0]), "request %d offers the tools as prepared", i+1)
+		}
+	})
 })
+
+// lastWriter calls echo once and then answers; it writes to the tool
+// specs of the first run's answering request, and says so the next time
+// it is asked (as that run ends), and then that it reads requests only
+// again.
+type lastWriter struct {
+	wrote bool
+	seen  *[]string
+}
+
+func (w *lastWriter) ReadsRequestsOnly() bool {
+	if w.wrote {
+		w.wrote = false
+		return false
+	}
+	return true
+}
+
+func (w *lastWriter) Step(_ context.Context, req *core.Request) (*core.Response, error) {
+	*w.seen = append(*w.seen, string(mustJSON(req.Tools)))
+	if len(req.Messages) == 1 {
+		return &core.Response{ToolCalls: []core.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"text":"x"}`}}}, nil
+	}
+	if len(*w.seen) == 2 {
+		for i := range req.Tools {
+			req.Tools[i].Description = "WRITTEN"
+		}
+		w.wrote = true
+	}
+	return &core.Response{Text: "done"}, nil
+}
+
+// toolWriter calls echo once and then answers; while *writes is set it
+// writes to every request's tool specs once it has read them, and says it
+// does not read requests only.
+type toolWriter struct {
+	writes *bool
+	seen   *[]string
+}
+
+func (w toolWriter) ReadsRequestsOnly() bool { return !*w.writes }
+
+func (w toolWriter) Step(_ context.Context, req *core.Request) (*core.Response, error) {
+	*w.seen = append(*w.seen, string(mustJSON(req.Tools)))
+	if *w.writes {
+		for i := range req.Tools {
+			req.Tools[i].Description = "WRITTEN"
+			copy(req.Tools[i].Parameters, "WRITTEN")
+		}
+	}
+	if len(req.Messages) == 1 {
+		return &core.Response{ToolCalls: []core.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"text":"x"}`}}}, nil
+	}
+	return &core.Response{Text: "done"}, nil
+}
 
 var _ = Describe("Recursion", func() {
 	// selfCaller is an agent whose only tool is itself, as a foreground

@@ -77,49 +77,14 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v // a repeated key keeps its last value, as in encoding/json
-			d.space()
-			if d.i >= len(d.s) {
+			if more, ok := d.after('}'); !ok {
 				return nil, false
-			}
-			switch d.s[d.i] {
-			case ',':
-				d.i++
-			case '}':
-				d.i++
+			} else if !more {
 				return m, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
-		d.i++
-		a := []any{}
-		d.space()
-		if d.i < len(d.s) && d.s[d.i] == ']' {
-			d.i++
-			return a, true
-		}
-		for {
-			d.space()
-			v, ok := d.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			a = append(a, v)
-			d.space()
-			if d.i >= len(d.s) {
-				return nil, false
-			}
-			switch d.s[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
-				return a, true
-			default:
-				return nil, false
-			}
-		}
+		return d.array(depth)
 	case c == '"':
 		return d.str()
 	case c == 't':
@@ -134,6 +99,70 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 	return nil, false
 }
 
+// array reads an array, at '[': its first elements are gathered in room
+// on the stack, so that an array of a few takes one allocation of its
+// length, not one per doubling.
+func (d *jsonDecoder) array(depth int) (any, bool) {
+	d.i++
+	var room [arrayRoom]any
+	n := 0
+	var spill []any // the elements, once there are more than room holds
+	d.space()
+	if d.i < len(d.s) && d.s[d.i] == ']' {
+		d.i++
+		return []any{}, true
+	}
+	for {
+		d.space()
+		v, ok := d.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		switch {
+		case spill != nil:
+			spill = append(spill, v)
+		case n < len(room):
+			room[n] = v
+			n++
+		default:
+			spill = make([]any, n, 2*n)
+			copy(spill, room[:n])
+			spill = append(spill, v)
+		}
+		if more, ok := d.after(']'); !ok {
+			return nil, false
+		} else if !more {
+			if spill != nil {
+				return spill, true
+			}
+			a := make([]any, n)
+			copy(a, room[:n])
+			return a, true
+		}
+	}
+}
+
+// after reads what follows an element of an object or an array: a comma,
+// with more to come, or the closing byte.
+func (d *jsonDecoder) after(closer byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.s) {
+		return false, false
+	}
+	switch d.s[d.i] {
+	case ',':
+		d.i++
+		return true, true
+	case closer:
+		d.i++
+		return false, true
+	}
+	return false, false
+}
+
+// arrayRoom is how many elements of an array are gathered on the stack.
+const arrayRoom = 8
+
 func (d *jsonDecoder) word(w string) bool {
 	if len(d.s)-d.i >= len(w) && d.s[d.i:d.i+len(w)] == w {
 		d.i += len(w)
@@ -142,13 +171,19 @@ func (d *jsonDecoder) word(w string) bool {
 	return false
 }
 
-// str reads a string without escapes, of printable ASCII.
+// str reads a string without escapes, of printable ASCII. It reads eight
+// bytes at a time while none of them is a quote or a byte it cannot take
+// (see plainWord), then byte by byte.
 func (d *jsonDecoder) str() (string, bool) {
 	if d.i >= len(d.s) || d.s[d.i] != '"' {
 		return "", false
 	}
 	start := d.i + 1
-	for j := start; j < len(d.s); j++ {
+	j := start
+	for j+8 <= len(d.s) && plainWord(word(d.s[j:j+8])) {
+		j += 8
+	}
+	for ; j < len(d.s); j++ {
 		switch c := d.s[j]; {
 		case c == '"':
 			d.i = j + 1
@@ -158,6 +193,28 @@ func (d *jsonDecoder) str() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// word reads eight bytes as a little-endian word (one load).
+func word(b string) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// plainWord reports whether none of the eight bytes of the word x ends a
+// string or keeps it off the fast path: a quote, a backslash, a control
+// byte, DEL or a byte past ASCII. It tests the bytes at once: each term
+// is nonzero exactly when some byte is of its kind (a borrow or carry
+// between bytes can only mark a byte beside one that is).
+func plainWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, slash := x^(ones*'"'), x^(ones*'\\')
+	special := (quote - ones) & ^quote // a quote
+	special |= (slash - ones) & ^slash // a backslash
+	special |= (x - ones*0x20) & ^x    // a byte below 0x20
+	special |= (x + ones) | x          // DEL (0x7f), or a byte with its high bit
+	return special&highs == 0
 }
 
 // number reads a number of JSON's grammar and converts it as encoding/json
@@ -253,6 +310,48 @@ func marshalStatus(s WorkStatus) (string, error) {
 		b = append(append(b, `","finishedAt":"`...), s.FinishedAt...)
 	}
 	b = strconv.AppendBool(append(b, `","resultAvailable":`...), s.ResultAvailable)
+	return string(append(b, '}')), nil
+}
+
+// marshalCancel encodes a cancel receipt as json.Marshal does, without
+// reflection: it is the answer to every cancel action.
+func marshalCancel(c CancelReceipt) (string, error) {
+	if !plainString(c.WorkID) || !plainString(string(c.State)) || !plainString(c.AcceptedAt) {
+		return marshal(c)
+	}
+	var scratch [256]byte // the answer is a copy of what is written here
+	b := append(append(scratch[:0], `{"workId":"`...), c.WorkID...)
+	b = strconv.AppendBool(append(b, `","accepted":`...), c.Accepted)
+	b = append(append(b, `,"state":"`...), c.State...)
+	b = append(append(b, `","acceptedAt":"`...), c.AcceptedAt...)
+	return string(append(b, `"}`...)), nil
+}
+
+// marshalSend encodes a send receipt as json.Marshal does, without
+// reflection: it is the answer to every accepted send.
+func marshalSend(r SendReceipt) (string, error) {
+	if !plainString(r.WorkID) || !plainString(r.ID) || !plainString(r.Cursor) || !plainString(r.AcceptedAt) ||
+		!plainString(r.Outcome) {
+		return marshal(r)
+	}
+	var scratch [256]byte // the answer is a copy of what is written here
+	b := append(append(scratch[:0], `{"workId":"`...), r.WorkID...)
+	b = append(append(b, `","id":"`...), r.ID...)
+	b = append(append(b, `","cursor":"`...), r.Cursor...)
+	b = append(append(b, `","acceptedAt":"`...), r.AcceptedAt...)
+	b = append(append(b, `","outcome":"`...), r.Outcome...)
+	return string(append(b, `"}`...)), nil
+}
+
+// marshalDetach encodes a detach receipt as json.Marshal does, without
+// reflection: it is the answer to every detach.
+func marshalDetach(r DetachReceipt) (string, error) {
+	if !plainString(r.ID) {
+		return marshal(r)
+	}
+	var scratch [128]byte // the answer is a copy of what is written here
+	b := append(append(scratch[:0], `{"id":"`...), r.ID...)
+	b = strconv.AppendBool(append(b, `","detached":`...), r.Detached)
 	return string(append(b, '}')), nil
 }
 

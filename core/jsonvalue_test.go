@@ -52,6 +52,34 @@ func FuzzToolArgumentDecodingMatchesEncodingJSON(f *testing.F) {
 	f.Fuzz(sameAsEncodingJSON)
 }
 
+// A string is read eight bytes at a time while none of them is one the
+// byte-by-byte read stops at: every byte value, at every place in a word,
+// and words of two such bytes, are judged as the bytes one by one are.
+func TestAWordOfAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
+	plain := func(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x7f }
+	check := func(w []byte) {
+		want := true
+		for _, c := range w {
+			want = want && plain(c)
+		}
+		if got := plainWord(word(string(w))); got != want {
+			t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
+		}
+	}
+	for c := range 256 {
+		for at := range 8 {
+			w := []byte("abcdefgh")
+			w[at] = byte(c)
+			check(w)
+			for c2 := range 256 {
+				w2 := []byte("~ ~ ~ ~ ")
+				w2[at], w2[(at+3)%8] = byte(c), byte(c2)
+				check(w2)
+			}
+		}
+	}
+}
+
 func TestAWorkRefEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
 	for _, id := range []string{"w-1", "w_k3j5x2mq7t9a4bcd", `quote"`, `back\slash`, "<html>&", "é", "\x01", ""} {
 		r := newRef(id, "research-agent")
@@ -121,7 +149,7 @@ func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		direct, read := readWorkInput(workToolSchema, s)
+		direct, read := readWorkInput(workToolSchema, s, new(workValues))
 		if !read {
 			return
 		}
@@ -132,10 +160,54 @@ func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q was read straight, but the general path refuses it: %v", s, err)
 		}
-		if general := workInputOf(v.(map[string]any)); !reflect.DeepEqual(direct, general) {
+		if general := workInputOf(v.(map[string]any), new(workValues)); !reflect.DeepEqual(direct, general) {
 			t.Fatalf("%q reads as %+v straight, %+v the general way", s, direct, general)
 		}
 	})
+}
+
+// A cancel receipt answers every cancel action: it is written by hand,
+// byte for byte as encoding/json writes it, whatever its strings hold.
+func TestACancelReceiptEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
+	texts := []string{"w-1", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
+	var cases []CancelReceipt
+	for _, text := range texts {
+		for _, accepted := range []bool{true, false} {
+			cases = append(cases, CancelReceipt{WorkID: text, Accepted: accepted, State: WorkState("cancelled" + text),
+				AcceptedAt: "2026-01-01T00:00:04.000Z" + text})
+		}
+	}
+	cases = append(cases, CancelReceipt{})
+	for _, rec := range cases {
+		want, _ := json.Marshal(rec)
+		got, err := marshalCancel(rec)
+		if err != nil || got != string(want) {
+			t.Errorf("marshalCancel(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
+		}
+	}
+}
+
+// Send and detach receipts answer every accepted send and every detach:
+// they are written by hand, byte for byte as encoding/json writes them,
+// whatever their strings hold.
+func TestSendAndDetachReceiptsEncodeExactlyAsEncodingJSONEncodesThem(t *testing.T) {
+	texts := []string{"w-1", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
+	for _, text := range texts {
+		for _, rec := range []SendReceipt{{}, {WorkID: text, ID: "send-1" + text, Cursor: "3" + text,
+			AcceptedAt: "2026-01-01T00:00:04.000Z" + text, Outcome: "accepted" + text}} {
+			want, _ := json.Marshal(rec)
+			if got, err := marshalSend(rec); err != nil || got != string(want) {
+				t.Errorf("marshalSend(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
+			}
+		}
+		for _, detached := range []bool{true, false} {
+			rec := DetachReceipt{ID: text, Detached: detached}
+			want, _ := json.Marshal(rec)
+			if got, err := marshalDetach(rec); err != nil || got != string(want) {
+				t.Errorf("marshalDetach(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
+			}
+		}
+	}
 }
 
 // A status projection answers every status action and every result that

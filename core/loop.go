@@ -42,9 +42,8 @@ type instance struct {
 	// rc is the run's context, kept here to need no allocation of its own.
 	rc runContext
 	// outRoom is where the run's output is written, and reqRoom the first
-	// of its requests without a status block, for a top-level run, whose
-	// output and first such request are allocated with it (see topRun);
-	// nil otherwise, and once used.
+	// of its requests without a status block, which are allocated with
+	// the run (see topRun and newInstance); nil once used.
 	outRoom *Output
 	reqRoom *Request
 	// continued: the history is a top-level run's History option, the
@@ -53,9 +52,18 @@ type instance struct {
 	continued bool
 }
 
+// newInstance makes a child run of the agent: with its output and its
+// first request without a status block in its allocation, as a top-level
+// run has (see topRun).
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
-	inst := &instance{}
+	c := &struct {
+		inst instance
+		out  Output
+		req  Request
+	}{}
+	inst := &c.inst
 	rt.initInstance(inst, p, model, w)
+	inst.outRoom, inst.reqRoom = &c.out, &c.req
 	return inst
 }
 
@@ -107,8 +115,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 		}
 		inst.endRun(ctx, mode, out, err)
 		// The run's last request is answered: its copy of the tool specs
-		// can serve a later run.
-		inst.p.specs.release(&seal.tools)
+		// can serve a later run, checked when the run's provider says
+		// nothing that saw its requests writes to them.
+		inst.p.specs.release(&seal.tools, inst.readOnly())
 	}()
 
 	if err := inst.begin(input, &seal.msgs); err != nil {
@@ -188,7 +197,8 @@ type runSeal struct {
 // readOnly reports whether nothing that sees the run's next request can
 // write to it: the agent has no middleware and the provider is a
 // RequestReader that says so. The request's history is then only
-// extended, not checked.
+// extended, not checked, and its tool specs, once the run's own, are
+// not checked either.
 func (inst *instance) readOnly() bool {
 	if len(inst.p.agent.Use) > 0 {
 		return false
@@ -210,8 +220,9 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System
-	req.Messages = seal.msgs.seal(inst.history, inst.readOnly(), &seal.spare)
-	req.Tools = inst.p.specs.seal(&seal.tools)
+	trusted := inst.readOnly()
+	req.Messages = seal.msgs.seal(inst.history, trusted, &seal.spare)
+	req.Tools = inst.p.specs.seal(&seal.tools, trusted)
 	req.Output = a.Prompt.Output
 	inst.newMsgs = len(inst.history) - seal.seen
 	req.NewMessages = inst.newMsgs
@@ -551,13 +562,26 @@ func firstNonEmpty(s ...string) string {
 // callTool runs one tool call and returns its tool message. Only a context
 // error ends the run; everything else is a model-facing error.
 func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, error) {
-	f := &toolCallFrame{Context: ctx, call: call,
+	pt := inst.p.tool(call.Name)
+	var f *toolCallFrame
+	var room *workRoom
+	if pt != nil && pt.kind == kindWork {
+		// A work call's frame has its room.
+		wf := &struct {
+			toolCallFrame
+			work workRoom
+		}{}
+		f, room = &wf.toolCallFrame, &wf.work
+	} else {
+		f = new(toolCallFrame)
+	}
+	*f = toolCallFrame{Context: ctx, call: call,
 		info: CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name}}
 	ctx = f
 	c := &f.call // both events report the same call
 	inst.emitTool(EventToolCall, c, nil, nil, nil)
 	var note toolNote
-	content, ref, err := inst.execTool(ctx, call, &note)
+	content, ref, err := inst.execTool(ctx, call, pt, &note, room)
 	msg := Message{Role: RoleTool, ToolCallID: call.ID, ToolName: call.Name}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -575,12 +599,21 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 // toolCallFrame is one tool call in flight, in one allocation: the context
 // the tool runs on (the run's, with the call's CallInfo as the value of
 // callKey), and the call and its result message that the call's events
-// point to.
+// point to; a work call's has its workRoom with it.
 type toolCallFrame struct {
 	context.Context
 	info   CallInfo
 	call   ToolCall
 	result Message
+}
+
+// workRoom is what a call of the work tool needs room for: the values of
+// its optional arguments, which its WorkInput points into, and the
+// signals a result action waits on. Nothing holds either once the call
+// has returned.
+type workRoom struct {
+	vals workValues
+	wait [3]<-chan struct{}
 }
 
 func (f *toolCallFrame) Value(key any) any {
@@ -610,16 +643,17 @@ func (inst *instance) emitTool(kind EventKind, call *ToolCall, result *Message, 
 	inst.rt.emit(ev)
 }
 
-func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNote) (string, *WorkRef, error) {
-	pt := inst.p.tool(call.Name)
+// execTool runs a call of the agent's tool pt (nil: it has none of the
+// name); room is the room of a work call.
+func (inst *instance) execTool(ctx context.Context, call ToolCall, pt *preparedTool, note *toolNote, room *workRoom) (string, *WorkRef, error) {
 	if pt == nil {
 		return "", nil, modelErrorf("unknown_tool", "there is no tool %q; the tools are %s", call.Name, toolNames(inst.p))
 	}
 	if pt.kind == kindWork {
 		// Valid arguments, written plainly, are read straight into the
 		// input; anything else takes the general path, for its problems.
-		if in, ok := readWorkInput(pt.params, call.Arguments); ok {
-			return inst.workTool(ctx, call, in, note)
+		if in, ok := readWorkInput(pt.params, call.Arguments, &room.vals); ok {
+			return inst.workTool(ctx, call, in, note, room)
 		}
 	}
 	args, err := decodeArgs(call.Arguments)
@@ -631,7 +665,7 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 	}
 	switch pt.kind {
 	case kindWork:
-		return inst.workTool(ctx, call, workInputOf(args.(map[string]any)), note)
+		return inst.workTool(ctx, call, workInputOf(args.(map[string]any), &room.vals), note, room)
 	case kindFunction:
 		v, err := pt.tool.Run(ctx, call, args)
 		if err != nil {
@@ -646,12 +680,12 @@ func (inst *instance) execTool(ctx context.Context, call ToolCall, note *toolNot
 }
 
 // workTool runs a call of the work tool.
-func (inst *instance) workTool(ctx context.Context, call ToolCall, in WorkInput, note *toolNote) (string, *WorkRef, error) {
+func (inst *instance) workTool(ctx context.Context, call ToolCall, in WorkInput, note *toolNote, room *workRoom) (string, *WorkRef, error) {
 	note.action = in.Action
 	if in.ID != nil {
 		note.work, note.setWork = *in.ID, true
 	}
-	out, err := inst.rt.workCall(ctx, inst.id, inst.seq, inst.step, call, in)
+	out, err := inst.rt.workCall(ctx, inst.id, inst.seq, inst.step, call, in, &room.wait)
 	return out, nil, err
 }
 
@@ -689,13 +723,13 @@ func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any
 	if err != nil {
 		return "", nil, err
 	}
-	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, ref: ref})
-	out, err := marshalRef(ref)
-	return out, &ref, err
+	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, ref: *ref})
+	out, err := marshalRef(*ref)
+	return out, ref, err
 }
 
 // workValues hold the work tool's optional arguments, which a WorkInput
-// read from them points into (one allocation for the three).
+// read from them points into (room of the call's own; see workRoom).
 type workValues struct{ id, timeout, message string }
 
 // set reads one argument of the work tool into in.
@@ -715,18 +749,18 @@ func (vals *workValues) set(in *WorkInput, name, value string) {
 // readWorkInput reads the work tool's arguments straight from their
 // document, without decoding it to a map, when the document is valid by
 // the tool's schema and written plainly (see flatObject.readValid); ok is
-// false otherwise. This is on the path of every work call.
-func readWorkInput(params *Schema, doc string) (in WorkInput, ok bool) {
-	vals := new(workValues)
+// false otherwise. This is on the path of every work call. The input
+// points into vals.
+func readWorkInput(params *Schema, doc string, vals *workValues) (in WorkInput, ok bool) {
 	ok = params.flat.readValid(doc, func(name, value string) { vals.set(&in, name, value) })
 	return in, ok
 }
 
 // workInputOf reads the work tool's decoded arguments, which its schema
-// has already validated (an object of strings).
-func workInputOf(m map[string]any) WorkInput {
+// has already validated (an object of strings), into an input that
+// points into vals.
+func workInputOf(m map[string]any, vals *workValues) WorkInput {
 	var in WorkInput
-	vals := new(workValues)
 	for name, v := range m {
 		s, _ := v.(string)
 		vals.set(&in, name, s)
@@ -766,10 +800,10 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 }
 
 // startWork admits a background call as Work.
-func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (WorkRef, error) {
+func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {
-		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, false, func(ctx context.Context, _ *work) (*Output, error) {
+		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
@@ -785,12 +819,26 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (Wor
 			return &Output{Raw: s, Value: v}, nil
 		})
 	}
-	model, parent, depth := inst.model, inst.id, inst.depth+1
-	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, true, func(ctx context.Context, w *work) (*Output, error) {
-		child := rt.newInstance(pt.child, model, w)
-		child.depth = depth
-		return child.run(ctx, input, ModeBackground, parent)
-	})
+	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target,
+		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input}, nil)
+}
+
+// childRun is what a background child agent's run starts from, held by
+// its Work (no function of its own to run it).
+type childRun struct {
+	p      *prepared
+	model  string
+	parent string // the run that started it
+	depth  int
+	input  any
+}
+
+// runBackground runs a background child agent as its Work.
+func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) {
+	c := &w.child
+	child := rt.newInstance(c.p, c.model, w)
+	child.depth = c.depth
+	return child.run(ctx, c.input, ModeBackground, c.parent)
 }
 
 // childInput is a child call's input, read from its arguments: the

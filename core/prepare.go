@@ -63,7 +63,8 @@ type toolSpecs struct {
 	// free is the copy of a run that has ended, for the next run of the
 	// agent: a copy is checked and put back as prepared before each
 	// request anyway, so a run that takes one pays a comparison, not a
-	// copy. One is kept: runs of an agent mostly follow one another.
+	// copy, and none for a copy that nothing could have written to (see
+	// release). One is kept: runs of an agent mostly follow one another.
 	mu   sync.Mutex
 	free runTools
 }
@@ -84,12 +85,18 @@ func (t *toolSpecs) init(specs []ToolSpec) {
 type runTools struct {
 	specs []ToolSpec
 	buf   []byte
+	// checked: the copy was made or checked before one of the requests
+	// of the run that holds it; for a free copy, the run that ended with
+	// it checked it and nothing could have written to it since.
+	checked bool
 }
 
 // seal returns the tools for the next request of a run, taking an ended
 // run's copy or making one the first time, and restoring what an earlier
-// request changed.
-func (t *toolSpecs) seal(rt *runTools) []ToolSpec {
+// request changed. When trusted (nothing that saw the run's earlier
+// requests could write to them; see RequestReader) it checks only a copy
+// that is not known to be as prepared.
+func (t *toolSpecs) seal(rt *runTools, trusted bool) []ToolSpec {
 	if len(t.list) == 0 {
 		return nil
 	}
@@ -98,6 +105,10 @@ func (t *toolSpecs) seal(rt *runTools) []ToolSpec {
 		*rt, t.free = t.free, runTools{}
 		t.mu.Unlock()
 	}
+	if trusted && rt.checked {
+		return rt.specs
+	}
+	rt.checked = true
 	if rt.specs == nil {
 		rt.specs = make([]ToolSpec, len(t.list))
 		rt.buf = make([]byte, 0, t.params)
@@ -125,11 +136,15 @@ func (t *toolSpecs) seal(rt *runTools) []ToolSpec {
 	return rt.specs
 }
 
-// release hands an ended run's copy on to the agent's later runs.
-func (t *toolSpecs) release(rt *runTools) {
+// release hands an ended run's copy on to the agent's later runs. When
+// trusted (nothing that saw the run's requests, the last one included,
+// could write to them) a copy the run checked is handed on as checked, and
+// a later run that trusts its own requests takes it without a check.
+func (t *toolSpecs) release(rt *runTools, trusted bool) {
 	if rt.specs == nil {
 		return
 	}
+	rt.checked = rt.checked && trusted
 	t.mu.Lock()
 	if t.free.specs == nil {
 		t.free = *rt

@@ -19,14 +19,18 @@ type Provider interface {
 // middleware and whose provider says ReadsRequestsOnly, nothing that saw
 // the earlier requests could have written to them, so the runtime skips
 // its check that the history they held is unchanged (a pass over the
-// whole history, a cost that grows with the run); when the provider says
-// false, or the agent has middleware, the check runs and puts back
+// whole history, a cost that grows with the run), and its check of the
+// tool specs once the run's copy is known to be as prepared (checked
+// before the run's first request, or handed on by an earlier run that
+// checked it and whose provider said so as it ended); when the provider
+// says false, or the agent has middleware, the checks run and put back
 // whatever was changed. The scripted provider says true while no turn or
 // answer of its scripts is a function of the caller's.
 type RequestReader interface {
 	Provider
 	// ReadsRequestsOnly reports whether the promise holds now; it is
-	// asked before every request.
+	// asked before every request, and as a run ends (for the requests
+	// the run made, the last one included).
 	ReadsRequestsOnly() bool
 }
 

@@ -14,7 +14,11 @@ import (
 
 // work is one Work item. All fields are guarded by registry.mu.
 type work struct {
-	ref       WorkRef
+	ref WorkRef
+	// names are the wait reason of a result action on it, "result w-1",
+	// and the name of its actor, "w-1 research", in one text:
+	// "result w-1 research" (see resultReason and actorName).
+	names     string
 	owner     string
 	startedBy uint64 // the sequence number of the run that started it
 	label     string
@@ -33,7 +37,10 @@ type work struct {
 
 	done   Signal // closed once terminal
 	cancel canceller
-	run    func(ctx context.Context, self *work) (*Output, error)
+	// A background child agent runs from child, a background tool by run
+	// (nil for an agent).
+	child childRun
+	run   func(ctx context.Context, self *work) (*Output, error)
 
 	inbox     []Message // guidance accepted and not yet delivered
 	sent      int       // guidance accepted (the cursor)
@@ -59,7 +66,11 @@ type sendRecord struct {
 	receipt SendReceipt
 }
 
-// registry is the process-local Work registry of one Runtime.
+// registry is the process-local Work registry of one Runtime, allocated
+// with it. Its lists and maps are made when first needed: a runtime whose
+// runs start no background Work (a test of foreground children, say)
+// never needs them, and one whose runs start a few needs no map to find
+// them.
 type registry struct {
 	rt *Runtime
 
@@ -81,14 +92,9 @@ type registry struct {
 	queue   []*work
 	running int
 	closed  bool
-}
-
-// newRegistry makes an empty registry. Its lists and maps are made when
-// first needed: a runtime whose runs start no background Work (a test of
-// foreground children, say) never needs them, and one whose runs start a
-// few needs no map to find them.
-func newRegistry(rt *Runtime) *registry {
-	return &registry{rt: rt}
+	// allRoom and firstRoom are the first room of all and of first.all:
+	// a run's first few Work items take no list of their own.
+	allRoom, firstRoom [2]*work
 }
 
 // Errors the registry gives a model; see toolError for how they are shown.
@@ -101,13 +107,16 @@ var (
 // accept admits a background call of an owner's run, under the tool key
 // label: a capacity error past the owner's bound, an error for an id
 // already in use, and otherwise a new Work that is running or queued. (A
-// repeated call identity never reaches it; see occurrences.)
-func (r *registry) accept(owner string, startedBy uint64, label, target string, isAgent bool,
-	run func(ctx context.Context, self *work) (*Output, error)) (WorkRef, error) {
+// repeated call identity never reaches it; see occurrences.) The ref it
+// returns is the Work's own, which never changes once made: the events of
+// the call that started it point to it. The Work runs run, a background
+// tool's, or (run nil) the child agent's run that child describes.
+func (r *registry) accept(owner string, startedBy uint64, label, target string, child childRun,
+	run func(ctx context.Context, self *work) (*Output, error)) (*WorkRef, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return WorkRef{}, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
+		return nil, &ModelError{Code: "unavailable", Message: "the runtime is closing; no new background work is accepted"}
 	}
 	// Detached Work is out of its owner's reach, so it no longer counts;
 	// it keeps its concurrency slot while it runs.
@@ -117,28 +126,33 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		outstanding = ow.open.n
 	}
 	if limit := r.rt.opts.MaxOutstanding; outstanding >= limit {
-		return WorkRef{}, errCapacity.with(fmt.Sprintf(
+		return nil, errCapacity.with(fmt.Sprintf(
 			"%d background work items are still outstanding (limit %d); wait for or cancel some, then retry", outstanding, limit))
 	}
 	id := r.rt.ids.NewID(IDWork)
 	if r.workLocked(id) != nil {
-		return WorkRef{}, errDuplicateID.with(fmt.Sprintf(
+		return nil, errDuplicateID.with(fmt.Sprintf(
 			"the runtime's id source returned %q, which already names background work; nothing was started", id))
 	}
 	now := r.rt.clock.Now()
 	w := &work{
 		ref:       newRef(id, target),
+		names:     workNames(id, label),
 		owner:     owner,
 		startedBy: startedBy,
 		label:     label,
-		isAgent:   isAgent,
+		isAgent:   run == nil,
 		state:     lifecycle.Queued,
 		created:   now,
 		done:      NewSignal(r.rt.exec),
+		child:     child,
 		run:       run,
 	}
 	if ow == nil {
 		ow = r.addOwnerLocked(owner)
+	}
+	if r.all == nil {
+		r.all = r.allRoom[:0]
 	}
 	r.all = append(r.all, w)
 	switch {
@@ -157,7 +171,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	} else {
 		r.queue = append(r.queue, w)
 	}
-	return w.ref, nil
+	return &w.ref, nil
 }
 
 // manyWorks is how many Work items, or owners of Work, the registry holds
@@ -198,6 +212,7 @@ func (r *registry) ownerLocked(owner string) *ownerWork {
 func (r *registry) addOwnerLocked(owner string) *ownerWork {
 	if !r.first.known {
 		r.first.init(owner)
+		r.first.all = r.firstRoom[:0]
 		return &r.first
 	}
 	ow := new(ownerWork)
@@ -224,12 +239,18 @@ func (r *registry) startLocked(w *work) {
 	// cancels every unfinished item) and at its end.
 	ctx, cancel := withCancel(r.rt.exec, context.Background())
 	w.cancel = cancel
-	r.rt.exec.Go(w.ref.ID+" "+w.label, func() { r.runChild(ctx, w) })
+	r.rt.exec.Go(w.actorName(), func() { r.runChild(ctx, w) })
 }
 
 // runChild is the body of a background child's actor.
 func (r *registry) runChild(ctx context.Context, w *work) {
-	out, err := w.run(ctx, w)
+	var out *Output
+	var err error
+	if w.run != nil {
+		out, err = w.run(ctx, w)
+	} else {
+		out, err = r.rt.runBackground(ctx, w)
+	}
 	r.rt.exec.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
 	r.finish(w, ctx, out, err)
 }
@@ -358,12 +379,26 @@ func (r *registry) status(owner, id string) (WorkStatus, bool) {
 	return r.projectLocked(w), true
 }
 
-// resultOutcome is what a result action found.
+// resultOutcome is what a result action found: when the Work is
+// unfinished, its status and the reason to wait on it for.
 type resultOutcome struct {
 	found  bool
 	output *Output
 	status WorkStatus
+	reason string
 }
+
+// resultPrefix opens the wait reason of a result action.
+const resultPrefix = "result "
+
+// workNames writes a Work item's names (see work.names).
+func workNames(id, label string) string { return resultPrefix + id + " " + label }
+
+// resultReason is the reason a result action waits on the Work for.
+func (w *work) resultReason() string { return w.names[:len(resultPrefix)+len(w.ref.ID)] }
+
+// actorName is the name of the actor that runs the Work.
+func (w *work) actorName() string { return w.names[len(resultPrefix):] }
 
 func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{}) {
 	r.mu.Lock()
@@ -376,7 +411,7 @@ func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{})
 		w.rejoined = true
 		return resultOutcome{found: true, output: w.output}, nil
 	}
-	return resultOutcome{found: true, status: r.projectLocked(w)}, w.done.C()
+	return resultOutcome{found: true, status: r.projectLocked(w), reason: w.resultReason()}, w.done.C()
 }
 
 func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
@@ -497,6 +532,7 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 		req    Request
 		status StatusBlock
 		row    [1]StatusRow
+		text   [statusTextRoom]byte
 	}{}
 	var rows []StatusRow
 	if len(sampled) == 1 {
@@ -505,10 +541,16 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 	} else {
 		rows = slices.Clone(sampled)
 	}
-	fillStatus(&rs.status, rows, total)
+	fillStatus(&rs.status, rows, total, rs.text[:])
 	rs.req.Status = &rs.status
 	return &rs.req
 }
+
+// statusTextRoom is the room for a status block's text that a request
+// with a block of one row is allocated with: the header and a row of a
+// short id and label ("w-12 · research · completed 4s · Result
+// available" is 55 bytes).
+const statusTextRoom = 96
 
 // statusRows samples the owner's attached Work for a status block, in
 // buf: at

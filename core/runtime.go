@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-
-	"github.com/crux-sim/crux-sim/internal/keys"
 )
 
 // Options configure a Runtime. The zero value of every field has a
@@ -104,7 +102,8 @@ type Runtime struct {
 	ids      IDSource
 	exec     Executor
 	observer Observer
-	reg      *registry
+	reg      *registry // points to registry, allocated with the runtime
+	registry registry
 
 	// closed is set once Close has cancelled every unfinished Work item:
 	// runs that start later fail with ErrClosed. (Close cancels each
@@ -154,7 +153,8 @@ func New(opts Options) *Runtime {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
-	rt.reg = newRegistry(rt)
+	rt.registry.rt = rt
+	rt.reg = &rt.registry
 	return rt
 }
 
@@ -464,19 +464,43 @@ type ParallelResult struct {
 	Results map[string]*RunResult
 }
 
+// parallelAgent is one agent's run in Parallel.
+type parallelAgent struct {
+	p      *prepared
+	res    *RunResult
+	done   Signal
+	wait   [1]<-chan struct{}
+	reason string
+}
+
+// parallelPrefix opens the reason Parallel waits for an agent's run with.
+const parallelPrefix = "parallel "
+
 // Parallel starts every named agent on the shared context, waits for all of
 // them and returns each one's result. Every agent is prepared before any
 // starts. The error joins the agents' errors, if any.
 func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResult, error) {
-	names := keys.Sorted(pr.Agents)
+	// The names in order, in room of Parallel's own for a few agents.
+	var room [4]string
+	names := room[:0]
+	for name := range pr.Agents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
 	// Each agent's preparation, result and end, and the room of the wait
-	// for its end, in one allocation.
-	runs := make([]struct {
-		p    *prepared
-		res  *RunResult
-		done Signal
-		wait [1]<-chan struct{}
-	}, len(names))
+	// for its end and its reason, in one allocation, which for one agent
+	// holds the result as well.
+	var runs []parallelAgent
+	var out *ParallelResult
+	if len(names) == 1 {
+		one := &struct {
+			out  ParallelResult
+			runs [1]parallelAgent
+		}{}
+		runs, out = one.runs[:], &one.out
+	} else {
+		runs, out = make([]parallelAgent, len(names)), new(ParallelResult)
+	}
 	for i, name := range names {
 		p, err := rt.prepare(pr.Agents[name])
 		if err != nil {
@@ -488,11 +512,16 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		return nil, ErrClosed
 	}
 	model := cmp.Or(pr.Model, rt.opts.Model)
-	out := &ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
+	*out = ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
 	for i, name := range names {
 		r := &runs[i]
 		r.done = NewSignal(rt.exec)
-		rt.exec.Go(pr.ID+"/"+name, func() {
+		// The wait's reason, "parallel coordinator", and the actor's name,
+		// "run-id/coordinator", are one text.
+		both := parallelPrefix + name + pr.ID + "/" + name
+		at := len(parallelPrefix) + len(name)
+		r.reason = both[:at]
+		rt.exec.Go(both[at:], func() {
 			defer r.done.Close()
 			r.res = rt.runTop(ctx, r.p, pr.Context, RunOptions{Model: model})
 		})
@@ -501,7 +530,7 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	for i, name := range names {
 		r := &runs[i]
 		r.wait[0] = r.done.C()
-		rt.exec.Wait("parallel "+name, r.wait[:]...)
+		rt.exec.Wait(r.reason, r.wait[:]...)
 		out.Results[name] = r.res
 		if r.res.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, r.res.Err))

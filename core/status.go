@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 )
@@ -46,36 +47,33 @@ type StatusRow struct {
 
 // String renders the row, e.g. "- w-1 · research · completed 9s · Result available".
 func (r StatusRow) String() string {
-	var b strings.Builder
-	b.Grow(r.size()) // one allocation for the whole row
-	r.writeTo(&b)
-	return b.String()
+	b := r.appendTo(make([]byte, 0, r.size())) // one allocation for the whole row
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // size is about the length of the row's text, for room to write it in.
 func (r StatusRow) size() int { return len(r.ID) + len(r.Label) + len(r.State) + 48 }
 
-// writeTo writes the row's text, which String returns, to b.
-func (r StatusRow) writeTo(b *strings.Builder) {
-	b.WriteString("- ")
-	b.WriteString(r.ID)
-	b.WriteString(" · ")
-	b.WriteString(r.Label)
-	b.WriteString(" · ")
-	b.WriteString(string(r.State))
-	b.WriteByte(' ')
-	var secs [20]byte
-	b.Write(strconv.AppendInt(secs[:0], int64(r.Elapsed/time.Second), 10))
-	b.WriteByte('s')
+// appendTo appends the row's text, which String returns, to b.
+func (r StatusRow) appendTo(b []byte) []byte {
+	b = append(append(b, "- "...), r.ID...)
+	b = append(append(b, " · "...), r.Label...)
+	b = append(append(b, " · "...), r.State...)
+	b = strconv.AppendInt(append(b, ' '), int64(r.Elapsed/time.Second), 10)
+	b = append(b, 's')
 	if r.ResultAvailable {
-		b.WriteString(" · Result available")
+		b = append(b, " · Result available"...)
 	}
+	return b
 }
 
 // fillStatus renders into blk the rows the registry sampled (one at
 // least), in its order and within the cap, out of total attached items:
-// the rest are counted as omitted.
-func fillStatus(blk *StatusBlock, rows []StatusRow, total int) {
+// the rest are counted as omitted. The text is written into room when it
+// fits, room that the caller gives it for good and never writes to
+// again (the block's own allocation), and into an allocation of its own
+// otherwise.
+func fillStatus(blk *StatusBlock, rows []StatusRow, total int, room []byte) {
 	if len(rows) > MaxStatusRows {
 		rows = rows[:MaxStatusRows]
 	}
@@ -89,20 +87,28 @@ func fillStatus(blk *StatusBlock, rows []StatusRow, total int) {
 		rows[i].Label = SafeLabel(rows[i].Label)
 		size += 1 + rows[i].size()
 	}
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteString(StatusHeader)
-	for i := range rows {
-		b.WriteByte('\n')
-		rows[i].writeTo(&b)
-	}
-	if blk.Omitted > 0 {
-		b.WriteString("\n(")
-		b.WriteString(strconv.Itoa(blk.Omitted))
-		b.WriteString(omittedTail)
-	}
 	blk.Rows = rows
-	blk.Text = b.String()
+	if size > len(room) {
+		room = make([]byte, 0, size)
+	}
+	// Nothing writes to the bytes once they are the text (a text past
+	// the room's end was appended to bytes of its own).
+	b := appendStatus(room[:0], rows, blk.Omitted)
+	blk.Text = unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendStatus appends a status block's text.
+func appendStatus(b []byte, rows []StatusRow, omitted int) []byte {
+	b = append(b, StatusHeader...)
+	for i := range rows {
+		b = rows[i].appendTo(append(b, '\n'))
+	}
+	if omitted > 0 {
+		b = append(b, "\n("...)
+		b = strconv.AppendInt(b, int64(omitted), 10)
+		b = append(b, omittedTail...)
+	}
+	return b
 }
 
 // SafeLabel makes a value fit on one line of a status row, as the row's

@@ -59,12 +59,14 @@ type WorkInput struct {
 // It returns the tool content the model would have seen, or its
 // model-facing error.
 func (rt *Runtime) WorkAction(ctx context.Context, owner string, turn int, callID string, in WorkInput) (string, error) {
-	return rt.workCall(ctx, owner, 0, turn, ToolCall{ID: callID, Name: WorkToolName}, in)
+	return rt.workCall(ctx, owner, 0, turn, ToolCall{ID: callID, Name: WorkToolName}, in, nil)
 }
 
 // workCall runs one work tool call of an owner. It returns the tool message
-// content, or a model-facing error.
-func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn int, call ToolCall, in WorkInput) (string, error) {
+// content, or a model-facing error. A result action waits on signals
+// written into wait, room of the call's own (nil: it makes its own).
+func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn int, call ToolCall, in WorkInput,
+	wait *[3]<-chan struct{}) (string, error) {
 	reg := rt.reg
 	id := ""
 	if in.ID != nil {
@@ -85,19 +87,19 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		}
 		return marshalStatus(st)
 	case "result":
-		return rt.result(ctx, owner, id, in.Timeout)
+		return rt.result(ctx, owner, id, in.Timeout, wait)
 	case "cancel":
 		rec, ok := reg.cancel(owner, id)
 		if !ok {
 			return marshal(notFound)
 		}
-		return marshal(rec)
+		return marshalCancel(rec)
 	case "detach":
 		rec, ok := reg.detach(owner, id)
 		if !ok {
 			return marshal(notFound)
 		}
-		return marshal(rec)
+		return marshalDetach(rec)
 	case "send":
 		rec, found, err := reg.send(sendKey{owner: owner, run: run, turn: turn, callID: call.ID, work: id}, in.Message)
 		if !found {
@@ -106,7 +108,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 		if err != nil {
 			return "", err
 		}
-		return marshal(rec)
+		return marshalSend(rec)
 	}
 	return "", &ModelError{Code: "invalid_arguments", Message: fmt.Sprintf("unknown action %q", in.Action)}
 }
@@ -114,28 +116,33 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 // result returns the exact output of completed Work, waiting up to the
 // timeout (capped, and the cap when omitted) for it; otherwise the status
 // projection. An aborted tool call stops waiting.
-func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string) (string, error) {
+func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string, wait *[3]<-chan struct{}) (string, error) {
 	reg := rt.reg
 	got, done := reg.peekResult(owner, id)
 	if !got.found {
 		return marshal(notFound)
 	}
-	wait := MaxResultWait
+	d := MaxResultWait
 	if timeout != nil {
-		d, err := ParseDuration(*timeout)
+		t, err := ParseDuration(*timeout)
 		if err != nil {
 			return "", &ModelError{Code: "invalid_arguments", Message: "timeout: " + err.Error()}
 		}
-		wait = min(d, MaxResultWait)
+		d = min(t, MaxResultWait)
 	}
 	if got.output != nil {
 		return got.output.Raw, nil
 	}
-	if done == nil || wait <= 0 || got.status.State.Terminal() {
+	if done == nil || d <= 0 || got.status.State.Terminal() {
 		return marshalStatus(got.status)
 	}
-	expired, timer := SignalAfter(rt.exec, rt.clock, wait)
-	which := rt.exec.Wait("result "+id, done, expired, ctx.Done())
+	expired, timer := SignalAfter(rt.exec, rt.clock, d)
+	if wait == nil {
+		wait = new([3]<-chan struct{})
+	}
+	*wait = [3]<-chan struct{}{done, expired, ctx.Done()}
+	which := rt.exec.Wait(got.reason, wait[:]...)
+	*wait = [3]<-chan struct{}{}
 	timer.Stop()
 	if which == 2 {
 		return "", ctx.Err()

@@ -35,8 +35,8 @@ var _ = Describe("The cost of a run", func() {
 			allocs := testing.AllocsPerRun(20, func() { harness.Run(sc, harness.Options{Seed: seed}) })
 			Expect(allocs).To(BeNumerically("<=", bound), "allocations per run of %s at seed %d", name, seed)
 		},
-		Entry("research-coordinator", "research-coordinator", int64(1), 160),
-		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 140),
+		Entry("research-coordinator", "research-coordinator", int64(1), 138),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 122),
 	)
 })
 
@@ -104,7 +104,7 @@ var _ = Describe("The cost of a campaign job's run", func() {
 			Expect(allocs).To(BeNumerically("<=", allocsBound), "allocations per run of %s at seed %d", name, seed)
 			Expect(bytes).To(BeNumerically("<=", bytesBound), "bytes per run of %s at seed %d", name, seed)
 		},
-		Entry("research-coordinator", "research-coordinator", int64(1), 145, 21000),
-		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 120, 20000),
+		Entry("research-coordinator", "research-coordinator", int64(1), 87, 15000),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 70, 14500),
 	)
 })
