@@ -17,8 +17,8 @@ import (
 // share of a run (its state, its outcome, the verdicts' descriptions) is
 // made once per run or once per scenario, never once per entry it checks,
 // and the scenario's agents are prepared once, when it loads. The bounds
-// are the counts of the whole run, runtime included, as they stood when
-// the agents came to be prepared at load: a run that allocates more has
+// are the counts of the whole run, runtime included, as they stood when a
+// run's share of each layer was last cut: a run that allocates more has
 // grown a cost.
 var _ = Describe("The cost of a run", func() {
 	BeforeEach(func() {
