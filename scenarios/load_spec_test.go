@@ -44,6 +44,18 @@ run:
   context: {question: Why do leaves change color?}
 `
 
+// foregroundScript has the coordinator call research in the foreground
+// (the child answers with a structured output) and finish with "Done.".
+const foregroundScript = `
+script:
+  research-coordinator:
+    - call: research
+      args: {question: q}
+    - text: Done.
+  research-agent:
+    - output: {summary: s, pages: 2}
+`
+
 // runYAML loads a scenario from the shared agents and a script, and runs it.
 func runYAML(script string) *harness.Outcome {
 	GinkgoHelper()
@@ -169,15 +181,7 @@ script:
 	})
 
 	It("keeps a structured output's keys in the order the file writes them", func() {
-		run := runYAML(`
-script:
-  research-coordinator:
-    - call: research
-      args: {question: q}
-    - text: Done.
-  research-agent:
-    - output: {summary: s, pages: 2}
-`)
+		run := runYAML(foregroundScript)
 		Expect(run).To(HaveEntry(Pattern{Kind: trace.ToolResult, Tool: "research", Equals: `{"summary":"s","pages":2}`}))
 	})
 

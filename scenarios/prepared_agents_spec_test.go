@@ -14,18 +14,9 @@ import (
 // preparation by its pointer, so an agent put in place of a loaded one is
 // run as it is, not as the one it replaced was prepared.
 var _ = Describe("A loaded scenario's agents", func() {
-	const script = `
-script:
-  research-coordinator:
-    - call: research
-      args: {question: q}
-    - text: Done.
-  research-agent:
-    - output: {summary: s, pages: 2}
-`
 	load := func() *Scenario {
 		GinkgoHelper()
-		sc, err := Load("spec.yaml", []byte("name: spec\n"+agentsYAML+script))
+		sc, err := Load("spec.yaml", []byte("name: spec\n"+agentsYAML+foregroundScript))
 		Expect(err).NotTo(HaveOccurred())
 		return sc
 	}
