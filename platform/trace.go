@@ -36,21 +36,26 @@ type traceObserver struct {
 	rec    *trace.Recorder
 	mu     sync.Mutex
 	agents map[string]string
-	// The last session looked up and its agent: a session's events mostly
-	// come one after another, and its id is the same string each time.
-	last, lastAgent string
-	text            lines
+	// The two sessions last looked up and their agents, the latest first:
+	// a run's events mostly come one after another, with its origin's
+	// between them, and a session's id is the same string each time.
+	last, prev [2]string // session, agent
+	text       lines
 }
 
 func (o *traceObserver) Observe(e Event) {
 	o.mu.Lock()
-	if e.Type == EventSessionCreated || e.Type == EventSessionRestored {
+	switch {
+	case e.Type == EventSessionCreated || e.Type == EventSessionRestored:
 		o.agents[e.Session] = e.Agent
-		o.last, o.lastAgent = e.Session, e.Agent
-	} else if e.Session != o.last {
-		o.last, o.lastAgent = e.Session, o.agents[e.Session]
+		o.last, o.prev = [2]string{e.Session, e.Agent}, o.last
+	case e.Session == o.last[0]:
+	case e.Session == o.prev[0]:
+		o.last, o.prev = o.prev, o.last
+	default:
+		o.last, o.prev = [2]string{e.Session, o.agents[e.Session]}, o.last
 	}
-	agent := o.lastAgent
+	agent := o.last[1]
 	detail := o.text.add(&e)
 	o.mu.Unlock()
 	o.rec.Add(e.Time, trace.Entry{Kind: TraceKind, Run: e.Session, Agent: agent, Label: string(e.Type), Detail: detail})
@@ -115,20 +120,31 @@ func (e *Event) text() string {
 	return string(e.appendText(buf[:0]))
 }
 
-// appendText appends the one-line rendering of String to b.
+// appendText appends the one-line rendering of String to b. Each field
+// is looked at where it is, and its key (" kind=" ...) is one constant:
+// the observer renders every event of a run.
 func (e *Event) appendText(b []byte) []byte {
-	log := e.Session
-	if log == "" {
-		log = "platform"
+	if e.Session == "" {
+		b = append(b, "platform "...)
+	} else {
+		b = append(append(b, e.Session...), ' ')
 	}
-	b = append(b, log...)
-	b = append(b, ' ')
 	b = append(b, e.Type...)
-	b = appendField(b, "kind", string(e.Kind))
-	b = appendField(b, "agent", e.Agent)
-	b = appendField(b, "child", e.Child)
-	b = appendField(b, "other", e.Other)
-	b = appendField(b, "task", e.Task)
+	if e.Kind != "" {
+		b = append(append(b, " kind="...), e.Kind...)
+	}
+	if e.Agent != "" {
+		b = append(append(b, " agent="...), e.Agent...)
+	}
+	if e.Child != "" {
+		b = append(append(b, " child="...), e.Child...)
+	}
+	if e.Other != "" {
+		b = append(append(b, " other="...), e.Other...)
+	}
+	if e.Task != "" {
+		b = append(append(b, " task="...), e.Task...)
+	}
 	if len(e.Parents) > 0 && (len(e.Parents) > 1 || e.Parents[0] != "") {
 		b = append(b, " parents="...)
 		for i, par := range e.Parents {
@@ -139,53 +155,47 @@ func (e *Event) appendText(b []byte) []byte {
 		}
 	}
 	if e.Attempt > 0 {
-		b = append(b, " attempt="...)
-		b = strconv.AppendInt(b, int64(e.Attempt), 10)
+		b = strconv.AppendInt(append(b, " attempt="...), int64(e.Attempt), 10)
 	}
 	if e.Turn > 0 {
-		b = append(b, " turn="...)
-		b = strconv.AppendInt(b, int64(e.Turn), 10)
+		b = strconv.AppendInt(append(b, " turn="...), int64(e.Turn), 10)
 	}
-	b = appendField(b, "schedule", e.Schedule)
-	b = appendField(b, "item", e.Item)
-	b = appendField(b, "status", e.Status)
-	b = appendField(b, "channel", e.Channel)
-	b = appendField(b, "path", e.Path)
+	if e.Schedule != "" {
+		b = append(append(b, " schedule="...), e.Schedule...)
+	}
+	if e.Item != "" {
+		b = append(append(b, " item="...), e.Item...)
+	}
+	if e.Status != "" {
+		b = append(append(b, " status="...), e.Status...)
+	}
+	if e.Channel != "" {
+		b = append(append(b, " channel="...), e.Channel...)
+	}
+	if e.Path != "" {
+		b = append(append(b, " path="...), e.Path...)
+	}
 	if e.Siblings {
 		b = append(b, " siblings=true"...)
 	}
-	b = appendQuoted(b, "goal", e.Goal)
-	b = appendQuoted(b, "text", e.Text)
-	b = appendQuoted(b, "error", e.Error)
+	if e.Goal != "" {
+		b = appendQuoted(append(b, " goal="...), e.Goal)
+	}
+	if e.Text != "" {
+		b = appendQuoted(append(b, " text="...), e.Text)
+	}
+	if e.Error != "" {
+		b = appendQuoted(append(b, " error="...), e.Error)
+	}
 	if len(e.Metadata) > 0 {
-		b = append(b, " metadata="...)
-		b = append(b, e.Metadata...)
+		b = append(append(b, " metadata="...), e.Metadata...)
 	}
 	return b
 }
 
-// appendKey appends " k=".
-func appendKey(b []byte, k string) []byte {
-	b = append(b, ' ')
-	b = append(b, k...)
-	return append(b, '=')
-}
-
-// appendField appends " k=v" unless v is empty.
-func appendField(b []byte, k, v string) []byte {
-	if v == "" {
-		return b
-	}
-	return append(appendKey(b, k), v...)
-}
-
-// appendQuoted appends " k=" and v as a Go string literal unless v is
-// empty.
-func appendQuoted(b []byte, k, v string) []byte {
-	if v == "" {
-		return b
-	}
-	b = appendKey(b, k)
+// appendQuoted appends v as a Go string literal, as strconv.Quote writes
+// it.
+func appendQuoted(b []byte, v string) []byte {
 	if quotesAsIs(v) {
 		b = append(b, '"')
 		b = append(b, v...)
