@@ -147,7 +147,12 @@ type ticker struct {
 	at           int64 // when the timer is armed for, while armed
 	armed        bool
 	notBefore    int64
-	nextRecovery int64
+	nextRecovery int64 // set with setNextRecovery
+	poll         int64 // Options.SchedulePollInterval
+	// limit is the earlier of nextRecovery and the next due row as last
+	// read (due, when dueOK): the first instant at which a wake-up is not
+	// idle for what the ticker knows, and the latest it is armed for.
+	limit int64
 
 	// The store's next due row as last read (due, when dueOK), and the
 	// store's count of schedule writes then (a store.ScheduleWriteCounter

@@ -436,8 +436,8 @@ func (p *Platform) startScheduler() {
 	}
 	tk.writes, _ = p.store.(store.ScheduleWriteCounter)
 	tk.mem, _ = p.store.(*store.Memory)
-	tk.notBefore = math.MinInt64
-	tk.nextRecovery = int64(p.opts.ScheduleRecoveryInterval)
+	tk.notBefore, tk.poll = math.MinInt64, int64(p.opts.SchedulePollInterval)
+	tk.setNextRecovery(int64(p.opts.ScheduleRecoveryInterval))
 	p.slotSeq++
 	slot := &timerSlot{seq: p.slotSeq}
 	tk.slot = slot
@@ -487,16 +487,15 @@ func (p *Platform) startScheduler() {
 func (p *Platform) idlePollLocked(now int64) (int64, bool) {
 	tk := &p.ticker
 	// The row as last read while no schedule write came since, as
-	// nextDueLocked would answer: what nearly every poll finds, without
-	// a call for it.
-	next, ok := tk.due, tk.dueOK
+	// nextDueLocked would answer, is in tk.limit: what nearly every poll
+	// finds, without a call for it.
 	if !tk.dueRead || tk.scheduleWrites() != tk.seen {
-		next, ok = p.nextDueLocked()
+		p.nextDueLocked()
 	}
-	if now >= tk.nextRecovery || ok && next <= now {
+	if now >= tk.limit {
 		return 0, false
 	}
-	at := p.tickerAtLocked(now, next, ok)
+	at := tk.atAfter(now)
 	tk.at, tk.armed = at, true
 	return at, true
 }
@@ -542,22 +541,32 @@ func (p *Platform) nextDueLocked() (int64, bool) {
 		tk.due = tk.ns(next)
 	}
 	tk.seen, tk.dueRead = seen, tk.writes != nil && err == nil
+	tk.setLimit()
 	return tk.due, tk.dueOK
+}
+
+// setNextRecovery sets when the next recovery pass is due.
+func (tk *ticker) setNextRecovery(at int64) {
+	tk.nextRecovery = at
+	tk.setLimit()
+}
+
+// setLimit sets limit from nextRecovery and the next due row.
+func (tk *ticker) setLimit() {
+	tk.limit = tk.nextRecovery
+	if tk.dueOK && tk.due < tk.limit {
+		tk.limit = tk.due
+	}
 }
 
 // armTickerLocked arms the ticker at the earliest of the next due row,
 // the next poll and the next recovery pass, unless it is armed earlier
 // already.
 func (p *Platform) armTickerLocked() {
-	next, ok := p.nextDueLocked()
-	p.armTickerNextLocked(p.ticker.now(), next, ok)
-}
-
-// armTickerNextLocked is armTickerLocked with the time and the next due
-// row read.
-func (p *Platform) armTickerNextLocked(now, next int64, ok bool) {
 	tk := &p.ticker
-	at := p.tickerAtLocked(now, next, ok)
+	p.nextDueLocked()
+	now := tk.now()
+	at := tk.atAfter(now)
 	if p.closing || tk.armed && tk.at <= at {
 		return
 	}
@@ -565,17 +574,11 @@ func (p *Platform) armTickerNextLocked(now, next int64, ok bool) {
 	tk.slot.t.Reset(time.Duration(at - now))
 }
 
-// tickerAtLocked is when the ticker is to wake after now, with the next
-// due row read: the earliest of that row, the next poll and the next
-// recovery pass, and not before notBefore.
-func (p *Platform) tickerAtLocked(now, next int64, ok bool) int64 {
-	tk := &p.ticker
-	at := now + int64(p.opts.SchedulePollInterval)
-	at = min(at, tk.nextRecovery)
-	if ok && next < at {
-		at = next
-	}
-	return max(at, tk.notBefore)
+// atAfter is when the ticker is to wake after now, with the next due row
+// read: the earliest of that row, the next poll and the next recovery pass
+// (limit), and not before notBefore.
+func (tk *ticker) atAfter(now int64) int64 {
+	return max(min(now+tk.poll, tk.limit), tk.notBefore)
 }
 
 // tick is one pass of the ticker with work to do: if this process takes
@@ -607,7 +610,7 @@ func (p *Platform) tick() {
 		p.mu.Lock()
 		doRecovery := nowNs >= tk.nextRecovery
 		if doRecovery {
-			tk.nextRecovery = nowNs + int64(p.opts.ScheduleRecoveryInterval)
+			tk.setNextRecovery(nowNs + int64(p.opts.ScheduleRecoveryInterval))
 		}
 		p.mu.Unlock()
 		if doRecovery {
@@ -628,7 +631,7 @@ func (p *Platform) tick() {
 			tk.notBefore = until
 		}
 		if nowNs >= tk.nextRecovery {
-			tk.nextRecovery = nowNs + int64(p.opts.ScheduleRecoveryInterval)
+			tk.setNextRecovery(nowNs + int64(p.opts.ScheduleRecoveryInterval))
 		}
 	}
 	p.armTickerLocked()
