@@ -113,21 +113,19 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 	p.mu.Lock()
 	defer p.unlock()
-	// The roots in order, in a buffer kept for the next sweep: the board
-	// sweeper runs every few minutes while any tree has a note.
-	roots := p.sweepRoots[:0]
-	for root := range p.board {
-		roots = append(roots, root)
-	}
-	slices.Sort(roots)
-	p.sweepRoots = roots
-	for _, root := range roots {
-		b := p.board[root]
-		for _, k := range keys.Sorted(b.claims) {
-			if c := b.claims[k]; !c.Expires.After(now) {
-				delete(b.claims, k)
-				claims++
-				p.emitLocked(&Event{Session: p.liveOr(root), Type: EventBoardClaimExpired, Child: c.Holder, Text: k})
+	// The boards in the order of their roots, as boardLocked keeps them:
+	// the board sweeper runs every few minutes while any tree has a note,
+	// and it neither walks nor sorts the map for it.
+	live := p.boards[:0]
+	for _, b := range p.boards {
+		root := b.root
+		if len(b.claims) > 0 {
+			for _, k := range keys.Sorted(b.claims) {
+				if c := b.claims[k]; !c.Expires.After(now) {
+					delete(b.claims, k)
+					claims++
+					p.emitLocked(&Event{Session: p.liveOr(root), Type: EventBoardClaimExpired, Child: c.Holder, Text: k})
+				}
 			}
 		}
 		rs := p.sessions[root]
@@ -144,8 +142,12 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 		b.notes = kept
 		if len(b.claims) == 0 && len(b.notes) == 0 {
 			delete(p.board, root)
+			continue
 		}
+		live = append(live, b)
 	}
+	clear(p.boards[len(live):])
+	p.boards = live
 	return claims, notes
 }
 

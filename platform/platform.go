@@ -110,7 +110,7 @@ type Platform struct {
 	stranded     map[string]StrandedReason // task id → why it was reported stranded
 	posts        []Post
 	board        map[string]*board // by root
-	sweepRoots   []string          // SweepBoard's buffer
+	boards       []*board          // the boards in the order of their roots (SweepBoard's)
 	inbox        []*InboxItem
 	pendingInbox int
 	artifacts    map[string][]Artifact // by session

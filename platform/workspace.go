@@ -208,6 +208,7 @@ func (p *Platform) toolCreateArtifact(_ context.Context, s *session, _ core.Tool
 
 // board is a tree's coordination board: claims with expiry, and notes.
 type board struct {
+	root   string
 	claims map[string]Claim
 	notes  []Note
 }
@@ -230,8 +231,10 @@ type Note struct {
 func (p *Platform) boardLocked(root string) *board {
 	b := p.board[root]
 	if b == nil {
-		b = &board{claims: map[string]Claim{}}
+		b = &board{root: root, claims: map[string]Claim{}}
 		p.board[root] = b
+		i, _ := slices.BinarySearchFunc(p.boards, root, func(b *board, root string) int { return strings.Compare(b.root, root) })
+		p.boards = slices.Insert(p.boards, i, b)
 	}
 	return b
 }
