@@ -122,9 +122,11 @@ type Platform struct {
 	leading                    bool // this process held the leader lease at its last pass
 	announced                  bool // scheduler.leader was emitted since it took the lease
 	ticker                     ticker
-	lastWait                   struct { // waitTextLocked's last delay and its text
-		d    time.Duration
-		text string
+	lastWait                   struct { // waitTextLocked's last delay and its text; parseDelay's last delay and its value
+		d      time.Duration
+		text   string
+		delay  string
+		parsed time.Duration
 	}
 
 	tools map[string]*core.Tool

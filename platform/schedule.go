@@ -325,7 +325,7 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 	if in.Delay == "" {
 		return nil, modelErr("invalid_arguments", "give a delay such as \"10m\", or completed: true")
 	}
-	d, err := core.ParseDuration(in.Delay)
+	d, err := p.parseDelay(in.Delay)
 	if err != nil {
 		return nil, modelErr("invalid_arguments", "delay: %v", err)
 	}
@@ -366,6 +366,25 @@ func appendLoopWaited(b []byte, clamped bool, delay string, next time.Time, sche
 	b = next.UTC().AppendFormat(append(b, `,"next_run":"`...), time.RFC3339)
 	b, ok = jsonenc.AppendString(append(b, `","schedule_id":`...), schedule)
 	return append(b, '}'), ok
+}
+
+// parseDelay is core.ParseDuration(delay), kept for the next loop_wait
+// when it parses: a dynamic loop mostly asks for the delay it asked for
+// last time.
+func (p *Platform) parseDelay(delay string) (time.Duration, error) {
+	p.mu.Lock()
+	last := p.lastWait
+	p.mu.Unlock()
+	if last.delay != "" && delay == last.delay {
+		return last.parsed, nil
+	}
+	d, err := core.ParseDuration(delay)
+	if err == nil {
+		p.mu.Lock()
+		p.lastWait.delay, p.lastWait.parsed = delay, d
+		p.mu.Unlock()
+	}
+	return d, err
 }
 
 // waitTextLocked is d.String(), kept for the next loop_wait: a dynamic
