@@ -378,7 +378,9 @@ func (m *Memory) AppendDue(_ context.Context, dst []Schedule, now time.Time) ([]
 			dst = append(dst, cloneSchedule(s))
 		}
 	}
-	slices.SortStableFunc(dst[n:], func(a, b Schedule) int { return a.NextRun.Compare(b.NextRun) })
+	if len(dst)-n > 1 {
+		slices.SortStableFunc(dst[n:], func(a, b Schedule) int { return a.NextRun.Compare(b.NextRun) })
+	}
 	return dst, nil
 }
 
