@@ -112,10 +112,15 @@ type queued struct {
 	session string
 }
 
-// event is the Event r records, on the log of session. It writes the
-// fields one by one into its result, which is on the caller's stack: no
-// write is through a pointer, so none pays the collector's write barrier.
+// event is the Event r records, on the log of session.
 func (r *record) event(session string) (e Event) {
+	r.fill(&e, session)
+	return e
+}
+
+// fill writes the Event r records, on the log of session, into e, which
+// is the zero Event.
+func (r *record) fill(e *Event, session string) {
 	e.Seq, e.Time, e.Session, e.Type = r.seq, r.time, session, r.typ
 	e.Turn, e.Attempt, e.Siblings = r.turn, r.attempt, r.siblings
 	if r.set != 0 {
@@ -155,7 +160,6 @@ func (r *record) event(session string) (e Event) {
 	if r.rare != nil {
 		e.Metadata, e.Parents = r.rare.metadata, r.rare.parents
 	}
-	return e
 }
 
 // eventLog is one event log, in order: a session's, the platform's, or a

@@ -486,7 +486,11 @@ func (p *Platform) unlock() {
 		p.outbox, p.spare = p.spare[:0], nil
 		p.mu.Unlock()
 		for _, q := range out {
-			p.opts.Observer.Observe(q.r.event(q.session))
+			// Filled where it is handed on from: an Event returned
+			// would be copied once more on its way to the call.
+			var e Event
+			q.r.fill(&e, q.session)
+			p.opts.Observer.Observe(e)
 		}
 		p.mu.Lock()
 		clear(out)
