@@ -490,6 +490,14 @@ func (p *Platform) startScheduler() {
 			return 0, false
 		}
 		now := int64(due - tk.e0)
+		if tk.mem != nil && tk.dueRead && tk.mem.ScheduleWrites() == tk.seen && now < tk.limit {
+			// What idlePollLocked does when the in-memory store had no
+			// schedule write since the ticker read it, with no call.
+			at := tk.atAfter(now)
+			tk.at, tk.armed = at, true
+			p.mu.Unlock()
+			return time.Duration(at - now), true
+		}
 		at, idle := p.idlePollLocked(now)
 		p.mu.Unlock()
 		return time.Duration(at - now), idle
