@@ -82,8 +82,11 @@ type Platform struct {
 	outbox   []queued // events for the observer, as kept in records
 	spare    []queued // the outbox's other buffer (see unlock)
 	flushing bool
-	sessions map[string]*session
-	order    []*session
+	// observeFunc is the observer when it is an ObserverFunc, called
+	// directly: its Observe would copy each event once more.
+	observeFunc ObserverFunc
+	sessions    map[string]*session
+	order       []*session
 	// records holds every event of every log below, in chunks that never
 	// move, so that a log is a list of pointers: an event is stored once
 	// and a log that grows copies 8 bytes per event, not the whole record;
@@ -213,6 +216,7 @@ func New(opts Options) (*Platform, error) {
 		runningTasks: map[string]*session{},
 		crons:        map[string]cron.Schedule{},
 	}
+	p.observeFunc, _ = opts.Observer.(ObserverFunc)
 	// The runtime's provider records the sessions' provider steps
 	// (activityProvider) and is otherwise the one given.
 	rtOpts := opts.Core
@@ -490,7 +494,11 @@ func (p *Platform) unlock() {
 			// would be copied once more on its way to the call.
 			var e Event
 			q.r.fill(&e, q.session)
-			p.opts.Observer.Observe(e)
+			if p.observeFunc != nil {
+				p.observeFunc(e)
+			} else {
+				p.opts.Observer.Observe(e)
+			}
 		}
 		p.mu.Lock()
 		clear(out)
