@@ -120,9 +120,9 @@ func (e *Event) text() string {
 	return string(e.appendText(buf[:0]))
 }
 
-// appendText appends the one-line rendering of String to b. Each field
-// is looked at where it is, and its key (" kind=" ...) is one constant:
-// the observer renders every event of a run.
+// appendText appends the one-line rendering of String to b. Each field's
+// key (" kind=" ...) is one constant: the observer renders every event of
+// a run.
 func (e *Event) appendText(b []byte) []byte {
 	if e.Session == "" {
 		b = append(b, "platform "...)
@@ -130,21 +130,11 @@ func (e *Event) appendText(b []byte) []byte {
 		b = append(append(b, e.Session...), ' ')
 	}
 	b = append(b, e.Type...)
-	if e.Kind != "" {
-		b = append(append(b, " kind="...), e.Kind...)
-	}
-	if e.Agent != "" {
-		b = append(append(b, " agent="...), e.Agent...)
-	}
-	if e.Child != "" {
-		b = append(append(b, " child="...), e.Child...)
-	}
-	if e.Other != "" {
-		b = append(append(b, " other="...), e.Other...)
-	}
-	if e.Task != "" {
-		b = append(append(b, " task="...), e.Task...)
-	}
+	b = appendField(b, " kind=", string(e.Kind))
+	b = appendField(b, " agent=", e.Agent)
+	b = appendField(b, " child=", e.Child)
+	b = appendField(b, " other=", e.Other)
+	b = appendField(b, " task=", e.Task)
 	if len(e.Parents) > 0 && (len(e.Parents) > 1 || e.Parents[0] != "") {
 		b = append(b, " parents="...)
 		for i, par := range e.Parents {
@@ -160,21 +150,11 @@ func (e *Event) appendText(b []byte) []byte {
 	if e.Turn > 0 {
 		b = strconv.AppendInt(append(b, " turn="...), int64(e.Turn), 10)
 	}
-	if e.Schedule != "" {
-		b = append(append(b, " schedule="...), e.Schedule...)
-	}
-	if e.Item != "" {
-		b = append(append(b, " item="...), e.Item...)
-	}
-	if e.Status != "" {
-		b = append(append(b, " status="...), e.Status...)
-	}
-	if e.Channel != "" {
-		b = append(append(b, " channel="...), e.Channel...)
-	}
-	if e.Path != "" {
-		b = append(append(b, " path="...), e.Path...)
-	}
+	b = appendField(b, " schedule=", e.Schedule)
+	b = appendField(b, " item=", e.Item)
+	b = appendField(b, " status=", e.Status)
+	b = appendField(b, " channel=", e.Channel)
+	b = appendField(b, " path=", e.Path)
 	if e.Siblings {
 		b = append(b, " siblings=true"...)
 	}
@@ -191,6 +171,14 @@ func (e *Event) appendText(b []byte) []byte {
 		b = append(append(b, " metadata="...), e.Metadata...)
 	}
 	return b
+}
+
+// appendField appends key (" k=") and v unless v is empty.
+func appendField(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return append(append(b, key...), v...)
 }
 
 // appendQuoted appends v as a Go string literal, as strconv.Quote writes
