@@ -324,11 +324,15 @@ func (s *spareCalls) take(m *Message) ([]ToolCall, bool) {
 // emitResponse its answer: the events are built out of the innermost link
 // of the chain, which is on the stack while the provider runs.
 func (inst *instance) emitRequest(req *Request) {
-	inst.rt.emit(Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Request: req, NewMessages: inst.newMsgs})
+	ev := Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID()} // see emit
+	ev.Step, ev.Request, ev.NewMessages = req.Step, req, inst.newMsgs
+	inst.rt.emit(ev)
 }
 
 func (inst *instance) emitResponse(req *Request, resp *Response, err error) {
-	inst.rt.emit(Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Response: resp, Err: err})
+	ev := Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID()} // see emit
+	ev.Step, ev.Response, ev.Err = req.Step, resp, err
+	inst.rt.emit(ev)
 }
 
 // begin checks the run's input and starts its history with the prompt,
@@ -366,8 +370,9 @@ func (inst *instance) newHistory(n, room int) []Message {
 
 // emitRunStart reports the start of the run.
 func (inst *instance) emitRunStart(mode RunMode, parent string, input any) {
-	inst.rt.emit(Event{Kind: EventRunStart, Run: inst.id, Agent: inst.p.agent.ID, Parent: parent, Mode: mode,
-		Input: input, Labels: inst.labels, Work: inst.workID()})
+	ev := Event{Kind: EventRunStart, Run: inst.id, Agent: inst.p.agent.ID, Parent: parent} // see emit
+	ev.Mode, ev.Input, ev.Labels, ev.Work = mode, input, inst.labels, inst.workID()
+	inst.rt.emit(ev)
 }
 
 // endRun cancels the Work a cancelled run started and reports its end.
@@ -378,13 +383,17 @@ func (inst *instance) endRun(ctx context.Context, mode RunMode, out *Output, err
 		// ends any other way leaves its Work running.
 		rt.reg.cancelStartedBy(inst.id, inst.seq)
 	}
-	rt.emit(Event{Kind: EventRunEnd, Run: inst.id, Agent: inst.p.agent.ID, Mode: mode, Output: out, Err: err, Work: inst.workID()})
+	ev := Event{Kind: EventRunEnd, Run: inst.id, Agent: inst.p.agent.ID, Mode: mode} // see emit
+	ev.Output, ev.Err, ev.Work = out, err, inst.workID()
+	rt.emit(ev)
 }
 
 // yield marks a semantic point of the run: before a provider step, or
 // before a tool call (of the tool).
 func (inst *instance) yield(kind PointKind, tool string) {
-	inst.rt.exec.Yield(Point{Kind: kind, Run: inst.id, Work: inst.workID(), Agent: inst.p.agent.ID, Step: inst.step, Tool: tool})
+	p := Point{Kind: kind, Run: inst.id, Work: inst.workID(), Agent: inst.p.agent.ID} // built in place (see emit)
+	p.Step, p.Tool = inst.step, tool
+	inst.rt.exec.Yield(p)
 }
 
 // deliverGuidance appends the guidance sent to the run's Work since its
@@ -392,8 +401,9 @@ func (inst *instance) yield(kind PointKind, tool string) {
 func (inst *instance) deliverGuidance() {
 	if msgs := inst.rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
 		inst.history = append(inst.history, msgs...)
-		inst.rt.emit(Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.w.ref.ID,
-			Step: inst.step, Cursor: strconv.Itoa(len(msgs))})
+		ev := Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.w.ref.ID} // see emit
+		ev.Step, ev.Cursor = inst.step, strconv.Itoa(len(msgs))
+		inst.rt.emit(ev)
 	}
 }
 
@@ -633,7 +643,8 @@ type toolNote struct {
 // emitTool reports a tool call, or its result. It builds the event out of
 // callTool's frame, which is on the path of every foreground child run.
 func (inst *instance) emitTool(kind EventKind, call *ToolCall, result *Message, ref *WorkRef, note *toolNote) {
-	ev := Event{Kind: kind, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: call, Result: result, Ref: ref}
+	ev := Event{Kind: kind, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID()} // see emit
+	ev.Step, ev.Call, ev.Result, ev.Ref = inst.step, call, result, ref
 	if note != nil {
 		ev.Action = note.action
 		if note.setWork {
