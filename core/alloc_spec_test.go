@@ -267,9 +267,12 @@ var _ = Describe("the runtime's allocations per run", func() {
 
 	// A platform session's turns run under the session's id: the run id
 	// the runtime draws for each is counted, so that later ids do not
-	// depend on owners, but never written.
-	It("a run under an owner's id allocates one time fewer than a run under its own, and leaves the ids after it as that run would", func() {
-		a, rt := answersAtOnce(&core.SequentialIDs{})
+	// depend on owners, but never written. (Sequential ids share their
+	// allocations, so the id a run writes is a fraction of one: what the
+	// owned runs save shows in the text they leave unwritten.)
+	It("a run under an owner's id writes no id, allocates no more than a run under its own, and leaves the ids after it as that run would", func() {
+		ids := &core.SequentialIDs{}
+		a, rt := answersAtOnce(ids)
 		defer rt.Close()
 		ctx := context.Background()
 		var last string
@@ -284,9 +287,11 @@ var _ = Describe("the runtime's allocations per run", func() {
 		}
 		owned := allocsOf(core.RunOptions{Owner: "session-1"})
 		Expect(last).To(Equal("session-1"))
+		written, room := core.IDTextWritten(ids)
+		Expect([]int{written, room}).To(Equal([]int{0, 0}), "the owned runs wrote id text")
 		own := allocsOf(core.RunOptions{})
 		Expect(last).To(Equal("plain#102"), "the 51 owned runs drew plain#1 to plain#51")
-		Expect(owned).To(BeNumerically("<=", own-1))
+		Expect(owned).To(BeNumerically("<=", own))
 	})
 
 	It("sequential ids number each agent's runs on their own, for more agents than the source counts in place, and a fresh source's first run of an agent takes two allocations, the source and the text", func() {
@@ -312,7 +317,24 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 2))
 	})
 
-	It("a sequential id past the ninety-ninth of its kind or scope is one allocation, its text", func() {
+	It("sequential ids share the allocations of their text: a hundred of a platform's kinds take a handful, not one each", func() {
+		kinds := []core.IDKind{"session", "schedule", "task", "artifact", "note", "inbox", "instance", "export", "probe"}
+		want := make([]string, 100)
+		for i := range want {
+			want[i] = fmt.Sprintf("%s-%d", kinds[i%len(kinds)], i/len(kinds)+1)
+		}
+		n := testing.AllocsPerRun(20, func() {
+			ids := &core.SequentialIDs{}
+			for i := range want {
+				if id := ids.NewID(kinds[i%len(kinds)]); id != want[i] {
+					Fail("id " + id + ", want " + want[i])
+				}
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 10), "the source, four rooms of text and the map of the kinds as it grows")
+	})
+
+	It("a sequential id past the ninety-ninth of its kind or scope is at most one allocation, its text", func() {
 		ids := &core.SequentialIDs{}
 		for range 150 {
 			_, _, _ = ids.NewID(core.IDWork), ids.NewID("session"), ids.NewScopedID(core.IDRun, "research-agent")
