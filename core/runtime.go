@@ -115,8 +115,6 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
-
-	sleeps sleepReasons
 }
 
 // New makes a Runtime.
@@ -188,40 +186,55 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	ch, t := SignalAfter(rt.exec, rt.clock, d)
-	if rt.exec.Wait(rt.sleeps.reason(d), ch, ctx.Done()) == 1 {
+	if rt.exec.Wait(sleepReason(d), ch, ctx.Done()) == 1 {
 		t.Stop()
 		return ctx.Err()
 	}
 	return nil
 }
 
-// sleepReasons are the wait reasons of a runtime's sleeps ("sleep 5s"),
-// by duration: a run's sleeps are of a few durations (a script's
-// latencies), so each reason is written once, not once per sleep. It holds
-// the first len(reasons) durations in the runtime itself, so that a
-// runtime that sleeps once pays no more than the reason; a sleep of
-// another duration writes its own.
-type sleepReasons struct {
-	mu      sync.Mutex
-	n       int
-	reasons [4]struct {
-		d      time.Duration
-		reason string
-	}
+// sleepReasons are the wait reasons of sleeps ("sleep 5s"), by duration,
+// for every runtime of the process: sleeps are of a few durations (a
+// script's latencies), so each reason is written once, not once per sleep
+// nor once per runtime (a harness makes a runtime per run). A reason is
+// read without a lock; the list is copied to add one, up to
+// maxSleepReasons, past which a sleep of another duration writes its own.
+var sleepReasons struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]sleepReasonOf]
 }
 
-func (s *sleepReasons) reason(d time.Duration) string {
+type sleepReasonOf struct {
+	d      time.Duration
+	reason string
+}
+
+const maxSleepReasons = 32
+
+func sleepReason(d time.Duration) string {
+	if list := sleepReasons.list.Load(); list != nil {
+		for _, r := range *list {
+			if r.d == d {
+				return r.reason
+			}
+		}
+	}
+	s := &sleepReasons
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.n {
-		if s.reasons[i].d == d {
-			return s.reasons[i].reason
+	var list []sleepReasonOf
+	if l := s.list.Load(); l != nil {
+		list = *l
+	}
+	for _, r := range list {
+		if r.d == d { // added since the look above
+			return r.reason
 		}
 	}
 	r := "sleep " + d.String()
-	if s.n < len(s.reasons) {
-		s.reasons[s.n].d, s.reasons[s.n].reason = d, r
-		s.n++
+	if len(list) < maxSleepReasons {
+		more := append(slices.Clip(list), sleepReasonOf{d: d, reason: r})
+		s.list.Store(&more)
 	}
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 	. "github.com/onsi/ginkgo/v2"
@@ -50,5 +51,27 @@ var _ = Describe("a runtime's sleep", func() {
 		Expect(exec.reasons[0]).To(Equal("sleep 1.501s"))
 		Expect(exec.reasons[len(exec.reasons)-1]).To(Equal("sleep 250ms"))
 		Expect(again).To(BeNumerically("<=", 9))
+	})
+
+	// A harness makes a runtime per run, and its runs sleep the same
+	// script latencies: the reason of a duration is written once in the
+	// process, not once per runtime.
+	It("waits with the reason another runtime's sleep of the same duration wrote, not one of its own", func() {
+		sleepOnce := func() string {
+			exec := &reasonExecutor{}
+			p := readingProvider(func(ctx context.Context, _ *core.Request) (*core.Response, error) {
+				Expect(core.Sleep(ctx, 1777*time.Millisecond)).To(Succeed())
+				return &core.Response{Text: finalAnswer}, nil
+			})
+			rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}, Executor: exec,
+				Clock: clockwork.NewFakeClockAt(epoch)})
+			defer rt.Close()
+			_, err := rt.Run(context.Background(), shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(exec.reasons).To(Equal([]string{"sleep 1.777s"}))
+			return exec.reasons[0]
+		}
+		first, second := sleepOnce(), sleepOnce()
+		Expect(unsafe.StringData(second)).To(BeIdenticalTo(unsafe.StringData(first)), "the second runtime wrote the reason again")
 	})
 })
