@@ -37,6 +37,7 @@ type work struct {
 
 	done   Signal // closed once terminal
 	cancel canceller
+	scope  cancelScope // cancel's scope, when the executor watches signals
 	// A background child agent runs from child, a background tool by run
 	// (nil for an agent).
 	child childRun
@@ -237,7 +238,7 @@ func (r *registry) startLocked(w *work) {
 	r.running++
 	// Its context is cancelled by a cancel of the Work, by Close (which
 	// cancels every unfinished item) and at its end.
-	ctx, cancel := withCancel(r.rt.exec, context.Background())
+	ctx, cancel := withCancel(r.rt.exec, context.Background(), &w.scope)
 	w.cancel = cancel
 	r.rt.exec.Go(w.actorName(), func() { r.runChild(ctx, w) })
 }
