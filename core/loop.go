@@ -50,6 +50,10 @@ type instance struct {
 	// caller's, which the run copies into a history of its own as it
 	// starts (see newHistory).
 	continued bool
+	// inputValid: the run is a child whose input its agent's schema was
+	// found to remember as valid when the call's input was digested
+	// (see inputDigest), so begin does not look again.
+	inputValid bool
 }
 
 // newInstance makes a child run of the agent: with its output and its
@@ -339,8 +343,10 @@ func (inst *instance) emitResponse(req *Request, resp *Response, err error) {
 // making a history (and its sealed copy's room) for a run without one.
 func (inst *instance) begin(input any, sealed *runMessages) error {
 	a := inst.p.agent
-	if err := a.Prompt.Input.validateValue(input); err != nil {
-		return errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
+	if !inst.inputValid { // else known valid when its call's input was digested
+		if err := a.Prompt.Input.validateValue(input); err != nil {
+			return errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
+		}
 	}
 	first, err := renderPrompt(a.Prompt, input)
 	if err != nil {
@@ -711,16 +717,20 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 		return "", nil, modelErrorf("depth_exceeded",
 			"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)
 	}
-	digest := inputDigest(input)
+	var schema *Schema
+	if pt.child != nil {
+		schema = pt.child.agent.Prompt.Input
+	}
+	digest, valid := inputDigest(input, schema)
 	if occ, err := inst.calls.seen(inst.step, call.ID, pt.name, digest, background); err != nil {
 		return "", nil, err
 	} else if occ != nil {
 		return occ.replay()
 	}
 	if background {
-		return inst.startBackground(call, pt, input, &digest)
+		return inst.startBackground(call, pt, input, &digest, valid)
 	}
-	out, err := inst.runForeground(ctx, call, pt, input)
+	out, err := inst.runForeground(ctx, call, pt, input, valid)
 	if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
 		inst.calls.recordForeground(call.ID, pt.name, &digest, out, err)
 	}
@@ -729,8 +739,8 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 
 // startBackground starts a background call as Work and answers with its
 // work.ref.
-func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any, digest *[sha256.Size]byte) (string, *WorkRef, error) {
-	ref, err := inst.startWork(call, pt, input)
+func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any, digest *[sha256.Size]byte, valid bool) (string, *WorkRef, error) {
+	ref, err := inst.startWork(call, pt, input, valid)
 	if err != nil {
 		return "", nil, err
 	}
@@ -779,10 +789,11 @@ func workInputOf(m map[string]any, vals *workValues) WorkInput {
 	return in
 }
 
-// runChild runs a foreground child inline, on the tool call's context.
-func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any) (*Output, error) {
+// runChild runs a foreground child inline, on the tool call's context;
+// valid is inputDigest's.
+func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any, valid bool) (*Output, error) {
 	child := inst.rt.newInstance(pt.child, inst.model, nil)
-	child.steps, child.depth = inst.steps, inst.depth+1
+	child.steps, child.depth, child.inputValid = inst.steps, inst.depth+1, valid
 	out, err := child.run(ctx, input, ModeForeground, inst.id)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -795,7 +806,7 @@ func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any)
 
 // runForeground runs a child call inline and returns its tool content: a
 // BackgroundTool's result, or a child agent's exact output.
-func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *preparedTool, input any) (string, error) {
+func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *preparedTool, input any, valid bool) (string, error) {
 	if pt.kind == kindBgTool {
 		v, err := pt.tool.Run(ctx, call, input)
 		if err != nil {
@@ -803,15 +814,15 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 		}
 		return toolContent(v)
 	}
-	out, err := inst.runChild(ctx, pt, input)
+	out, err := inst.runChild(ctx, pt, input, valid)
 	if err != nil {
 		return "", err
 	}
 	return out.Raw, nil
 }
 
-// startWork admits a background call as Work.
-func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*WorkRef, error) {
+// startWork admits a background call as Work; valid is inputDigest's.
+func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, valid bool) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {
 		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
@@ -831,7 +842,7 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*Wo
 		})
 	}
 	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target,
-		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input}, nil)
+		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input, inputValid: valid}, nil)
 }
 
 // childRun is what a background child agent's run starts from, held by
@@ -842,13 +853,15 @@ type childRun struct {
 	parent string // the run that started it
 	depth  int
 	input  any
+	// inputValid: see instance.inputValid.
+	inputValid bool
 }
 
 // runBackground runs a background child agent as its Work.
 func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) {
 	c := &w.child
 	child := rt.newInstance(c.p, c.model, w)
-	child.depth = c.depth
+	child.depth, child.inputValid = c.depth, c.inputValid
 	return child.run(ctx, c.input, ModeBackground, c.parent)
 }
 
