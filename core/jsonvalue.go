@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"math/bits"
 	"strconv"
 )
 
@@ -180,8 +181,20 @@ func (d *jsonDecoder) str() (string, bool) {
 	}
 	start := d.i + 1
 	j := start
-	for j+8 <= len(d.s) && plainWord(word(d.s[j:j+8])) {
-		j += 8
+	for j+8 <= len(d.s) {
+		special := specialBytes(word(d.s[j : j+8]))
+		if special == 0 {
+			j += 8
+			continue
+		}
+		// The first byte marked is one of its kind (see specialBytes):
+		// the end of the string, or a byte the fast path does not take.
+		j += bits.TrailingZeros64(special) / 8
+		if d.s[j] != '"' {
+			return "", false
+		}
+		d.i = j + 1
+		return d.s[start:j], true
 	}
 	for ; j < len(d.s); j++ {
 		switch c := d.s[j]; {
@@ -204,17 +217,22 @@ func word(b string) uint64 {
 
 // plainWord reports whether none of the eight bytes of the word x ends a
 // string or keeps it off the fast path: a quote, a backslash, a control
-// byte, DEL or a byte past ASCII. It tests the bytes at once: each term
-// is nonzero exactly when some byte is of its kind (a borrow or carry
-// between bytes can only mark a byte beside one that is).
-func plainWord(x uint64) bool {
+// byte, DEL or a byte past ASCII.
+func plainWord(x uint64) bool { return specialBytes(x) == 0 }
+
+// specialBytes marks, in its high bit, each byte of the word x that ends a
+// string or keeps it off the fast path (see plainWord). It tests the bytes
+// at once: each term is nonzero exactly when some byte is of its kind, and
+// a borrow or carry between bytes runs from a byte of its kind to the
+// bytes above it only, so that the lowest byte marked is one of its kind.
+func specialBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, slash := x^(ones*'"'), x^(ones*'\\')
 	special := (quote - ones) & ^quote // a quote
 	special |= (slash - ones) & ^slash // a backslash
 	special |= (x - ones*0x20) & ^x    // a byte below 0x20
 	special |= (x + ones) | x          // DEL (0x7f), or a byte with its high bit
-	return special&highs == 0
+	return special & highs
 }
 
 // number reads a number of JSON's grammar and converts it as encoding/json

@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"testing"
 	"time"
@@ -54,16 +55,23 @@ func FuzzToolArgumentDecodingMatchesEncodingJSON(f *testing.F) {
 
 // A string is read eight bytes at a time while none of them is one the
 // byte-by-byte read stops at: every byte value, at every place in a word,
-// and words of two such bytes, are judged as the bytes one by one are.
+// and words of two such bytes, are judged as the bytes one by one are,
+// and the first byte a word marks is the first the byte-by-byte read
+// stops at.
 func TestAWordOfAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
 	plain := func(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x7f }
 	check := func(w []byte) {
-		want := true
-		for _, c := range w {
-			want = want && plain(c)
+		want, first := true, 8
+		for i, c := range w {
+			if !plain(c) && want {
+				want, first = false, i
+			}
 		}
 		if got := plainWord(word(string(w))); got != want {
 			t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
+		}
+		if got := bits.TrailingZeros64(specialBytes(word(string(w)))) / 8; got != first {
+			t.Fatalf("specialBytes(%q) marks byte %d first, want %d", w, got, first)
 		}
 	}
 	for c := range 256 {
