@@ -235,6 +235,18 @@ func specialBytes(x uint64) uint64 {
 	return special & highs
 }
 
+// escapedBytes is nonzero when some byte of the word x is one that
+// encoding/json does not write between quotes as it is: one of
+// specialBytes, or <, > or & (which it escapes for HTML).
+func escapedBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	lt, gt, amp := x^(ones*'<'), x^(ones*'>'), x^(ones*'&')
+	html := (lt - ones) & ^lt
+	html |= (gt - ones) & ^gt
+	html |= (amp - ones) & ^amp
+	return specialBytes(x) | html&highs
+}
+
 // number reads a number of JSON's grammar and converts it as encoding/json
 // does.
 func (d *jsonDecoder) number() (any, bool) {
@@ -376,7 +388,13 @@ func marshalDetach(r DetachReceipt) (string, error) {
 // plainString reports whether encoding/json writes s between quotes as it
 // is: printable ASCII with nothing it escapes.
 func plainString(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if escapedBytes(word(s[i:i+8])) != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
 			return false
