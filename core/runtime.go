@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -500,6 +501,11 @@ type parallelAgent struct {
 // parallelPrefix opens the reason Parallel waits for an agent's run with.
 const parallelPrefix = "parallel "
 
+// parallelTextRoom is the room Parallel of one agent has for the text of
+// its reason and its actor's name: "parallel coordinator" and
+// "background-research-run/coordinator" are 55 bytes.
+const parallelTextRoom = 80
+
 // Parallel starts every named agent on the shared context, waits for all of
 // them and returns each one's result. Every agent is prepared before any
 // starts. The error joins the agents' errors, if any.
@@ -516,12 +522,14 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	// holds the result as well.
 	var runs []parallelAgent
 	var out *ParallelResult
+	var text []byte // room for the agents' names (see below)
 	if len(names) == 1 {
 		one := &struct {
 			out  ParallelResult
 			runs [1]parallelAgent
+			text [parallelTextRoom]byte
 		}{}
-		runs, out = one.runs[:], &one.out
+		runs, out, text = one.runs[:], &one.out, one.text[:0]
 	} else {
 		runs, out = make([]parallelAgent, len(names)), new(ParallelResult)
 	}
@@ -541,8 +549,16 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		r := &runs[i]
 		r.done = NewSignal(rt.exec)
 		// The wait's reason, "parallel coordinator", and the actor's name,
-		// "run-id/coordinator", are one text.
-		both := parallelPrefix + name + pr.ID + "/" + name
+		// "run-id/coordinator", are one text: for one agent, written in
+		// its room when it fits.
+		var both string
+		if n := len(parallelPrefix) + 2*len(name) + len(pr.ID) + 1; n <= cap(text)-len(text) {
+			start := len(text)
+			text = append(append(append(append(append(text, parallelPrefix...), name...), pr.ID...), '/'), name...)
+			both = unsafe.String(&text[start], n)
+		} else {
+			both = parallelPrefix + name + pr.ID + "/" + name
+		}
 		at := len(parallelPrefix) + len(name)
 		r.reason = both[:at]
 		rt.exec.Go(both[at:], func() {
