@@ -87,3 +87,7 @@ func IDTextWritten(s *SequentialIDs) (written, room int) {
 	defer s.mu.Unlock()
 	return int(s.textLen), int(s.textCap)
 }
+
+// DecodeJSON is the runtime's decoder of tool arguments and structured
+// outputs, for the specs.
+func DecodeJSON(s string) (any, error) { return decodeJSON(s) }

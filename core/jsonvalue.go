@@ -4,7 +4,31 @@ import (
 	"encoding/json"
 	"math/bits"
 	"strconv"
+	"strings"
+	"unsafe"
 )
+
+// eface is how an interface value is laid out: its dynamic type, and a
+// pointer to its value (for a string, to the string's header).
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+// stringType is the dynamic type of an interface holding a string.
+var stringType = func() unsafe.Pointer {
+	var v any = ""
+	return (*eface)(unsafe.Pointer(&v)).typ
+}()
+
+// boxString returns the string *p as an interface value that points to p
+// itself, where the conversion any(*p) would copy the header to an
+// allocation of its own: the value is the same (its type, ==, a type
+// switch and reflect see a string), and p must never be written again.
+func boxString(p *string) any {
+	var v any
+	*(*eface)(unsafe.Pointer(&v)) = eface{typ: stringType, data: unsafe.Pointer(p)}
+	return v
+}
 
 // decodeJSON decodes a JSON document into the value json.Unmarshal would
 // give an `any` (map[string]any, []any, string, float64, bool, nil). Tool
@@ -31,6 +55,29 @@ func decodeJSON(s string) (any, error) {
 type jsonDecoder struct {
 	s string
 	i int
+	// boxes are the string values read, which the values returned
+	// hold (see box).
+	boxes []string
+}
+
+// maxBoxes bounds the room box makes at once.
+const maxBoxes = 64
+
+// box returns a string value read as the value of an interface. Each
+// would be an allocation of its own (the string's header, which an
+// interface points to); a document of several strings holds them in
+// room made at its first for as many as its quotes leave room for, and
+// the values point into that (see boxString).
+func (d *jsonDecoder) box(s string) any {
+	if len(d.boxes) == cap(d.boxes) {
+		n := 1 + strings.Count(d.s[d.i:], `"`)/2 // at most the strings left, with this one
+		if n == 1 {
+			return s
+		}
+		d.boxes = make([]string, 0, min(n, maxBoxes))
+	}
+	d.boxes = append(d.boxes, s) // within the room: the boxes before never move
+	return boxString(&d.boxes[len(d.boxes)-1])
 }
 
 // maxFastDepth bounds the recursion of the fast path; deeper documents go
@@ -87,7 +134,11 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 	case c == '[':
 		return d.array(depth)
 	case c == '"':
-		return d.str()
+		s, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		return d.box(s), true
 	case c == 't':
 		return true, d.word("true")
 	case c == 'f':

@@ -252,3 +252,27 @@ func TestAStatusProjectionEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
 		}
 	}
 }
+
+// A decoded document's string values, and a text output's value, are
+// interface values that point to headers held in room made for several
+// (boxString): they are strings to everything that reads an interface
+// (the allocations they save are counted in alloc_spec_test.go).
+func TestStringValuesHeldInSharedRoomAreStrings(t *testing.T) {
+	s := "Chlorophyll breaks down in the cold"
+	v := boxString(&s)
+	if str, ok := v.(string); !ok || str != s || v != any(s) || reflect.TypeOf(v) != reflect.TypeOf("") || fmt.Sprint(v) != s {
+		t.Fatalf("a boxed string reads as %#v", v)
+	}
+	if b, err := json.Marshal(map[string]any{"v": v}); err != nil || string(b) != `{"v":"Chlorophyll breaks down in the cold"}` {
+		t.Fatalf("a boxed string encodes as %s (%v)", b, err)
+	}
+	m := map[any]int{any(s): 1}
+	if m[v] != 1 {
+		t.Fatalf("a boxed string is not the same map key as the string")
+	}
+	doc := `["summary","first","second","third"]`
+	got, err := decodeJSON(doc)
+	if err != nil || !reflect.DeepEqual(got, []any{"summary", "first", "second", "third"}) {
+		t.Fatalf("decodeJSON(%s) = %#v, %v", doc, got, err)
+	}
+}

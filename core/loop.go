@@ -44,7 +44,7 @@ type instance struct {
 	// outRoom is where the run's output is written, and reqRoom the first
 	// of its requests without a status block, which are allocated with
 	// the run (see topRun and newInstance); nil once used.
-	outRoom *Output
+	outRoom *outputRoom
 	reqRoom *Request
 	// continued: the history is a top-level run's History option, the
 	// caller's, which the run copies into a history of its own as it
@@ -62,7 +62,7 @@ type instance struct {
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 	c := &struct {
 		inst instance
-		out  Output
+		out  outputRoom
 		req  Request
 	}{}
 	inst := &c.inst
@@ -517,7 +517,7 @@ func (inst *instance) provide(ctx context.Context, req *Request) (*Response, err
 func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	schema := inst.p.agent.Prompt.Output
 	if schema == nil {
-		return inst.output(resp.Text, resp.Text), ""
+		return inst.textOutput(resp.Text), ""
 	}
 	raw := bytes.TrimSpace(resp.Output)
 	if len(raw) == 0 {
@@ -534,16 +534,37 @@ func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	return inst.output(doc, v), ""
 }
 
+// outputRoom is the room a run's output is written in, allocated with
+// the run: the Output, and for a text output the header of the text its
+// Value holds (see textOutput).
+type outputRoom struct {
+	out  Output
+	text string
+}
+
 // output returns the run's output, in the room allocated with the run
 // when it has one.
 func (inst *instance) output(raw string, v any) *Output {
-	out := inst.outRoom
-	if out == nil {
-		out = new(Output)
+	room := inst.outRoom
+	if room == nil {
+		return &Output{Raw: raw, Value: v}
 	}
 	inst.outRoom = nil
-	*out = Output{Raw: raw, Value: v}
-	return out
+	room.out = Output{Raw: raw, Value: v}
+	return &room.out
+}
+
+// textOutput is output for a text: its Value holds the text's header in
+// the run's room, not an allocation of its own (see boxString).
+func (inst *instance) textOutput(text string) *Output {
+	room := inst.outRoom
+	if room == nil {
+		return inst.output(text, text)
+	}
+	inst.outRoom = nil
+	room.text = text
+	room.out = Output{Raw: text, Value: boxString(&room.text)}
+	return &room.out
 }
 
 // RenderPrompt renders the first user message a run of an agent with this

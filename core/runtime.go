@@ -447,7 +447,7 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 type topRun struct {
 	inst instance
 	res  RunResult
-	out  Output
+	out  outputRoom
 	req  Request
 }
 
