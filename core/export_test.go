@@ -91,3 +91,11 @@ func IDTextWritten(s *SequentialIDs) (written, room int) {
 // DecodeJSON is the runtime's decoder of tool arguments and structured
 // outputs, for the specs.
 func DecodeJSON(s string) (any, error) { return decodeJSON(s) }
+
+// ResetSharedSleeps empties the process's shared table of sleep reasons,
+// for the specs of a runtime's sleeps.
+func ResetSharedSleeps() {
+	sharedSleeps.mu.Lock()
+	defer sharedSleeps.mu.Unlock()
+	sharedSleeps.list.Store(nil)
+}

@@ -116,6 +116,8 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
+
+	sleeps sleepReasons
 }
 
 // New makes a Runtime.
@@ -187,20 +189,55 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	ch, t := SignalAfter(rt.exec, rt.clock, d)
-	if rt.exec.Wait(sleepReason(d), ch, ctx.Done()) == 1 {
+	if rt.exec.Wait(rt.sleeps.reason(d), ch, ctx.Done()) == 1 {
 		t.Stop()
 		return ctx.Err()
 	}
 	return nil
 }
 
-// sleepReasons are the wait reasons of sleeps ("sleep 5s"), by duration,
-// for every runtime of the process: sleeps are of a few durations (a
-// script's latencies), so each reason is written once, not once per sleep
-// nor once per runtime (a harness makes a runtime per run). A reason is
-// read without a lock; the list is copied to add one, up to
-// maxSleepReasons, past which a sleep of another duration writes its own.
-var sleepReasons struct {
+// sleepReasons are the wait reasons of a runtime's sleeps ("sleep 5s"),
+// by duration: a run's sleeps are of a few durations (a script's
+// latencies), so each reason is written once, not once per sleep. The
+// first few durations of the process are shared by all its runtimes (see
+// sharedSleepReason), so that a harness, which makes a runtime per run,
+// does not write them again for each; past those, a runtime holds the
+// first len(reasons) durations in the runtime itself, so that a runtime
+// that sleeps once pays no more than the reason; a sleep of another
+// duration writes its own.
+type sleepReasons struct {
+	mu      sync.Mutex
+	n       int
+	reasons [4]struct {
+		d      time.Duration
+		reason string
+	}
+}
+
+func (s *sleepReasons) reason(d time.Duration) string {
+	if r, ok := sharedSleepReason(d); ok {
+		return r
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.n {
+		if s.reasons[i].d == d {
+			return s.reasons[i].reason
+		}
+	}
+	r := "sleep " + d.String()
+	if s.n < len(s.reasons) {
+		s.reasons[s.n].d, s.reasons[s.n].reason = d, r
+		s.n++
+	}
+	return r
+}
+
+// sharedSleeps are the wait reasons of the process's first
+// maxSharedSleeps durations slept, for every runtime: read without a
+// lock, and copied to add one. A campaign of random latencies fills it
+// soon, and its runtimes then fall back on their own.
+var sharedSleeps struct {
 	mu   sync.Mutex
 	list atomic.Pointer[[]sleepReasonOf]
 }
@@ -210,17 +247,22 @@ type sleepReasonOf struct {
 	reason string
 }
 
-const maxSleepReasons = 32
+const maxSharedSleeps = 16
 
-func sleepReason(d time.Duration) string {
-	if list := sleepReasons.list.Load(); list != nil {
+// sharedSleepReason returns the shared reason of a sleep of d, writing
+// it while there is room; false when there is none.
+func sharedSleepReason(d time.Duration) (string, bool) {
+	if list := sharedSleeps.list.Load(); list != nil {
 		for _, r := range *list {
 			if r.d == d {
-				return r.reason
+				return r.reason, true
 			}
 		}
+		if len(*list) >= maxSharedSleeps {
+			return "", false
+		}
 	}
-	s := &sleepReasons
+	s := &sharedSleeps
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var list []sleepReasonOf
@@ -229,15 +271,16 @@ func sleepReason(d time.Duration) string {
 	}
 	for _, r := range list {
 		if r.d == d { // added since the look above
-			return r.reason
+			return r.reason, true
 		}
 	}
-	r := "sleep " + d.String()
-	if len(list) < maxSleepReasons {
-		more := append(slices.Clip(list), sleepReasonOf{d: d, reason: r})
-		s.list.Store(&more)
+	if len(list) >= maxSharedSleeps {
+		return "", false
 	}
-	return r
+	r := "sleep " + d.String()
+	more := append(slices.Clip(list), sleepReasonOf{d: d, reason: r})
+	s.list.Store(&more)
+	return r, true
 }
 
 // SleepOn waits d on a clock, ending early with the context's error; a

@@ -54,24 +54,43 @@ var _ = Describe("a runtime's sleep", func() {
 	})
 
 	// A harness makes a runtime per run, and its runs sleep the same
-	// script latencies: the reason of a duration is written once in the
-	// process, not once per runtime.
+	// script latencies: the reason of one of the process's first
+	// durations is written once in the process, not once per runtime;
+	// past those, each runtime writes its first few durations' once.
+	sleepsOf := func(ds ...time.Duration) []string {
+		exec := &reasonExecutor{}
+		p := readingProvider(func(ctx context.Context, _ *core.Request) (*core.Response, error) {
+			for _, d := range ds {
+				Expect(core.Sleep(ctx, d)).To(Succeed())
+			}
+			return &core.Response{Text: finalAnswer}, nil
+		})
+		rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}, Executor: exec,
+			Clock: clockwork.NewFakeClockAt(epoch)})
+		defer rt.Close()
+		_, err := rt.Run(context.Background(), shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exec.reasons).To(HaveLen(len(ds)))
+		return exec.reasons
+	}
 	It("waits with the reason another runtime's sleep of the same duration wrote, not one of its own", func() {
-		sleepOnce := func() string {
-			exec := &reasonExecutor{}
-			p := readingProvider(func(ctx context.Context, _ *core.Request) (*core.Response, error) {
-				Expect(core.Sleep(ctx, 1777*time.Millisecond)).To(Succeed())
-				return &core.Response{Text: finalAnswer}, nil
-			})
-			rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}, Executor: exec,
-				Clock: clockwork.NewFakeClockAt(epoch)})
-			defer rt.Close()
-			_, err := rt.Run(context.Background(), shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(exec.reasons).To(Equal([]string{"sleep 1.777s"}))
-			return exec.reasons[0]
+		core.ResetSharedSleeps()
+		first, second := sleepsOf(1777*time.Millisecond), sleepsOf(1777*time.Millisecond)
+		Expect(first).To(Equal([]string{"sleep 1.777s"}))
+		Expect(unsafe.StringData(second[0])).To(BeIdenticalTo(unsafe.StringData(first[0])), "the second runtime wrote the reason again")
+	})
+
+	It("writes a duration's reason once per runtime when the process's shared reasons are full", func() {
+		core.ResetSharedSleeps()
+		var many []time.Duration
+		for i := range 40 {
+			many = append(many, time.Duration(i+1)*time.Millisecond)
 		}
-		first, second := sleepOnce(), sleepOnce()
-		Expect(unsafe.StringData(second)).To(BeIdenticalTo(unsafe.StringData(first)), "the second runtime wrote the reason again")
+		sleepsOf(many...)
+		a, b := sleepsOf(1777*time.Millisecond, 1777*time.Millisecond), sleepsOf(1777*time.Millisecond)
+		Expect(a).To(Equal([]string{"sleep 1.777s", "sleep 1.777s"}))
+		Expect(unsafe.StringData(a[1])).To(BeIdenticalTo(unsafe.StringData(a[0])), "the runtime wrote its reason twice")
+		Expect(unsafe.StringData(b[0])).NotTo(BeIdenticalTo(unsafe.StringData(a[0])), "the runtimes shared a reason past the shared table")
+		core.ResetSharedSleeps()
 	})
 })
