@@ -27,6 +27,16 @@ func (e *reasonExecutor) Wait(reason string, _ ...<-chan struct{}) int {
 	return 1
 }
 
+// runCoordinatorOn runs the coordinator once on a fresh runtime of the
+// executor and the provider, on a fake clock.
+func runCoordinatorOn(exec *reasonExecutor, p readingProvider) {
+	rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}, Executor: exec,
+		Clock: clockwork.NewFakeClockAt(epoch)})
+	defer rt.Close()
+	_, err := rt.Run(context.Background(), shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+	Expect(err).NotTo(HaveOccurred())
+}
+
 var _ = Describe("a runtime's sleep", func() {
 	// A sleep's own allocations are its signal, its timer on the clock and
 	// the wait's list of signals; its reason is written once per duration.
@@ -43,11 +53,7 @@ var _ = Describe("a runtime's sleep", func() {
 			Expect(err).To(Succeed())
 			return &core.Response{Text: finalAnswer}, nil
 		})
-		rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}, Executor: exec,
-			Clock: clockwork.NewFakeClockAt(epoch)})
-		defer rt.Close()
-		_, err := rt.Run(context.Background(), shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
-		Expect(err).NotTo(HaveOccurred())
+		runCoordinatorOn(exec, p)
 		Expect(exec.reasons[0]).To(Equal("sleep 1.501s"))
 		Expect(exec.reasons[len(exec.reasons)-1]).To(Equal("sleep 250ms"))
 		Expect(again).To(BeNumerically("<=", 9))
@@ -65,11 +71,7 @@ var _ = Describe("a runtime's sleep", func() {
 			}
 			return &core.Response{Text: finalAnswer}, nil
 		})
-		rt := core.New(core.Options{Provider: p, IDs: &core.SequentialIDs{}, Executor: exec,
-			Clock: clockwork.NewFakeClockAt(epoch)})
-		defer rt.Close()
-		_, err := rt.Run(context.Background(), shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
-		Expect(err).NotTo(HaveOccurred())
+		runCoordinatorOn(exec, p)
 		Expect(exec.reasons).To(HaveLen(len(ds)))
 		return exec.reasons
 	}
