@@ -32,12 +32,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		i++
 	}
 	name := s[i:]
-	var unit time.Duration
-	for _, u := range durationUnits {
-		if u.name == name {
-			unit = u.d
-		}
-	}
+	unit := durationUnit(name)
 	switch {
 	case name == "":
 		return 0, fmt.Errorf("duration %q has no unit; use ms, s, m, h or d, as in \"%ss\"", s, digits)
@@ -46,8 +41,8 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	limit := uint64(math.MaxInt64 / int64(unit))
 	var n uint64
-	for _, c := range digits {
-		n = n*10 + uint64(c-'0')
+	for j := range len(digits) {
+		n = n*10 + uint64(digits[j]-'0')
 		if n > limit {
 			return 0, fmt.Errorf("duration %q is too long: the longest is %d%s", s, limit, name)
 		}
@@ -55,8 +50,21 @@ func ParseDuration(s string) (time.Duration, error) {
 	return time.Duration(n) * unit, nil
 }
 
-// durationUnits are the units of a Crux duration.
-var durationUnits = [...]struct {
-	name string
-	d    time.Duration
-}{{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
+// durationUnit is the unit of a Crux duration of the name, or 0: ms, s,
+// m, h or d. (A switch, which compares the few bytes in place: the
+// platform reads a duration at every loop_wait.)
+func durationUnit(name string) time.Duration {
+	switch name {
+	case "ms":
+		return time.Millisecond
+	case "s":
+		return time.Second
+	case "m":
+		return time.Minute
+	case "h":
+		return time.Hour
+	case "d":
+		return 24 * time.Hour
+	}
+	return 0
+}

@@ -77,3 +77,25 @@ func BuildStatus(rows []StatusRow, total int) *StatusBlock {
 
 // MarshalStatus is marshalStatus, for the allocation specs.
 func MarshalStatus(s WorkStatus) (string, error) { return marshalStatus(s) }
+
+// IDTextWritten returns, for the specs, how many bytes of id text a
+// sequential source has written into its current room, and the room's
+// size: a source that counts an id without writing it leaves both as
+// they were.
+func IDTextWritten(s *SequentialIDs) (written, room int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(s.textLen), int(s.textCap)
+}
+
+// DecodeJSON is the runtime's decoder of tool arguments and structured
+// outputs, for the specs.
+func DecodeJSON(s string) (any, error) { return decodeJSON(s) }
+
+// ResetSharedSleeps empties the process's shared table of sleep reasons,
+// for the specs of a runtime's sleeps.
+func ResetSharedSleeps() {
+	sharedSleeps.mu.Lock()
+	defer sharedSleeps.mu.Unlock()
+	sharedSleeps.list.Store(nil)
+}

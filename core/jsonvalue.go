@@ -2,8 +2,33 @@ package core
 
 import (
 	"encoding/json"
+	"math/bits"
 	"strconv"
+	"strings"
+	"unsafe"
 )
+
+// eface is how an interface value is laid out: its dynamic type, and a
+// pointer to its value (for a string, to the string's header).
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+// stringType is the dynamic type of an interface holding a string.
+var stringType = func() unsafe.Pointer {
+	var v any = ""
+	return (*eface)(unsafe.Pointer(&v)).typ
+}()
+
+// boxString returns the string *p as an interface value that points to p
+// itself, where the conversion any(*p) would copy the header to an
+// allocation of its own: the value is the same (its type, ==, a type
+// switch and reflect see a string), and p must never be written again.
+func boxString(p *string) any {
+	var v any
+	*(*eface)(unsafe.Pointer(&v)) = eface{typ: stringType, data: unsafe.Pointer(p)}
+	return v
+}
 
 // decodeJSON decodes a JSON document into the value json.Unmarshal would
 // give an `any` (map[string]any, []any, string, float64, bool, nil). Tool
@@ -30,6 +55,29 @@ func decodeJSON(s string) (any, error) {
 type jsonDecoder struct {
 	s string
 	i int
+	// boxes are the string values read, which the values returned
+	// hold (see box).
+	boxes []string
+}
+
+// maxBoxes bounds the room box makes at once.
+const maxBoxes = 64
+
+// box returns a string value read as the value of an interface. Each
+// would be an allocation of its own (the string's header, which an
+// interface points to); a document of several strings holds them in
+// room made at its first for as many as its quotes leave room for, and
+// the values point into that (see boxString).
+func (d *jsonDecoder) box(s string) any {
+	if len(d.boxes) == cap(d.boxes) {
+		n := 1 + strings.Count(d.s[d.i:], `"`)/2 // at most the strings left, with this one
+		if n == 1 {
+			return s
+		}
+		d.boxes = make([]string, 0, min(n, maxBoxes))
+	}
+	d.boxes = append(d.boxes, s) // within the room: the boxes before never move
+	return boxString(&d.boxes[len(d.boxes)-1])
 }
 
 // maxFastDepth bounds the recursion of the fast path; deeper documents go
@@ -86,7 +134,11 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 	case c == '[':
 		return d.array(depth)
 	case c == '"':
-		return d.str()
+		s, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		return d.box(s), true
 	case c == 't':
 		return true, d.word("true")
 	case c == 'f':
@@ -180,8 +232,20 @@ func (d *jsonDecoder) str() (string, bool) {
 	}
 	start := d.i + 1
 	j := start
-	for j+8 <= len(d.s) && plainWord(word(d.s[j:j+8])) {
-		j += 8
+	for j+8 <= len(d.s) {
+		special := specialBytes(word(d.s[j : j+8]))
+		if special == 0 {
+			j += 8
+			continue
+		}
+		// The first byte marked is one of its kind (see specialBytes):
+		// the end of the string, or a byte the fast path does not take.
+		j += bits.TrailingZeros64(special) / 8
+		if d.s[j] != '"' {
+			return "", false
+		}
+		d.i = j + 1
+		return d.s[start:j], true
 	}
 	for ; j < len(d.s); j++ {
 		switch c := d.s[j]; {
@@ -204,17 +268,34 @@ func word(b string) uint64 {
 
 // plainWord reports whether none of the eight bytes of the word x ends a
 // string or keeps it off the fast path: a quote, a backslash, a control
-// byte, DEL or a byte past ASCII. It tests the bytes at once: each term
-// is nonzero exactly when some byte is of its kind (a borrow or carry
-// between bytes can only mark a byte beside one that is).
-func plainWord(x uint64) bool {
+// byte, DEL or a byte past ASCII.
+func plainWord(x uint64) bool { return specialBytes(x) == 0 }
+
+// specialBytes marks, in its high bit, each byte of the word x that ends a
+// string or keeps it off the fast path (see plainWord). It tests the bytes
+// at once: each term is nonzero exactly when some byte is of its kind, and
+// a borrow or carry between bytes runs from a byte of its kind to the
+// bytes above it only, so that the lowest byte marked is one of its kind.
+func specialBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, slash := x^(ones*'"'), x^(ones*'\\')
 	special := (quote - ones) & ^quote // a quote
 	special |= (slash - ones) & ^slash // a backslash
 	special |= (x - ones*0x20) & ^x    // a byte below 0x20
 	special |= (x + ones) | x          // DEL (0x7f), or a byte with its high bit
-	return special&highs == 0
+	return special & highs
+}
+
+// escapedBytes is nonzero when some byte of the word x is one that
+// encoding/json does not write between quotes as it is: one of
+// specialBytes, or <, > or & (which it escapes for HTML).
+func escapedBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	lt, gt, amp := x^(ones*'<'), x^(ones*'>'), x^(ones*'&')
+	html := (lt - ones) & ^lt
+	html |= (gt - ones) & ^gt
+	html |= (amp - ones) & ^amp
+	return specialBytes(x) | html&highs
 }
 
 // number reads a number of JSON's grammar and converts it as encoding/json
@@ -358,7 +439,13 @@ func marshalDetach(r DetachReceipt) (string, error) {
 // plainString reports whether encoding/json writes s between quotes as it
 // is: printable ASCII with nothing it escapes.
 func plainString(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if escapedBytes(word(s[i:i+8])) != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
 			return false

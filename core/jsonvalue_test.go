@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"testing"
 	"time"
@@ -54,16 +55,31 @@ func FuzzToolArgumentDecodingMatchesEncodingJSON(f *testing.F) {
 
 // A string is read eight bytes at a time while none of them is one the
 // byte-by-byte read stops at: every byte value, at every place in a word,
-// and words of two such bytes, are judged as the bytes one by one are.
+// and words of two such bytes, are judged as the bytes one by one are,
+// the first byte a word marks is the first the byte-by-byte read stops
+// at, and a word is written as it is (plainString) exactly when each of
+// its bytes is.
 func TestAWordOfAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
 	plain := func(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x7f }
 	check := func(w []byte) {
-		want := true
-		for _, c := range w {
-			want = want && plain(c)
+		want, first := true, 8
+		for i, c := range w {
+			if !plain(c) && want {
+				want, first = false, i
+			}
 		}
 		if got := plainWord(word(string(w))); got != want {
 			t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
+		}
+		if got := bits.TrailingZeros64(specialBytes(word(string(w)))) / 8; got != first {
+			t.Fatalf("specialBytes(%q) marks byte %d first, want %d", w, got, first)
+		}
+		written := true // as encoding/json writes a string: see plainString
+		for _, c := range w {
+			written = written && plain(c) && c != '<' && c != '>' && c != '&'
+		}
+		if got := escapedBytes(word(string(w))) == 0; got != written || plainString(string(w)) != written {
+			t.Fatalf("escapedBytes(%q) == 0 is %v, plainString %v, want %v", w, got, plainString(string(w)), written)
 		}
 	}
 	for c := range 256 {
@@ -234,5 +250,29 @@ func TestAStatusProjectionEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
 		if err != nil || got != string(want) {
 			t.Errorf("marshalStatus(%+v) = %s, %v; encoding/json writes %s", st, got, err, want)
 		}
+	}
+}
+
+// A decoded document's string values, and a text output's value, are
+// interface values that point to headers held in room made for several
+// (boxString): they are strings to everything that reads an interface
+// (the allocations they save are counted in alloc_spec_test.go).
+func TestStringValuesHeldInSharedRoomAreStrings(t *testing.T) {
+	s := "Chlorophyll breaks down in the cold"
+	v := boxString(&s)
+	if str, ok := v.(string); !ok || str != s || v != any(s) || reflect.TypeOf(v) != reflect.TypeOf("") || fmt.Sprint(v) != s {
+		t.Fatalf("a boxed string reads as %#v", v)
+	}
+	if b, err := json.Marshal(map[string]any{"v": v}); err != nil || string(b) != `{"v":"Chlorophyll breaks down in the cold"}` {
+		t.Fatalf("a boxed string encodes as %s (%v)", b, err)
+	}
+	m := map[any]int{any(s): 1}
+	if m[v] != 1 {
+		t.Fatalf("a boxed string is not the same map key as the string")
+	}
+	doc := `["summary","first","second","third"]`
+	got, err := decodeJSON(doc)
+	if err != nil || !reflect.DeepEqual(got, []any{"summary", "first", "second", "third"}) {
+		t.Fatalf("decodeJSON(%s) = %#v, %v", doc, got, err)
 	}
 }

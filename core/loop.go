@@ -44,12 +44,16 @@ type instance struct {
 	// outRoom is where the run's output is written, and reqRoom the first
 	// of its requests without a status block, which are allocated with
 	// the run (see topRun and newInstance); nil once used.
-	outRoom *Output
+	outRoom *outputRoom
 	reqRoom *Request
 	// continued: the history is a top-level run's History option, the
 	// caller's, which the run copies into a history of its own as it
 	// starts (see newHistory).
 	continued bool
+	// inputValid: the run is a child whose input its agent's schema was
+	// found to remember as valid when the call's input was digested
+	// (see inputDigest), so begin does not look again.
+	inputValid bool
 }
 
 // newInstance makes a child run of the agent: with its output and its
@@ -58,7 +62,7 @@ type instance struct {
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 	c := &struct {
 		inst instance
-		out  Output
+		out  outputRoom
 		req  Request
 	}{}
 	inst := &c.inst
@@ -324,19 +328,25 @@ func (s *spareCalls) take(m *Message) ([]ToolCall, bool) {
 // emitResponse its answer: the events are built out of the innermost link
 // of the chain, which is on the stack while the provider runs.
 func (inst *instance) emitRequest(req *Request) {
-	inst.rt.emit(Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Request: req, NewMessages: inst.newMsgs})
+	ev := Event{Kind: EventRequest, Run: req.Run, Agent: req.Agent, Work: inst.workID()} // see emit
+	ev.Step, ev.Request, ev.NewMessages = req.Step, req, inst.newMsgs
+	inst.rt.emit(ev)
 }
 
 func (inst *instance) emitResponse(req *Request, resp *Response, err error) {
-	inst.rt.emit(Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID(), Step: req.Step, Response: resp, Err: err})
+	ev := Event{Kind: EventResponse, Run: req.Run, Agent: req.Agent, Work: inst.workID()} // see emit
+	ev.Step, ev.Response, ev.Err = req.Step, resp, err
+	inst.rt.emit(ev)
 }
 
 // begin checks the run's input and starts its history with the prompt,
 // making a history (and its sealed copy's room) for a run without one.
 func (inst *instance) begin(input any, sealed *runMessages) error {
 	a := inst.p.agent
-	if err := a.Prompt.Input.validateValue(input); err != nil {
-		return errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
+	if !inst.inputValid { // else known valid when its call's input was digested
+		if err := a.Prompt.Input.validateValue(input); err != nil {
+			return errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
+		}
 	}
 	first, err := renderPrompt(a.Prompt, input)
 	if err != nil {
@@ -366,8 +376,9 @@ func (inst *instance) newHistory(n, room int) []Message {
 
 // emitRunStart reports the start of the run.
 func (inst *instance) emitRunStart(mode RunMode, parent string, input any) {
-	inst.rt.emit(Event{Kind: EventRunStart, Run: inst.id, Agent: inst.p.agent.ID, Parent: parent, Mode: mode,
-		Input: input, Labels: inst.labels, Work: inst.workID()})
+	ev := Event{Kind: EventRunStart, Run: inst.id, Agent: inst.p.agent.ID, Parent: parent} // see emit
+	ev.Mode, ev.Input, ev.Labels, ev.Work = mode, input, inst.labels, inst.workID()
+	inst.rt.emit(ev)
 }
 
 // endRun cancels the Work a cancelled run started and reports its end.
@@ -378,13 +389,17 @@ func (inst *instance) endRun(ctx context.Context, mode RunMode, out *Output, err
 		// ends any other way leaves its Work running.
 		rt.reg.cancelStartedBy(inst.id, inst.seq)
 	}
-	rt.emit(Event{Kind: EventRunEnd, Run: inst.id, Agent: inst.p.agent.ID, Mode: mode, Output: out, Err: err, Work: inst.workID()})
+	ev := Event{Kind: EventRunEnd, Run: inst.id, Agent: inst.p.agent.ID, Mode: mode} // see emit
+	ev.Output, ev.Err, ev.Work = out, err, inst.workID()
+	rt.emit(ev)
 }
 
 // yield marks a semantic point of the run: before a provider step, or
 // before a tool call (of the tool).
 func (inst *instance) yield(kind PointKind, tool string) {
-	inst.rt.exec.Yield(Point{Kind: kind, Run: inst.id, Work: inst.workID(), Agent: inst.p.agent.ID, Step: inst.step, Tool: tool})
+	p := Point{Kind: kind, Run: inst.id, Work: inst.workID(), Agent: inst.p.agent.ID} // built in place (see emit)
+	p.Step, p.Tool = inst.step, tool
+	inst.rt.exec.Yield(p)
 }
 
 // deliverGuidance appends the guidance sent to the run's Work since its
@@ -392,8 +407,9 @@ func (inst *instance) yield(kind PointKind, tool string) {
 func (inst *instance) deliverGuidance() {
 	if msgs := inst.rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
 		inst.history = append(inst.history, msgs...)
-		inst.rt.emit(Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.w.ref.ID,
-			Step: inst.step, Cursor: strconv.Itoa(len(msgs))})
+		ev := Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.w.ref.ID} // see emit
+		ev.Step, ev.Cursor = inst.step, strconv.Itoa(len(msgs))
+		inst.rt.emit(ev)
 	}
 }
 
@@ -501,7 +517,7 @@ func (inst *instance) provide(ctx context.Context, req *Request) (*Response, err
 func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	schema := inst.p.agent.Prompt.Output
 	if schema == nil {
-		return inst.output(resp.Text, resp.Text), ""
+		return inst.textOutput(resp.Text), ""
 	}
 	raw := bytes.TrimSpace(resp.Output)
 	if len(raw) == 0 {
@@ -518,16 +534,37 @@ func (inst *instance) finalOutput(resp *Response) (*Output, string) {
 	return inst.output(doc, v), ""
 }
 
+// outputRoom is the room a run's output is written in, allocated with
+// the run: the Output, and for a text output the header of the text its
+// Value holds (see textOutput).
+type outputRoom struct {
+	out  Output
+	text string
+}
+
 // output returns the run's output, in the room allocated with the run
 // when it has one.
 func (inst *instance) output(raw string, v any) *Output {
-	out := inst.outRoom
-	if out == nil {
-		out = new(Output)
+	room := inst.outRoom
+	if room == nil {
+		return &Output{Raw: raw, Value: v}
 	}
 	inst.outRoom = nil
-	*out = Output{Raw: raw, Value: v}
-	return out
+	room.out = Output{Raw: raw, Value: v}
+	return &room.out
+}
+
+// textOutput is output for a text: its Value holds the text's header in
+// the run's room, not an allocation of its own (see boxString).
+func (inst *instance) textOutput(text string) *Output {
+	room := inst.outRoom
+	if room == nil {
+		return inst.output(text, text)
+	}
+	inst.outRoom = nil
+	room.text = text
+	room.out = Output{Raw: text, Value: boxString(&room.text)}
+	return &room.out
 }
 
 // RenderPrompt renders the first user message a run of an agent with this
@@ -633,7 +670,8 @@ type toolNote struct {
 // emitTool reports a tool call, or its result. It builds the event out of
 // callTool's frame, which is on the path of every foreground child run.
 func (inst *instance) emitTool(kind EventKind, call *ToolCall, result *Message, ref *WorkRef, note *toolNote) {
-	ev := Event{Kind: kind, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID(), Step: inst.step, Call: call, Result: result, Ref: ref}
+	ev := Event{Kind: kind, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.workID()} // see emit
+	ev.Step, ev.Call, ev.Result, ev.Ref = inst.step, call, result, ref
 	if note != nil {
 		ev.Action = note.action
 		if note.setWork {
@@ -700,16 +738,20 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 		return "", nil, modelErrorf("depth_exceeded",
 			"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)
 	}
-	digest := inputDigest(input)
+	var schema *Schema
+	if pt.child != nil {
+		schema = pt.child.agent.Prompt.Input
+	}
+	digest, valid := inputDigest(input, schema)
 	if occ, err := inst.calls.seen(inst.step, call.ID, pt.name, digest, background); err != nil {
 		return "", nil, err
 	} else if occ != nil {
 		return occ.replay()
 	}
 	if background {
-		return inst.startBackground(call, pt, input, &digest)
+		return inst.startBackground(call, pt, input, &digest, valid)
 	}
-	out, err := inst.runForeground(ctx, call, pt, input)
+	out, err := inst.runForeground(ctx, call, pt, input, valid)
 	if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
 		inst.calls.recordForeground(call.ID, pt.name, &digest, out, err)
 	}
@@ -718,8 +760,8 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 
 // startBackground starts a background call as Work and answers with its
 // work.ref.
-func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any, digest *[sha256.Size]byte) (string, *WorkRef, error) {
-	ref, err := inst.startWork(call, pt, input)
+func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any, digest *[sha256.Size]byte, valid bool) (string, *WorkRef, error) {
+	ref, err := inst.startWork(call, pt, input, valid)
 	if err != nil {
 		return "", nil, err
 	}
@@ -768,10 +810,11 @@ func workInputOf(m map[string]any, vals *workValues) WorkInput {
 	return in
 }
 
-// runChild runs a foreground child inline, on the tool call's context.
-func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any) (*Output, error) {
+// runChild runs a foreground child inline, on the tool call's context;
+// valid is inputDigest's.
+func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any, valid bool) (*Output, error) {
 	child := inst.rt.newInstance(pt.child, inst.model, nil)
-	child.steps, child.depth = inst.steps, inst.depth+1
+	child.steps, child.depth, child.inputValid = inst.steps, inst.depth+1, valid
 	out, err := child.run(ctx, input, ModeForeground, inst.id)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -784,7 +827,7 @@ func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any)
 
 // runForeground runs a child call inline and returns its tool content: a
 // BackgroundTool's result, or a child agent's exact output.
-func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *preparedTool, input any) (string, error) {
+func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *preparedTool, input any, valid bool) (string, error) {
 	if pt.kind == kindBgTool {
 		v, err := pt.tool.Run(ctx, call, input)
 		if err != nil {
@@ -792,15 +835,15 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 		}
 		return toolContent(v)
 	}
-	out, err := inst.runChild(ctx, pt, input)
+	out, err := inst.runChild(ctx, pt, input, valid)
 	if err != nil {
 		return "", err
 	}
 	return out.Raw, nil
 }
 
-// startWork admits a background call as Work.
-func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*WorkRef, error) {
+// startWork admits a background call as Work; valid is inputDigest's.
+func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, valid bool) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {
 		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
@@ -820,7 +863,7 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any) (*Wo
 		})
 	}
 	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target,
-		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input}, nil)
+		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input, inputValid: valid}, nil)
 }
 
 // childRun is what a background child agent's run starts from, held by
@@ -831,13 +874,15 @@ type childRun struct {
 	parent string // the run that started it
 	depth  int
 	input  any
+	// inputValid: see instance.inputValid.
+	inputValid bool
 }
 
 // runBackground runs a background child agent as its Work.
 func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) {
 	c := &w.child
 	child := rt.newInstance(c.p, c.model, w)
-	child.depth = c.depth
+	child.depth, child.inputValid = c.depth, c.inputValid
 	return child.run(ctx, c.input, ModeBackground, c.parent)
 }
 

@@ -133,12 +133,16 @@ func (occ *occurrence) replay() (string, *WorkRef, error) {
 }
 
 // inputDigest is the digest of a child call's input that its occurrence
-// identity keeps: of its canonical JSON encoding.
-func inputDigest(input any) [sha256.Size]byte {
-	var scratch [512]byte // the canonical input is only hashed
+// identity keeps: of its canonical JSON encoding. valid says that the
+// child agent's input schema (nil: none) remembers that encoding as
+// valid: the child's run, which its input reaches untouched, then need
+// not encode it again to find so (see instance.inputValid).
+func inputDigest(input any, schema *Schema) (digest [sha256.Size]byte, valid bool) {
+	var scratch [512]byte // the canonical input is only hashed and looked up
 	canon, ok := jsonenc.Append(scratch[:0], input)
 	if !ok {
 		canon, _ = json.Marshal(input)
 	}
-	return sha256.Sum256(canon)
+	valid = ok && schema != nil && len(canon) <= maxValidMemoDoc && schema.knownValidDoc(canon)
+	return sha256.Sum256(canon), valid
 }

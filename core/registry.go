@@ -37,6 +37,7 @@ type work struct {
 
 	done   Signal // closed once terminal
 	cancel canceller
+	scope  cancelScope // cancel's scope, when the executor watches signals
 	// A background child agent runs from child, a background tool by run
 	// (nil for an agent).
 	child childRun
@@ -237,7 +238,7 @@ func (r *registry) startLocked(w *work) {
 	r.running++
 	// Its context is cancelled by a cancel of the Work, by Close (which
 	// cancels every unfinished item) and at its end.
-	ctx, cancel := withCancel(r.rt.exec, context.Background())
+	ctx, cancel := withCancel(r.rt.exec, context.Background(), &w.scope)
 	w.cancel = cancel
 	r.rt.exec.Go(w.actorName(), func() { r.runChild(ctx, w) })
 }
@@ -308,8 +309,9 @@ func (r *registry) emitTransition(w *work, from, to lifecycle.State, ev lifecycl
 	if ev != 0 {
 		name = ev.String()
 	}
-	r.rt.emit(Event{Kind: EventWorkTransition, Run: w.owner, Work: w.ref.ID, Agent: w.ref.TargetID,
-		Label: w.label, From: from, To: to, Transition: name})
+	e := Event{Kind: EventWorkTransition, Run: w.owner, Work: w.ref.ID, Agent: w.ref.TargetID} // see Runtime.emit
+	e.Label, e.From, e.To, e.Transition = w.label, from, to, name
+	r.rt.emit(e)
 }
 
 // visible returns the owner's attached Work with the id, or nil.
@@ -453,7 +455,9 @@ func (r *registry) detach(owner, id string) (DetachReceipt, bool) {
 	}
 	r.ownerLocked(owner).detach(w)
 	w.detached = true
-	r.rt.emit(Event{Kind: EventWorkDetached, Run: owner, Work: id, Agent: w.ref.TargetID, Label: w.label, To: w.state})
+	ev := Event{Kind: EventWorkDetached, Run: owner, Work: id, Agent: w.ref.TargetID} // see Runtime.emit
+	ev.Label, ev.To = w.label, w.state
+	r.rt.emit(ev)
 	return DetachReceipt{ID: id, Detached: true}, true
 }
 
@@ -498,7 +502,9 @@ func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error)
 		r.sends = map[sendKey]sendRecord{}
 	}
 	r.sends[key] = sendRecord{digest: digest, receipt: rec}
-	r.rt.emit(Event{Kind: EventSendAccepted, Run: key.owner, Work: id, Agent: w.ref.TargetID, Label: w.label, Cursor: rec.Cursor})
+	ev := Event{Kind: EventSendAccepted, Run: key.owner, Work: id, Agent: w.ref.TargetID} // see Runtime.emit
+	ev.Label, ev.Cursor = w.label, rec.Cursor
+	r.rt.emit(ev)
 	return rec, true, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -197,10 +198,13 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // sleepReasons are the wait reasons of a runtime's sleeps ("sleep 5s"),
 // by duration: a run's sleeps are of a few durations (a script's
-// latencies), so each reason is written once, not once per sleep. It holds
-// the first len(reasons) durations in the runtime itself, so that a
-// runtime that sleeps once pays no more than the reason; a sleep of
-// another duration writes its own.
+// latencies), so each reason is written once, not once per sleep. The
+// first few durations of the process are shared by all its runtimes (see
+// sharedSleepReason), so that a harness, which makes a runtime per run,
+// does not write them again for each; past those, a runtime holds the
+// first len(reasons) durations in the runtime itself, so that a runtime
+// that sleeps once pays no more than the reason; a sleep of another
+// duration writes its own.
 type sleepReasons struct {
 	mu      sync.Mutex
 	n       int
@@ -211,6 +215,9 @@ type sleepReasons struct {
 }
 
 func (s *sleepReasons) reason(d time.Duration) string {
+	if r, ok := sharedSleepReason(d); ok {
+		return r
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.n {
@@ -224,6 +231,56 @@ func (s *sleepReasons) reason(d time.Duration) string {
 		s.n++
 	}
 	return r
+}
+
+// sharedSleeps are the wait reasons of the process's first
+// maxSharedSleeps durations slept, for every runtime: read without a
+// lock, and copied to add one. A campaign of random latencies fills it
+// soon, and its runtimes then fall back on their own.
+var sharedSleeps struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]sleepReasonOf]
+}
+
+type sleepReasonOf struct {
+	d      time.Duration
+	reason string
+}
+
+const maxSharedSleeps = 16
+
+// sharedSleepReason returns the shared reason of a sleep of d, writing
+// it while there is room; false when there is none.
+func sharedSleepReason(d time.Duration) (string, bool) {
+	if list := sharedSleeps.list.Load(); list != nil {
+		for _, r := range *list {
+			if r.d == d {
+				return r.reason, true
+			}
+		}
+		if len(*list) >= maxSharedSleeps {
+			return "", false
+		}
+	}
+	s := &sharedSleeps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var list []sleepReasonOf
+	if l := s.list.Load(); l != nil {
+		list = *l
+	}
+	for _, r := range list {
+		if r.d == d { // added since the look above
+			return r.reason, true
+		}
+	}
+	if len(list) >= maxSharedSleeps {
+		return "", false
+	}
+	r := "sleep " + d.String()
+	more := append(slices.Clip(list), sleepReasonOf{d: d, reason: r})
+	s.list.Store(&more)
+	return r, true
 }
 
 // SleepOn waits d on a clock, ending early with the context's error; a
@@ -276,11 +333,22 @@ func ClockOf(ctx context.Context) clockwork.Clock {
 // Clock returns the runtime's clock.
 func (rt *Runtime) Clock() clockwork.Clock { return rt.clock }
 
+// emit stamps an event and hands it to the observer. An Event is some 300
+// bytes, and a run emits one at every request, response and tool call, so
+// it is copied as few times as it can be: an ObserverFunc is called
+// directly, not through its Observe, which would copy the event again, and
+// the emitters build each event in a variable from a literal of at most
+// four fields, the rest set after it: the compiler writes such a literal
+// in place, where it lays out a larger one aside and copies it.
 func (rt *Runtime) emit(e Event) {
 	if rt.observer == nil {
 		return
 	}
 	e.Time = rt.clock.Now()
+	if f, ok := rt.observer.(ObserverFunc); ok {
+		f(e)
+		return
+	}
 	rt.observer.Observe(e)
 }
 
@@ -422,7 +490,7 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 type topRun struct {
 	inst instance
 	res  RunResult
-	out  Output
+	out  outputRoom
 	req  Request
 }
 
@@ -476,6 +544,11 @@ type parallelAgent struct {
 // parallelPrefix opens the reason Parallel waits for an agent's run with.
 const parallelPrefix = "parallel "
 
+// parallelTextRoom is the room Parallel of one agent has for the text of
+// its reason and its actor's name: "parallel coordinator" and
+// "background-research-run/coordinator" are 55 bytes.
+const parallelTextRoom = 80
+
 // Parallel starts every named agent on the shared context, waits for all of
 // them and returns each one's result. Every agent is prepared before any
 // starts. The error joins the agents' errors, if any.
@@ -492,12 +565,14 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	// holds the result as well.
 	var runs []parallelAgent
 	var out *ParallelResult
+	var text []byte // room for the agents' names (see below)
 	if len(names) == 1 {
 		one := &struct {
 			out  ParallelResult
 			runs [1]parallelAgent
+			text [parallelTextRoom]byte
 		}{}
-		runs, out = one.runs[:], &one.out
+		runs, out, text = one.runs[:], &one.out, one.text[:0]
 	} else {
 		runs, out = make([]parallelAgent, len(names)), new(ParallelResult)
 	}
@@ -517,8 +592,16 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		r := &runs[i]
 		r.done = NewSignal(rt.exec)
 		// The wait's reason, "parallel coordinator", and the actor's name,
-		// "run-id/coordinator", are one text.
-		both := parallelPrefix + name + pr.ID + "/" + name
+		// "run-id/coordinator", are one text: for one agent, written in
+		// its room when it fits.
+		var both string
+		if n := len(parallelPrefix) + 2*len(name) + len(pr.ID) + 1; n <= cap(text)-len(text) {
+			start := len(text)
+			text = append(append(append(append(append(text, parallelPrefix...), name...), pr.ID...), '/'), name...)
+			both = unsafe.String(&text[start], n)
+		} else {
+			both = parallelPrefix + name + pr.ID + "/" + name
+		}
 		at := len(parallelPrefix) + len(name)
 		r.reason = both[:at]
 		rt.exec.Go(both[at:], func() {

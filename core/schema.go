@@ -194,10 +194,7 @@ func (s *Schema) validateValue(v any) error {
 	if !ok || len(doc) > maxValidMemoDoc {
 		return s.Validate(v)
 	}
-	s.validMu.RLock()
-	_, known := s.valid[string(doc)] // a map key: the conversion does not allocate
-	s.validMu.RUnlock()
-	if known {
+	if s.knownValidDoc(doc) {
 		return nil
 	}
 	if err := s.Validate(v); err != nil {
@@ -205,6 +202,15 @@ func (s *Schema) validateValue(v any) error {
 	}
 	s.rememberValid(string(doc))
 	return nil
+}
+
+// knownValidDoc is knownValid for a value's canonical encoding, as
+// validateValue writes it, in bytes.
+func (s *Schema) knownValidDoc(doc []byte) bool {
+	s.validMu.RLock()
+	_, known := s.valid[string(doc)] // a map key: the conversion does not allocate
+	s.validMu.RUnlock()
+	return known
 }
 
 func (s *Schema) knownValid(doc string) bool {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // IDKind says what an id names.
@@ -41,10 +42,16 @@ type SequentialIDs struct {
 	known [len(knownKinds)]int // the runtime's own kinds, by index in knownKinds
 	n     map[IDKind]int       // any other kind
 	// scopes count the runs of the first few scopes (agents) in place,
-	// and scoped those of any scope past them.
-	scopes  [4]scopeCount
-	nScopes int
-	scoped  map[string]int
+	// in the order of their first runs (the rest of them empty), and
+	// scoped those of any scope past them.
+	scopes [4]scopeCount
+	scoped map[string]int
+	// text is the room ids are written in, one after another, so that an
+	// allocation holds the text of many (see writeLocked): textCap bytes,
+	// textLen of them written. (Not a slice: a source is held in the
+	// allocations of those who use it, and this keeps it small.)
+	text             *byte
+	textLen, textCap uint32
 }
 
 // scopeCount is how many runs of a scope have been numbered.
@@ -61,17 +68,21 @@ var knownKinds = [...]struct {
 
 // NewScopedID numbers runs per agent and everything else per kind.
 func (s *SequentialIDs) NewScopedID(kind IDKind, scope string) string {
-	return numbered(s.count(kind, scope))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeLocked(s.countLocked(kind, scope))
 }
 
 // skipScopedID counts the id NewScopedID would return, without writing it.
-func (s *SequentialIDs) skipScopedID(kind IDKind, scope string) { s.count(kind, scope) }
-
-// count counts the next id of the kind (of a run, in the scope when there
-// is one) and returns what its text is made of.
-func (s *SequentialIDs) count(kind IDKind, scope string) (prefix, sep string, n int) {
+func (s *SequentialIDs) skipScopedID(kind IDKind, scope string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.countLocked(kind, scope)
+}
+
+// countLocked counts the next id of the kind (of a run, in the scope when
+// there is one) and returns what its text is made of.
+func (s *SequentialIDs) countLocked(kind IDKind, scope string) (prefix, sep string, n int) {
 	if kind == IDRun && scope != "" {
 		return scope, "#", s.countScopeLocked(scope)
 	}
@@ -88,16 +99,15 @@ func (s *SequentialIDs) count(kind IDKind, scope string) (prefix, sep string, n 
 
 // countScopeLocked counts the next run of the scope.
 func (s *SequentialIDs) countScopeLocked(scope string) int {
-	for i := range s.scopes[:s.nScopes] {
-		if c := &s.scopes[i]; c.scope == scope {
+	for i := range s.scopes {
+		switch c := &s.scopes[i]; c.scope {
+		case scope:
 			c.n++
 			return c.n
+		case "": // no scope is empty (see countLocked)
+			*c = scopeCount{scope: scope, n: 1}
+			return 1
 		}
-	}
-	if s.nScopes < len(s.scopes) {
-		s.scopes[s.nScopes] = scopeCount{scope: scope, n: 1}
-		s.nScopes++
-		return 1
 	}
 	if s.scoped == nil {
 		s.scoped = map[string]int{}
@@ -106,15 +116,43 @@ func (s *SequentialIDs) countScopeLocked(scope string) int {
 	return s.scoped[scope]
 }
 
-// numbered writes a sequential id, such as w-12 or research-agent#3, in
-// one allocation (strconv.Itoa makes a string of its own from 100 on).
-func numbered(prefix, sep string, n int) string {
-	var buf [64]byte
-	if len(prefix)+len(sep)+20 > len(buf) {
-		return prefix + sep + strconv.Itoa(n)
+// The room ids are written in: the first allocation of a source holds
+// the few ids of a short run, and each later one twice the one before,
+// up to idTextMax, so that a run of many ids allocates for a few dozen
+// at a time, and an id keeps no more than idTextMax bytes from being
+// collected.
+const (
+	idTextFirst = 64
+	idTextMax   = 1024
+)
+
+// writeLocked writes a sequential id, such as w-12 or research-agent#3,
+// after the ids before it in the source's text. The bytes of an id are
+// never written again, so its string can share them.
+func (s *SequentialIDs) writeLocked(prefix, sep string, n int) string {
+	need := len(prefix) + len(sep) + digits(n)
+	if int(s.textCap-s.textLen) < need {
+		size := idTextFirst
+		if s.textCap > 0 {
+			size = min(2*int(s.textCap), idTextMax)
+		}
+		room := make([]byte, max(size, need))
+		s.text, s.textLen, s.textCap = unsafe.SliceData(room), 0, uint32(len(room))
 	}
-	b := append(append(buf[:0], prefix...), sep...)
-	return string(strconv.AppendInt(b, int64(n), 10))
+	// The id is appended to the written text, in room that holds it.
+	b := unsafe.Slice(s.text, s.textCap)[s.textLen:s.textLen]
+	b = strconv.AppendInt(append(append(b, prefix...), sep...), int64(n), 10)
+	s.textLen += uint32(len(b))
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// digits is how many decimal digits n > 0 is written with.
+func digits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
 
 // idPrefix is the prefix of a kind of the runtime's own, with its index
@@ -129,7 +167,11 @@ func idPrefix(kind IDKind) (prefix string, i int) {
 }
 
 // NewID returns the next id of the kind.
-func (s *SequentialIDs) NewID(kind IDKind) string { return numbered(s.count(kind, "")) }
+func (s *SequentialIDs) NewID(kind IDKind) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeLocked(s.countLocked(kind, ""))
+}
 
 // RandomIDs draws 80 random bits per id, e.g. w_k3j5x2mq7t9a4bcd. The
 // bits come from crypto/rand, read a block at a time for many ids (one

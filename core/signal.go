@@ -95,7 +95,7 @@ func (sc *cancelScope) Value(key any) any {
 // (an ancestor canceled some other way), it is plain
 // context.WithCancelCause, and the executor polls whoever waits on it.
 func WithCancel(exec Executor, parent context.Context) (context.Context, context.CancelCauseFunc) {
-	ctx, c := withCancel(exec, parent)
+	ctx, c := withCancel(exec, parent, nil)
 	if c.scope != nil {
 		return ctx, c.scope.cancelCause
 	}
@@ -119,8 +119,10 @@ func (c canceller) cancel(cause error) {
 	c.fn(cause)
 }
 
-// withCancel is WithCancel, with the context's canceller.
-func withCancel(exec Executor, parent context.Context) (context.Context, canceller) {
+// withCancel is WithCancel, with the context's canceller. room, when set,
+// is where its scope is made (a Work item's, allocated with it), rather
+// than an allocation of its own; it must be used for no other context.
+func withCancel(exec Executor, parent context.Context, room *cancelScope) (context.Context, canceller) {
 	ctx, cancel := context.WithCancelCause(parent)
 	w, ok := exec.(SignalWatcher)
 	if !ok {
@@ -136,7 +138,11 @@ func withCancel(exec Executor, parent context.Context) (context.Context, cancell
 			return ctx, canceller{fn: cancel}
 		}
 	}
-	sc := &cancelScope{Context: ctx, w: w, cancel: cancel, parent: up}
+	sc := room
+	if sc == nil {
+		sc = new(cancelScope)
+	}
+	*sc = cancelScope{Context: ctx, w: w, cancel: cancel, parent: up}
 	w.Watch(ctx.Done())
 	if up != nil && !up.adopt(sc) {
 		sc.end() // the parent has already ended, and so has ctx
