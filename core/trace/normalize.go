@@ -321,6 +321,17 @@ func (r *renamer) any() func(string) string {
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
 func fixDetail(d string, run, work names, words *idWords, out *texts) string {
+	if words.maxLen == 0 {
+		return d // no id to rename
+	}
+	if words.prefix != "" {
+		return fixDetailAt(d, run, work, words, out)
+	}
+	return fixDetailByWord(d, run, work, words, out)
+}
+
+// fixDetailByWord is fixDetail reading the detail word by word.
+func fixDetailByWord(d string, run, work names, words *idWords, out *texts) string {
 	last, changed := 0, false
 	for i := 0; i < len(d); {
 		switch detailBytes[d[i]] {
@@ -336,35 +347,84 @@ func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 				continue
 			}
 		}
-		// A word starts at i: it runs to the next separator, quote, or
-		// colon that a space or the end follows.
+		// A word starts at i.
 		from := i
-		for i++; i < len(d); i++ {
-			if k := detailBytes[d[i]]; k != inWord && (k != colon || i+1 == len(d) || d[i+1] == ' ') {
-				break
+		i = wordEnd(d, i+1)
+		if n, ok := words.renamed(d[from:i], run, work); ok {
+			if !changed {
+				out.start(len(d) + 16)
+				changed = true
 			}
+			out.write(d[last:from])
+			out.write(n)
+			last = i
 		}
-		w := d[from:i]
-		if !words.may(w) {
-			continue
-		}
-		n := words.name(w, run, work)
-		if n == w {
-			continue
-		}
-		if !changed {
-			out.start(len(d) + 16)
-			changed = true
-		}
-		out.write(d[last:from])
-		out.write(n)
-		last = i
 	}
 	if !changed {
 		return d
 	}
 	out.write(d[last:])
 	return out.end()
+}
+
+// fixDetailAt is fixDetail for ids that share a prefix (a platform's
+// sessions are session-n): it reads only the words that start with it,
+// found by a search for it, outside the quoted text found by a search for
+// quotes, as the word-by-word reading would find them.
+func fixDetailAt(d string, run, work names, words *idWords, out *texts) string {
+	p := words.prefix
+	last, changed := 0, false
+	at := -1 // the next place the prefix stands at or after i, once found
+	for i := 0; i < len(d); {
+		if at < i {
+			k := strings.Index(d[i:], p)
+			if k < 0 {
+				break
+			}
+			at = i + k
+		}
+		if q := strings.IndexByte(d[i:at], '"'); q >= 0 {
+			i = pastQuoted(d, i+q)
+			continue
+		}
+		// The prefix stands outside quotes; a word starts there unless a
+		// byte of a word comes before it (the prefix's bytes are all a
+		// word's, so no colon that ends a word can: a space would follow
+		// it).
+		if at > 0 {
+			if k := detailBytes[d[at-1]]; k != between && k != quote {
+				i = at + 1
+				continue
+			}
+		}
+		from := at
+		i = wordEnd(d, at+len(p))
+		if n, ok := words.renamed(d[from:i], run, work); ok {
+			if !changed {
+				out.start(len(d) + 16)
+				changed = true
+			}
+			out.write(d[last:from])
+			out.write(n)
+			last = i
+		}
+	}
+	if !changed {
+		return d
+	}
+	out.write(d[last:])
+	return out.end()
+}
+
+// wordEnd returns the end of the word of d that runs up to i at least: the
+// next separator, quote, or colon that a space or the end follows.
+func wordEnd(d string, i int) int {
+	for ; i < len(d); i++ {
+		if k := detailBytes[d[i]]; k != inWord && (k != colon || i+1 == len(d) || d[i+1] == ' ') {
+			break
+		}
+	}
+	return i
 }
 
 // pastQuoted returns the index past the double-quoted string that starts
@@ -423,6 +483,10 @@ var detailBytes = func() (c [256]uint8) {
 type idWords struct {
 	first, last    [256]bool
 	minLen, maxLen int
+	// prefix is the ids' longest common prefix up to its first byte that
+	// is not a word's, if any: a detail's words that may be ids are found
+	// by a search for it.
+	prefix string
 	// seen holds the last words looked up, by their length and last two
 	// bytes, and their names: a platform's events name the same few
 	// sessions one after another.
@@ -451,7 +515,15 @@ func (w *idWords) add(m names) {
 		}
 		if w.maxLen == 0 {
 			w.minLen = len(id)
+			w.prefix = id
+			for i := range len(id) {
+				if detailBytes[id[i]] != inWord {
+					w.prefix = id[:i]
+					break
+				}
+			}
 		}
+		w.prefix = commonPrefix(w.prefix, id)
 		w.first[id[0]], w.last[id[len(id)-1]] = true, true
 		w.minLen, w.maxLen = min(w.minLen, len(id)), max(w.maxLen, len(id))
 	}
@@ -460,6 +532,26 @@ func (w *idWords) add(m names) {
 // may reports whether word may be an id to rename.
 func (w *idWords) may(word string) bool {
 	return len(word) >= w.minLen && len(word) <= w.maxLen && len(word) > 0 && w.first[word[0]] && w.last[word[len(word)-1]]
+}
+
+// renamed returns word's name and true when word is an id that is renamed.
+func (w *idWords) renamed(word string, run, work names) (string, bool) {
+	if !w.may(word) {
+		return "", false
+	}
+	n := w.name(word, run, work)
+	return n, n != word
+}
+
+// commonPrefix returns the longest prefix of a that b starts with.
+func commonPrefix(a, b string) string {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return a[:i]
+		}
+	}
+	return a[:n]
 }
 
 // fixRow renames the id a status row starts with ("- w-1 · research ·

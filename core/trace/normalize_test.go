@@ -403,3 +403,35 @@ func TestAStringClosesWhereAnEscapeByEscapeReadingCloses(t *testing.T) {
 	}
 	walk(`"`)
 }
+
+// A detail read at the places its ids' common prefix stands renames what a
+// reading word by word renames: for every detail of up to six bytes of
+// an alphabet of ids' bytes, separators, quotes, escapes and colons, with
+// ids that share a longer prefix and ids that share only their first byte.
+func TestADetailReadWhereItsIDsPrefixStandsRenamesWhatAReadingWordByWordRenames(t *testing.T) {
+	for _, ids := range []names{
+		{"s-1": "a#1", "s-11": "a#2"},
+		{"s-1": "a#1", "s:1": "a#2", "s": "a#3"},
+	} {
+		var words idWords
+		words.add(ids)
+		if words.prefix == "" {
+			t.Fatalf("ids %v share no prefix", ids)
+		}
+		var out texts
+		const alphabet = "s-1 =\":\\x"
+		var walk func(d string)
+		walk = func(d string) {
+			if got, want := fixDetailAt(d, ids, nil, &words, &out), fixDetailByWord(d, ids, nil, &words, &out); got != want {
+				t.Fatalf("ids %v: %q read where the prefix stands became %q, word by word %q", ids, d, got, want)
+			}
+			if len(d) == 6 {
+				return
+			}
+			for _, c := range []byte(alphabet) {
+				walk(d + string(c))
+			}
+		}
+		walk("")
+	}
+}
