@@ -11,6 +11,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fewmap"
+	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 // Normalize returns a copy of the trace with ids renamed in order of
@@ -50,6 +51,9 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// Only the ids whose name is not already their id are renamed (a
 	// simulation's sequential ids are their own normal form, so there is
 	// usually nothing to rename).
+	// js.out holds the strings the normalization writes, the names given
+	// among them.
+	var js jsonFixer
 	var ids renamer
 	for i := range t.Entries {
 		if t.Entries[i].Kind == RunStart {
@@ -59,14 +63,14 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
-			ids.name(runID, e.Run, e.Agent)
+			ids.name(runID, e.Run, e.Agent, &js.out)
 		}
 		if e.Work != "" && e.Kind == Work && e.From() == "" && !ids.has(workID, e.Work) {
-			ids.name(workID, e.Work, "w")
+			ids.name(workID, e.Work, "w", &js.out)
 		}
 		for _, c := range e.Calls() {
 			if c.ID != "" && !ids.has(callID, c.ID) {
-				ids.name(callID, c.ID, "call")
+				ids.name(callID, c.ID, "call", &js.out)
 			}
 		}
 		if e.Kind == ToolResult && e.Action == "send" && !e.IsError {
@@ -74,7 +78,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 				ID string `json:"id"`
 			}
 			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" && !ids.has(sendID, rec.ID) {
-				ids.name(sendID, rec.ID, "send")
+				ids.name(sendID, rec.ID, "send", &js.out)
 			}
 		}
 	}
@@ -84,9 +88,11 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// (its arguments, projections, receipts and work.refs) at the keys
 	// that hold them. Content (text, outputs, inputs, other tools' results)
 	// is never rewritten, whatever it holds.
-	js := jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: offsets{start: t.Start},
-		renames: len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0,
-		scan:    scans.Get().(*jsonScan)}
+	js.run, js.work, js.send, js.stamps = run, work, ids.of(sendID), offsets{start: t.Start}
+	js.renames = len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0
+	js.scan = scans.Get().(*jsonScan)
+	// A run changes a few slices, a platform's week hundreds.
+	js.msgs, js.calls, js.rows = slab.Sized[core.Message](2, 64), slab.Sized[core.ToolCall](2, 64), slab.Sized[string](2, 64)
 	defer js.done()
 
 	var words idWords
@@ -126,7 +132,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		case *RequestPart:
 			status := p.Status
 			if js.renames {
-				status = fixRows(status, work, &js.out)
+				status = fixRows(status, work, &js)
 			}
 			if msgs := fixMessages(p.Messages, call, &js); !sameSlice(status, p.Status) || !sameSlice(msgs, p.Messages) {
 				if !inPlace {
@@ -232,8 +238,8 @@ func spells(s string, n int) bool {
 }
 
 // name gives raw the next name of its kind (prefix is the agent's id for a
-// run, the kind's own prefix otherwise).
-func (r *renamer) name(k idKind, raw, prefix string) {
+// run, the kind's own prefix otherwise), written in out.
+func (r *renamer) name(k idKind, raw, prefix string, out *texts) {
 	var n int
 	if k == runID {
 		n, _ = r.perAgent.Get(prefix)
@@ -275,7 +281,12 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 	if r.rename[k] == nil {
 		r.rename[k] = make(map[string]string, r.room(k))
 	}
-	r.rename[k][raw] = prefix + sep + strconv.Itoa(n)
+	var digits [20]byte
+	out.start(len(prefix) + len(sep) + len(digits))
+	out.write(prefix)
+	out.write(sep)
+	out.write(string(strconv.AppendInt(digits[:0], int64(n), 10)))
+	r.rename[k][raw] = out.end()
 }
 
 // room is the room a map of kind k starts with: every run, for runs (a
@@ -321,8 +332,8 @@ func (r *renamer) any() func(string) string {
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
 func fixDetail(d string, run, work names, words *idWords, out *texts) string {
-	if words.maxLen == 0 {
-		return d // no id to rename
+	if len(d) < words.minLen || words.maxLen == 0 {
+		return d // no id to rename, or too short to hold one
 	}
 	if words.prefix != "" {
 		return fixDetailAt(d, run, work, words, out)
@@ -601,12 +612,29 @@ type jsonFixer struct {
 	// scan is reused from document to document of one normalization, and
 	// from one normalization to the next.
 	scan *jsonScan
-	// out holds the documents, details and rows the normalization rewrote.
+	// out holds the documents, details and rows the normalization
+	// rewrote, and the names given.
 	out texts
-	// The last document fixed: a tool's answer is fixed in its result's
-	// entry and again as a message of its caller's next request.
-	lastIn, lastOut string
-	lastWork        bool
+	// msgs, calls and rows hold the copies of the messages, calls and
+	// status rows changed, a few allocations for a normalization rather
+	// than one a slice.
+	msgs  slab.Slab[core.Message]
+	calls slab.Slab[core.ToolCall]
+	rows  slab.Slab[string]
+	// seen holds the last documents read, filtered out or fixed, and what
+	// they became: a tool's answer comes again as a message of its
+	// caller's next request, and a call's arguments in its call's entry
+	// and in the next request's assistant message, with other runs'
+	// entries between them.
+	seen     [8]fixedDoc
+	nextSeen int
+}
+
+// fixedDoc is a document fix read (in, as the work tool's or not) and
+// what it became.
+type fixedDoc struct {
+	in, out string
+	work    bool
 }
 
 // scans are the scans of normalizations done.
@@ -656,14 +684,22 @@ type jsonScan struct {
 // fix fixes a JSON document; work says it is the work tool's (its
 // arguments or answer, or a work.ref), whose id keys count.
 func (f *jsonFixer) fix(s string, work bool) string {
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!work && !mayHoldPlatformKey(s)) || (!f.renames && !mayHoldTimestamp(s)) {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') {
 		return s
 	}
-	if s == f.lastIn && work == f.lastWork {
-		return f.lastOut
+	for i := range f.seen {
+		// The same document is mostly the same string: its bytes
+		// compare at once.
+		if d := &f.seen[i]; len(d.in) == len(s) && d.work == work && d.in == s {
+			return d.out
+		}
 	}
-	out := f.fixDoc(s, work)
-	f.lastIn, f.lastWork, f.lastOut = s, work, out
+	out := s
+	if (work || mayHoldPlatformKey(s)) && (f.renames || mayHoldTimestamp(s)) {
+		out = f.fixDoc(s, work)
+	}
+	f.seen[f.nextSeen] = fixedDoc{in: s, out: out, work: work}
+	f.nextSeen = (f.nextSeen + 1) % len(f.seen)
 	return out
 }
 
@@ -897,12 +933,12 @@ func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, alway
 
 // fixRows renames the Work id of every status row, copying the slice only
 // if one changes.
-func fixRows(rows []string, work names, texts *texts) []string {
+func fixRows(rows []string, work names, js *jsonFixer) []string {
 	var out []string
 	for i, row := range rows {
-		f := fixRow(row, work, texts)
+		f := fixRow(row, work, &js.out)
 		if out == nil && f != row {
-			out = slices.Clone(rows)
+			out = clone(&js.rows, rows)
 		}
 		if out != nil {
 			out[i] = f
@@ -927,7 +963,7 @@ func fixMessages(ms []core.Message, id names, js *jsonFixer) []core.Message {
 		}
 		callID, calls := id.of(m.ToolCallID), fixCalls(m.ToolCalls, id, js)
 		if out == nil && (content != m.Content || callID != m.ToolCallID || !sameSlice(calls, m.ToolCalls)) {
-			out = slices.Clone(ms)
+			out = clone(&js.msgs, ms)
 		}
 		if out != nil {
 			out[i].Content, out[i].ToolCallID, out[i].ToolCalls = content, callID, calls
@@ -945,7 +981,7 @@ func fixCalls(calls []core.ToolCall, id names, js *jsonFixer) []core.ToolCall {
 		c := &calls[i]
 		cid, args := id.of(c.ID), workArgs(c, js)
 		if out == nil && (cid != c.ID || args != c.Arguments) {
-			out = slices.Clone(calls)
+			out = clone(&js.calls, calls)
 		}
 		if out != nil {
 			out[i].ID, out[i].Arguments = cid, args
@@ -955,6 +991,13 @@ func fixCalls(calls []core.ToolCall, id names, js *jsonFixer) []core.ToolCall {
 		return calls
 	}
 	return out
+}
+
+// clone returns a copy of s taken from sl, with no room to grow.
+func clone[T any](sl *slab.Slab[T], s []T) []T {
+	c := sl.Take(len(s))
+	copy(c, s)
+	return c
 }
 
 // texts builds the strings a normalization rewrites one after another in

@@ -435,3 +435,28 @@ func TestADetailReadWhereItsIDsPrefixStandsRenamesWhatAReadingWordByWordRenames(
 		walk("")
 	}
 }
+
+// Normalizing a platform's week in place (see platformWeek) writes the
+// names it gives and the copies of the slices it changes into a few
+// chunks: it allocates no string per name and no slice per request whose
+// messages changed.
+func TestNormalizingAPlatformsWeekAllocatesChunksNotAStringPerNameOrASlicePerRequest(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	const runs = 10
+	traces := make([]*Trace, runs+1)
+	for i := range traces {
+		traces[i] = platformWeek()
+	}
+	n := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		traces[n].NormalizeInPlace()
+		n++
+	})
+	// 640 before the cut (a string per name, a slice per
+	// request), 31 since.
+	if allocs > 31 {
+		t.Errorf("normalizing a platform's week allocated %v times, want at most 31", allocs)
+	}
+}
