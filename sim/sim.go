@@ -29,7 +29,10 @@ type Sim struct {
 	clock    Clock
 
 	actors []*actor // actors in creation order; finished ones are dropped lazily
-	// actorSlab holds actors not started yet, made four at a time.
+	// actorSlab holds actors not started yet, made four at a time, or an
+	// eighth as many as have started, up to maxActorChunk: a run of a few
+	// actors makes no more than it needs, a platform's week of sessions a
+	// slab for dozens of them.
 	actorSlab []actor
 	live      int // actors in actors that have not finished
 	nextID    int
@@ -276,7 +279,7 @@ func (s *Sim) Go(name string, fn func()) {
 	}
 	s.nextID++
 	if len(s.actorSlab) == 0 {
-		s.actorSlab = make([]actor, 4)
+		s.actorSlab = make([]actor, min(max(s.nextID/8, 4), maxActorChunk))
 	}
 	a := &s.actorSlab[0]
 	s.actorSlab = s.actorSlab[1:]
@@ -289,6 +292,9 @@ func (s *Sim) Go(name string, fn func()) {
 	s.ready.place(a)
 	s.ready.add(a)
 }
+
+// maxActorChunk is the most actors made at once.
+const maxActorChunk = 32
 
 // Watch is told of a signal that the caller will close, and tells Closed
 // once it has: the actors waiting on the signal become runnable then, and
@@ -839,7 +845,11 @@ func (s *Sim) compact() {
 func (s *Sim) renumber() {
 	s.compact()
 	ready := s.ready.n
-	s.ready.reset(2*len(s.actors) + 16)
+	if size := 2*len(s.actors) + 16; size < len(s.ready.tree) {
+		s.ready.resetIn(s.ready.tree) // as many live actors as last time, or fewer
+	} else {
+		s.ready.reset(size)
+	}
 	for _, a := range s.actors {
 		s.ready.place(a)
 	}
