@@ -622,12 +622,11 @@ type jsonFixer struct {
 	calls slab.Slab[core.ToolCall]
 	rows  slab.Slab[string]
 	// seen holds the last documents read, filtered out or fixed, and what
-	// they became: a tool's answer comes again as a message of its
-	// caller's next request, and a call's arguments in its call's entry
-	// and in the next request's assistant message, with other runs'
-	// entries between them.
-	seen     [8]fixedDoc
-	nextSeen int
+	// they became, by their length: a tool's answer comes again as a
+	// message of its caller's next request, and a call's arguments in its
+	// call's entry and in the next request's assistant message, with other
+	// runs' entries between them.
+	seen [8]fixedDoc
 }
 
 // fixedDoc is a document fix read (in, as the work tool's or not) and
@@ -687,19 +686,17 @@ func (f *jsonFixer) fix(s string, work bool) string {
 	if len(s) == 0 || (s[0] != '{' && s[0] != '[') {
 		return s
 	}
-	for i := range f.seen {
-		// The same document is mostly the same string: its bytes
-		// compare at once.
-		if d := &f.seen[i]; len(d.in) == len(s) && d.work == work && d.in == s {
-			return d.out
-		}
+	// The same document is mostly the same string: its bytes compare at
+	// once.
+	seen := &f.seen[len(s)%len(f.seen)]
+	if len(seen.in) == len(s) && seen.work == work && seen.in == s {
+		return seen.out
 	}
 	out := s
 	if (work || mayHoldPlatformKey(s)) && (f.renames || mayHoldTimestamp(s)) {
 		out = f.fixDoc(s, work)
 	}
-	f.seen[f.nextSeen] = fixedDoc{in: s, out: out, work: work}
-	f.nextSeen = (f.nextSeen + 1) % len(f.seen)
+	*seen = fixedDoc{in: s, out: out, work: work}
 	return out
 }
 
@@ -1114,9 +1111,9 @@ func (o *offsets) replace(s string) string {
 
 // parseTimestamp is time.Parse(time.RFC3339Nano, ts) for a string
 // timestampLen accepted. The runtime writes UTC with milliseconds
-// (2026-01-01T00:00:05.000Z), and that form is read directly; time.Date
-// normalizes impossible dates, so a date it changes goes to time.Parse for
-// its error.
+// (2026-01-01T00:00:05.000Z), and that form is read directly: a date
+// whose fields are in range (the ones time.Date keeps as they are) is
+// that instant; any other goes to time.Parse for its error.
 func parseTimestamp(ts string) (time.Time, error) {
 	if len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' {
 		num := func(i, n int) int {
@@ -1127,12 +1124,25 @@ func parseTimestamp(ts string) (time.Time, error) {
 			return v
 		}
 		y, mo, d, h, mi, sec, ms := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 3)
-		t := time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC)
-		if t.Year() == y && int(t.Month()) == mo && t.Day() == d && t.Hour() == h && t.Minute() == mi && t.Second() == sec && h < 24 {
-			return t, nil
+		if mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(time.Month(mo), y) && h < 24 && mi < 60 && sec < 60 && ms < 1000 {
+			return time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC), nil
 		}
 	}
 	return time.Parse(time.RFC3339Nano, ts)
+}
+
+// daysIn is the number of days of month m of year y.
+func daysIn(m time.Month, y int) int {
+	switch m {
+	case time.February:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
 }
 
 // timestampLen returns the length of the timestamp at s[i:], or 0: the

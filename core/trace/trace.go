@@ -555,17 +555,25 @@ func statusRows(rows []string, blk *core.StatusBlock) []string {
 // renders reports whether line is the row as StatusRow.String renders it.
 func renders(r core.StatusRow, line string) bool {
 	var buf [20]byte
-	for _, part := range [...]string{"- ", r.ID, " · ", r.Label, " · ", string(r.State), " ",
-		string(strconv.AppendInt(buf[:0], int64(r.Elapsed/time.Second), 10)), "s"} {
-		var ok bool
-		if line, ok = strings.CutPrefix(line, part); !ok {
-			return false
-		}
+	secs := strconv.AppendInt(buf[:0], int64(r.Elapsed/time.Second), 10)
+	if !eat(&line, "- ") || !eat(&line, r.ID) || !eat(&line, " · ") || !eat(&line, r.Label) || !eat(&line, " · ") ||
+		!eat(&line, string(r.State)) || !eat(&line, " ") || !eat(&line, string(secs)) || !eat(&line, "s") {
+		return false
 	}
 	if r.ResultAvailable {
 		return line == " · Result available"
 	}
 	return line == ""
+}
+
+// eat cuts prefix off the front of *s, and reports whether *s started
+// with it.
+func eat(s *string, prefix string) bool {
+	if !strings.HasPrefix(*s, prefix) {
+		return false
+	}
+	*s = (*s)[len(prefix):]
+	return true
 }
 
 // toolNames returns the names of a request's tools: a list an earlier
