@@ -95,9 +95,10 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	js.msgs, js.calls, js.rows = slab.Sized[core.Message](2, 64), slab.Sized[core.ToolCall](2, 64), slab.Sized[string](2, 64)
 	defer js.done()
 
-	var words idWords
-	words.add(run)
-	words.add(work)
+	var words *idWords // the ids a detail may name, when some are renamed
+	if js.renames {
+		words = js.scan.idWords(run, work)
+	}
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	var lastCall, lastFixed *core.ToolCall
 	lastRun, lastRunName := "", ""
@@ -111,12 +112,15 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		if e.Run != lastRun {
 			lastRun, lastRunName = e.Run, run.of(e.Run)
 		}
-		e.Run, e.Work = lastRunName, work.of(e.Work)
+		e.Run = lastRunName
+		if e.Work != "" {
+			e.Work = work.of(e.Work)
+		}
 		if e.Kind == ToolResult {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
-			e.Detail = fixDetail(e.Detail, run, work, &words, &js.out)
+			e.Detail = fixDetail(e.Detail, run, work, words, &js.out)
 		}
 		// A copy's parts are shared with the trace normalized from: they
 		// are copied before they change. A trace normalized in place owns
@@ -504,6 +508,16 @@ type idWords struct {
 	seen [64]struct{ word, name string }
 }
 
+// idWords returns the scan's idWords for the ids of run and work.
+func (sc *jsonScan) idWords(run, work names) *idWords {
+	w := &sc.words
+	*w = idWords{}
+	w.add(run)
+	w.add(work)
+	sc.wordsUsed = true
+	return w
+}
+
 // name returns word's name, a Work's before a run's, or word itself.
 func (w *idWords) name(word string, run, work names) string {
 	l := uint(len(word))
@@ -647,6 +661,9 @@ func (f *jsonFixer) done() {
 	clear(sc.pending[:cap(sc.pending)])
 	clear(sc.edits[:cap(sc.edits)])
 	sc.frames, sc.pending, sc.edits = sc.frames[:0], sc.pending[:0], sc.edits[:0]
+	if sc.wordsUsed {
+		sc.words, sc.wordsUsed = idWords{}, false // nothing of the trace is kept
+	}
 	scans.Put(sc)
 }
 
@@ -678,6 +695,10 @@ type jsonScan struct {
 	frames  []jsonFrame
 	pending []jsonEdit
 	edits   []jsonEdit
+	// words are the ids details may name, for a normalization that
+	// renames some (wordsUsed).
+	words     idWords
+	wordsUsed bool
 }
 
 // fix fixes a JSON document; work says it is the work tool's (its
