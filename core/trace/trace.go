@@ -354,6 +354,20 @@ type Recorder struct {
 	// rows holds the requests' status rows, inputs the runs' inputs.
 	rows   chunks[string]
 	inputs chunks[byte]
+	// first is where the parts of a short run go, made with the
+	// recorder: a run of a coordinator and a child records its parts
+	// without an allocation of their own.
+	first firstParts
+}
+
+// firstParts are the first chunks of a recorder's parts.
+type firstParts struct {
+	requests  [6]RequestPart
+	responses [6]ResponsePart
+	runs      [4]RunPart
+	works     [6]WorkPart
+	rows      [16]string
+	inputs    [256]byte
 }
 
 // NewRecorder returns a recorder whose offsets count from start.
@@ -369,6 +383,16 @@ func (r *Recorder) begin(start time.Time) {
 	if r.inputs.next == 0 {
 		r.inputs = sizedChunks[byte](256, 16<<10)
 	}
+	// The first chunks are the recorder's own (a reset hands them out
+	// again: nothing taken from them is in use any more).
+	f := &r.first
+	clear(f.requests[:])
+	clear(f.responses[:])
+	clear(f.runs[:])
+	clear(f.works[:])
+	clear(f.rows[:])
+	r.requests.free, r.responses.free, r.runs.free = f.requests[:], f.responses[:], f.runs[:]
+	r.works.free, r.rows.free, r.inputs.free = f.works[:], f.rows[:], f.inputs[:]
 }
 
 // Reset empties the recorder for another run whose offsets count from
