@@ -320,6 +320,9 @@ func (r *renamer) of(k idKind) names { return r.rename[k] }
 // runs, calls and sends: for callers that hold ids from outside the trace.
 func (r *renamer) any() func(string) string {
 	rename := r.rename
+	if rename[runID] == nil && rename[workID] == nil && rename[callID] == nil && rename[sendID] == nil {
+		return unchanged // nothing renamed: a simulation's ids
+	}
 	return func(s string) string {
 		for _, k := range [...]idKind{workID, runID, callID, sendID} {
 			if n, ok := rename[k][s]; ok {
@@ -329,6 +332,9 @@ func (r *renamer) any() func(string) string {
 		return s
 	}
 }
+
+// unchanged is the renaming of a trace that renames nothing.
+func unchanged(s string) string { return s }
 
 // fixDetail renames the run and Work ids in a harness entry's detail, which
 // the harness writes as words (a platform event's "session-1
