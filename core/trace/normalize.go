@@ -353,7 +353,7 @@ func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 
 // fixDetailByWord is fixDetail reading the detail word by word.
 func fixDetailByWord(d string, run, work names, words *idWords, out *texts) string {
-	last, changed := 0, false
+	rw := rewrite{out: out}
 	for i := 0; i < len(d); {
 		switch detailBytes[d[i]] {
 		case quote:
@@ -372,20 +372,10 @@ func fixDetailByWord(d string, run, work names, words *idWords, out *texts) stri
 		from := i
 		i = wordEnd(d, i+1)
 		if n, ok := words.renamed(d[from:i], run, work); ok {
-			if !changed {
-				out.start(len(d) + 16)
-				changed = true
-			}
-			out.write(d[last:from])
-			out.write(n)
-			last = i
+			rw.replace(d, from, i, n)
 		}
 	}
-	if !changed {
-		return d
-	}
-	out.write(d[last:])
-	return out.end()
+	return rw.end(d)
 }
 
 // fixDetailAt is fixDetail for ids that share a prefix (a platform's
@@ -394,7 +384,7 @@ func fixDetailByWord(d string, run, work names, words *idWords, out *texts) stri
 // quotes, as the word-by-word reading would find them.
 func fixDetailAt(d string, run, work names, words *idWords, out *texts) string {
 	p := words.prefix
-	last, changed := 0, false
+	rw := rewrite{out: out}
 	at := -1 // the next place the prefix stands at or after i, once found
 	for i := 0; i < len(d); {
 		if at < i {
@@ -421,20 +411,38 @@ func fixDetailAt(d string, run, work names, words *idWords, out *texts) string {
 		from := at
 		i = wordEnd(d, at+len(p))
 		if n, ok := words.renamed(d[from:i], run, work); ok {
-			if !changed {
-				out.start(len(d) + 16)
-				changed = true
-			}
-			out.write(d[last:from])
-			out.write(n)
-			last = i
+			rw.replace(d, from, i, n)
 		}
 	}
-	if !changed {
+	return rw.end(d)
+}
+
+// rewrite writes a detail d with some of its words replaced into out,
+// once the first is.
+type rewrite struct {
+	out     *texts
+	last    int // the end of the last word replaced
+	changed bool
+}
+
+// replace replaces d[from:to] with n.
+func (rw *rewrite) replace(d string, from, to int, n string) {
+	if !rw.changed {
+		rw.out.start(len(d) + 16)
+		rw.changed = true
+	}
+	rw.out.write(d[rw.last:from])
+	rw.out.write(n)
+	rw.last = to
+}
+
+// end returns d as rewritten: d itself when nothing was.
+func (rw *rewrite) end(d string) string {
+	if !rw.changed {
 		return d
 	}
-	out.write(d[last:])
-	return out.end()
+	rw.out.write(d[rw.last:])
+	return rw.out.end()
 }
 
 // wordEnd returns the end of the word of d that runs up to i at least: the
