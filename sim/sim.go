@@ -29,7 +29,10 @@ type Sim struct {
 	clock    Clock
 
 	actors []*actor // actors in creation order; finished ones are dropped lazily
-	// actorSlab holds actors not started yet, made four at a time.
+	// actorSlab holds actors not started yet, made four at a time, or an
+	// eighth as many as have started, up to maxActorChunk: a run of a few
+	// actors makes no more than it needs, a platform's week of sessions a
+	// slab for dozens of them.
 	actorSlab []actor
 	live      int // actors in actors that have not finished
 	nextID    int
@@ -276,7 +279,7 @@ func (s *Sim) Go(name string, fn func()) {
 	}
 	s.nextID++
 	if len(s.actorSlab) == 0 {
-		s.actorSlab = make([]actor, 4)
+		s.actorSlab = make([]actor, min(max(s.nextID/8, 4), maxActorChunk))
 	}
 	a := &s.actorSlab[0]
 	s.actorSlab = s.actorSlab[1:]
@@ -289,6 +292,9 @@ func (s *Sim) Go(name string, fn func()) {
 	s.ready.place(a)
 	s.ready.add(a)
 }
+
+// maxActorChunk is the most actors made at once.
+const maxActorChunk = 32
 
 // Watch is told of a signal that the caller will close, and tells Closed
 // once it has: the actors waiting on the signal become runnable then, and
@@ -467,16 +473,20 @@ func (p *ActorPanic) Error() string {
 	return fmt.Sprintf("sim: actor %q panicked: %v\n%s", p.Actor, p.Value, p.Stack)
 }
 
-// body is the coroutine's: it runs its actor to the end, hands back, and
-// runs the actor it is given next, until it is stopped.
-func (c *coroutine) body(yield func(struct{}) bool) {
-	c.yield = yield
-	growStack()
-	for {
-		c.a.run()
-		c.a = nil
-		if !yield(struct{}{}) {
-			return
+// body returns the coroutine's function: it runs its actor to the end,
+// hands back, and runs the actor it is given next, until it is stopped. It
+// is a closure rather than the method value c.body would be, whose wrapper
+// is one more frame on the stack that growStack copies.
+func (c *coroutine) body() func(yield func(struct{}) bool) {
+	return func(yield func(struct{}) bool) {
+		c.yield = yield
+		growStack()
+		for {
+			c.a.run()
+			c.a = nil
+			if !yield(struct{}{}) {
+				return
+			}
 		}
 	}
 }
@@ -716,13 +726,20 @@ func (s *Sim) choose() *actor {
 // goroutine a small stack and copies it to a stack twice the size each time
 // it runs out; an agent run (JSON Schema validation, encoding, the observer)
 // reaches a depth that costs several copies per actor, so body grows the
-// stack once, before anything is on it.
+// stack once, before anything is on it: growStack's frame is that size,
+// and the runtime makes room for it on entry, in one copy.
 const actorStack = 12 << 10
+
+// growNever is never set: growStack's frame is only reserved, not written
+// (zeroing 12 KiB would cost more than the copy).
+var growNever bool
 
 //go:noinline
 func growStack() {
-	var frame [actorStack]byte
-	touch(frame[:])
+	if growNever {
+		var frame [actorStack]byte
+		touch(frame[:])
+	}
 }
 
 // touch keeps growStack's frame from being optimized away.
@@ -767,7 +784,7 @@ func (s *Sim) coroutine(a *actor) *coroutine {
 		} else {
 			c = &a.own
 		}
-		c.next, c.stop = iter.Pull(c.body)
+		c.next, c.stop = iter.Pull(c.body())
 	}
 	c.a = a
 	return c
@@ -828,7 +845,11 @@ func (s *Sim) compact() {
 func (s *Sim) renumber() {
 	s.compact()
 	ready := s.ready.n
-	s.ready.reset(2*len(s.actors) + 16)
+	if size := 2*len(s.actors) + 16; size < len(s.ready.tree) {
+		s.ready.resetIn(s.ready.tree) // as many live actors as last time, or fewer
+	} else {
+		s.ready.reset(size)
+	}
 	for _, a := range s.actors {
 		s.ready.place(a)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fewmap"
+	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 // Normalize returns a copy of the trace with ids renamed in order of
@@ -50,6 +51,9 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// Only the ids whose name is not already their id are renamed (a
 	// simulation's sequential ids are their own normal form, so there is
 	// usually nothing to rename).
+	// js.out holds the strings the normalization writes, the names given
+	// among them.
+	var js jsonFixer
 	var ids renamer
 	for i := range t.Entries {
 		if t.Entries[i].Kind == RunStart {
@@ -59,14 +63,14 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
-			ids.name(runID, e.Run, e.Agent)
+			ids.name(runID, e.Run, e.Agent, &js.out)
 		}
 		if e.Work != "" && e.Kind == Work && e.From() == "" && !ids.has(workID, e.Work) {
-			ids.name(workID, e.Work, "w")
+			ids.name(workID, e.Work, "w", &js.out)
 		}
 		for _, c := range e.Calls() {
 			if c.ID != "" && !ids.has(callID, c.ID) {
-				ids.name(callID, c.ID, "call")
+				ids.name(callID, c.ID, "call", &js.out)
 			}
 		}
 		if e.Kind == ToolResult && e.Action == "send" && !e.IsError {
@@ -74,7 +78,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 				ID string `json:"id"`
 			}
 			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" && !ids.has(sendID, rec.ID) {
-				ids.name(sendID, rec.ID, "send")
+				ids.name(sendID, rec.ID, "send", &js.out)
 			}
 		}
 	}
@@ -84,14 +88,17 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// (its arguments, projections, receipts and work.refs) at the keys
 	// that hold them. Content (text, outputs, inputs, other tools' results)
 	// is never rewritten, whatever it holds.
-	js := jsonFixer{run: run, work: work, send: ids.of(sendID), stamps: offsets{start: t.Start},
-		renames: len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0,
-		scan:    scans.Get().(*jsonScan)}
+	js.run, js.work, js.send, js.stamps = run, work, ids.of(sendID), offsets{start: t.Start}
+	js.renames = len(ids.rename[runID])+len(ids.rename[workID])+len(ids.rename[sendID]) > 0
+	js.scan = scans.Get().(*jsonScan)
+	// A run changes a few slices, a platform's week hundreds.
+	js.msgs, js.calls, js.rows = slab.Sized[core.Message](2, 64), slab.Sized[core.ToolCall](2, 64), slab.Sized[string](2, 64)
 	defer js.done()
 
-	var words idWords
-	words.add(run)
-	words.add(work)
+	var words *idWords // the ids a detail may name, when some are renamed
+	if js.renames {
+		words = js.scan.idWords(run, work)
+	}
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	var lastCall, lastFixed *core.ToolCall
 	lastRun, lastRunName := "", ""
@@ -105,12 +112,15 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		if e.Run != lastRun {
 			lastRun, lastRunName = e.Run, run.of(e.Run)
 		}
-		e.Run, e.Work = lastRunName, work.of(e.Work)
+		e.Run = lastRunName
+		if e.Work != "" {
+			e.Work = work.of(e.Work)
+		}
 		if e.Kind == ToolResult {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
-			e.Detail = fixDetail(e.Detail, run, work, &words, &js.out)
+			e.Detail = fixDetail(e.Detail, run, work, words, &js.out)
 		}
 		// A copy's parts are shared with the trace normalized from: they
 		// are copied before they change. A trace normalized in place owns
@@ -126,7 +136,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		case *RequestPart:
 			status := p.Status
 			if js.renames {
-				status = fixRows(status, work, &js.out)
+				status = fixRows(status, work, &js)
 			}
 			if msgs := fixMessages(p.Messages, call, &js); !sameSlice(status, p.Status) || !sameSlice(msgs, p.Messages) {
 				if !inPlace {
@@ -232,8 +242,8 @@ func spells(s string, n int) bool {
 }
 
 // name gives raw the next name of its kind (prefix is the agent's id for a
-// run, the kind's own prefix otherwise).
-func (r *renamer) name(k idKind, raw, prefix string) {
+// run, the kind's own prefix otherwise), written in out.
+func (r *renamer) name(k idKind, raw, prefix string, out *texts) {
 	var n int
 	if k == runID {
 		n, _ = r.perAgent.Get(prefix)
@@ -275,7 +285,12 @@ func (r *renamer) name(k idKind, raw, prefix string) {
 	if r.rename[k] == nil {
 		r.rename[k] = make(map[string]string, r.room(k))
 	}
-	r.rename[k][raw] = prefix + sep + strconv.Itoa(n)
+	var digits [20]byte
+	out.start(len(prefix) + len(sep) + len(digits))
+	out.write(prefix)
+	out.write(sep)
+	out.write(string(strconv.AppendInt(digits[:0], int64(n), 10)))
+	r.rename[k][raw] = out.end()
 }
 
 // room is the room a map of kind k starts with: every run, for runs (a
@@ -305,6 +320,9 @@ func (r *renamer) of(k idKind) names { return r.rename[k] }
 // runs, calls and sends: for callers that hold ids from outside the trace.
 func (r *renamer) any() func(string) string {
 	rename := r.rename
+	if rename[runID] == nil && rename[workID] == nil && rename[callID] == nil && rename[sendID] == nil {
+		return unchanged // nothing renamed: a simulation's ids
+	}
 	return func(s string) string {
 		for _, k := range [...]idKind{workID, runID, callID, sendID} {
 			if n, ok := rename[k][s]; ok {
@@ -315,13 +333,27 @@ func (r *renamer) any() func(string) string {
 	}
 }
 
+// unchanged is the renaming of a trace that renames nothing.
+func unchanged(s string) string { return s }
+
 // fixDetail renames the run and Work ids in a harness entry's detail, which
 // the harness writes as words (a platform event's "session-1
 // delegation.start child=session-2", a note's "crash loses w-1"): only a
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
 func fixDetail(d string, run, work names, words *idWords, out *texts) string {
-	last, changed := 0, false
+	if len(d) < words.minLen || words.maxLen == 0 {
+		return d // no id to rename, or too short to hold one
+	}
+	if words.prefix != "" {
+		return fixDetailAt(d, run, work, words, out)
+	}
+	return fixDetailByWord(d, run, work, words, out)
+}
+
+// fixDetailByWord is fixDetail reading the detail word by word.
+func fixDetailByWord(d string, run, work names, words *idWords, out *texts) string {
+	rw := rewrite{out: out}
 	for i := 0; i < len(d); {
 		switch detailBytes[d[i]] {
 		case quote:
@@ -336,35 +368,92 @@ func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 				continue
 			}
 		}
-		// A word starts at i: it runs to the next separator, quote, or
-		// colon that a space or the end follows.
+		// A word starts at i.
 		from := i
-		for i++; i < len(d); i++ {
-			if k := detailBytes[d[i]]; k != inWord && (k != colon || i+1 == len(d) || d[i+1] == ' ') {
+		i = wordEnd(d, i+1)
+		if n, ok := words.renamed(d[from:i], run, work); ok {
+			rw.replace(d, from, i, n)
+		}
+	}
+	return rw.end(d)
+}
+
+// fixDetailAt is fixDetail for ids that share a prefix (a platform's
+// sessions are session-n): it reads only the words that start with it,
+// found by a search for it, outside the quoted text found by a search for
+// quotes, as the word-by-word reading would find them.
+func fixDetailAt(d string, run, work names, words *idWords, out *texts) string {
+	p := words.prefix
+	rw := rewrite{out: out}
+	at := -1 // the next place the prefix stands at or after i, once found
+	for i := 0; i < len(d); {
+		if at < i {
+			k := strings.Index(d[i:], p)
+			if k < 0 {
 				break
 			}
+			at = i + k
 		}
-		w := d[from:i]
-		if !words.may(w) {
+		if q := strings.IndexByte(d[i:at], '"'); q >= 0 {
+			i = pastQuoted(d, i+q)
 			continue
 		}
-		n := words.name(w, run, work)
-		if n == w {
-			continue
+		// The prefix stands outside quotes; a word starts there unless a
+		// byte of a word comes before it (the prefix's bytes are all a
+		// word's, so no colon that ends a word can: a space would follow
+		// it).
+		if at > 0 {
+			if k := detailBytes[d[at-1]]; k != between && k != quote {
+				i = at + 1
+				continue
+			}
 		}
-		if !changed {
-			out.start(len(d) + 16)
-			changed = true
+		from := at
+		i = wordEnd(d, at+len(p))
+		if n, ok := words.renamed(d[from:i], run, work); ok {
+			rw.replace(d, from, i, n)
 		}
-		out.write(d[last:from])
-		out.write(n)
-		last = i
 	}
-	if !changed {
+	return rw.end(d)
+}
+
+// rewrite writes a detail d with some of its words replaced into out,
+// once the first is.
+type rewrite struct {
+	out     *texts
+	last    int // the end of the last word replaced
+	changed bool
+}
+
+// replace replaces d[from:to] with n.
+func (rw *rewrite) replace(d string, from, to int, n string) {
+	if !rw.changed {
+		rw.out.start(len(d) + 16)
+		rw.changed = true
+	}
+	rw.out.write(d[rw.last:from])
+	rw.out.write(n)
+	rw.last = to
+}
+
+// end returns d as rewritten: d itself when nothing was.
+func (rw *rewrite) end(d string) string {
+	if !rw.changed {
 		return d
 	}
-	out.write(d[last:])
-	return out.end()
+	rw.out.write(d[rw.last:])
+	return rw.out.end()
+}
+
+// wordEnd returns the end of the word of d that runs up to i at least: the
+// next separator, quote, or colon that a space or the end follows.
+func wordEnd(d string, i int) int {
+	for ; i < len(d); i++ {
+		if k := detailBytes[d[i]]; k != inWord && (k != colon || i+1 == len(d) || d[i+1] == ' ') {
+			break
+		}
+	}
+	return i
 }
 
 // pastQuoted returns the index past the double-quoted string that starts
@@ -423,10 +512,24 @@ var detailBytes = func() (c [256]uint8) {
 type idWords struct {
 	first, last    [256]bool
 	minLen, maxLen int
+	// prefix is the ids' longest common prefix up to its first byte that
+	// is not a word's, if any: a detail's words that may be ids are found
+	// by a search for it.
+	prefix string
 	// seen holds the last words looked up, by their length and last two
 	// bytes, and their names: a platform's events name the same few
 	// sessions one after another.
 	seen [64]struct{ word, name string }
+}
+
+// idWords returns the scan's idWords for the ids of run and work.
+func (sc *jsonScan) idWords(run, work names) *idWords {
+	w := &sc.words
+	*w = idWords{}
+	w.add(run)
+	w.add(work)
+	sc.wordsUsed = true
+	return w
 }
 
 // name returns word's name, a Work's before a run's, or word itself.
@@ -451,7 +554,15 @@ func (w *idWords) add(m names) {
 		}
 		if w.maxLen == 0 {
 			w.minLen = len(id)
+			w.prefix = id
+			for i := range len(id) {
+				if detailBytes[id[i]] != inWord {
+					w.prefix = id[:i]
+					break
+				}
+			}
 		}
+		w.prefix = commonPrefix(w.prefix, id)
 		w.first[id[0]], w.last[id[len(id)-1]] = true, true
 		w.minLen, w.maxLen = min(w.minLen, len(id)), max(w.maxLen, len(id))
 	}
@@ -460,6 +571,26 @@ func (w *idWords) add(m names) {
 // may reports whether word may be an id to rename.
 func (w *idWords) may(word string) bool {
 	return len(word) >= w.minLen && len(word) <= w.maxLen && len(word) > 0 && w.first[word[0]] && w.last[word[len(word)-1]]
+}
+
+// renamed returns word's name and true when word is an id that is renamed.
+func (w *idWords) renamed(word string, run, work names) (string, bool) {
+	if !w.may(word) {
+		return "", false
+	}
+	n := w.name(word, run, work)
+	return n, n != word
+}
+
+// commonPrefix returns the longest prefix of a that b starts with.
+func commonPrefix(a, b string) string {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return a[:i]
+		}
+	}
+	return a[:n]
 }
 
 // fixRow renames the id a status row starts with ("- w-1 · research ·
@@ -509,12 +640,28 @@ type jsonFixer struct {
 	// scan is reused from document to document of one normalization, and
 	// from one normalization to the next.
 	scan *jsonScan
-	// out holds the documents, details and rows the normalization rewrote.
+	// out holds the documents, details and rows the normalization
+	// rewrote, and the names given.
 	out texts
-	// The last document fixed: a tool's answer is fixed in its result's
-	// entry and again as a message of its caller's next request.
-	lastIn, lastOut string
-	lastWork        bool
+	// msgs, calls and rows hold the copies of the messages, calls and
+	// status rows changed, a few allocations for a normalization rather
+	// than one a slice.
+	msgs  slab.Slab[core.Message]
+	calls slab.Slab[core.ToolCall]
+	rows  slab.Slab[string]
+	// seen holds the last documents read, filtered out or fixed, and what
+	// they became, by their length: a tool's answer comes again as a
+	// message of its caller's next request, and a call's arguments in its
+	// call's entry and in the next request's assistant message, with other
+	// runs' entries between them.
+	seen [8]fixedDoc
+}
+
+// fixedDoc is a document fix read (in, as the work tool's or not) and
+// what it became.
+type fixedDoc struct {
+	in, out string
+	work    bool
 }
 
 // scans are the scans of normalizations done.
@@ -528,6 +675,9 @@ func (f *jsonFixer) done() {
 	clear(sc.pending[:cap(sc.pending)])
 	clear(sc.edits[:cap(sc.edits)])
 	sc.frames, sc.pending, sc.edits = sc.frames[:0], sc.pending[:0], sc.edits[:0]
+	if sc.wordsUsed {
+		sc.words, sc.wordsUsed = idWords{}, false // nothing of the trace is kept
+	}
 	scans.Put(sc)
 }
 
@@ -559,19 +709,29 @@ type jsonScan struct {
 	frames  []jsonFrame
 	pending []jsonEdit
 	edits   []jsonEdit
+	// words are the ids details may name, for a normalization that
+	// renames some (wordsUsed).
+	words     idWords
+	wordsUsed bool
 }
 
 // fix fixes a JSON document; work says it is the work tool's (its
 // arguments or answer, or a work.ref), whose id keys count.
 func (f *jsonFixer) fix(s string, work bool) string {
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || (!work && !mayHoldPlatformKey(s)) || (!f.renames && !mayHoldTimestamp(s)) {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') {
 		return s
 	}
-	if s == f.lastIn && work == f.lastWork {
-		return f.lastOut
+	// The same document is mostly the same string: its bytes compare at
+	// once.
+	seen := &f.seen[len(s)%len(f.seen)]
+	if len(seen.in) == len(s) && seen.work == work && seen.in == s {
+		return seen.out
 	}
-	out := f.fixDoc(s, work)
-	f.lastIn, f.lastWork, f.lastOut = s, work, out
+	out := s
+	if (work || mayHoldPlatformKey(s)) && (f.renames || mayHoldTimestamp(s)) {
+		out = f.fixDoc(s, work)
+	}
+	*seen = fixedDoc{in: s, out: out, work: work}
 	return out
 }
 
@@ -805,12 +965,12 @@ func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, alway
 
 // fixRows renames the Work id of every status row, copying the slice only
 // if one changes.
-func fixRows(rows []string, work names, texts *texts) []string {
+func fixRows(rows []string, work names, js *jsonFixer) []string {
 	var out []string
 	for i, row := range rows {
-		f := fixRow(row, work, texts)
+		f := fixRow(row, work, &js.out)
 		if out == nil && f != row {
-			out = slices.Clone(rows)
+			out = clone(&js.rows, rows)
 		}
 		if out != nil {
 			out[i] = f
@@ -835,7 +995,7 @@ func fixMessages(ms []core.Message, id names, js *jsonFixer) []core.Message {
 		}
 		callID, calls := id.of(m.ToolCallID), fixCalls(m.ToolCalls, id, js)
 		if out == nil && (content != m.Content || callID != m.ToolCallID || !sameSlice(calls, m.ToolCalls)) {
-			out = slices.Clone(ms)
+			out = clone(&js.msgs, ms)
 		}
 		if out != nil {
 			out[i].Content, out[i].ToolCallID, out[i].ToolCalls = content, callID, calls
@@ -853,7 +1013,7 @@ func fixCalls(calls []core.ToolCall, id names, js *jsonFixer) []core.ToolCall {
 		c := &calls[i]
 		cid, args := id.of(c.ID), workArgs(c, js)
 		if out == nil && (cid != c.ID || args != c.Arguments) {
-			out = slices.Clone(calls)
+			out = clone(&js.calls, calls)
 		}
 		if out != nil {
 			out[i].ID, out[i].Arguments = cid, args
@@ -863,6 +1023,13 @@ func fixCalls(calls []core.ToolCall, id names, js *jsonFixer) []core.ToolCall {
 		return calls
 	}
 	return out
+}
+
+// clone returns a copy of s taken from sl, with no room to grow.
+func clone[T any](sl *slab.Slab[T], s []T) []T {
+	c := sl.Take(len(s))
+	copy(c, s)
+	return c
 }
 
 // texts builds the strings a normalization rewrites one after another in
@@ -979,9 +1146,9 @@ func (o *offsets) replace(s string) string {
 
 // parseTimestamp is time.Parse(time.RFC3339Nano, ts) for a string
 // timestampLen accepted. The runtime writes UTC with milliseconds
-// (2026-01-01T00:00:05.000Z), and that form is read directly; time.Date
-// normalizes impossible dates, so a date it changes goes to time.Parse for
-// its error.
+// (2026-01-01T00:00:05.000Z), and that form is read directly: a date
+// whose fields are in range (the ones time.Date keeps as they are) is
+// that instant; any other goes to time.Parse for its error.
 func parseTimestamp(ts string) (time.Time, error) {
 	if len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' {
 		num := func(i, n int) int {
@@ -992,12 +1159,25 @@ func parseTimestamp(ts string) (time.Time, error) {
 			return v
 		}
 		y, mo, d, h, mi, sec, ms := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 3)
-		t := time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC)
-		if t.Year() == y && int(t.Month()) == mo && t.Day() == d && t.Hour() == h && t.Minute() == mi && t.Second() == sec && h < 24 {
-			return t, nil
+		if mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(time.Month(mo), y) && h < 24 && mi < 60 && sec < 60 && ms < 1000 {
+			return time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC), nil
 		}
 	}
 	return time.Parse(time.RFC3339Nano, ts)
+}
+
+// daysIn is the number of days of month m of year y.
+func daysIn(m time.Month, y int) int {
+	switch m {
+	case time.February:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
 }
 
 // timestampLen returns the length of the timestamp at s[i:], or 0: the

@@ -177,6 +177,11 @@ func TestNormalizationAllocatesNothingPerEntryWithNothingToRename(t *testing.T) 
 				tr.NormalizeIDs()
 			}) - testing.AllocsPerRun(20, func() { _ = make([]Entry, len(entries)) })
 		}
+		// With nothing renamed, the normalized trace alone (its renaming
+		// of outside ids was a closure of its own).
+		if run == "coord#1" && allocs[0] > 1 {
+			t.Errorf("normalizing a trace with nothing to rename takes %v allocations besides its entries, want 1", allocs[0])
+		}
 		if allocs[1] != allocs[0] {
 			t.Errorf("run %s: normalizing 100 steps takes %v allocations, 10 steps %v: want the same", run, allocs[1], allocs[0])
 		}
@@ -402,4 +407,61 @@ func TestAStringClosesWhereAnEscapeByEscapeReadingCloses(t *testing.T) {
 		}
 	}
 	walk(`"`)
+}
+
+// A detail read at the places its ids' common prefix stands renames what a
+// reading word by word renames: for every detail of up to six bytes of
+// an alphabet of ids' bytes, separators, quotes, escapes and colons, with
+// ids that share a longer prefix and ids that share only their first byte.
+func TestADetailReadWhereItsIDsPrefixStandsRenamesWhatAReadingWordByWordRenames(t *testing.T) {
+	for _, ids := range []names{
+		{"s-1": "a#1", "s-11": "a#2"},
+		{"s-1": "a#1", "s:1": "a#2", "s": "a#3"},
+	} {
+		var words idWords
+		words.add(ids)
+		if words.prefix == "" {
+			t.Fatalf("ids %v share no prefix", ids)
+		}
+		var out texts
+		const alphabet = "s-1 =\":\\x"
+		var walk func(d string)
+		walk = func(d string) {
+			if got, want := fixDetailAt(d, ids, nil, &words, &out), fixDetailByWord(d, ids, nil, &words, &out); got != want {
+				t.Fatalf("ids %v: %q read where the prefix stands became %q, word by word %q", ids, d, got, want)
+			}
+			if len(d) == 6 {
+				return
+			}
+			for _, c := range []byte(alphabet) {
+				walk(d + string(c))
+			}
+		}
+		walk("")
+	}
+}
+
+// Normalizing a platform's week in place (see platformWeek) writes the
+// names it gives and the copies of the slices it changes into a few
+// chunks: it allocates no string per name and no slice per request whose
+// messages changed.
+func TestNormalizingAPlatformsWeekAllocatesChunksNotAStringPerNameOrASlicePerRequest(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	const runs = 10
+	traces := make([]*Trace, runs+1)
+	for i := range traces {
+		traces[i] = platformWeek()
+	}
+	n := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		traces[n].NormalizeInPlace()
+		n++
+	})
+	// 640 before the cut (a string per name, a slice per
+	// request), 31 since.
+	if allocs > 31 {
+		t.Errorf("normalizing a platform's week allocated %v times, want at most 31", allocs)
+	}
 }

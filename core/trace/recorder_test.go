@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 )
 
 // A run offers the same tools at every step: recording a request costs no
@@ -96,6 +97,43 @@ func TestARunsInputIsCopiedWithoutAnAllocationOfItsOwn(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { r.Observe(ev) }); n != 0 {
 		t.Errorf("recording a run's start allocates %v times, want 0", n)
+	}
+}
+
+// A short run (a coordinator and a child: a few requests with status rows,
+// responses, run starts with inputs and ends, Work transitions) records
+// its parts in the recorder's own first chunks: making the recorder, its
+// entries' room, and the one list of tool names are all it allocates.
+func TestAShortRunsPartsGoIntoTheRecordersOwnFirstChunks(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	tools := []core.ToolSpec{{Name: "research"}, {Name: "work"}}
+	blk := statusBlock(core.StatusRow{ID: "w-1", Label: "research", State: "running", Elapsed: time.Second})
+	in := map[string]any{"question": "why?"}
+	events := []core.Event{
+		{Kind: core.EventRunStart, Run: "coord#1", Input: in},
+		{Kind: core.EventRunStart, Run: "research#1", Input: in},
+	}
+	for range 5 {
+		events = append(events, core.Event{Kind: core.EventRequest, Run: "coord#1", Request: &core.Request{Tools: tools, Status: blk}},
+			core.Event{Kind: core.EventResponse, Run: "coord#1", Response: &core.Response{Text: "ok"}})
+	}
+	for _, to := range []core.WorkState{"queued", "running", "cancel-requested", "cancelled"} {
+		events = append(events, core.Event{Kind: core.EventWorkTransition, Work: "w-1", To: to})
+	}
+	events = append(events, core.Event{Kind: core.EventRunEnd, Run: "research#1"}, core.Event{Kind: core.EventRunEnd, Run: "coord#1"})
+	allocs := testing.AllocsPerRun(20, func() {
+		r := NewRecorder(tsStart)
+		r.Grow(len(events))
+		for i := range events {
+			events[i].Time = tsStart
+			r.Record(&events[i])
+		}
+	})
+	// Thirteen when the parts had no first chunks of the recorder's.
+	if allocs > 3 {
+		t.Errorf("recording a short run allocates %v times, want at most 3", allocs)
 	}
 }
 

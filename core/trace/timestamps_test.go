@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -98,6 +99,30 @@ func TestTheTimestampFilterNeverMissesATime(t *testing.T) {
 	for _, s := range []string{"", "T", "no time here", "TTTTTTTTTTTTTTTT", "2026-01-01 00:00:05Z", "2026-01-01T"} {
 		if mayHoldTimestamp(s) {
 			t.Errorf("the filter lets %q through", s)
+		}
+	}
+}
+
+// The runtime's form is read as the instant time.Date makes of its fields
+// exactly when time.Date keeps every field as it is (a 30 February, an
+// hour 24 or a second 60 it would carry into the next field): for every
+// month 0-13 and day 0-32 of leap and common years, and the edges of the
+// clock's fields.
+func TestTheRuntimesFormIsReadWhereTimeDateKeepsItsFields(t *testing.T) {
+	for _, y := range []int{0, 1900, 2000, 2024, 2026, 2100, 9999} {
+		for mo := 0; mo <= 13; mo++ {
+			for d := 0; d <= 32; d++ {
+				for _, c := range [][4]int{{0, 0, 0, 0}, {23, 59, 59, 999}, {24, 0, 0, 0}, {0, 60, 0, 0}, {0, 0, 60, 0}} {
+					h, mi, sec, ms := c[0], c[1], c[2], c[3]
+					ts := fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, mo, d, h, mi, sec, ms)
+					want := time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC)
+					kept := want.Year() == y && int(want.Month()) == mo && want.Day() == d && want.Hour() == h && want.Minute() == mi && want.Second() == sec
+					got, err := parseTimestamp(ts)
+					if kept && (err != nil || !got.Equal(want)) || !kept && err == nil {
+						t.Fatalf("parseTimestamp(%s) = %v, %v; time.Date keeps its fields: %v", ts, got, err, kept)
+					}
+				}
+			}
 		}
 	}
 }

@@ -354,6 +354,20 @@ type Recorder struct {
 	// rows holds the requests' status rows, inputs the runs' inputs.
 	rows   chunks[string]
 	inputs chunks[byte]
+	// first is where the parts of a short run go, made with the
+	// recorder: a run of a coordinator and a child records its parts
+	// without an allocation of their own.
+	first firstParts
+}
+
+// firstParts are the first chunks of a recorder's parts.
+type firstParts struct {
+	requests  [6]RequestPart
+	responses [6]ResponsePart
+	runs      [4]RunPart
+	works     [6]WorkPart
+	rows      [16]string
+	inputs    [256]byte
 }
 
 // NewRecorder returns a recorder whose offsets count from start.
@@ -369,6 +383,16 @@ func (r *Recorder) begin(start time.Time) {
 	if r.inputs.next == 0 {
 		r.inputs = sizedChunks[byte](256, 16<<10)
 	}
+	// The first chunks are the recorder's own (a reset hands them out
+	// again: nothing taken from them is in use any more).
+	f := &r.first
+	clear(f.requests[:])
+	clear(f.responses[:])
+	clear(f.runs[:])
+	clear(f.works[:])
+	clear(f.rows[:])
+	r.requests.free, r.responses.free, r.runs.free = f.requests[:], f.responses[:], f.runs[:]
+	r.works.free, r.rows.free, r.inputs.free = f.works[:], f.rows[:], f.inputs[:]
 }
 
 // Reset empties the recorder for another run whose offsets count from
@@ -555,17 +579,25 @@ func statusRows(rows []string, blk *core.StatusBlock) []string {
 // renders reports whether line is the row as StatusRow.String renders it.
 func renders(r core.StatusRow, line string) bool {
 	var buf [20]byte
-	for _, part := range [...]string{"- ", r.ID, " · ", r.Label, " · ", string(r.State), " ",
-		string(strconv.AppendInt(buf[:0], int64(r.Elapsed/time.Second), 10)), "s"} {
-		var ok bool
-		if line, ok = strings.CutPrefix(line, part); !ok {
-			return false
-		}
+	secs := strconv.AppendInt(buf[:0], int64(r.Elapsed/time.Second), 10)
+	if !eat(&line, "- ") || !eat(&line, r.ID) || !eat(&line, " · ") || !eat(&line, r.Label) || !eat(&line, " · ") ||
+		!eat(&line, string(r.State)) || !eat(&line, " ") || !eat(&line, string(secs)) || !eat(&line, "s") {
+		return false
 	}
 	if r.ResultAvailable {
 		return line == " · Result available"
 	}
 	return line == ""
+}
+
+// eat cuts prefix off the front of *s, and reports whether *s started
+// with it.
+func eat(s *string, prefix string) bool {
+	if !strings.HasPrefix(*s, prefix) {
+		return false
+	}
+	*s = (*s)[len(prefix):]
+	return true
 }
 
 // toolNames returns the names of a request's tools: a list an earlier
