@@ -154,19 +154,31 @@ func (r *run) processOptions() (platform.Options, *process) {
 		}),
 	}
 	opts.Agents, opts.Store, opts.Instance = pr.sc.Agents, pr.store, proc.instance
-	opts.Observer = platform.ObserverFunc(func(e platform.Event) {
-		if proc.dead {
-			return
-		}
-		r.platformEvent(rec, e)
-		if r.opts.platformDefect != nil {
-			for _, extra := range r.opts.platformDefect(e) {
-				extra.Seq, extra.Time = e.Seq, e.Time
-				r.platformEvent(rec, extra)
-			}
-		}
-	})
+	opts.Observer = &processObserver{r: r, proc: proc, rec: rec}
 	return opts, proc
+}
+
+// processObserver is a process's platform observer: an event reaches
+// Observe directly (not copied once more through an ObserverFunc) and is
+// read where Observe was handed it from there on.
+type processObserver struct {
+	r    *run
+	proc *process
+	rec  platform.Observer
+}
+
+func (o *processObserver) Observe(e platform.Event) {
+	if o.proc.dead {
+		return
+	}
+	r := o.r
+	r.platformEvent(o.rec, &e)
+	if r.opts.platformDefect != nil {
+		for _, extra := range r.opts.platformDefect(e) {
+			extra.Seq, extra.Time = e.Seq, e.Time
+			r.platformEvent(o.rec, &extra)
+		}
+	}
 }
 
 // live makes p, running as proc, the run's current process.
@@ -178,15 +190,16 @@ func (r *run) live(proc *process, p *platform.Platform) {
 
 // platformEvent records a platform event in the trace, keeps it for the
 // invariants and fires the triggers it makes due.
-func (r *run) platformEvent(rec platform.Observer, e platform.Event) {
+func (r *run) platformEvent(rec platform.Observer, e *platform.Event) {
 	r.flushJump()
-	rec.Observe(e)
+	rec.Observe(*e)
 	if e.Type == platform.EventSchedulerLeader {
 		r.plat.leader = e.Text
 	}
 	if e.Task != "" {
 		// The platform invariants are about tasks: keep only their events.
-		r.platEvents = append(r.platEvents, platEvent{entry: r.rec.Len() - 1, ev: e})
+		r.platEvents = append(r.platEvents, platEvent{entry: r.rec.Len() - 1})
+		r.platEvents[len(r.platEvents)-1].ev = *e
 	}
 	if len(r.triggers) > 0 {
 		r.checkTriggers()
