@@ -352,10 +352,28 @@ func (r *run) onJump(from, to time.Time) {
 	r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(from, to)})
 }
 
-// jumped describes a clock jump at the scenario's resolution.
+// jumped describes a clock jump at the scenario's resolution: "jumped "
+// and trace.Offset of the jump, " to " and trace.Offset of where it
+// landed, written into one string.
 func (r *run) jumped(from, to time.Time) string {
 	res := r.sc.Options.ShownAt()
-	return "jumped " + trace.Offset(trace.Round(to.Sub(from), res)) + " to " + trace.Offset(trace.Round(to.Sub(sim.Epoch), res))
+	var buf [64]byte
+	b := append(buf[:0], "jumped "...)
+	b = appendOffset(b, trace.Round(to.Sub(from), res))
+	b = append(b, " to "...)
+	b = appendOffset(b, trace.Round(to.Sub(sim.Epoch), res))
+	return string(b)
+}
+
+// appendOffset appends trace.Offset(d) to b.
+func appendOffset(b []byte, d time.Duration) []byte {
+	switch {
+	case d == 0:
+		return append(b, "+0s"...)
+	case d > 0:
+		b = append(b, '+')
+	}
+	return append(b, d.String()...)
 }
 
 // observe records an event and fires the triggers it makes due. e is read
