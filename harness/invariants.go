@@ -85,6 +85,9 @@ type Facts struct {
 	// these, not against every Work and secret of the run.
 	secrets    needles
 	unreturned map[string]*needles
+	// room is where the next Work facts are made (the checker's first
+	// few, allocated with it), before any is allocated on its own.
+	room []WorkFacts
 }
 
 // WorkFacts is what the trace said of one Work item.
@@ -224,6 +227,10 @@ type checker struct {
 	// by is invs by what they read, when invs is defaultInvariants or
 	// platformDefaults itself (see reading); nil otherwise.
 	by *readers
+	// The first backings of the facts' lists and their first Work facts,
+	// allocated with the checker: a run has a few Work items and secrets.
+	order0, secrets0 [4]string
+	works0           [4]WorkFacts
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
@@ -240,6 +247,13 @@ func (c *checker) init(r *run, invs []Invariant, facts Facts) {
 		facts = Facts{Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}}
 	}
 	*c = checker{r: r, invs: invs, state: facts, by: readersFor(invs)}
+	if c.state.Order == nil {
+		c.state.Order = c.order0[:0]
+	}
+	if c.state.Secrets == nil {
+		c.state.Secrets = c.secrets0[:0]
+	}
+	c.state.room = c.works0[:]
 }
 
 // readersFor returns invs by what they read, when invs is one of the
@@ -359,7 +373,12 @@ func (s *Facts) learn(e *trace.Entry) {
 	case trace.Work:
 		w := s.Works[e.Work]
 		if w == nil {
-			w = &WorkFacts{Owner: e.Run, order: len(s.Order)}
+			if len(s.room) > 0 {
+				w, s.room = &s.room[0], s.room[1:]
+				*w = WorkFacts{Owner: e.Run, order: len(s.Order)}
+			} else {
+				w = &WorkFacts{Owner: e.Run, order: len(s.Order)}
+			}
 			s.Works[e.Work] = w
 			s.Order = append(s.Order, e.Work)
 		}
