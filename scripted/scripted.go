@@ -148,7 +148,11 @@ type Provider struct {
 	// two, then twice as many as the last time, up to sixty-four.
 	runRoom  []runState
 	runChunk int
-	callSeq  int
+	// callRoom is where the next responses are made, a few at a time as
+	// the runs' states are.
+	callRoom  []oneCall
+	callChunk int
+	callSeq   int
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
 	// room is what Reserve set aside for the scripts to come.
@@ -269,14 +273,28 @@ func (p *Provider) newRun() *runState {
 		*run = runState{}
 		return run
 	}
-	if len(p.runRoom) == 0 {
-		p.runChunk = min(max(2*p.runChunk, 2), 64)
-		p.runRoom = make([]runState, p.runChunk)
-	}
-	run := &p.runRoom[0]
-	p.runRoom = p.runRoom[1:]
+	run := fromRoom(&p.runRoom, &p.runChunk)
 	p.kept.runStates().keep(run)
 	return run
+}
+
+// fromRoom takes a zero value from room, which is made a few at a time:
+// two, then twice as many as the last time (chunk), up to sixty-four.
+func fromRoom[T any](room *[]T, chunk *int) *T {
+	if len(*room) == 0 {
+		*chunk = min(max(2*(*chunk), 2), 64)
+		*room = make([]T, *chunk)
+	}
+	v := &(*room)[0]
+	*room = (*room)[1:]
+	return v
+}
+
+// newCall is a zero response from the call room.
+func (p *Provider) newCall() *oneCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fromRoom(&p.callRoom, &p.callChunk)
 }
 
 // history returns what the run's references resolve against in req (the
@@ -672,7 +690,7 @@ func (p *Provider) encode(req *core.Request, c choice) (*core.Response, error) {
 	if len(t.Calls) == 1 {
 		r := p.kept.oneCalls().take()
 		if r == nil {
-			r = &oneCall{}
+			r = p.newCall()
 			p.kept.oneCalls().keep(r)
 		} else {
 			*r = oneCall{}
@@ -683,7 +701,7 @@ func (p *Provider) encode(req *core.Request, c choice) (*core.Response, error) {
 		clear(resp.ToolCalls)
 		*resp = core.Response{ToolCalls: resp.ToolCalls[:0]}
 	} else {
-		resp = &core.Response{}
+		resp = &p.newCall().Response // its call left unused
 		p.kept.responses().keep(resp)
 	}
 	resp.Text = t.Text
