@@ -15,6 +15,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fewmap"
+	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 // Turn is what the model does at one provider step: call tools, say text,
@@ -144,15 +145,12 @@ type Provider struct {
 	failures []error
 	runs     fewmap.Map[*runState] // by run id
 	ordinals fewmap.Map[int]       // agent → runs seen
-	// runRoom is where the next runs' states are made, a few at a time:
-	// two, then twice as many as the last time, up to sixty-four.
-	runRoom  []runState
-	runChunk int
-	// callRoom is where the next responses are made, a few at a time as
-	// the runs' states are.
-	callRoom  []oneCall
-	callChunk int
-	callSeq   int
+	// runRoom and callRoom are where the next runs' states and responses
+	// are made, a few at a time: two, then twice as many as the last
+	// time, up to sixty-four (newRooms).
+	runRoom  slab.Slab[runState]
+	callRoom slab.Slab[oneCall]
+	callSeq  int
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
 	// room is what Reserve set aside for the scripts to come.
@@ -273,28 +271,22 @@ func (p *Provider) newRun() *runState {
 		*run = runState{}
 		return run
 	}
-	run := fromRoom(&p.runRoom, &p.runChunk)
+	run := p.runRoom.New()
 	p.kept.runStates().keep(run)
 	return run
 }
 
-// fromRoom takes a zero value from room, which is made a few at a time:
-// two, then twice as many as the last time (chunk), up to sixty-four.
-func fromRoom[T any](room *[]T, chunk *int) *T {
-	if len(*room) == 0 {
-		*chunk = min(max(2*(*chunk), 2), 64)
-		*room = make([]T, *chunk)
-	}
-	v := &(*room)[0]
-	*room = (*room)[1:]
-	return v
+// newRooms starts the rooms of the runs' states and the responses: a run
+// has a few of each, a loop's week a few hundred.
+func (p *Provider) newRooms() {
+	p.runRoom, p.callRoom = slab.Sized[runState](2, 64), slab.Sized[oneCall](2, 64)
 }
 
 // newCall is a zero response from the call room.
 func (p *Provider) newCall() *oneCall {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return fromRoom(&p.callRoom, &p.callChunk)
+	return p.callRoom.New()
 }
 
 // history returns what the run's references resolve against in req (the
@@ -349,6 +341,7 @@ func (s *script) fit() {
 func New(opts ...Options) *Provider {
 	p := &Provider{}
 	p.requests = p.requests0[:0]
+	p.newRooms()
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -422,6 +415,7 @@ func (p *Provider) Refork(from *Provider, opts ...Options) *Provider {
 	}
 	*p = Provider{kept: k}
 	p.requests = p.requests0[:0]
+	p.newRooms()
 	if requests != nil {
 		clear(requests)
 		p.requests = requests[:0]
