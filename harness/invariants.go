@@ -91,6 +91,8 @@ type Facts struct {
 	// Work facts and owners' sets are taken.
 	room          *factsRoom
 	works, owners int
+	// texts, when set, holds the keys of CallStarted (the run's texts).
+	texts *texts
 }
 
 // factsRoom is where a run's facts are made first: a run has a few Work
@@ -262,6 +264,9 @@ func (c *checker) init(r *run, invs []Invariant, facts Facts) {
 	}
 	*c = checker{r: r, invs: invs, state: facts, by: readersFor(invs)}
 	c.state.room = &c.room
+	if r != nil && r.out != nil {
+		c.state.texts = &r.out.texts
+	}
 	if c.state.Order == nil {
 		c.state.Order = c.room.order[:0]
 	}
@@ -423,7 +428,11 @@ func (s *Facts) learn(e *trace.Entry) {
 			s.secrets.add(secret[:min(len(secret), leakPrefix)], len(s.Secrets)-1, "")
 		}
 	case trace.ToolCall:
-		s.CallStarted[e.Run+"/"+e.Call.ID] = e.At
+		if s.texts != nil {
+			s.CallStarted[s.texts.join(e.Run, "/", e.Call.ID)] = e.At
+		} else {
+			s.CallStarted[e.Run+"/"+e.Call.ID] = e.At
+		}
 	case trace.ToolResult:
 		if e.Action == "result" {
 			if w := s.Works[e.Work]; w != nil && w.Output != "" && e.Content == w.Output {

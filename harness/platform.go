@@ -529,10 +529,9 @@ func (r *run) runPlatform() *Outcome {
 	if invs == nil {
 		invs = platformDefaults
 	}
+	o := r.outcome()
 	r.checker = &r.own
 	r.own.init(r, invs, r.keeps().spare.facts)
-	o := r.newOutcome(r.sc.Name, r.opts.Seed)
-	r.seed = &o.seed
 	out := &o.Outcome
 	if err := r.startPlatform(out); err != nil {
 		out.PrepareErr = err
