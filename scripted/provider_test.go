@@ -614,7 +614,8 @@ func TestAReforkedProviderAnswersAsAForkAndReusesItsRunsAndResponses(t *testing.
 	forked := testing.AllocsPerRun(50, func() { steps(base.Fork()) })
 	reforked := testing.AllocsPerRun(50, func() { steps(p.Refork(base)) })
 	// A fork makes the provider, its scripts, three run states (one
-	// chunk of two, one of four) and four responses (likewise).
+	// chunk of two, one of four) and its responses (a chunk with room for
+	// as many as the scripts have turns, and more as they repeat).
 	if forked-reforked < 6 {
 		t.Errorf("a reforked provider's round allocates %v times, a fork's %v: want at least 6 fewer", reforked, forked)
 	}

@@ -442,7 +442,7 @@ func (p *Provider) forkInto(q *Provider, k *kept) {
 			k.scripts = scripts
 		}
 	}
-	i := 0
+	i, turns := 0, 0
 	for key, s := range p.scripts.All {
 		c := &scripts[i]
 		i++
@@ -450,7 +450,11 @@ func (p *Provider) forkInto(q *Provider, k *kept) {
 		c.args = s.args[:len(s.args):len(s.args)]
 		c.fit()
 		q.scripts.Set(key, c)
+		turns += len(s.turns)
 	}
+	// A run of the scripts answers about as many requests as they have
+	// turns (more when some repeat): room for that many responses first.
+	q.callRoom = slab.Sized[oneCall](min(max(turns, 2), 64), 64)
 	q.runScripts = p.runScripts
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
