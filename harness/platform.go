@@ -147,24 +147,30 @@ func (r *run) processOptions() (platform.Options, *process) {
 		MaxOutstanding: r.sc.Options.MaxOutstanding,
 		MaxSteps:       r.sc.Options.MaxSteps,
 		Testing:        r.opts.Testing,
-		Observer: core.ObserverFunc(func(e core.Event) {
-			if !proc.dead {
-				r.observe(&e)
-			}
-		}),
 	}
+	obs := &processObserver{r: r, proc: proc, rec: rec}
+	opts.Core.Observer = (*processCoreObserver)(obs)
 	opts.Agents, opts.Store, opts.Instance = pr.sc.Agents, pr.store, proc.instance
-	opts.Observer = &processObserver{r: r, proc: proc, rec: rec}
+	opts.Observer = obs
 	return opts, proc
 }
 
-// processObserver is a process's platform observer: an event reaches
-// Observe directly (not copied once more through an ObserverFunc) and is
-// read where Observe was handed it from there on.
+// processObserver is a process's platform observer, and as a
+// processCoreObserver its runtime's: an event reaches Observe directly
+// (not copied once more through an ObserverFunc) and is read where
+// Observe was handed it from there on.
 type processObserver struct {
 	r    *run
 	proc *process
 	rec  platform.Observer
+}
+
+type processCoreObserver processObserver
+
+func (o *processCoreObserver) Observe(e core.Event) {
+	if !o.proc.dead {
+		o.r.observe(&e)
+	}
 }
 
 func (o *processObserver) Observe(e platform.Event) {
