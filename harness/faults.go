@@ -233,11 +233,15 @@ func (f *Faults) Inject(ctx context.Context, req *core.Request, ordinal int, sin
 	}
 }
 
+// mayInject reports whether a provider fault may fire at all: a plan, or
+// a provider fault among the run's.
+func (f *Faults) mayInject() bool { return f.plan != nil || f.onProvider }
+
 // next finds the first provider fault from index from on (of the plan, or
 // of the fault list) that fires on the step, draws what it needs, records
 // it as fired, and returns it with its index.
 func (f *Faults) next(agent string, run, step, from int) (PlannedFault, int, bool) {
-	if f.plan == nil && !f.onProvider {
+	if !f.mayInject() {
 		return PlannedFault{}, 0, false
 	}
 	f.mu.Lock()
@@ -462,8 +466,10 @@ func (p *faultProvider) ReadsRequestsOnly() bool {
 // Step applies the step's faults, then asks the model.
 func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
 	r := p.r
-	if err := r.faults.Inject(ctx, req, r.ordinals.of(req.Run), p); err != nil {
-		return nil, err
+	if r.faults.mayInject() { // else no step needs the run's ordinal
+		if err := r.faults.Inject(ctx, req, r.ordinals.of(req.Run), p); err != nil {
+			return nil, err
+		}
 	}
 	return r.model.Step(ctx, req)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/internal/fewmap"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/sim"
 )
@@ -84,7 +85,27 @@ type Facts struct {
 	// order, tagged with the Work's id. An entry is checked against
 	// these, not against every Work and secret of the run.
 	secrets    needles
-	unreturned map[string]*needles
+	unreturned fewmap.Map[*needles]
+	// room is the first backing of the facts, allocated with the checker
+	// (nil for facts that have none); works and owners count what of its
+	// Work facts and owners' sets are taken.
+	room          *factsRoom
+	works, owners int
+	// texts, when set, holds the keys of CallStarted (the run's texts).
+	texts *texts
+}
+
+// factsRoom is where a run's facts are made first: a run has a few Work
+// items, secrets and owners of background Work, and what it learns of
+// them is allocated with its checker, not one by one.
+type factsRoom struct {
+	order, secrets [2]string
+	works          [2]WorkFacts
+	secretNeedles  [2]needle
+	// owners are the first owners' sets of unreturned outputs, each
+	// with two of ownerNeedles as the first backing of its list.
+	owners       [1]needles
+	ownerNeedles [2]needle
 }
 
 // WorkFacts is what the trace said of one Work item.
@@ -224,6 +245,8 @@ type checker struct {
 	// by is invs by what they read, when invs is defaultInvariants or
 	// platformDefaults itself (see reading); nil otherwise.
 	by *readers
+	// room is the first backing of the facts (Facts.room).
+	room factsRoom
 }
 
 func newChecker(r *run, invs []Invariant) *checker {
@@ -240,6 +263,19 @@ func (c *checker) init(r *run, invs []Invariant, facts Facts) {
 		facts = Facts{Works: map[string]*WorkFacts{}, CallStarted: map[string]time.Duration{}}
 	}
 	*c = checker{r: r, invs: invs, state: facts, by: readersFor(invs)}
+	c.state.room = &c.room
+	if r != nil && r.out != nil {
+		c.state.texts = &r.out.texts
+	}
+	if c.state.Order == nil {
+		c.state.Order = c.room.order[:0]
+	}
+	if c.state.Secrets == nil {
+		c.state.Secrets = c.room.secrets[:0]
+	}
+	if c.state.secrets.list == nil {
+		c.state.secrets.list = c.room.secretNeedles[:0]
+	}
 }
 
 // readersFor returns invs by what they read, when invs is one of the
@@ -359,7 +395,13 @@ func (s *Facts) learn(e *trace.Entry) {
 	case trace.Work:
 		w := s.Works[e.Work]
 		if w == nil {
-			w = &WorkFacts{Owner: e.Run, order: len(s.Order)}
+			if s.room != nil && s.works < len(s.room.works) {
+				w = &s.room.works[s.works]
+				s.works++
+				*w = WorkFacts{Owner: e.Run, order: len(s.Order)}
+			} else {
+				w = &WorkFacts{Owner: e.Run, order: len(s.Order)}
+			}
 			s.Works[e.Work] = w
 			s.Order = append(s.Order, e.Work)
 		}
@@ -386,7 +428,11 @@ func (s *Facts) learn(e *trace.Entry) {
 			s.secrets.add(secret[:min(len(secret), leakPrefix)], len(s.Secrets)-1, "")
 		}
 	case trace.ToolCall:
-		s.CallStarted[e.Run+"/"+e.Call.ID] = e.At
+		if s.texts != nil {
+			s.CallStarted[s.texts.join(e.Run, "/", e.Call.ID)] = e.At
+		} else {
+			s.CallStarted[e.Run+"/"+e.Call.ID] = e.At
+		}
 	case trace.ToolResult:
 		if e.Action == "result" {
 			if w := s.Works[e.Work]; w != nil && w.Output != "" && e.Content == w.Output {
@@ -413,7 +459,7 @@ func (s *Facts) learn(e *trace.Entry) {
 // indexed while w has an output that no result returned, long enough to
 // count as a leak.
 func (s *Facts) awaitResult(id string, w *WorkFacts) {
-	set := s.unreturned[w.Owner]
+	set, _ := s.unreturned.Get(w.Owner)
 	if w.needle > 0 {
 		set.remove(w.needle - 1)
 		w.needle = 0
@@ -422,13 +468,22 @@ func (s *Facts) awaitResult(id string, w *WorkFacts) {
 		return
 	}
 	if set == nil {
-		if s.unreturned == nil {
-			s.unreturned = map[string]*needles{}
-		}
-		set = &needles{}
-		s.unreturned[w.Owner] = set
+		set = s.newOwner()
+		s.unreturned.Set(w.Owner, set)
 	}
 	w.needle = 1 + set.add(w.Output, w.order, id)
+}
+
+// newOwner is an empty set of an owner's unreturned outputs: one of the
+// room's, or a new one.
+func (s *Facts) newOwner() *needles {
+	if s.room == nil || s.owners == len(s.room.owners) {
+		return &needles{}
+	}
+	set := &s.room.owners[s.owners]
+	*set = needles{list: s.room.ownerNeedles[2*s.owners : 2*s.owners : 2*s.owners+2]}
+	s.owners++
+	return set
 }
 
 func checkLegal(s *Facts, e *trace.Entry) string {
@@ -499,7 +554,7 @@ func checkOutputOnlyThroughResult(s *Facts, e *trace.Entry) string {
 	if e.Kind != trace.Request && e.Kind != trace.ToolResult {
 		return ""
 	}
-	set := s.unreturned[e.Run]
+	set, _ := s.unreturned.Get(e.Run)
 	if set == nil || set.live == 0 {
 		return ""
 	}

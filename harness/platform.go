@@ -147,26 +147,44 @@ func (r *run) processOptions() (platform.Options, *process) {
 		MaxOutstanding: r.sc.Options.MaxOutstanding,
 		MaxSteps:       r.sc.Options.MaxSteps,
 		Testing:        r.opts.Testing,
-		Observer: core.ObserverFunc(func(e core.Event) {
-			if !proc.dead {
-				r.observe(&e)
-			}
-		}),
 	}
+	obs := &processObserver{r: r, proc: proc, rec: rec}
+	opts.Core.Observer = (*processCoreObserver)(obs)
 	opts.Agents, opts.Store, opts.Instance = pr.sc.Agents, pr.store, proc.instance
-	opts.Observer = platform.ObserverFunc(func(e platform.Event) {
-		if proc.dead {
-			return
-		}
-		r.platformEvent(rec, e)
-		if r.opts.platformDefect != nil {
-			for _, extra := range r.opts.platformDefect(e) {
-				extra.Seq, extra.Time = e.Seq, e.Time
-				r.platformEvent(rec, extra)
-			}
-		}
-	})
+	opts.Observer = obs
 	return opts, proc
+}
+
+// processObserver is a process's platform observer, and as a
+// processCoreObserver its runtime's: an event reaches Observe directly
+// (not copied once more through an ObserverFunc) and is read where
+// Observe was handed it from there on.
+type processObserver struct {
+	r    *run
+	proc *process
+	rec  platform.Observer
+}
+
+type processCoreObserver processObserver
+
+func (o *processCoreObserver) Observe(e core.Event) {
+	if !o.proc.dead {
+		o.r.observe(&e)
+	}
+}
+
+func (o *processObserver) Observe(e platform.Event) {
+	if o.proc.dead {
+		return
+	}
+	r := o.r
+	r.platformEvent(o.rec, &e)
+	if r.opts.platformDefect != nil {
+		for _, extra := range r.opts.platformDefect(e) {
+			extra.Seq, extra.Time = e.Seq, e.Time
+			r.platformEvent(o.rec, &extra)
+		}
+	}
 }
 
 // live makes p, running as proc, the run's current process.
@@ -178,15 +196,16 @@ func (r *run) live(proc *process, p *platform.Platform) {
 
 // platformEvent records a platform event in the trace, keeps it for the
 // invariants and fires the triggers it makes due.
-func (r *run) platformEvent(rec platform.Observer, e platform.Event) {
+func (r *run) platformEvent(rec platform.Observer, e *platform.Event) {
 	r.flushJump()
-	rec.Observe(e)
+	rec.Observe(*e)
 	if e.Type == platform.EventSchedulerLeader {
 		r.plat.leader = e.Text
 	}
 	if e.Task != "" {
 		// The platform invariants are about tasks: keep only their events.
-		r.platEvents = append(r.platEvents, platEvent{entry: r.rec.Len() - 1, ev: e})
+		r.platEvents = append(r.platEvents, platEvent{entry: r.rec.Len() - 1})
+		r.platEvents[len(r.platEvents)-1].ev = *e
 	}
 	if len(r.triggers) > 0 {
 		r.checkTriggers()
@@ -516,10 +535,9 @@ func (r *run) runPlatform() *Outcome {
 	if invs == nil {
 		invs = platformDefaults
 	}
+	o := r.outcome()
 	r.checker = &r.own
 	r.own.init(r, invs, r.keeps().spare.facts)
-	o := r.newOutcome(r.sc.Name, r.opts.Seed)
-	r.seed = &o.seed
 	out := &o.Outcome
 	if err := r.startPlatform(out); err != nil {
 		out.PrepareErr = err

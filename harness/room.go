@@ -130,6 +130,13 @@ func (s *Facts) emptied() Facts {
 		CallStarted: s.CallStarted}
 }
 
+// outcome makes the run's outcome (newOutcome), which holds what the
+// run's trace points at: the seed, the texts.
+func (r *run) outcome() *outcome {
+	r.out = r.newOutcome(r.sc.Name, r.opts.Seed)
+	return r.out
+}
+
 // newOutcome is the run's empty outcome: a new one, or, in a room, the
 // one the run made last, emptied, with the outputs map it had.
 func (r *run) newOutcome(name string, seed int64) *outcome {

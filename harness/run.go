@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
@@ -181,9 +182,10 @@ type run struct {
 	provider faultProvider
 	ids      core.SequentialIDs
 	own      checker
-	// seed is what the trace's Seed points at, allocated with the
-	// outcome; nil for an outcome made elsewhere.
-	seed *int64
+	// out is the run's outcome, with the seed the trace's Seed points at
+	// and the texts the run and its checker write many of, which its
+	// trace holds; nil until the run made it.
+	out *outcome
 
 	// kept is what a run in a job's room (Options.room) keeps for the
 	// next; nil for a run outside one.
@@ -262,11 +264,9 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	if invs == nil {
 		invs = defaultInvariants
 	}
+	o := r.outcome()
 	r.checker = &r.own
 	r.own.init(r, invs, k.spare.facts)
-
-	o := r.newOutcome(sc.Name, opts.Seed)
-	r.seed = &o.seed
 	out := &o.Outcome
 	for _, name := range keys.Sorted(sc.Run.Agents) {
 		if err := r.rt.Prepare(sc.Run.Agents[name]); err != nil {
@@ -352,10 +352,62 @@ func (r *run) onJump(from, to time.Time) {
 	r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(from, to)})
 }
 
-// jumped describes a clock jump at the scenario's resolution.
+// jumped describes a clock jump at the scenario's resolution: "jumped "
+// and trace.Offset of the jump, " to " and trace.Offset of where it
+// landed, written into one string.
 func (r *run) jumped(from, to time.Time) string {
 	res := r.sc.Options.ShownAt()
-	return "jumped " + trace.Offset(trace.Round(to.Sub(from), res)) + " to " + trace.Offset(trace.Round(to.Sub(sim.Epoch), res))
+	t := &r.out.texts
+	start := t.open(64)
+	t.buf = append(t.buf, "jumped "...)
+	t.buf = appendOffset(t.buf, trace.Round(to.Sub(from), res))
+	t.buf = append(t.buf, " to "...)
+	t.buf = appendOffset(t.buf, trace.Round(to.Sub(sim.Epoch), res))
+	return t.close(start)
+}
+
+// texts holds strings a run writes many of (its clock jumps' notes, the
+// keys of its tool calls' start times) in chunks of bytes that are only
+// ever appended to, so that a string costs no allocation of its own: a
+// string's bytes are never written again (the chunk only grows past them,
+// and a string that outgrew its chunk was written on into a new one).
+type texts struct{ buf []byte }
+
+// A run's first chunk of texts holds textsChunk bytes, and each next one
+// twice as many as the last, up to maxTextsChunk.
+const textsChunk, maxTextsChunk = 256, 4 << 10
+
+// open makes room for about n bytes at the end of the chunk and returns
+// where the next string starts.
+func (t *texts) open(n int) int {
+	if cap(t.buf)-len(t.buf) < n {
+		t.buf = make([]byte, 0, max(min(max(2*cap(t.buf), textsChunk), maxTextsChunk), n))
+	}
+	return len(t.buf)
+}
+
+// close returns the bytes appended since start as a string.
+func (t *texts) close(start int) string {
+	b := t.buf[start:]
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// join returns a+sep+b, written at the end of the chunk.
+func (t *texts) join(a, sep, b string) string {
+	start := t.open(len(a) + len(sep) + len(b))
+	t.buf = append(append(append(t.buf, a...), sep...), b...)
+	return t.close(start)
+}
+
+// appendOffset appends trace.Offset(d) to b.
+func appendOffset(b []byte, d time.Duration) []byte {
+	switch {
+	case d == 0:
+		return append(b, "+0s"...)
+	case d > 0:
+		b = append(b, '+')
+	}
+	return append(b, d.String()...)
 }
 
 // observe records an event and fires the triggers it makes due. e is read
@@ -426,8 +478,10 @@ func (r *run) finish(out *Outcome) {
 	}
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
-	seed := r.seed
-	if seed == nil {
+	var seed *int64
+	if r.out != nil {
+		seed = &r.out.seed
+	} else {
 		seed = new(r.opts.Seed)
 	}
 	norm.Name, norm.Seed, norm.Resolution = r.sc.Name, seed, r.sc.Options.ShownAt()
@@ -496,12 +550,13 @@ func illFormed(sc *scenarios.Scenario, opts Options, err error) *Outcome {
 	return out
 }
 
-// outcome is an Outcome allocated with its Result and the seed its
-// trace points at: a run makes one of each.
+// outcome is an Outcome allocated with its Result, the seed its trace
+// points at and the texts its trace holds: a run makes one of each.
 type outcome struct {
 	Outcome
 	result scenarios.Result
 	seed   int64
+	texts  texts
 }
 
 // newOutcome is the empty outcome of a run of the named scenario.

@@ -128,6 +128,11 @@ func requestDiff(p *Pattern, c *compiled, req *core.Request, explain bool) (bool
 	if !explain && (p.Agent != "" && p.Agent != req.Agent || p.Step != 0 && p.Step != req.Step) {
 		return false, nil
 	}
+	if !explain && c != nil && (c.compares|c.scans)&^requestFields == 0 {
+		// The agent and step hold (above): what is left is the kind and
+		// the tools, read off the request without building an entry.
+		return (p.Kind == "" || p.Kind == trace.Request) && offersAsAsked(p, req.Tools), nil
+	}
 	// The pattern's fields are functions of the table, which the compiler
 	// cannot see through: the entry and trace they read would escape to
 	// the heap on every call. They are reused instead.
@@ -174,6 +179,45 @@ func requestDiff(p *Pattern, c *compiled, req *core.Request, explain bool) (bool
 		return c.match(t, e), nil
 	}
 	return p.Match(t, e), nil
+}
+
+// requestFields holds the bits of the pattern fields a request holds as it
+// is (agent, step and the tools' fields): a compiled pattern that sets no
+// other is matched against the request itself (requestDiff).
+var requestFields = func() uint64 {
+	var bits uint64
+	for i := range patternTable {
+		switch patternTable[i].key {
+		case "agent", "step", "tools", "tools-include", "tools-exclude":
+			bits |= 1 << i
+		}
+	}
+	return bits
+}()
+
+// offersAsAsked reports whether tools, a request's, are what p's tools,
+// tools-include and tools-exclude ask for, as the fields match the names
+// of an entry recording the request.
+func offersAsAsked(p *Pattern, tools []core.ToolSpec) bool {
+	offers := func(name string) bool {
+		return slices.ContainsFunc(tools, func(t core.ToolSpec) bool { return t.Name == name })
+	}
+	if p.Tools != nil {
+		if len(p.Tools) != len(tools) {
+			return false
+		}
+		for i := range tools {
+			if tools[i].Name != p.Tools[i] {
+				return false
+			}
+		}
+	}
+	for _, name := range p.ToolsInclude {
+		if !offers(name) {
+			return false
+		}
+	}
+	return !slices.ContainsFunc(p.ToolsExclude, offers)
 }
 
 // requestMatch is the entry and trace MatchRequest builds a request into,

@@ -127,8 +127,9 @@ func (r *Result) nextMatch(c *compiled, from int) int {
 	t := r.Trace
 	at, all := r.among(c)
 	if all {
+		kind := c.p.Kind // what match tests first, tested here without the call
 		for j := from; j < len(t.Entries); j++ {
-			if c.match(t, &t.Entries[j]) {
+			if e := &t.Entries[j]; (kind == "" || e.Kind == kind) && c.match(t, e) {
 				return j
 			}
 		}

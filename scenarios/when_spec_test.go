@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	. "github.com/crux-sim/crux-sim/scenarios"
@@ -93,5 +94,51 @@ script:
 	It("explains a Go scenario's WhenRequest condition the same way", func() {
 		p := Pattern{Step: 3}
 		Expect(WhenRequest(p).String()).To(Equal("step=3"))
+	})
+})
+
+var _ = Describe("a when condition on the agent, the step and the tools", func() {
+	// A condition that reads only what the request holds as it is is
+	// matched on the request itself; MatchRequest matches an entry
+	// recording it. They agree on every pattern and request.
+	It("matches a request exactly when the pattern matches the request's entry", func() {
+		tools := func(names ...string) []core.ToolSpec {
+			var specs []core.ToolSpec
+			for _, n := range names {
+				specs = append(specs, core.ToolSpec{Name: n})
+			}
+			return specs
+		}
+		requests := []*core.Request{
+			{Agent: "scout", Step: 1, Tools: tools("loop_wait", "work")},
+			{Agent: "scout", Step: 2, Tools: tools("loop_complete")},
+			{Agent: "other", Step: 1, Tools: tools("loop_wait")},
+			{Agent: "scout", Step: 1},
+		}
+		patterns := []Pattern{
+			{}, {Agent: "scout"}, {Step: 1}, {Agent: "other", Step: 1},
+			{ToolsInclude: []string{"loop_wait"}}, {ToolsInclude: []string{"loop_wait", "work"}},
+			{ToolsExclude: []string{"work"}}, {Step: 2, ToolsExclude: []string{"loop_wait", "work"}},
+			{Tools: []string{}}, {Tools: []string{"loop_complete"}}, {Tools: []string{"work", "loop_wait"}},
+			{Tools: []string{"loop_wait", "work"}, ToolsInclude: []string{"work"}},
+			{Kind: trace.Request, Step: 1}, {Kind: trace.ToolResult, Step: 1},
+		}
+		matched := 0
+		for i := range patterns {
+			cond := WhenRequest(patterns[i])
+			for _, req := range requests {
+				want := MatchRequest(&patterns[i], req)
+				if patterns[i].Kind == "" {
+					kinded := patterns[i]
+					kinded.Kind = trace.Request // what WhenRequest gives a kindless pattern
+					want = MatchRequest(&kinded, req)
+				}
+				Expect(cond.Match(req)).To(Equal(want), "pattern %d (%s), request of %s at step %d", i, cond, req.Agent, req.Step)
+				if want {
+					matched++
+				}
+			}
+		}
+		Expect(matched).To(BeNumerically(">", 10), "the cases match some requests and not others")
 	})
 })

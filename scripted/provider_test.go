@@ -239,6 +239,25 @@ func TestAStepOfOneScriptedCallAllocatesOnlyItsResponse(t *testing.T) {
 	}
 }
 
+// A provider's responses are made a few at a time, as its runs' states
+// are: a hundred steps allocate a handful of chunks, not a hundred
+// responses.
+func TestAProvidersResponsesAreMadeAFewAtATime(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	r := req("coordinator", "r1", 1)
+	n := testing.AllocsPerRun(5, func() {
+		p := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{{ID: "c1", Name: "search", Args: `{}`}}, Repeat: true})
+		for range 100 {
+			_, _ = p.Step(context.Background(), r)
+		}
+	})
+	if n > 20 {
+		t.Errorf("a provider answering 100 steps allocates %v times; want its responses made a few at a time", n)
+	}
+}
+
 func TestCallsWithoutAnIDAreNumberedPerProviderAndTheIDCostsNoAllocation(t *testing.T) {
 	p := scripted.New().Script("coordinator", scripted.Turn{Calls: []scripted.Call{{Name: "search", Args: `{}`}}, Repeat: true})
 	r := req("coordinator", "r1", 1)
@@ -595,7 +614,8 @@ func TestAReforkedProviderAnswersAsAForkAndReusesItsRunsAndResponses(t *testing.
 	forked := testing.AllocsPerRun(50, func() { steps(base.Fork()) })
 	reforked := testing.AllocsPerRun(50, func() { steps(p.Refork(base)) })
 	// A fork makes the provider, its scripts, three run states (one
-	// chunk of two, one of four) and four responses.
+	// chunk of two, one of four) and its responses (a chunk with room for
+	// as many as the scripts have turns, and more as they repeat).
 	if forked-reforked < 6 {
 		t.Errorf("a reforked provider's round allocates %v times, a fork's %v: want at least 6 fewer", reforked, forked)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fewmap"
+	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 // Turn is what the model does at one provider step: call tools, say text,
@@ -144,10 +145,11 @@ type Provider struct {
 	failures []error
 	runs     fewmap.Map[*runState] // by run id
 	ordinals fewmap.Map[int]       // agent → runs seen
-	// runRoom is where the next runs' states are made, a few at a time:
-	// two, then twice as many as the last time, up to sixty-four.
-	runRoom  []runState
-	runChunk int
+	// runRoom and callRoom are where the next runs' states and responses
+	// are made, a few at a time: two, then twice as many as the last
+	// time, up to sixty-four (newRooms).
+	runRoom  slab.Slab[runState]
+	callRoom slab.Slab[oneCall]
 	callSeq  int
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
@@ -269,14 +271,22 @@ func (p *Provider) newRun() *runState {
 		*run = runState{}
 		return run
 	}
-	if len(p.runRoom) == 0 {
-		p.runChunk = min(max(2*p.runChunk, 2), 64)
-		p.runRoom = make([]runState, p.runChunk)
-	}
-	run := &p.runRoom[0]
-	p.runRoom = p.runRoom[1:]
+	run := p.runRoom.New()
 	p.kept.runStates().keep(run)
 	return run
+}
+
+// newRooms starts the rooms of the runs' states and the responses: a run
+// has a few of each, a loop's week a few hundred.
+func (p *Provider) newRooms() {
+	p.runRoom, p.callRoom = slab.Sized[runState](2, 64), slab.Sized[oneCall](2, 64)
+}
+
+// newCall is a zero response from the call room.
+func (p *Provider) newCall() *oneCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.callRoom.New()
 }
 
 // history returns what the run's references resolve against in req (the
@@ -331,6 +341,7 @@ func (s *script) fit() {
 func New(opts ...Options) *Provider {
 	p := &Provider{}
 	p.requests = p.requests0[:0]
+	p.newRooms()
 	if len(opts) > 0 {
 		p.opts = opts[0]
 	}
@@ -404,6 +415,7 @@ func (p *Provider) Refork(from *Provider, opts ...Options) *Provider {
 	}
 	*p = Provider{kept: k}
 	p.requests = p.requests0[:0]
+	p.newRooms()
 	if requests != nil {
 		clear(requests)
 		p.requests = requests[:0]
@@ -430,7 +442,7 @@ func (p *Provider) forkInto(q *Provider, k *kept) {
 			k.scripts = scripts
 		}
 	}
-	i := 0
+	i, turns := 0, 0
 	for key, s := range p.scripts.All {
 		c := &scripts[i]
 		i++
@@ -438,7 +450,11 @@ func (p *Provider) forkInto(q *Provider, k *kept) {
 		c.args = s.args[:len(s.args):len(s.args)]
 		c.fit()
 		q.scripts.Set(key, c)
+		turns += len(s.turns)
 	}
+	// A run of the scripts answers about as many requests as they have
+	// turns (more when some repeat): room for that many responses first.
+	q.callRoom = slab.Sized[oneCall](min(max(turns, 2), 64), 64)
 	q.runScripts = p.runScripts
 	if p.funcs != nil {
 		q.funcs = maps.Clone(p.funcs)
@@ -672,7 +688,7 @@ func (p *Provider) encode(req *core.Request, c choice) (*core.Response, error) {
 	if len(t.Calls) == 1 {
 		r := p.kept.oneCalls().take()
 		if r == nil {
-			r = &oneCall{}
+			r = p.newCall()
 			p.kept.oneCalls().keep(r)
 		} else {
 			*r = oneCall{}
@@ -683,7 +699,7 @@ func (p *Provider) encode(req *core.Request, c choice) (*core.Response, error) {
 		clear(resp.ToolCalls)
 		*resp = core.Response{ToolCalls: resp.ToolCalls[:0]}
 	} else {
-		resp = &core.Response{}
+		resp = &p.newCall().Response // its call left unused
 		p.kept.responses().keep(resp)
 	}
 	resp.Text = t.Text
