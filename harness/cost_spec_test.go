@@ -35,8 +35,8 @@ var _ = Describe("The cost of a run", func() {
 			allocs := testing.AllocsPerRun(20, func() { harness.Run(sc, harness.Options{Seed: seed}) })
 			Expect(allocs).To(BeNumerically("<=", bound), "allocations per run of %s at seed %d", name, seed)
 		},
-		Entry("research-coordinator", "research-coordinator", int64(1), 118),
-		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 113),
+		Entry("research-coordinator", "research-coordinator", int64(1), 102),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 99),
 	)
 })
 
@@ -104,7 +104,7 @@ var _ = Describe("The cost of a campaign job's run", func() {
 			Expect(allocs).To(BeNumerically("<=", allocsBound), "allocations per run of %s at seed %d", name, seed)
 			Expect(bytes).To(BeNumerically("<=", bytesBound), "bytes per run of %s at seed %d", name, seed)
 		},
-		Entry("research-coordinator", "research-coordinator", int64(1), 73, 15000),
-		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 66, 14500),
+		Entry("research-coordinator", "research-coordinator", int64(1), 63, 15000),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 60, 14500),
 	)
 })
