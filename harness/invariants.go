@@ -12,6 +12,7 @@ import (
 	"github.com/crux-sim/crux-sim/core/lifecycle"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/internal/fewmap"
+	"github.com/crux-sim/crux-sim/internal/slab"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/sim"
 )
@@ -92,7 +93,7 @@ type Facts struct {
 	room          *factsRoom
 	works, owners int
 	// texts, when set, holds the keys of CallStarted (the run's texts).
-	texts *texts
+	texts *slab.Texts
 }
 
 // factsRoom is where a run's facts are made first: a run has a few Work
@@ -429,7 +430,7 @@ func (s *Facts) learn(e *trace.Entry) {
 		}
 	case trace.ToolCall:
 		if s.texts != nil {
-			s.CallStarted[s.texts.join(e.Run, "/", e.Call.ID)] = e.At
+			s.CallStarted[s.texts.Join(e.Run, "/", e.Call.ID)] = e.At
 		} else {
 			s.CallStarted[e.Run+"/"+e.Call.ID] = e.At
 		}

@@ -11,12 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/internal/fewmap"
 	"github.com/crux-sim/crux-sim/internal/keys"
+	"github.com/crux-sim/crux-sim/internal/slab"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
@@ -358,45 +358,11 @@ func (r *run) onJump(from, to time.Time) {
 func (r *run) jumped(from, to time.Time) string {
 	res := r.sc.Options.ShownAt()
 	t := &r.out.texts
-	start := t.open(64)
-	t.buf = append(t.buf, "jumped "...)
-	t.buf = appendOffset(t.buf, trace.Round(to.Sub(from), res))
-	t.buf = append(t.buf, " to "...)
-	t.buf = appendOffset(t.buf, trace.Round(to.Sub(sim.Epoch), res))
-	return t.close(start)
-}
-
-// texts holds strings a run writes many of (its clock jumps' notes, the
-// keys of its tool calls' start times) in chunks of bytes that are only
-// ever appended to, so that a string costs no allocation of its own: a
-// string's bytes are never written again (the chunk only grows past them,
-// and a string that outgrew its chunk was written on into a new one).
-type texts struct{ buf []byte }
-
-// A run's first chunk of texts holds textsChunk bytes, and each next one
-// twice as many as the last, up to maxTextsChunk.
-const textsChunk, maxTextsChunk = 256, 4 << 10
-
-// open makes room for about n bytes at the end of the chunk and returns
-// where the next string starts.
-func (t *texts) open(n int) int {
-	if cap(t.buf)-len(t.buf) < n {
-		t.buf = make([]byte, 0, max(min(max(2*cap(t.buf), textsChunk), maxTextsChunk), n))
-	}
-	return len(t.buf)
-}
-
-// close returns the bytes appended since start as a string.
-func (t *texts) close(start int) string {
-	b := t.buf[start:]
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-// join returns a+sep+b, written at the end of the chunk.
-func (t *texts) join(a, sep, b string) string {
-	start := t.open(len(a) + len(sep) + len(b))
-	t.buf = append(append(append(t.buf, a...), sep...), b...)
-	return t.close(start)
+	b := append(t.Open(64), "jumped "...)
+	b = appendOffset(b, trace.Round(to.Sub(from), res))
+	b = append(b, " to "...)
+	b = appendOffset(b, trace.Round(to.Sub(sim.Epoch), res))
+	return t.Close(b)
 }
 
 // appendOffset appends trace.Offset(d) to b.
@@ -556,7 +522,7 @@ type outcome struct {
 	Outcome
 	result scenarios.Result
 	seed   int64
-	texts  texts
+	texts  slab.Texts
 }
 
 // newOutcome is the empty outcome of a run of the named scenario.

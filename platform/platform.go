@@ -93,7 +93,7 @@ type Platform struct {
 	// texts holds the records' set text fields (see record).
 	records  slab.Slab[record]
 	texts    slab.Slab[string]
-	names    lines // the sessions' actor names
+	names    slab.Texts // the sessions' actor names
 	platLog  eventLog
 	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
@@ -204,7 +204,7 @@ func New(opts Options) (*Platform, error) {
 		parked:       map[string]eventLog{},
 		records:      slab.Sized[record](8, 128), // a platform with a few events pays for a few
 		texts:        slab.Sized[string](16, 512),
-		names:        lines{chunk: 1 << 10},
+		names:        slab.SizedTexts(1<<10, 1<<10),
 		variants:     map[variantKey]*core.Agent{},
 		quick:        map[quickKey]*core.Agent{},
 		drained:      core.NewSignal(opts.Core.Executor),

@@ -455,7 +455,7 @@ func (p *Platform) wakeLocked(s *session) {
 		return
 	}
 	if s.body == nil {
-		s.actorName, s.body = p.names.join("session ", s.id), func() { p.runSession(s) }
+		s.actorName, s.body = p.names.Join("session ", s.id), func() { p.runSession(s) }
 	}
 	s.active = p.startLocked(s.actorName, s.body)
 }

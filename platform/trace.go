@@ -1,12 +1,11 @@
 package platform
 
 import (
-	"cmp"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 // TraceKind is the kind of the trace entries that carry platform events.
@@ -27,7 +26,9 @@ const TraceKind trace.Kind = "platform"
 //		...
 //	})
 func TraceObserver(rec *trace.Recorder) Observer {
-	return &traceObserver{rec: rec, agents: map[string]string{}}
+	// The rendered lines are kept in chunks of 8 KiB: a week of loops
+	// renders some 1,700 lines.
+	return &traceObserver{rec: rec, agents: map[string]string{}, text: slab.SizedTexts(8<<10, 8<<10)}
 }
 
 // traceObserver is TraceObserver's Observer: an event reaches its Observe
@@ -40,7 +41,7 @@ type traceObserver struct {
 	// a run's events mostly come one after another, with its origin's
 	// between them, and a session's id is the same string each time.
 	last, prev [2]string // session, agent
-	text       lines
+	text       slab.Texts
 }
 
 func (o *traceObserver) Observe(e Event) {
@@ -56,54 +57,9 @@ func (o *traceObserver) Observe(e Event) {
 		o.last, o.prev = [2]string{e.Session, o.agents[e.Session]}, o.last
 	}
 	agent := o.last[1]
-	detail := o.text.add(&e)
+	detail := o.text.Close(e.appendText(o.text.Open(256)))
 	o.mu.Unlock()
 	o.rec.Add(e.Time, trace.Entry{Kind: TraceKind, Run: e.Session, Agent: agent, Label: string(e.Type), Detail: detail})
-}
-
-// lines holds strings (an observer's rendered events, Event.String's
-// lines; a platform's actor names) in chunks of bytes that are only ever
-// appended to, so that a string costs no allocation of its own: a week
-// of loops renders some 1,700 lines and names some 240 actors.
-type lines struct {
-	buf []byte
-	// chunk is the room of one chunk (linesChunk when 0); a string
-	// longer than what is left of one starts the next.
-	chunk int
-}
-
-// linesChunk is the room of a chunk of rendered lines.
-const linesChunk = 8 << 10
-
-// open makes room for a string of about n bytes at the end of the chunk
-// and returns where it starts.
-func (l *lines) open(n int) int {
-	if cap(l.buf)-len(l.buf) < n {
-		l.buf = make([]byte, 0, max(cmp.Or(l.chunk, linesChunk), n))
-	}
-	return len(l.buf)
-}
-
-// close returns the bytes appended since start as a string. Its bytes
-// are never written again: the chunk only grows past them, and a string
-// that outgrew it was copied to a new one with its chunk.
-func (l *lines) close(start int) string {
-	line := l.buf[start:]
-	return unsafe.String(unsafe.SliceData(line), len(line))
-}
-
-// add renders e at the end of the chunk and returns it as a string.
-func (l *lines) add(e *Event) string {
-	start := l.open(256)
-	l.buf = e.appendText(l.buf)
-	return l.close(start)
-}
-
-// join returns a+b, written at the end of the chunk.
-func (l *lines) join(a, b string) string {
-	start := l.open(len(a) + len(b))
-	l.buf = append(append(l.buf, a...), b...)
-	return l.close(start)
 }
 
 // String renders an event on one line: the log, the type, then the fields

@@ -54,6 +54,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// js.out holds the strings the normalization writes, the names given
 	// among them.
 	var js jsonFixer
+	js.out = slab.SizedTexts(slab.MinText, maxTexts)
 	var ids renamer
 	for i := range t.Entries {
 		if t.Entries[i].Kind == RunStart {
@@ -243,7 +244,7 @@ func spells(s string, n int) bool {
 
 // name gives raw the next name of its kind (prefix is the agent's id for a
 // run, the kind's own prefix otherwise), written in out.
-func (r *renamer) name(k idKind, raw, prefix string, out *texts) {
+func (r *renamer) name(k idKind, raw, prefix string, out *slab.Texts) {
 	var n int
 	if k == runID {
 		n, _ = r.perAgent.Get(prefix)
@@ -285,12 +286,8 @@ func (r *renamer) name(k idKind, raw, prefix string, out *texts) {
 	if r.rename[k] == nil {
 		r.rename[k] = make(map[string]string, r.room(k))
 	}
-	var digits [20]byte
-	out.start(len(prefix) + len(sep) + len(digits))
-	out.write(prefix)
-	out.write(sep)
-	out.write(string(strconv.AppendInt(digits[:0], int64(n), 10)))
-	r.rename[k][raw] = out.end()
+	b := append(append(out.Open(len(prefix)+len(sep)+20), prefix...), sep...)
+	r.rename[k][raw] = out.Close(strconv.AppendInt(b, int64(n), 10))
 }
 
 // room is the room a map of kind k starts with: every run, for runs (a
@@ -341,7 +338,7 @@ func unchanged(s string) string { return s }
 // delegation.start child=session-2", a note's "crash loses w-1"): only a
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
-func fixDetail(d string, run, work names, words *idWords, out *texts) string {
+func fixDetail(d string, run, work names, words *idWords, out *slab.Texts) string {
 	if len(d) < words.minLen || words.maxLen == 0 {
 		return d // no id to rename, or too short to hold one
 	}
@@ -352,8 +349,8 @@ func fixDetail(d string, run, work names, words *idWords, out *texts) string {
 }
 
 // fixDetailByWord is fixDetail reading the detail word by word.
-func fixDetailByWord(d string, run, work names, words *idWords, out *texts) string {
-	rw := rewrite{out: out}
+func fixDetailByWord(d string, run, work names, words *idWords, out *slab.Texts) string {
+	var rw rewrite
 	for i := 0; i < len(d); {
 		switch detailBytes[d[i]] {
 		case quote:
@@ -372,19 +369,19 @@ func fixDetailByWord(d string, run, work names, words *idWords, out *texts) stri
 		from := i
 		i = wordEnd(d, i+1)
 		if n, ok := words.renamed(d[from:i], run, work); ok {
-			rw.replace(d, from, i, n)
+			rw.replace(out, d, from, i, n)
 		}
 	}
-	return rw.end(d)
+	return rw.end(out, d)
 }
 
 // fixDetailAt is fixDetail for ids that share a prefix (a platform's
 // sessions are session-n): it reads only the words that start with it,
 // found by a search for it, outside the quoted text found by a search for
 // quotes, as the word-by-word reading would find them.
-func fixDetailAt(d string, run, work names, words *idWords, out *texts) string {
+func fixDetailAt(d string, run, work names, words *idWords, out *slab.Texts) string {
 	p := words.prefix
-	rw := rewrite{out: out}
+	var rw rewrite
 	at := -1 // the next place the prefix stands at or after i, once found
 	for i := 0; i < len(d); {
 		if at < i {
@@ -411,38 +408,40 @@ func fixDetailAt(d string, run, work names, words *idWords, out *texts) string {
 		from := at
 		i = wordEnd(d, at+len(p))
 		if n, ok := words.renamed(d[from:i], run, work); ok {
-			rw.replace(d, from, i, n)
+			rw.replace(out, d, from, i, n)
 		}
 	}
-	return rw.end(d)
+	return rw.end(out, d)
 }
 
 // rewrite writes a detail d with some of its words replaced into out,
 // once the first is.
 type rewrite struct {
-	out     *texts
+	// b is d as rewritten so far, once changed. (out is a parameter of
+	// each call, not a field beside b: one field's bytes going to the
+	// heap would take the other's pointer, and a normalization's state
+	// with it.)
+	b       []byte
 	last    int // the end of the last word replaced
 	changed bool
 }
 
 // replace replaces d[from:to] with n.
-func (rw *rewrite) replace(d string, from, to int, n string) {
+func (rw *rewrite) replace(out *slab.Texts, d string, from, to int, n string) {
 	if !rw.changed {
-		rw.out.start(len(d) + 16)
+		rw.b = out.Open(len(d) + 16)
 		rw.changed = true
 	}
-	rw.out.write(d[rw.last:from])
-	rw.out.write(n)
+	rw.b = append(append(rw.b, d[rw.last:from]...), n...)
 	rw.last = to
 }
 
 // end returns d as rewritten: d itself when nothing was.
-func (rw *rewrite) end(d string) string {
+func (rw *rewrite) end(out *slab.Texts, d string) string {
 	if !rw.changed {
 		return d
 	}
-	rw.out.write(d[rw.last:])
-	return rw.out.end()
+	return out.Close(append(rw.b, d[rw.last:]...))
 }
 
 // wordEnd returns the end of the word of d that runs up to i at least: the
@@ -595,7 +594,7 @@ func commonPrefix(a, b string) string {
 
 // fixRow renames the id a status row starts with ("- w-1 · research ·
 // running 4s"); the rest of the row is the label and state, which stay.
-func fixRow(row string, id names, out *texts) string {
+func fixRow(row string, id names, out *slab.Texts) string {
 	const lead, sep = "- ", " · "
 	if !strings.HasPrefix(row, lead) {
 		return row
@@ -606,11 +605,8 @@ func fixRow(row string, id names, out *texts) string {
 	}
 	raw := row[len(lead) : len(lead)+end]
 	if n := id.of(raw); n != raw {
-		out.start(len(row) - len(raw) + len(n))
-		out.write(lead)
-		out.write(n)
-		out.write(row[len(lead)+end:])
-		return out.end()
+		b := append(append(out.Open(len(row)-len(raw)+len(n)), lead...), n...)
+		return out.Close(append(b, row[len(lead)+end:]...))
 	}
 	return row
 }
@@ -642,7 +638,7 @@ type jsonFixer struct {
 	scan *jsonScan
 	// out holds the documents, details and rows the normalization
 	// rewrote, and the names given.
-	out texts
+	out slab.Texts
 	// msgs, calls and rows hold the copies of the messages, calls and
 	// status rows changed, a few allocations for a normalization rather
 	// than one a slice.
@@ -747,21 +743,18 @@ func (f *jsonFixer) fixDoc(s string, work bool) string {
 	for _, e := range sc.edits {
 		n += len(e.text) + 2 - (e.to - e.from)
 	}
-	f.out.start(n)
+	b := f.out.Open(n)
 	last := 0
 	for _, e := range sc.edits {
-		f.out.write(s[last:e.from])
+		b = append(b, s[last:e.from]...)
 		if e.quote {
-			f.out.write(`"`)
-			f.out.write(e.text)
-			f.out.write(`"`)
+			b = append(append(append(b, '"'), e.text...), '"')
 		} else {
-			f.out.write(e.text)
+			b = append(b, e.text...)
 		}
 		last = e.to
 	}
-	f.out.write(s[last:])
-	return f.out.end()
+	return f.out.Close(append(b, s[last:]...))
 }
 
 // jsonString renders s as a JSON string: ids and offsets need no escapes,
@@ -1032,34 +1025,9 @@ func clone[T any](sl *slab.Slab[T], s []T) []T {
 	return c
 }
 
-// texts builds the strings a normalization rewrites one after another in
-// shared chunks, rather than in an allocation each: start, then write the
-// string's pieces, then end returns it. A string, once ended, is never
-// written to again (a chunk is only appended to, and a string too long for
-// what is left of it starts a new one).
-type texts struct {
-	b    strings.Builder
-	from int
-	// chunk is the size of the next chunk.
-	chunk int
-}
-
-const minTexts, maxTexts = 256, 32 << 10
-
-// start begins a string of about n bytes.
-func (t *texts) start(n int) {
-	if t.b.Cap()-t.b.Len() < n {
-		t.chunk = min(max(2*t.chunk, minTexts), maxTexts)
-		t.b = strings.Builder{}
-		t.b.Grow(max(n, t.chunk))
-	}
-	t.from = t.b.Len()
-}
-
-func (t *texts) write(s string) { t.b.WriteString(s) }
-
-// end returns the string written since start.
-func (t *texts) end() string { return t.b.String()[t.from:] }
+// maxTexts is the room of the largest chunk of the strings a
+// normalization writes: a platform's week rewrites thousands.
+const maxTexts = 32 << 10
 
 // sameSlice reports whether two slices are the same slice (not merely
 // equal): fixCalls returns its argument when nothing changed.
@@ -1086,7 +1054,7 @@ type offsets struct {
 
 // offset returns ts as an offset from the start, written into out when
 // out is not nil.
-func (o *offsets) offset(ts string, out *texts) (string, bool) {
+func (o *offsets) offset(ts string, out *slab.Texts) (string, bool) {
 	if ts == o.ts && ts != "" {
 		return o.last, true
 	}
@@ -1098,10 +1066,7 @@ func (o *offsets) offset(ts string, out *texts) (string, bool) {
 	if d := at.Sub(o.start); d > 0 && out != nil {
 		// Offset's "+" and the duration, in one string of out's.
 		text := d.String()
-		out.start(len(text) + 1)
-		out.write("+")
-		out.write(text)
-		o.last = out.end()
+		o.last = out.Join("+", text)
 	} else {
 		o.last = Offset(d)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fixture"
+	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
 func TestNormalizationRenamesIDsInOrderOfAppearanceWhereIDsStand(t *testing.T) {
@@ -423,7 +424,7 @@ func TestADetailReadWhereItsIDsPrefixStandsRenamesWhatAReadingWordByWordRenames(
 		if words.prefix == "" {
 			t.Fatalf("ids %v share no prefix", ids)
 		}
-		var out texts
+		var out slab.Texts
 		const alphabet = "s-1 =\":\\x"
 		var walk func(d string)
 		walk = func(d string) {

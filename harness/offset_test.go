@@ -2,8 +2,6 @@ package harness
 
 import (
 	"math"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,23 +16,6 @@ func TestAJumpWritesItsOffsetsAsTraceOffsetDoes(t *testing.T) {
 		-time.Second, 5 * time.Minute, time.Hour + time.Second, 70 * time.Hour, 168 * time.Hour, math.MaxInt64, math.MinInt64} {
 		if got, want := string(appendOffset([]byte("x "), d)), "x "+trace.Offset(d); got != want {
 			t.Errorf("appendOffset(%d) wrote %q, want %q", int64(d), got, want)
-		}
-	}
-}
-
-// A run's texts are written into shared chunks: a string once returned
-// never changes, however many are written after it, long or short, into
-// its chunk or past it.
-func TestARunsTextNeverChangesOnceWritten(t *testing.T) {
-	var tx texts
-	var got, want []string
-	for i := range 2000 {
-		a, b := strconv.Itoa(i), strings.Repeat("x", i%300)
-		got, want = append(got, tx.join(a, "/", b)), append(want, a+"/"+b)
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("text %d reads %q, want %q", i, got[i], want[i])
 		}
 	}
 }
