@@ -2,7 +2,7 @@
 // few at a time, for a run's many small records (trace parts, platform
 // events) that live as long as the run: a few allocations for a run rather
 // than one per record. A chunk is never moved, so a pointer into it stays
-// good.
+// good. Texts does the same for strings, in chunks of bytes.
 package slab
 
 // Defaults of a Slab's first chunk and largest chunk.
