@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/crux-sim/crux-sim/core"
@@ -89,5 +91,23 @@ func BenchmarkRandomIDs(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = core.RandomIDs{}.NewID(core.IDWork)
+	}
+}
+
+// BenchmarkDecodeStrings decodes an array of N short strings, as a tool's
+// arguments may be: the cost per string stays flat with N (the decoder
+// counts the quotes ahead of it no further than the room it makes).
+func BenchmarkDecodeStrings(b *testing.B) {
+	for _, n := range []int{100, 10_000, 100_000} {
+		doc := "[" + strings.Repeat(`"abcdefgh",`, n-1) + `"abcdefgh"]`
+		b.Run(fmt.Sprintf("strings=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, err := core.DecodeJSON(doc); err != nil || len(v.([]any)) != n {
+					b.Fatalf("decoded %v, %v", v, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/string")
+		})
 	}
 }

@@ -70,7 +70,11 @@ const maxBoxes = 64
 // the values point into that (see boxString).
 func (d *jsonDecoder) box(s string) any {
 	if len(d.boxes) == cap(d.boxes) {
-		n := 1 + strings.Count(d.s[d.i:], `"`)/2 // at most the strings left, with this one
+		// At most the strings left, with this one: their quotes, counted
+		// only as far as a full room, so that a document's refills read it
+		// once in all (a count of all the quotes left at every refill read
+		// a document of many strings quadratically).
+		n := 1 + quotes(d.s[d.i:], 2*(maxBoxes-1))/2
 		if n == 1 {
 			return s
 		}
@@ -78,6 +82,25 @@ func (d *jsonDecoder) box(s string) any {
 	}
 	d.boxes = append(d.boxes, s) // within the room: the boxes before never move
 	return boxString(&d.boxes[len(d.boxes)-1])
+}
+
+// quotes counts the double quotes in s, up to most: an escaped one
+// counts too, so that half of it bounds the strings that start in s. A
+// short s is counted whole, which is quicker than a search per quote;
+// a long one only as far as its most-th quote.
+func quotes(s string, most int) int {
+	if len(s) <= 4<<10 {
+		return min(strings.Count(s, `"`), most)
+	}
+	n := 0
+	for n < most {
+		k := strings.IndexByte(s, '"')
+		if k < 0 {
+			break
+		}
+		s, n = s[k+1:], n+1
+	}
+	return n
 }
 
 // maxFastDepth bounds the recursion of the fast path; deeper documents go
