@@ -1109,13 +1109,16 @@ func (o *offsets) replace(s string) string {
 	return b.String()
 }
 
-// parseTimestamp is time.Parse(time.RFC3339Nano, ts) for a string
-// timestampLen accepted. The runtime writes UTC with milliseconds
+// parseTimestamp is time.Parse(time.RFC3339Nano, ts), for any ts (a
+// document's nextRun or createdAt may hold anything). The runtime writes UTC with milliseconds
 // (2026-01-01T00:00:05.000Z), and that form is read directly: a date
 // whose fields are in range (the ones time.Date keeps as they are) is
 // that instant; any other goes to time.Parse for its error.
 func parseTimestamp(ts string) (time.Time, error) {
-	if len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' {
+	// The runtime's own form, read field by field once its digits and
+	// separators stand where the form has them (timestampLen): anything
+	// else is time.Parse's to read or refuse.
+	if len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' && timestampLen(ts, 0) == 24 {
 		num := func(i, n int) int {
 			v := 0
 			for _, c := range []byte(ts[i : i+n]) {

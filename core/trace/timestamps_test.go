@@ -74,6 +74,10 @@ func TestTheRuntimesTimestampFormIsReadAsTimeParseReadsIt(t *testing.T) {
 		"2026-01-01T00:00:05.000Z", "2026-12-31T23:59:59.999Z", "2024-02-29T12:00:00.123Z", "2026-02-29T00:00:00.000Z",
 		"2026-13-01T00:00:00.000Z", "2026-01-32T00:00:00.000Z", "2026-01-01T24:00:00.000Z", "2026-01-01T23:60:00.000Z",
 		"2026-01-01T23:59:60.000Z", "0000-01-01T00:00:00.000Z", "2026-00-10T00:00:00.000Z", "2026-01-00T00:00:00.000Z",
+		// Not the form at all, though of its length: other separators,
+		// and characters that are not digits where digits stand.
+		"2026x01x01x00x00x00.000Z", "2026-01-01 00:00:00.000Z", "2026-01-01T00:00:0:.000Z", "2026-01-01T00:00:00.00aZ",
+		"20 6-01-01T00:00:00.000Z", "2026-01-01T0/:00:00.000Z",
 	} {
 		want, werr := time.Parse(time.RFC3339Nano, ts)
 		got, err := parseTimestamp(ts)
