@@ -12,8 +12,10 @@ const MinText, MaxText = 256, 4 << 10
 // notes, the names a normalization gives) one after another in chunks of
 // bytes, so that a string costs no allocation of its own. A chunk is only
 // ever appended to, so a string's bytes are never written again: a string
-// that outgrows what is left of a chunk is written into bytes of its own
-// (append's), and the next string starts a new chunk.
+// that outgrows the room it asked for past what is left of the chunk is
+// written into bytes of its own (append's), and the chunk is left as it
+// was for the next string. One string is written at a time: Open, the
+// appends, then Close.
 //
 // Its zero value starts with chunks of MinText bytes and doubles them up
 // to MaxText.
