@@ -182,47 +182,44 @@ func FuzzWorkArgumentsReadStraightMatchTheGeneralPath(f *testing.F) {
 	})
 }
 
+// trickyTexts are strings a hand-written encoding must escape as
+// encoding/json does: quotes, backslashes, HTML, non-ASCII, control
+// characters, line breaks and the line separator.
+var trickyTexts = []string{"", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
+
+// encodesAsEncodingJSON fails t for every case that marshal, a
+// hand-written encoding called name, writes otherwise than encoding/json.
+func encodesAsEncodingJSON[T any](t *testing.T, name string, marshal func(T) (string, error), cases ...T) {
+	t.Helper()
+	for _, c := range cases {
+		want, _ := json.Marshal(c)
+		if got, err := marshal(c); err != nil || got != string(want) {
+			t.Errorf("%s(%+v) = %s, %v; encoding/json writes %s", name, c, got, err, want)
+		}
+	}
+}
+
 // A cancel receipt answers every cancel action: it is written by hand,
 // byte for byte as encoding/json writes it, whatever its strings hold.
 func TestACancelReceiptEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
-	texts := []string{"w-1", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
 	var cases []CancelReceipt
-	for _, text := range texts {
+	for _, text := range append([]string{"w-1"}, trickyTexts...) {
 		for _, accepted := range []bool{true, false} {
 			cases = append(cases, CancelReceipt{WorkID: text, Accepted: accepted, State: WorkState("cancelled" + text),
 				AcceptedAt: "2026-01-01T00:00:04.000Z" + text})
 		}
 	}
-	cases = append(cases, CancelReceipt{})
-	for _, rec := range cases {
-		want, _ := json.Marshal(rec)
-		got, err := marshalCancel(rec)
-		if err != nil || got != string(want) {
-			t.Errorf("marshalCancel(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
-		}
-	}
+	encodesAsEncodingJSON(t, "marshalCancel", marshalCancel, append(cases, CancelReceipt{})...)
 }
 
 // Send and detach receipts answer every accepted send and every detach:
 // they are written by hand, byte for byte as encoding/json writes them,
 // whatever their strings hold.
 func TestSendAndDetachReceiptsEncodeExactlyAsEncodingJSONEncodesThem(t *testing.T) {
-	texts := []string{"w-1", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
-	for _, text := range texts {
-		for _, rec := range []SendReceipt{{}, {WorkID: text, ID: "send-1" + text, Cursor: "3" + text,
-			AcceptedAt: "2026-01-01T00:00:04.000Z" + text, Outcome: "accepted" + text}} {
-			want, _ := json.Marshal(rec)
-			if got, err := marshalSend(rec); err != nil || got != string(want) {
-				t.Errorf("marshalSend(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
-			}
-		}
-		for _, detached := range []bool{true, false} {
-			rec := DetachReceipt{ID: text, Detached: detached}
-			want, _ := json.Marshal(rec)
-			if got, err := marshalDetach(rec); err != nil || got != string(want) {
-				t.Errorf("marshalDetach(%+v) = %s, %v; encoding/json writes %s", rec, got, err, want)
-			}
-		}
+	for _, text := range append([]string{"w-1"}, trickyTexts...) {
+		encodesAsEncodingJSON(t, "marshalSend", marshalSend, SendReceipt{}, SendReceipt{WorkID: text, ID: "send-1" + text,
+			Cursor: "3" + text, AcceptedAt: "2026-01-01T00:00:04.000Z" + text, Outcome: "accepted" + text})
+		encodesAsEncodingJSON(t, "marshalDetach", marshalDetach, DetachReceipt{ID: text, Detached: true}, DetachReceipt{ID: text})
 	}
 }
 
@@ -231,10 +228,9 @@ func TestSendAndDetachReceiptsEncodeExactlyAsEncodingJSONEncodesThem(t *testing.
 // encoding/json writes it, whatever its strings hold and whichever of its
 // times are set.
 func TestAStatusProjectionEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
-	texts := []string{"research", "", `quote"`, `back\slash`, "<html>&", "é", "\x01", "line\nbreak", "\u2028"}
 	stamps := []string{"", "2026-01-01T00:00:04.000Z", "<t>"}
 	var cases []WorkStatus
-	for _, text := range texts {
+	for _, text := range append([]string{"research"}, trickyTexts...) {
 		for _, stamp := range stamps {
 			for _, attempt := range []int{1, 0, -3, 1 << 40} {
 				cases = append(cases, WorkStatus{Work: newRef("w-"+text, "research-agent"), TargetLabel: text,
@@ -244,13 +240,7 @@ func TestAStatusProjectionEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {
 		}
 	}
 	cases = append(cases, WorkStatus{}, WorkStatus{Work: WorkRef{Guarantees: Guarantees{Rejoin: `"`}}})
-	for _, st := range cases {
-		want, _ := json.Marshal(st)
-		got, err := marshalStatus(st)
-		if err != nil || got != string(want) {
-			t.Errorf("marshalStatus(%+v) = %s, %v; encoding/json writes %s", st, got, err, want)
-		}
-	}
+	encodesAsEncodingJSON(t, "marshalStatus", marshalStatus, cases...)
 }
 
 // A decoded document's string values, and a text output's value, are
