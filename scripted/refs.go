@@ -137,21 +137,29 @@ func sameMessage(a, b *core.Message) bool {
 const indexRefsFrom = 32
 
 // history is what a script's references resolve against: the request, and
-// the index of the run's work.refs that answers WorkOf (nil: the request's
+// the run whose index of work.refs answers WorkOf (nil: the request's
 // history is read whole).
 type history struct {
-	req  *core.Request
-	refs *runRefs
+	req *core.Request
+	run *runState
 }
 
 // noHistory resolves nothing: a reference is written as the text it holds.
 var noHistory history
 
 func (h *history) workRef(spec string) (core.WorkRef, bool) {
-	if h.refs == nil || len(h.req.Messages) < indexRefsFrom && h.refs.read == 0 {
+	if h.run == nil {
 		return FindWorkRef(h.req, spec)
 	}
-	return h.refs.find(h.req, spec)
+	refs := h.run.refs
+	if len(h.req.Messages) < indexRefsFrom && (refs == nil || refs.read == 0) {
+		return FindWorkRef(h.req, spec)
+	}
+	if refs == nil {
+		refs = new(runRefs)
+		h.run.refs = refs
+	}
+	return refs.find(h.req, spec)
 }
 
 // parseWorkRef reads a tool message that may be a work.ref. The runtime

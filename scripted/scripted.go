@@ -146,11 +146,16 @@ type Provider struct {
 	runs     fewmap.Map[*runState] // by run id
 	ordinals fewmap.Map[int]       // agent → runs seen
 	// runRoom and callRoom are where the next runs' states and responses
-	// are made, a few at a time: two, then twice as many as the last
-	// time, up to sixty-four (newRooms).
+	// are made, a few at a time: two (four for the runs after runs0), then
+	// twice as many as the last time, up to sixty-four (newRooms).
 	runRoom  slab.Slab[runState]
 	callRoom slab.Slab[oneCall]
 	callSeq  int
+	// runs0 are the first runs' states of a provider that is not
+	// reforked, made with it: a run of the scripts has a few runs, and a
+	// provider is made for each. nruns0 counts those handed out.
+	runs0  [2]runState
+	nruns0 int
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
 	// room is what Reserve set aside for the scripts to come.
@@ -242,12 +247,14 @@ func (p *Provider) ReadsRequestsOnly() bool {
 
 // runState is what the provider knows of one run: its ordinal among its
 // agent's runs, what its step's references resolve against, and the
-// work.refs its history showed. Only the run's own step reads or changes
-// history and refs, and a run takes one step at a time.
+// work.refs its history showed, indexed once the history is long enough
+// for an index to pay (see history.workRef; most runs' never is, and they
+// make no index). Only the run's own step reads or changes history and
+// refs, and a run takes one step at a time.
 type runState struct {
 	ordinal int
 	history history
-	refs    runRefs
+	refs    *runRefs
 }
 
 // run returns the request's run, counted among its agent's runs when it
@@ -271,6 +278,12 @@ func (p *Provider) newRun() *runState {
 		*run = runState{}
 		return run
 	}
+	if p.kept == nil && p.nruns0 < len(p.runs0) {
+		// Not for a reforked provider: its states are listed in kept, to
+		// be handed out again after the next Refork, which zeroes these.
+		p.nruns0++
+		return &p.runs0[p.nruns0-1]
+	}
 	run := p.runRoom.New()
 	p.kept.runStates().keep(run)
 	return run
@@ -279,7 +292,7 @@ func (p *Provider) newRun() *runState {
 // newRooms starts the rooms of the runs' states and the responses: a run
 // has a few of each, a loop's week a few hundred.
 func (p *Provider) newRooms() {
-	p.runRoom, p.callRoom = slab.Sized[runState](2, 64), slab.Sized[oneCall](2, 64)
+	p.runRoom, p.callRoom = slab.Sized[runState](4, 64), slab.Sized[oneCall](2, 64)
 }
 
 // newCall is a zero response from the call room.
@@ -293,7 +306,7 @@ func (p *Provider) newCall() *oneCall {
 // run pick found for it: only the run's own step reads it, without the
 // provider's lock).
 func (run *runState) historyOf(req *core.Request) *history {
-	run.history = history{req: req, refs: &run.refs}
+	run.history = history{req: req, run: run}
 	return &run.history
 }
 
