@@ -278,11 +278,14 @@ func (s *Sim) Go(name string, fn func()) {
 		s.takeRoom()
 	}
 	s.nextID++
-	if len(s.actorSlab) == 0 {
-		s.actorSlab = make([]actor, min(max(s.nextID/8, 4), maxActorChunk))
+	a := s.reuse()
+	if a == nil {
+		if len(s.actorSlab) == 0 {
+			s.actorSlab = make([]actor, min(max(s.nextID/8, 4), maxActorChunk))
+		}
+		a = &s.actorSlab[0]
+		s.actorSlab = s.actorSlab[1:]
 	}
-	a := &s.actorSlab[0]
-	s.actorSlab = s.actorSlab[1:]
 	a.ID, a.Name, a.fn = s.nextID, name, fn
 	s.actors = append(s.actors, a)
 	s.live++
@@ -295,6 +298,26 @@ func (s *Sim) Go(name string, fn func()) {
 
 // maxActorChunk is the most actors made at once.
 const maxActorChunk = 32
+
+// reuse returns a finished actor for a new one to start in, or nil. The
+// finished actors that compact drops from s.actors stay in its backing,
+// past its end, where the next append would write: the actor there, if
+// any, has finished, is in no list of the Sim's (compact keeps none that
+// is still in polled) and is in no ready set; what else may still point
+// at it is the waiters of watched signals it waited on, which its wait
+// count, kept, makes stale (waiter.current), and the coroutine made with
+// it (own), which may run another actor, and is kept too.
+func (s *Sim) reuse() *actor {
+	n := len(s.actors)
+	if n == cap(s.actors) {
+		return nil
+	}
+	a := s.actors[:n+1][n]
+	if a != nil {
+		*a = actor{wait: a.wait, own: a.own}
+	}
+	return a
+}
 
 // Watch is told of a signal that the caller will close, and tells Closed
 // once it has: the actors waiting on the signal become runnable then, and
@@ -663,12 +686,20 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 	}
 	s.resume(a)
 	s.steps++
-	if a.state == stateDone {
+	done := a.state == stateDone
+	if done {
 		s.remove(a)
 	}
 	if s.onStep != nil {
-		a.Done = a.state == stateDone
+		a.Done = done
 		s.onStep(&a.Actor)
+	}
+	if done {
+		// After the hook, which is handed the actor: compact leaves it
+		// for a new actor to reuse.
+		if dead := len(s.actors) - s.live; dead > 16 && dead > s.live {
+			s.compact()
+		}
 	}
 	return true, nil
 }
@@ -779,10 +810,12 @@ func (s *Sim) coroutine(a *actor) *coroutine {
 		s.idle[n-1] = nil
 		s.idle = s.idle[:n-1]
 	} else if c = s.pool.take(); c == nil {
-		if s.pool != nil {
-			c = new(coroutine) // it outlives the actor, in the pool
-		} else {
+		if s.pool == nil && a.own.next == nil {
 			c = &a.own
+		} else {
+			// It outlives the actor, in the pool; or the actor reuses a
+			// finished one's memory, whose coroutine runs another.
+			c = new(coroutine)
 		}
 		c.next, c.stop = iter.Pull(c.body())
 	}
@@ -810,6 +843,7 @@ func (s *Sim) releaseIdle() {
 	} else {
 		for _, c := range s.idle {
 			c.stop()
+			*c = coroutine{} // an actor's own, free for the next to reuse it
 		}
 		clear(s.idle)
 	}
@@ -817,26 +851,29 @@ func (s *Sim) releaseIdle() {
 }
 
 // remove forgets an actor that finished. Finished actors leave s.actors
-// in batches, once they outnumber the live ones.
+// in batches, once they outnumber the live ones (see next).
 func (s *Sim) remove(a *actor) {
 	s.ready.remove(a)
 	s.ready.tree[a.pos].a = nil
 	s.live--
-	if dead := len(s.actors) - s.live; dead > 16 && dead > s.live {
-		s.compact()
-	}
 }
 
-// compact drops finished actors from s.actors, keeping the order.
+// compact drops finished actors from s.actors, keeping the order of the
+// live ones. The finished ones stay past its end, for Go to reuse (see
+// reuse), but for those still in polled, which pollUnwatched drops later.
 func (s *Sim) compact() {
 	j := 0
-	for _, a := range s.actors {
+	for i, a := range s.actors {
 		if a.state != stateDone {
-			s.actors[j] = a
+			s.actors[i], s.actors[j] = s.actors[j], a // a finished one, or a itself
 			j++
 		}
 	}
-	clear(s.actors[j:])
+	for i := j; i < len(s.actors); i++ {
+		if s.actors[i].inPolled {
+			s.actors[i] = nil
+		}
+	}
 	s.actors = s.actors[:j]
 }
 
