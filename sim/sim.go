@@ -749,6 +749,12 @@ func (s *Sim) choose() *actor {
 		}
 	}
 	a := s.ready.at(i)
+	if len(s.decisions) == cap(s.decisions) {
+		// Twice the room each time: append grows a long list by a
+		// quarter at a time, which for a week's thousands of decisions
+		// made half as many bytes again as the list's final room.
+		s.decisions = append(make([]Decision, 0, 2*cap(s.decisions)), s.decisions...)
+	}
 	s.decisions = append(s.decisions, Decision{Choice: i, Runnable: n, Actor: a.Name})
 	return a
 }
