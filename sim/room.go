@@ -2,7 +2,7 @@ package sim
 
 // room is a Sim's working memory: the first backings of its actors, its
 // ready set's tree, its watched signals, its idle coroutines and its timer
-// heap, and the first four actors. Without a pool it is made with the Sim
+// heap, and the first three actors. Without a pool it is made with the Sim
 // and stays with it. With a pool (Options.Pool) a Sim takes a room from the
 // pool when it first needs one (its first actor or watched signal) and
 // gives it back once it is empty and the call that drives it returns (see
@@ -39,7 +39,7 @@ type room struct {
 	slab   []watchedSignal
 	timers []*vtimer
 
-	actor0  [4]actor
+	actor0  [3]actor
 	slab0   [7]watchedSignal
 	spare0  [8]*watchedSignal
 	tree0   [16]readyNode

@@ -245,12 +245,12 @@ var _ = Describe("a Sim's room on a pool", func() {
 		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
-		// Four actors (the room's first four), waits on watched signals,
-		// a sleep: what a short run uses.
+		// Three actors (the room's first three), waits on watched
+		// signals, a sleep: what a short run uses.
 		run := func(pool *sim.Pool) {
 			s := sim.New(sim.Options{Seed: 1, Pool: pool})
 			done := core.NewSignal(s)
-			for i := range 4 {
+			for i := range 3 {
 				s.Go("peer", func() {
 					s.Yield(core.Point{Kind: core.PointToolCall})
 					if i == 0 {

@@ -29,10 +29,12 @@ type Sim struct {
 	clock    Clock
 
 	actors []*actor // actors in creation order; finished ones are dropped lazily
-	// actorSlab holds actors not started yet, made four at a time, or an
-	// eighth as many as have started, up to maxActorChunk: a run of a few
-	// actors makes no more than it needs, a platform's week of sessions a
-	// slab for dozens of them.
+	// actorSlab holds actors not started yet: the room's three first (a
+	// race of a run and its two children needs no more), then five at a
+	// time, or an eighth as many as have started, up to maxActorChunk: a
+	// run of a few actors makes no more than it needs, a platform's week
+	// of sessions a slab for dozens of them (and reuses the memory of
+	// those that finished, see reuse).
 	actorSlab []actor
 	live      int // actors in actors that have not finished
 	nextID    int
@@ -281,7 +283,7 @@ func (s *Sim) Go(name string, fn func()) {
 	a := s.reuse()
 	if a == nil {
 		if len(s.actorSlab) == 0 {
-			s.actorSlab = make([]actor, min(max(s.nextID/8, 4), maxActorChunk))
+			s.actorSlab = make([]actor, min(max(s.nextID/8, 5), maxActorChunk))
 		}
 		a = &s.actorSlab[0]
 		s.actorSlab = s.actorSlab[1:]
