@@ -409,6 +409,28 @@ func TestAProvidersRunsAreKeptInRoomMadeAFewAtATime(t *testing.T) {
 	}
 }
 
+// A fork of a provider of two scripts is one allocation: the scripts'
+// cursors and its first two runs' states are made with it, and its first
+// steps allocate only their responses' room.
+func TestAForkOfTwoScriptsIsOneAllocationWithItsFirstRuns(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	base := scripted.New().Script("coordinator", scripted.Say("done")).Script("worker", scripted.Say("ok"))
+	if n := testing.AllocsPerRun(100, func() { _ = base.Fork() }); n != 1 {
+		t.Errorf("a fork of two scripts allocates %v times; want 1", n)
+	}
+	a, b := req("coordinator", "r1", 1), req("worker", "r2", 1)
+	n := testing.AllocsPerRun(100, func() {
+		p := base.Fork()
+		_, _ = p.Step(context.Background(), a)
+		_, _ = p.Step(context.Background(), b)
+	})
+	if n != 2 {
+		t.Errorf("a fork and a step of each of its two runs allocate %v times; want 2 (the fork, its responses' room)", n)
+	}
+}
+
 // compileCases are call arguments a compiled provider encodes ahead (with
 // references to fill in at the step, or none), and some it leaves to the
 // step: typed values, text that needs escaping, a result field (which

@@ -138,13 +138,15 @@ func (p *Provider) Reserve(scripts, turns int) *Provider {
 type Provider struct {
 	opts Options
 
-	mu       sync.Mutex
-	scripts  fewmap.Map[*script]
+	mu sync.Mutex
+	// scripts holds the scripts by agent (agent#n for a run's own), and
+	// under an agent's key the runs of it seen so far, with or without a
+	// script of its own: one list of keys, where two were.
+	scripts  fewmap.Map[keyed]
 	funcs    map[string]Func
 	requests []*core.Request
 	failures []error
 	runs     fewmap.Map[*runState] // by run id
-	ordinals fewmap.Map[int]       // agent → runs seen
 	// runRoom and callRoom are where the next runs' states and responses
 	// are made, a few at a time: two (four for the runs after runs0), then
 	// twice as many as the last time, up to sixty-four (newRooms).
@@ -153,9 +155,12 @@ type Provider struct {
 	callSeq  int
 	// runs0 are the first runs' states of a provider that is not
 	// reforked, made with it: a run of the scripts has a few runs, and a
-	// provider is made for each. nruns0 counts those handed out.
-	runs0  [2]runState
-	nruns0 int
+	// provider is made for each. nruns0 (beside runScripts) counts those
+	// handed out.
+	runs0 [2]runState
+	// scripts0 holds the scripts' cursors of a fork of two scripts or
+	// fewer that is not reforked (forkInto), made with it.
+	scripts0 [2]script
 	// requests0 is requests' first backing: a run makes a few requests.
 	requests0 [8]*core.Request
 	// room is what Reserve set aside for the scripts to come.
@@ -166,6 +171,7 @@ type Provider struct {
 	// runScripts is set once a script is keyed agent#n (ScriptRun): until
 	// then a request looks only for its agent's shared script.
 	runScripts bool
+	nruns0     uint8
 	// userCode counts the turns and answers that hand a request to a
 	// function of the caller's (When, Respond, Answer's Func); it is read
 	// before every request (ReadsRequestsOnly) without the lock.
@@ -245,6 +251,14 @@ func (p *Provider) ReadsRequestsOnly() bool {
 	return p.userCode.Load() == 0
 }
 
+// keyed is what a provider holds under a key of its scripts: the script
+// (nil while there is none) and, under an agent's key, how many of the
+// agent's runs the provider has seen.
+type keyed struct {
+	s    *script
+	runs int
+}
+
 // runState is what the provider knows of one run: its ordinal among its
 // agent's runs, what its step's references resolve against, and the
 // work.refs its history showed, indexed once the history is long enough
@@ -263,9 +277,10 @@ func (p *Provider) run(req *core.Request) *runState {
 	run, _ := p.runs.Get(req.Run)
 	if run == nil {
 		run = p.newRun()
-		n, _ := p.ordinals.Get(req.Agent)
-		run.ordinal = n + 1
-		p.ordinals.Set(req.Agent, n+1)
+		e, _ := p.scripts.Get(req.Agent)
+		e.runs++
+		run.ordinal = e.runs
+		p.scripts.Set(req.Agent, e)
 		p.runs.Set(req.Run, run)
 	}
 	return run
@@ -278,7 +293,7 @@ func (p *Provider) newRun() *runState {
 		*run = runState{}
 		return run
 	}
-	if p.kept == nil && p.nruns0 < len(p.runs0) {
+	if p.kept == nil && int(p.nruns0) < len(p.runs0) {
 		// Not for a reforked provider: its states are listed in kept, to
 		// be handed out again after the next Refork, which zeroes these.
 		p.nruns0++
@@ -365,14 +380,16 @@ func New(opts ...Options) *Provider {
 func (p *Provider) Script(agent string, turns ...Turn) *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, _ := p.scripts.Get(agent)
+	e, _ := p.scripts.Get(agent)
+	s := e.s
 	if s == nil {
 		if len(p.room.scripts) > 0 {
 			s, p.room.scripts = &p.room.scripts[0], p.room.scripts[1:]
 		} else {
 			s = &script{}
 		}
-		p.scripts.Set(agent, s)
+		e.s = s
+		p.scripts.Set(agent, e)
 		p.runScripts = p.runScripts || strings.Contains(agent, "#")
 	}
 	if s.turns == nil && len(turns) <= cap(p.room.turns) {
@@ -445,24 +462,37 @@ func (p *Provider) Refork(from *Provider, opts ...Options) *Provider {
 // forkInto makes q, new, a fork of p, its scripts in k's (when it has
 // room for them). The caller holds p.mu.
 func (p *Provider) forkInto(q *Provider, k *kept) {
+	n := 0
+	for _, e := range p.scripts.All {
+		if e.s != nil {
+			n++
+		}
+	}
 	var scripts []script
-	if n := p.scripts.Len(); k != nil && cap(k.scripts) >= n {
+	switch {
+	case k != nil && cap(k.scripts) >= n:
 		scripts = k.scripts[:n]
 		clear(scripts)
-	} else {
+	case k == nil && n <= len(q.scripts0):
+		scripts = q.scripts0[:n]
+	default:
 		scripts = make([]script, n)
 		if k != nil {
 			k.scripts = scripts
 		}
 	}
 	i, turns := 0, 0
-	for key, s := range p.scripts.All {
+	for key, e := range p.scripts.All {
+		s := e.s
+		if s == nil {
+			continue // an agent whose runs p counted, without a script
+		}
 		c := &scripts[i]
 		i++
 		c.turns = s.turns[:len(s.turns):len(s.turns)]
 		c.args = s.args[:len(s.args):len(s.args)]
 		c.fit()
-		q.scripts.Set(key, c)
+		q.scripts.Set(key, keyed{s: c})
 		turns += len(s.turns)
 	}
 	// A run of the scripts answers about as many requests as they have
@@ -488,7 +518,11 @@ func (p *Provider) forkInto(q *Provider, k *kept) {
 func (p *Provider) Compile() *Provider {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range p.scripts.All {
+	for _, e := range p.scripts.All {
+		s := e.s
+		if s == nil {
+			continue
+		}
 		args := make([][]encodedArgs, len(s.turns))
 		for i := range s.turns {
 			var calls []encodedArgs
@@ -557,7 +591,11 @@ func (p *Provider) Unused() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]int{}
-	for key, s := range p.scripts.All {
+	for key, e := range p.scripts.All {
+		s := e.s
+		if s == nil {
+			continue
+		}
 		for i := range s.turns {
 			if !s.isUsed(i) {
 				out[key]++
@@ -616,7 +654,8 @@ func (p *Provider) pick(req *core.Request) (choice, error) {
 		keys[0], from = req.Agent+"#"+strconv.Itoa(n), 0
 	}
 	for _, key := range keys[from:] {
-		s, _ := p.scripts.Get(key)
+		e, _ := p.scripts.Get(key)
+		s := e.s
 		if s == nil {
 			continue
 		}
@@ -645,7 +684,8 @@ func (p *Provider) dryError(req *core.Request, n int) error {
 	var total, left int
 	var why []string
 	for _, key := range []string{req.Agent + "#" + strconv.Itoa(n), req.Agent} {
-		if s, _ := p.scripts.Get(key); s != nil {
+		if e, _ := p.scripts.Get(key); e.s != nil {
+			s := e.s
 			total += len(s.turns)
 			for i := range s.turns {
 				t, used := &s.turns[i], s.isUsed(i)
