@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/sim"
 )
@@ -52,6 +54,35 @@ func BenchmarkIdleTimer(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fires), "ns/fire")
+}
+
+// BenchmarkSkippedIdleRounds is the clock running the idle rounds it was
+// told of (SkipIdle) without stopping at them: two pollers, every minute
+// and every five, whose every round is idle, beside two far timers, for a
+// week of virtual time; the top of the heap changes at every five-minute
+// round. ns/round is the cost of one round.
+func BenchmarkSkippedIdleRounds(b *testing.B) {
+	const horizon = 7 * 24 * time.Hour
+	rounds := int(horizon/time.Minute + horizon/(5*time.Minute))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		for i := range 2 {
+			clock.AfterFunc(horizon+time.Duration(i+1)*time.Hour, func() {})
+		}
+		for _, period := range []time.Duration{time.Minute, 5 * time.Minute} {
+			var t clockwork.Timer
+			t = clock.AfterFunc(period, func() { t.Reset(period) })
+			t.(interface {
+				SkipIdle(func(time.Duration) (time.Duration, bool))
+			}).SkipIdle(func(time.Duration) (time.Duration, bool) { return period, true })
+		}
+		if err := s.RunFor(horizon); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rounds), "ns/round")
 }
 
 // BenchmarkStepAlone is a step of the only runnable actor, with a hook told

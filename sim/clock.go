@@ -257,41 +257,68 @@ func (t *vtimer) SkipIdle(idle func(at time.Duration) (reset time.Duration, idle
 // are due by horizon (if bounded), as SkipIdle says. It reports whether
 // the earliest deadline is then past horizon.
 func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
+	if !bounded {
+		horizon = math.MaxInt64
+	}
 	for len(c.timers) > 0 {
-		t := c.timers[0]
-		if bounded && t.at > horizon {
+		h := c.timers
+		t := h[0]
+		if t.at > horizon {
 			return true
 		}
 		// t's rival for the top of the heap is the earlier of its
 		// children: rounds of t move no other timer, so t stays at the top,
 		// where down would leave it, for as long as it is due before the
-		// rival, and its rounds there need no look at the heap.
-		var rival *vtimer
-		if h := c.timers; len(h) > 1 {
-			rival = h[1]
-			if len(h) > 2 && h[2].before(rival) {
-				rival = h[2]
+		// rival, and its rounds there need no look at the heap. A round
+		// gives t the newest registration, so t is due before the rival
+		// exactly while its deadline is earlier than the rival's: the rounds
+		// run while t's deadline is before until. The deadline and the
+		// registrations are kept in at and seq while they do (idle reads
+		// neither, nor registers timers), and written back once.
+		until, rival := int64(math.MaxInt64), 0
+		if len(h) > 1 {
+			until, rival = h[1].at, 1
+			if len(h) > 2 && h[2].before(h[1]) {
+				until, rival = h[2].at, 2
 			}
 		}
+		at, seq := t.at, c.seq
+		stop, past := false, false
 		for {
-			if t.idle == nil {
-				return false
-			}
-			d, idle := t.idle(time.Duration(t.at))
-			if !idle {
-				return false
-			}
-			// The callback's Reset(d) with the clock at t.at (schedule).
-			c.seq++
-			t.at, t.seq = after(t.at, max(d, 0)), c.seq
-			if rival != nil && !t.before(rival) {
-				c.timers.down(0)
+			idle := t.idle
+			if idle == nil {
+				stop = true
 				break
 			}
-			if bounded && t.at > horizon {
-				return true
+			d, ok := idle(time.Duration(at))
+			if !ok {
+				stop = true
+				break
+			}
+			// The callback's Reset(d) with the clock at at (schedule).
+			seq++
+			at = after(at, max(d, 0))
+			if at >= until {
+				break
+			}
+			if at > horizon {
+				past = true
+				break
 			}
 		}
+		if seq != c.seq {
+			t.at, t.seq, c.seq = at, seq, seq
+		}
+		switch {
+		case stop:
+			return false
+		case past:
+			return true
+		}
+		// What down(0) does: the rival comes to the top, and t goes down
+		// from where the rival was.
+		h.swap(0, rival)
+		h.down(rival)
 	}
 	return false
 }
