@@ -2,7 +2,8 @@ package sim
 
 // room is a Sim's working memory: the first backings of its actors, its
 // ready set's tree, its watched signals, its idle coroutines and its timer
-// heap, and the first three actors. Without a pool it is made with the Sim
+// heap, its first three actors, and, once given back, the actors its Sims
+// made (zeroed, for the next to reuse). Without a pool it is made with the Sim
 // and stays with it. With a pool (Options.Pool) a Sim takes a room from the
 // pool when it first needs one (its first actor or watched signal) and
 // gives it back once it is empty and the call that drives it returns (see
@@ -38,6 +39,10 @@ type room struct {
 	spare  []*watchedSignal
 	slab   []watchedSignal
 	timers []*vtimer
+	// actorSlab is what is left of the actors made for the Sims but not
+	// handed out yet; those handed out come back zeroed, past the end of
+	// actors, where a Sim reuses finished actors (see Sim.reuse).
+	actorSlab []actor
 
 	actor0  [3]actor
 	slab0   [7]watchedSignal
@@ -50,7 +55,7 @@ type room struct {
 
 // init points a new room's backings at its arrays.
 func (r *room) init() *room {
-	r.actors, r.idle, r.polled = r.actors0[:0], r.idle0[:0], nil
+	r.actors, r.actorSlab, r.idle, r.polled = r.actors0[:0], r.actor0[:], r.idle0[:0], nil
 	r.tree, r.spare, r.slab, r.timers = r.tree0[:], r.spare0[:0], r.slab0[:], r.timers0[:0]
 	return r
 }
@@ -58,7 +63,7 @@ func (r *room) init() *room {
 // useRoom makes r the Sim's room: its backings become the Sim's.
 func (s *Sim) useRoom(r *room) {
 	s.room = r
-	s.actors, s.actorSlab = r.actors, r.actor0[:]
+	s.actors, s.actorSlab = r.actors, r.actorSlab
 	s.idle, s.polled = r.idle, r.polled
 	s.spare, s.slab = r.spare, r.slab
 	s.ready.resetIn(r.tree)
@@ -89,12 +94,22 @@ func (s *Sim) giveRoom() {
 		w.waiters, w.compactAt = w.waiters[:0], 0
 		s.spare = append(s.spare, w)
 	})
-	clear(s.actors[:cap(s.actors)])
+	// Every actor has finished: the room keeps them, zeroed, for the next
+	// Sim to reuse.
+	actors := s.actors[:cap(s.actors)]
+	j := 0
+	for _, a := range actors {
+		if a != nil {
+			*a = actor{}
+			actors[j] = a
+			j++
+		}
+	}
+	clear(actors[j:])
 	clear(s.idle[:cap(s.idle)])
 	clear(s.polled[:cap(s.polled)])
 	clear(s.ready.tree)
-	clear(r.actor0[:])
-	r.actors, r.idle, r.polled, r.tree = s.actors[:0], s.idle[:0], s.polled[:0], s.ready.tree
+	r.actors, r.actorSlab, r.idle, r.polled, r.tree = actors[:0], s.actorSlab, s.idle[:0], s.polled[:0], s.ready.tree
 	r.spare, r.slab = s.spare, s.slab
 	c := &s.clock
 	switch {

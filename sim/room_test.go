@@ -245,12 +245,13 @@ var _ = Describe("a Sim's room on a pool", func() {
 		if fixture.RaceDetector {
 			Skip("allocation counts do not hold under the race detector")
 		}
-		// Three actors (the room's first three), waits on watched
-		// signals, a sleep: what a short run uses.
+		// Four actors (the room's first three, and one the room kept from
+		// the run before), waits on watched signals, a sleep: what a
+		// short run uses.
 		run := func(pool *sim.Pool) {
 			s := sim.New(sim.Options{Seed: 1, Pool: pool})
 			done := core.NewSignal(s)
-			for i := range 3 {
+			for i := range 4 {
 				s.Go("peer", func() {
 					s.Yield(core.Point{Kind: core.PointToolCall})
 					if i == 0 {
