@@ -148,8 +148,9 @@ type Provider struct {
 	failures []error
 	runs     fewmap.Map[*runState] // by run id
 	// runRoom and callRoom are where the next runs' states and responses
-	// are made, a few at a time: two (four for the runs after runs0), then
-	// twice as many as the last time, up to sixty-four (newRooms).
+	// are made, a few at a time: four runs' (after runs0) and two
+	// responses at first, then twice as many as the last time, up to
+	// sixty-four (newRooms; a fork sizes its first responses' room).
 	runRoom  slab.Slab[runState]
 	callRoom slab.Slab[oneCall]
 	callSeq  int
