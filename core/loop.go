@@ -108,7 +108,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	var seal runSeal
 	if inst.continued {
 		given := inst.history
-		seal.msgs.msgs = inst.newHistory(len(given), historyRoom)
+		seal.msgs.msgs = inst.newHistory(len(given), inst.historyRoom(input != nil || a.Prompt.Render != nil))
 		copy(inst.history, given)
 		inst.continued = false
 	}
@@ -162,12 +162,12 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			return nil, err
 		}
 		if len(resp.ToolCalls) == 0 {
-			if out, ok := inst.final(resp); ok {
+			if out, ok := inst.final(resp, &seal.msgs); ok {
 				return out, nil
 			}
 			continue
 		}
-		if err := inst.toolRound(ctx, resp, &seal.spare); err != nil {
+		if err := inst.toolRound(ctx, resp, &seal); err != nil {
 			return nil, err
 		}
 	}
@@ -179,13 +179,24 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 // every foreground child nests a run inside a tool call, so the frames on
 // that path decide how often a goroutine's stack has to grow.
 
-// historyRoom is the room a run's history starts with: its prompt, a tool
-// round of one call and the final answer (the shortest run with a tool
-// call) fit without the history growing.
-const historyRoom = 4
+// historyRoom is the room a run's history starts with past what it was
+// given: its prompt (when it has one), a tool round of one call (when its
+// agent has tools) and its final answer, so that the shortest run fits
+// without the history growing. A run of an agent without tools (a
+// research child) makes room for two messages, not four.
+func (inst *instance) historyRoom(prompt bool) int {
+	room := 1 // the answer
+	if prompt {
+		room++
+	}
+	if len(inst.p.tools) > 0 {
+		room += 2 // a call and its result
+	}
+	return room
+}
 
 // manyCalls is how many tool calls a response has before the run makes
-// room for their messages and records at once.
+// room for their records at once.
 const manyCalls = occurrenceScanLimit
 
 // runSeal is what a run keeps from request to request: its own copy of
@@ -249,7 +260,7 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 
 // final reads a response without tool calls: the run's output, or, when
 // the output is missing or invalid, a correction for the model and false.
-func (inst *instance) final(resp *Response) (*Output, bool) {
+func (inst *instance) final(resp *Response, sealed *runMessages) (*Output, bool) {
 	out, problem := inst.finalOutput(resp)
 	if problem == "" {
 		// The final answer is part of the history, so that a later turn
@@ -257,6 +268,7 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 		inst.history = append(inst.history, Message{Role: RoleAssistant, Content: out.Raw})
 		return out, true
 	}
+	inst.grow(2, sealed)
 	inst.history = append(inst.history,
 		Message{Role: RoleAssistant, Content: firstNonEmpty(resp.Text, string(resp.Output))},
 		Message{Role: RoleUser, Content: problem})
@@ -265,15 +277,12 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 
 // toolRound runs a response's tool calls in order, each answered in the
 // history. Only a context error ends the run.
-func (inst *instance) toolRound(ctx context.Context, resp *Response, spare *spareCalls) error {
-	// The history takes the response and a tool message per call: for a
-	// response of many calls, room for them at once, and for their
-	// records, not call by call (for a few, append's doubling leaves room
-	// for what follows, such as the final answer).
-	if len(resp.ToolCalls) > manyCalls {
-		inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
-	}
-	inst.appendAssistant(resp, spare)
+func (inst *instance) toolRound(ctx context.Context, resp *Response, seal *runSeal) error {
+	// The history takes the response and a tool message per call: room
+	// for them at once (and, for a response of many calls, for their
+	// records), not message by message.
+	inst.grow(1+len(resp.ToolCalls), &seal.msgs)
+	inst.appendAssistant(resp, &seal.spare)
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
@@ -354,7 +363,7 @@ func (inst *instance) begin(input any, sealed *runMessages) error {
 	}
 	if first != "" {
 		if inst.history == nil {
-			sealed.msgs = inst.newHistory(0, historyRoom)
+			sealed.msgs = inst.newHistory(0, inst.historyRoom(true))
 		}
 		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
 	}
@@ -372,6 +381,28 @@ func (inst *instance) newHistory(n, room int) []Message {
 	buf := make([]Message, n, 2*(n+room)-1)
 	inst.history = buf[: n : n+room]
 	return buf[n+room : n+room : cap(buf)]
+}
+
+// grow makes room for k more messages in the history, when it has not
+// got it: it doubles the history's room, at least to k more, and its
+// sealed copy's to one fewer (see newHistory), the two in one allocation,
+// apart, as a new history's are. The sealed copy keeps its messages: the
+// requests sealed before hold the room they were sealed in.
+func (inst *instance) grow(k int, sealed *runMessages) {
+	h := inst.history
+	if cap(h)-len(h) >= k {
+		return
+	}
+	c := max(2*cap(h), len(h)+k)
+	if cap(sealed.msgs) >= c-1 {
+		inst.history = slices.Grow(h, k)
+		return
+	}
+	buf := make([]Message, 2*c-1)
+	copy(buf, h)
+	n := copy(buf[c:], sealed.msgs)
+	inst.history = buf[:len(h):c]
+	sealed.msgs = buf[c : c+n : 2*c-1]
 }
 
 // emitRunStart reports the start of the run.
