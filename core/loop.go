@@ -78,10 +78,10 @@ func (rt *Runtime) initInstance(inst *instance, p *prepared, model string, w *wo
 
 // runID draws the id of a run of the agent.
 func (rt *Runtime) runID(p *prepared) string {
-	if scoped, ok := rt.ids.(ScopedIDSource); ok {
+	if scoped, ok := rt.opts.IDs.(ScopedIDSource); ok {
 		return scoped.NewScopedID(IDRun, p.agent.ID)
 	}
-	return rt.ids.NewID(IDRun)
+	return rt.opts.IDs.NewID(IDRun)
 }
 
 // initOwnedInstance is initInstance for a top-level run under an owner's
@@ -89,7 +89,7 @@ func (rt *Runtime) runID(p *prepared) string {
 // that the ids drawn after it do not depend on the owner; from
 // SequentialIDs it only counts it, without writing it.
 func (rt *Runtime) initOwnedInstance(inst *instance, p *prepared, model, owner string) {
-	if s, ok := rt.ids.(*SequentialIDs); ok {
+	if s, ok := rt.opts.IDs.(*SequentialIDs); ok {
 		s.skipScopedID(IDRun, p.agent.ID)
 	} else {
 		_ = rt.runID(p)
@@ -231,7 +231,7 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	// the run's own copy of the tool specs, put back as prepared, so
 	// nothing that middleware or the provider does to it reaches the
 	// history, the next request or another run.
-	req := rt.reg.newRequest(inst.id, rt.clock.Now(), &inst.reqRoom)
+	req := rt.registry.newRequest(inst.id, rt.opts.Clock.Now(), &inst.reqRoom)
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System
@@ -418,7 +418,7 @@ func (inst *instance) endRun(ctx context.Context, mode RunMode, out *Output, err
 	if err != nil && ctx.Err() != nil {
 		// A cancelled run takes the Work it started with it; a run that
 		// ends any other way leaves its Work running.
-		rt.reg.cancelStartedBy(inst.id, inst.seq)
+		rt.registry.cancelStartedBy(inst.id, inst.seq)
 	}
 	ev := Event{Kind: EventRunEnd, Run: inst.id, Agent: inst.p.agent.ID, Mode: mode} // see emit
 	ev.Output, ev.Err, ev.Work = out, err, inst.workID()
@@ -430,13 +430,13 @@ func (inst *instance) endRun(ctx context.Context, mode RunMode, out *Output, err
 func (inst *instance) yield(kind PointKind, tool string) {
 	p := Point{Kind: kind, Run: inst.id, Work: inst.workID(), Agent: inst.p.agent.ID} // built in place (see emit)
 	p.Step, p.Tool = inst.step, tool
-	inst.rt.exec.Yield(p)
+	inst.rt.opts.Executor.Yield(p)
 }
 
 // deliverGuidance appends the guidance sent to the run's Work since its
 // last step to its history.
 func (inst *instance) deliverGuidance() {
-	if msgs := inst.rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
+	if msgs := inst.rt.registry.takeGuidance(inst.w); len(msgs) > 0 {
 		inst.history = append(inst.history, msgs...)
 		ev := Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.w.ref.ID} // see emit
 		ev.Step, ev.Cursor = inst.step, strconv.Itoa(len(msgs))
@@ -796,7 +796,7 @@ func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any
 	if err != nil {
 		return "", nil, err
 	}
-	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, ref: *ref})
+	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, text: ref.ID, target: ref.TargetID})
 	out, err := marshalRef(*ref)
 	return out, ref, err
 }
@@ -877,7 +877,7 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, valid bool) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {
-		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
+		return rt.registry.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
@@ -893,7 +893,7 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, vali
 			return &Output{Raw: s, Value: v}, nil
 		})
 	}
-	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target,
+	return rt.registry.accept(inst.id, inst.seq, pt.name, pt.target,
 		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input, inputValid: valid}, nil)
 }
 

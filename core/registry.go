@@ -130,12 +130,12 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		return nil, errCapacity.with(fmt.Sprintf(
 			"%d background work items are still outstanding (limit %d); wait for or cancel some, then retry", outstanding, limit))
 	}
-	id := r.rt.ids.NewID(IDWork)
+	id := r.rt.opts.IDs.NewID(IDWork)
 	if r.workLocked(id) != nil {
 		return nil, errDuplicateID.with(fmt.Sprintf(
 			"the runtime's id source returned %q, which already names background work; nothing was started", id))
 	}
-	now := r.rt.clock.Now()
+	now := r.rt.opts.Clock.Now()
 	w := &work{
 		ref:       newRef(id, target),
 		names:     workNames(id, label),
@@ -145,7 +145,7 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		isAgent:   run == nil,
 		state:     lifecycle.Queued,
 		created:   now,
-		done:      NewSignal(r.rt.exec),
+		done:      NewSignal(r.rt.opts.Executor),
 		child:     child,
 		run:       run,
 	}
@@ -238,9 +238,9 @@ func (r *registry) startLocked(w *work) {
 	r.running++
 	// Its context is cancelled by a cancel of the Work, by Close (which
 	// cancels every unfinished item) and at its end.
-	ctx, cancel := withCancel(r.rt.exec, context.Background(), &w.scope)
+	ctx, cancel := withCancel(r.rt.opts.Executor, context.Background(), &w.scope)
 	w.cancel = cancel
-	r.rt.exec.Go(w.actorName(), func() { r.runChild(ctx, w) })
+	r.rt.opts.Executor.Go(w.actorName(), func() { r.runChild(ctx, w) })
 }
 
 // runChild is the body of a background child's actor.
@@ -252,7 +252,7 @@ func (r *registry) runChild(ctx context.Context, w *work) {
 	} else {
 		out, err = r.rt.runBackground(ctx, w)
 	}
-	r.rt.exec.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
+	r.rt.opts.Executor.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
 	r.finish(w, ctx, out, err)
 }
 
@@ -292,7 +292,7 @@ func (r *registry) transitionLocked(w *work, ev lifecycle.Event) {
 		panic(fmt.Sprintf("crux-sim: %s: %v", w.ref.ID, err))
 	}
 	w.state = to
-	now := r.rt.clock.Now()
+	now := r.rt.opts.Clock.Now()
 	switch {
 	case to == lifecycle.Running && from == lifecycle.Queued:
 		w.started = now
@@ -427,7 +427,7 @@ func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
 }
 
 func (r *registry) cancelLocked(w *work) CancelReceipt {
-	at := timestamp(r.rt.clock.Now())
+	at := timestamp(r.rt.opts.Clock.Now())
 	if r.rt.opts.Testing.Defects.CancelOverwritesTerminal && w.state.Terminal() && w.state != lifecycle.Cancelled {
 		// A planted defect: bypass the lifecycle, as a buggy runtime would.
 		from := w.state
@@ -496,8 +496,8 @@ func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error)
 	}
 	w.sent++
 	w.inbox = append(w.inbox, Message{Role: RoleUser, Content: *message, Guidance: true})
-	rec := SendReceipt{WorkID: id, ID: r.rt.ids.NewID(IDSend), Cursor: strconv.Itoa(w.sent),
-		AcceptedAt: timestamp(r.rt.clock.Now()), Outcome: "accepted"}
+	rec := SendReceipt{WorkID: id, ID: r.rt.opts.IDs.NewID(IDSend), Cursor: strconv.Itoa(w.sent),
+		AcceptedAt: timestamp(r.rt.opts.Clock.Now()), Outcome: "accepted"}
 	if r.sends == nil {
 		r.sends = map[sendKey]sendRecord{}
 	}
@@ -554,9 +554,10 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 
 // statusTextRoom is the room for a status block's text that a request
 // with a block of one row is allocated with: the header and a row of a
-// short id and label ("w-12 · research · completed 4s · Result
-// available" is 55 bytes).
-const statusTextRoom = 96
+// short id and label ("- w-12 · research · completed 4s · Result
+// available" is 55 bytes, the block 72). With it the request takes 352
+// bytes, a size class of the allocator's.
+const statusTextRoom = 88
 
 // statusRows samples the owner's attached Work for a status block, in
 // buf: at

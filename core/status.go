@@ -51,8 +51,16 @@ func (r StatusRow) String() string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// size is about the length of the row's text, for room to write it in.
-func (r StatusRow) size() int { return len(r.ID) + len(r.Label) + len(r.State) + 48 }
+// size is the length of the row's text, for room to write it in.
+func (r StatusRow) size() int {
+	var secs [20]byte
+	n := len("- ") + len(r.ID) + len(" · ") + len(r.Label) + len(" · ") + len(r.State) + len(" ") +
+		len(strconv.AppendInt(secs[:0], int64(r.Elapsed/time.Second), 10)) + len("s")
+	if r.ResultAvailable {
+		n += len(" · Result available")
+	}
+	return n
+}
 
 // appendTo appends the row's text, which String returns, to b.
 func (r StatusRow) appendTo(b []byte) []byte {
