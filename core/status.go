@@ -53,9 +53,15 @@ func (r StatusRow) String() string {
 
 // size is the length of the row's text, for room to write it in.
 func (r StatusRow) size() int {
-	var secs [20]byte
-	n := len("- ") + len(r.ID) + len(" · ") + len(r.Label) + len(" · ") + len(r.State) + len(" ") +
-		len(strconv.AppendInt(secs[:0], int64(r.Elapsed/time.Second), 10)) + len("s")
+	secs := int64(r.Elapsed / time.Second)
+	n := len("- ") + len(r.ID) + len(" · ") + len(r.Label) + len(" · ") + len(r.State) + len(" ") + len("s")
+	if secs < 0 {
+		n++ // its sign
+		secs = -secs
+	}
+	for n++; secs >= 10; secs /= 10 { // its digits
+		n++
+	}
 	if r.ResultAvailable {
 		n += len(" · Result available")
 	}
