@@ -643,8 +643,7 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 	} else {
 		f = new(toolCallFrame)
 	}
-	*f = toolCallFrame{Context: ctx, call: call,
-		info: CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name}}
+	*f = toolCallFrame{Context: ctx, inst: inst, step: inst.step, call: call}
 	ctx = f
 	c := &f.call // both events report the same call
 	inst.emitTool(EventToolCall, c, nil, nil, nil)
@@ -665,14 +664,22 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 }
 
 // toolCallFrame is one tool call in flight, in one allocation: the context
-// the tool runs on (the run's, with the call's CallInfo as the value of
-// callKey), and the call and its result message that the call's events
-// point to; a work call's has its workRoom with it.
+// the tool runs on (the run's, with the frame itself as the value of
+// callKey, from which CallOf reads the call's CallInfo), and the call and
+// its result message that the call's events point to; a work call's has
+// its workRoom with it. It is 176 bytes, a work call's 256.
 type toolCallFrame struct {
 	context.Context
-	info   CallInfo
+	inst   *instance // the calling run, whose id, agent and turn never change
+	step   int       // the run's step at the call
 	call   ToolCall
 	result Message
+}
+
+// info is the CallInfo of the call.
+func (f *toolCallFrame) info() CallInfo {
+	inst := f.inst
+	return CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: f.step, CallID: f.call.ID, Tool: f.call.Name}
 }
 
 // workRoom is what a call of the work tool needs room for: the values of
@@ -686,7 +693,7 @@ type workRoom struct {
 
 func (f *toolCallFrame) Value(key any) any {
 	if key == (callKey{}) {
-		return &f.info
+		return f
 	}
 	return f.Context.Value(key)
 }

@@ -460,11 +460,11 @@ type callKey struct{}
 // CallOf returns the tool call the calling tool runs for; ok is false
 // outside a tool call.
 func CallOf(ctx context.Context) (CallInfo, bool) {
-	c, ok := ctx.Value(callKey{}).(*CallInfo)
+	f, ok := ctx.Value(callKey{}).(*toolCallFrame)
 	if !ok {
 		return CallInfo{}, false
 	}
-	return *c, true
+	return f.info(), true
 }
 
 // Run runs an agent to its final output on the calling goroutine. Its
