@@ -13,25 +13,30 @@ import (
 	"unsafe"
 )
 
-// instance is one running agent: the owner of the Work it starts.
+// instance is one running agent: the owner of the Work it starts. It is
+// 208 bytes, so that a top-level run with its result and rooms is 480
+// (see topRun), a child run with its rooms 416 (see newInstance).
 type instance struct {
-	rt       *Runtime
-	p        *prepared
-	id       string
-	seq      uint64 // the run's sequence number in the runtime
-	model    string
-	w        *work // the Work this instance runs as, for background children
-	step     int
-	history  []Message
-	maxSteps int // overrides the agent's budget when > 0
+	// Context is the run's context: the caller's, with the runtime as
+	// the value of runtimeKey (see Value), set as the run starts, so that
+	// it needs no allocation of its own.
+	context.Context
+	rt      *Runtime
+	p       *prepared
+	id      string
+	seq     uint64 // the run's sequence number in the runtime
+	model   string
+	w       *work // the Work this instance runs as, for background children
+	step    int
+	history []Message
 	// steps is what is left of the step budget this run shares with its
 	// foreground children: a foreground child runs inside its parent's
 	// tool call, so its provider steps are its parent's time.
 	steps *int
-	pool  int // steps points here for a run that is not a foreground child
-	// depth counts the child runs between this one and its top-level run
-	// (0 for a top-level run).
-	depth int
+	// pool is where steps points for a run that is not a foreground
+	// child; before the run starts, a top-level run's budget when it is
+	// given one (RunOptions.MaxSteps), else 0.
+	pool int
 	// calls are the child calls of the current step, by identity.
 	calls  occurrences
 	inbox  func() []Message
@@ -39,35 +44,46 @@ type instance struct {
 	// newMsgs is how many messages of the request in flight are new since
 	// the previous one, for the innermost link of the middleware chain.
 	newMsgs int
-	// rc is the run's context, kept here to need no allocation of its own.
-	rc runContext
-	// outRoom is where the run's output is written, and reqRoom the first
-	// of its requests without a status block, which are allocated with
-	// the run (see topRun and newInstance); nil once used.
-	outRoom *outputRoom
-	reqRoom *Request
-	// continued: the history is a top-level run's History option, the
-	// caller's, which the run copies into a history of its own as it
-	// starts (see newHistory).
-	continued bool
+	// rooms are where the run's output and the first of its requests
+	// without a status block are written, allocated with the run (see
+	// topRun and newInstance); outUsed and reqUsed say they are used.
+	rooms            *runRooms
+	outUsed, reqUsed bool
 	// inputValid: the run is a child whose input its agent's schema was
 	// found to remember as valid when the call's input was digested
 	// (see inputDigest), so begin does not look again.
 	inputValid bool
+	// depth counts the child runs between this one and its top-level run
+	// (0 for a top-level run).
+	depth int32
 }
 
-// newInstance makes a child run of the agent: with its output and its
-// first request without a status block in its allocation, as a top-level
-// run has (see topRun).
+// Value is the run context's: the runtime for runtimeKey, so that Sleep,
+// Await and ClockOf find the runtime running the run.
+func (inst *instance) Value(key any) any {
+	if key == (runtimeKey{}) {
+		return inst.rt
+	}
+	return inst.Context.Value(key)
+}
+
+// runRooms are the rooms a run is allocated with: its output's, and its
+// first request's without a status block (see registry.newRequest).
+type runRooms struct {
+	out outputRoom
+	req Request
+}
+
+// newInstance makes a child run of the agent: with its rooms in its
+// allocation, as a top-level run has (see topRun).
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 	c := &struct {
-		inst instance
-		out  outputRoom
-		req  Request
+		inst  instance
+		rooms runRooms
 	}{}
 	inst := &c.inst
 	rt.initInstance(inst, p, model, w)
-	inst.outRoom, inst.reqRoom = &c.out, &c.req
+	inst.rooms = &c.rooms
 	return inst
 }
 
@@ -103,14 +119,14 @@ func (rt *Runtime) initOwnedInstance(inst *instance, p *prepared, model, owner s
 func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
 	rt := inst.rt
 	a := inst.p.agent
-	inst.rc = runContext{Context: ctx, rt: rt}
-	ctx = &inst.rc
+	inst.Context = ctx
+	ctx = inst
 	var seal runSeal
-	if inst.continued {
-		given := inst.history
+	if given := inst.history; given != nil {
+		// A top-level run's History option, the caller's: the run copies
+		// it into a history of its own (see newHistory).
 		seal.msgs.msgs = inst.newHistory(len(given), inst.historyRoom(input != nil || a.Prompt.Render != nil))
 		copy(inst.history, given)
-		inst.continued = false
 	}
 	inst.emitRunStart(mode, parent, input)
 	defer func() {
@@ -132,10 +148,10 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	if budget <= 0 {
 		budget = rt.opts.MaxSteps
 	}
-	if inst.maxSteps > 0 {
-		budget = inst.maxSteps
-	}
 	if inst.steps == nil {
+		if inst.pool > 0 { // RunOptions.MaxSteps
+			budget = inst.pool
+		}
 		inst.pool = budget
 		inst.steps = &inst.pool
 	}
@@ -231,7 +247,12 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	// the run's own copy of the tool specs, put back as prepared, so
 	// nothing that middleware or the provider does to it reaches the
 	// history, the next request or another run.
-	req := rt.registry.newRequest(inst.id, rt.opts.Clock.Now(), &inst.reqRoom)
+	var room *Request
+	if !inst.reqUsed {
+		room = &inst.rooms.req
+	}
+	req, used := rt.registry.newRequest(inst.id, rt.opts.Clock.Now(), room)
+	inst.reqUsed = inst.reqUsed || used
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System
@@ -576,11 +597,11 @@ type outputRoom struct {
 // output returns the run's output, in the room allocated with the run
 // when it has one.
 func (inst *instance) output(raw string, v any) *Output {
-	room := inst.outRoom
-	if room == nil {
+	if inst.outUsed {
 		return &Output{Raw: raw, Value: v}
 	}
-	inst.outRoom = nil
+	inst.outUsed = true
+	room := &inst.rooms.out
 	room.out = Output{Raw: raw, Value: v}
 	return &room.out
 }
@@ -588,11 +609,11 @@ func (inst *instance) output(raw string, v any) *Output {
 // textOutput is output for a text: its Value holds the text's header in
 // the run's room, not an allocation of its own (see boxString).
 func (inst *instance) textOutput(text string) *Output {
-	room := inst.outRoom
-	if room == nil {
+	if inst.outUsed {
 		return inst.output(text, text)
 	}
-	inst.outRoom = nil
+	inst.outUsed = true
+	room := &inst.rooms.out
 	room.text = text
 	room.out = Output{Raw: text, Value: boxString(&room.text)}
 	return &room.out
@@ -772,7 +793,7 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 	background, _ := args.(map[string]any)[BackgroundFlag].(bool)
 	background = background && pt.kind != kindForeground
 	input := childInput(pt, args)
-	if pt.child != nil && inst.depth >= inst.rt.opts.MaxDepth {
+	if pt.child != nil && int(inst.depth) >= inst.rt.opts.MaxDepth {
 		return "", nil, modelErrorf("depth_exceeded",
 			"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)
 	}
@@ -901,7 +922,7 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, vali
 		})
 	}
 	return rt.registry.accept(inst.id, inst.seq, pt.name, pt.target,
-		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input, inputValid: valid}, nil)
+		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: int(inst.depth) + 1, input: input, inputValid: valid}, nil)
 }
 
 // childRun is what a background child agent's run starts from, held by
@@ -920,7 +941,7 @@ type childRun struct {
 func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) {
 	c := &w.child
 	child := rt.newInstance(c.p, c.model, w)
-	child.depth, child.inputValid = c.depth, c.inputValid
+	child.depth, child.inputValid = int32(c.depth), c.inputValid
 	return child.run(ctx, c.input, ModeBackground, c.parent)
 }
 

@@ -522,17 +522,16 @@ func (r *registry) takeGuidance(w *work) []Message {
 // newRequest makes a request with the status block of the owner's Work
 // sampled at now (no Status when the owner has none): one allocation for
 // both when the block has one row, the usual case. A request without a
-// status block takes *room instead of an allocation when it is set, and
-// clears it.
-func (r *registry) newRequest(owner string, now time.Time, room **Request) *Request {
+// status block takes room instead of an allocation when it is given one,
+// and says so.
+func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *Request, usedRoom bool) {
 	var buf [MaxStatusRows]StatusRow
 	sampled, total := r.statusRows(owner, now, &buf)
 	if len(sampled) == 0 {
-		if req := *room; req != nil {
-			*room = nil
-			return req
+		if room != nil {
+			return room, true
 		}
-		return &Request{}
+		return &Request{}, false
 	}
 	rs := &struct {
 		req    Request
@@ -549,7 +548,7 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 	}
 	fillStatus(&rs.status, rows, total, rs.text[:])
 	rs.req.Status = &rs.status
-	return &rs.req
+	return &rs.req, false
 }
 
 // statusTextRoom is the room for a status block's text that a request

@@ -495,10 +495,9 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 // output and the request outlive the run, and hold what the run held while
 // one of them is kept.
 type topRun struct {
-	inst instance
-	res  RunResult
-	out  outputRoom
-	req  Request
+	inst  instance
+	res   RunResult
+	rooms runRooms
 }
 
 func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
@@ -509,15 +508,15 @@ func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunO
 	} else {
 		rt.initInstance(inst, p, opts.Model, nil)
 	}
-	inst.outRoom, inst.reqRoom = &top.out, &top.req
+	inst.rooms = &top.rooms
 	inst.inbox, inst.labels = opts.Inbox, opts.Labels
 	if len(opts.History) > 0 {
 		// The history continued has the room a new one starts with past
 		// what it was given, so that the run's prompt, a tool round and
 		// its answer do not make it grow: the run copies it as it starts.
-		inst.history, inst.continued = opts.History, true
+		inst.history = opts.History
 	}
-	inst.maxSteps = opts.MaxSteps
+	inst.pool = max(opts.MaxSteps, 0)
 	out, err := inst.run(ctx, input, ModeTop, "")
 	top.res = RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
 	return &top.res
