@@ -592,7 +592,7 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
-	model := cmp.Or(pr.Model, rt.opts.Model)
+	model, input := cmp.Or(pr.Model, rt.opts.Model), pr.Context // what a run's closure holds, not all of pr
 	*out = ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
 	for i, name := range names {
 		r := &runs[i]
@@ -612,7 +612,7 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		r.reason = both[:at]
 		rt.opts.Executor.Go(both[at:], func() {
 			defer r.done.Close()
-			r.res = rt.runTop(ctx, r.p, pr.Context, RunOptions{Model: model})
+			r.res = rt.runTop(ctx, r.p, input, RunOptions{Model: model})
 		})
 	}
 	var errs []error
