@@ -922,17 +922,17 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, vali
 		})
 	}
 	return rt.registry.accept(inst.id, inst.seq, pt.name, pt.target,
-		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: int(inst.depth) + 1, input: input, inputValid: valid}, nil)
+		childRun{p: pt.child, model: inst.model, depth: inst.depth + 1, input: input, inputValid: valid}, nil)
 }
 
 // childRun is what a background child agent's run starts from, held by
-// its Work (no function of its own to run it).
+// its Work (no function of its own to run it); the run that started it is
+// the Work's owner.
 type childRun struct {
-	p      *prepared
-	model  string
-	parent string // the run that started it
-	depth  int
-	input  any
+	p     *prepared
+	model string
+	input any
+	depth int32
 	// inputValid: see instance.inputValid.
 	inputValid bool
 }
@@ -941,8 +941,8 @@ type childRun struct {
 func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) {
 	c := &w.child
 	child := rt.newInstance(c.p, c.model, w)
-	child.depth, child.inputValid = int32(c.depth), c.inputValid
-	return child.run(ctx, c.input, ModeBackground, c.parent)
+	child.depth, child.inputValid = c.depth, c.inputValid
+	return child.run(ctx, c.input, ModeBackground, w.owner)
 }
 
 // childInput is a child call's input, read from its arguments: the

@@ -18,11 +18,10 @@ type work struct {
 	// names are the wait reason of a result action on it, "result w-1",
 	// and the name of its actor, "w-1 research", in one text:
 	// "result w-1 research" (see resultReason and actorName).
+	// Its label (see label) is the end of names.
 	names     string
 	owner     string
 	startedBy uint64 // the sequence number of the run that started it
-	label     string
-	isAgent   bool
 	state     lifecycle.State
 	created   time.Time
 	started   time.Time
@@ -30,6 +29,7 @@ type work struct {
 	// stamps are the three times as projections write them, each written
 	// once it is set (a time never changes once set; see stampsLocked).
 	stamps   [3]string
+	isAgent  bool
 	detached bool
 	rejoined bool
 	output   *Output
@@ -141,7 +141,6 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		names:     workNames(id, label),
 		owner:     owner,
 		startedBy: startedBy,
-		label:     label,
 		isAgent:   run == nil,
 		state:     lifecycle.Queued,
 		created:   now,
@@ -310,7 +309,7 @@ func (r *registry) emitTransition(w *work, from, to lifecycle.State, ev lifecycl
 		name = ev.String()
 	}
 	e := Event{Kind: EventWorkTransition, Run: w.owner, Work: w.ref.ID, Agent: w.ref.TargetID} // see Runtime.emit
-	e.Label, e.From, e.To, e.Transition = w.label, from, to, name
+	e.Label, e.From, e.To, e.Transition = w.label(), from, to, name
 	r.rt.emit(e)
 }
 
@@ -327,7 +326,7 @@ func (r *registry) projectLocked(w *work) WorkStatus {
 	created, started, finished := w.stampsLocked()
 	return WorkStatus{
 		Work:            w.ref,
-		TargetLabel:     w.label,
+		TargetLabel:     w.label(),
 		State:           w.state,
 		Attachment:      "attached",
 		Attempt:         1,
@@ -402,6 +401,9 @@ func (w *work) resultReason() string { return w.names[:len(resultPrefix)+len(w.r
 // actorName is the name of the actor that runs the Work.
 func (w *work) actorName() string { return w.names[len(resultPrefix):] }
 
+// label is the Work's label, the tool key it was started under.
+func (w *work) label() string { return w.names[len(resultPrefix)+len(w.ref.ID)+1:] }
+
 func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -456,7 +458,7 @@ func (r *registry) detach(owner, id string) (DetachReceipt, bool) {
 	r.ownerLocked(owner).detach(w)
 	w.detached = true
 	ev := Event{Kind: EventWorkDetached, Run: owner, Work: id, Agent: w.ref.TargetID} // see Runtime.emit
-	ev.Label, ev.To = w.label, w.state
+	ev.Label, ev.To = w.label(), w.state
 	r.rt.emit(ev)
 	return DetachReceipt{ID: id, Detached: true}, true
 }
@@ -477,7 +479,7 @@ func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error)
 	}
 	if !w.isAgent {
 		return SendReceipt{}, true, &ModelError{Code: "not_an_agent", Message: fmt.Sprintf(
-			"send is only for Agent children; %s runs %q, which has no provider step to receive guidance", id, w.label)}
+			"send is only for Agent children; %s runs %q, which has no provider step to receive guidance", id, w.label())}
 	}
 	if message == nil || *message == "" {
 		return SendReceipt{}, true, &ModelError{Code: "invalid_arguments", Message: "send requires a non-empty message"}
@@ -503,7 +505,7 @@ func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error)
 	}
 	r.sends[key] = sendRecord{digest: digest, receipt: rec}
 	ev := Event{Kind: EventSendAccepted, Run: key.owner, Work: id, Agent: w.ref.TargetID} // see Runtime.emit
-	ev.Label, ev.Cursor = w.label, rec.Cursor
+	ev.Label, ev.Cursor = w.label(), rec.Cursor
 	r.rt.emit(ev)
 	return rec, true, nil
 }
@@ -590,7 +592,7 @@ func (r *registry) statusRowLocked(w *work, now time.Time) StatusRow {
 	if w.state.Terminal() {
 		end = w.finished
 	}
-	label := w.label
+	label := w.label()
 	if r.rt.opts.Testing.Defects.LeakOutputInStatus && w.output != nil {
 		label += " " + w.output.Raw // a planted defect
 	}
@@ -606,7 +608,7 @@ func (r *registry) snapshot() []WorkInfo {
 	defer r.mu.Unlock()
 	out := make([]WorkInfo, 0, len(r.all))
 	for _, w := range r.all {
-		out = append(out, WorkInfo{Ref: w.ref, Owner: w.owner, Label: w.label, Agent: w.isAgent, State: w.state,
+		out = append(out, WorkInfo{Ref: w.ref, Owner: w.owner, Label: w.label(), Agent: w.isAgent, State: w.state,
 			Detached: w.detached, Rejoined: w.rejoined, CreatedAt: w.created, StartedAt: w.started,
 			FinishedAt: w.finished, Sent: w.sent, Delivered: w.delivered})
 	}
