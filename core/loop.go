@@ -122,7 +122,8 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	inst.Context = ctx
 	ctx = inst
 	var seal runSeal
-	if given := inst.history; given != nil {
+	given := inst.history
+	if given != nil {
 		// A top-level run's History option, the caller's: the run copies
 		// it into a history of its own (see newHistory).
 		seal.msgs.msgs = inst.newHistory(len(given), inst.historyRoom(input != nil || a.Prompt.Render != nil))
@@ -134,6 +135,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			err = errorf("agent %q panicked: %v", a.ID, r)
 		}
 		inst.endRun(ctx, mode, out, err)
+		inst.noteHistory(len(given))
 		// The run's last request is answered: its copy of the tool specs
 		// can serve a later run, checked when the run's provider says
 		// nothing that saw its requests writes to them.
@@ -198,8 +200,13 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 // historyRoom is the room a run's history starts with past what it was
 // given: its prompt (when it has one), a tool round of one call (when its
 // agent has tools) and its final answer, so that the shortest run fits
-// without the history growing. A run of an agent without tools (a
-// research child) makes room for two messages, not four.
+// without the history growing; a run of an agent without tools (a
+// research child) makes room for two messages, not four. When the
+// agent's latest run added more messages than that, as many, up to
+// maxHistoryRoom: runs of one agent take much the same steps (a
+// harness's runs of a scenario, a service's of one agent), and a history
+// that grows takes a second allocation and leaves its first room to
+// the collector.
 func (inst *instance) historyRoom(prompt bool) int {
 	room := 1 // the answer
 	if prompt {
@@ -208,7 +215,21 @@ func (inst *instance) historyRoom(prompt bool) int {
 	if len(inst.p.tools) > 0 {
 		room += 2 // a call and its result
 	}
-	return room
+	return max(room, int(inst.p.grew.Load()))
+}
+
+// maxHistoryRoom bounds the room a run's history starts with by what the
+// agent's latest run took.
+const maxHistoryRoom = 32
+
+// noteHistory remembers how many messages a run of the agent added to
+// its history, for historyRoom; n is the history's length as the run
+// started.
+func (inst *instance) noteHistory(n int) {
+	added := int32(min(len(inst.history)-n, maxHistoryRoom))
+	if g := &inst.p.grew; g.Load() != added { // a write only when it changes: runs on many cores share it
+		g.Store(added)
+	}
 }
 
 // manyCalls is how many tool calls a response has before the run makes

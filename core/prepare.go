@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // WorkToolName is the automatic tool's name.
@@ -33,6 +34,10 @@ type prepared struct {
 	byName   map[string]*preparedTool // only for agents with many tools; see tool
 	specs    toolSpecs
 	maxSteps int // the agent's own budget; <= 0 for the runtime's
+	// grew is how many messages the latest run of the agent that ended
+	// added to its history (at most maxHistoryRoom): the room the next
+	// run starts with, when it is more than a run's own (see historyRoom).
+	grew atomic.Int32
 }
 
 // manyTools is how many tools an agent has before a map finds them faster
