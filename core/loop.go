@@ -122,12 +122,9 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	inst.Context = ctx
 	ctx = inst
 	var seal runSeal
-	given := inst.history
-	if given != nil {
-		// A top-level run's History option, the caller's: the run copies
-		// it into a history of its own (see newHistory).
-		seal.msgs.msgs = inst.newHistory(len(given), inst.historyRoom(input != nil || a.Prompt.Render != nil))
-		copy(inst.history, given)
+	given := len(inst.history)
+	if given > 0 {
+		seal.msgs.msgs = inst.continueHistory(input)
 	}
 	inst.emitRunStart(mode, parent, input)
 	defer func() {
@@ -135,7 +132,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			err = errorf("agent %q panicked: %v", a.ID, r)
 		}
 		inst.endRun(ctx, mode, out, err)
-		inst.noteHistory(len(given))
+		inst.noteHistory(given)
 		// The run's last request is answered: its copy of the tool specs
 		// can serve a later run, checked when the run's provider says
 		// nothing that saw its requests writes to them.
@@ -410,6 +407,16 @@ func (inst *instance) begin(input any, sealed *runMessages) error {
 		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
 	}
 	return nil
+}
+
+// continueHistory copies a top-level run's History option, the caller's,
+// into a history of the run's own (see newHistory), and returns the room
+// of its sealed copy.
+func (inst *instance) continueHistory(input any) []Message {
+	given := inst.history
+	sealed := inst.newHistory(len(given), inst.historyRoom(input != nil || inst.p.agent.Prompt.Render != nil))
+	copy(inst.history, given)
+	return sealed
 }
 
 // newHistory gives the run a history of n messages with room for room
