@@ -258,6 +258,32 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 1))
 	})
 
+	// The copies of a run's tool calls, the history's and the sealed
+	// copy's of each, are made in room for as many calls as the agent's
+	// latest run made, and its history starts with the room that run
+	// took: a run of several tool rounds allocates for each once, not
+	// once a round and twice as the history grows (16 times before).
+	It("a run of three rounds of a function tool, after one as long, allocates at most 12 times, its history and its calls' copies once each", func() {
+		lookup := &core.Tool{Run: func(context.Context, core.ToolCall, any) (any, error) { return "found", nil }}
+		a := &core.Agent{ID: "looker", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)},
+			Tools: core.Tools{"lookup": lookup}}
+		call := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{}`}}}
+		rt := core.New(core.Options{Provider: readingProvider(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			if req.Step <= 3 {
+				return call, nil
+			}
+			return final, nil
+		}), IDs: &core.SequentialIDs{}})
+		defer rt.Close()
+		ctx := context.Background()
+		n := testing.AllocsPerRun(50, func() {
+			if res, err := rt.Run(ctx, a, "hello"); err != nil || len(res.Messages) != 8 {
+				Fail("the run did not make three tool rounds")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 12))
+	})
+
 	// A runtime reads its clock, ids and executor from its options, and
 	// makes its own table of sleep reasons only when a sleep needs it.
 	It("a runtime made and closed is one allocation of at most 512 bytes", func() {

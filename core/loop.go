@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -132,7 +133,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			err = errorf("agent %q panicked: %v", a.ID, r)
 		}
 		inst.endRun(ctx, mode, out, err)
-		inst.noteHistory(given)
+		inst.noteHistory(given, seal.calls)
 		// The run's last request is answered: its copy of the tool specs
 		// can serve a later run, checked when the run's provider says
 		// nothing that saw its requests writes to them.
@@ -220,12 +221,19 @@ func (inst *instance) historyRoom(prompt bool) int {
 const maxHistoryRoom = 32
 
 // noteHistory remembers how many messages a run of the agent added to
-// its history, for historyRoom; n is the history's length as the run
-// started.
-func (inst *instance) noteHistory(n int) {
-	added := int32(min(len(inst.history)-n, maxHistoryRoom))
-	if g := &inst.p.grew; g.Load() != added { // a write only when it changes: runs on many cores share it
-		g.Store(added)
+// its history, for historyRoom, and how many tool calls it made, for
+// appendAssistant (up to maxHistoryRoom each); n is the history's length
+// as the run started.
+func (inst *instance) noteHistory(n, calls int) {
+	note(&inst.p.grew, len(inst.history)-n)
+	note(&inst.p.calls, calls)
+}
+
+// note stores n, up to maxHistoryRoom, in a count of an agent's runs: a
+// write only when it changes, since runs on many cores share it.
+func note(count *atomic.Int32, n int) {
+	if c := int32(min(n, maxHistoryRoom)); count.Load() != c {
+		count.Store(c)
 	}
 }
 
@@ -241,6 +249,10 @@ type runSeal struct {
 	tools runTools
 	seen  int
 	spare spareCalls // the copy's room for the latest tool calls
+	// callRoom is where the copies of the run's tool calls are made (see
+	// appendAssistant), and calls counts them.
+	callRoom []ToolCall
+	calls    int
 }
 
 // readOnly reports whether nothing that sees the run's next request can
@@ -321,7 +333,7 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response, seal *runSe
 	// for them at once (and, for a response of many calls, for their
 	// records), not message by message.
 	inst.grow(1+len(resp.ToolCalls), &seal.msgs)
-	inst.appendAssistant(resp, &seal.spare)
+	inst.appendAssistant(resp, seal)
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
@@ -343,13 +355,21 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response, seal *runSe
 // appendAssistant appends a response with tool calls to the history, with
 // its own copy of the calls.
 // The copy is made twice in one allocation: the history's, and the run's
-// sealed copy's, which the next request takes (see spareCalls).
-func (inst *instance) appendAssistant(resp *Response, spare *spareCalls) {
+// sealed copy's, which the next request takes (see spareCalls). The copies
+// of a run's calls are made in room for as many as the agent's latest run
+// made, made at the run's first call, so that a run of several tool rounds
+// allocates for them once.
+func (inst *instance) appendAssistant(resp *Response, seal *runSeal) {
 	n := len(resp.ToolCalls)
-	both := make([]ToolCall, 2*n)
-	copy(both, resp.ToolCalls)
-	copy(both[n:], resp.ToolCalls)
-	*spare = spareCalls{of: &both[0], calls: both[n : 2*n : 2*n]}
+	room := seal.callRoom
+	if cap(room)-len(room) < 2*n {
+		room = make([]ToolCall, 0, 2*max(n, int(inst.p.calls.Load())-seal.calls))
+	}
+	at := len(room)
+	room = append(append(room, resp.ToolCalls...), resp.ToolCalls...)
+	seal.callRoom, seal.calls = room, seal.calls+n
+	both := room[at : at+2*n : at+2*n] // neither copy's appends reach the other's, or a later call's
+	seal.spare = spareCalls{of: &both[0], calls: both[n : 2*n : 2*n]}
 	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: both[:n:n]})
 }
 

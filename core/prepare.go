@@ -38,6 +38,10 @@ type prepared struct {
 	// added to its history (at most maxHistoryRoom): the room the next
 	// run starts with, when it is more than a run's own (see historyRoom).
 	grew atomic.Int32
+	// calls is how many tool calls the latest run of the agent that ended
+	// made (at most maxHistoryRoom): the room for their copies that the
+	// next run makes at its first (see appendAssistant).
+	calls atomic.Int32
 }
 
 // manyTools is how many tools an agent has before a map finds them faster
