@@ -366,9 +366,11 @@ func (inst *instance) appendAssistant(resp *Response, seal *runSeal) {
 		room = make([]ToolCall, 0, 2*max(n, int(inst.p.calls.Load())-seal.calls))
 	}
 	at := len(room)
-	room = append(append(room, resp.ToolCalls...), resp.ToolCalls...)
+	room = room[:at+2*n]
 	seal.callRoom, seal.calls = room, seal.calls+n
 	both := room[at : at+2*n : at+2*n] // neither copy's appends reach the other's, or a later call's
+	copy(both, resp.ToolCalls)
+	copy(both[n:], resp.ToolCalls)
 	seal.spare = spareCalls{of: &both[0], calls: both[n : 2*n : 2*n]}
 	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: both[:n:n]})
 }
