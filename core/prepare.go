@@ -27,7 +27,8 @@ const (
 
 // prepared is an agent made ready to run: tools resolved, schemas derived
 // and compiled, preparation rules checked. It is immutable and shared by all
-// runs of the agent.
+// runs of the agent, but for the counts of its latest run (grew, calls),
+// atomics that size the rooms of the next and change nothing it does.
 type prepared struct {
 	agent    *Agent
 	tools    []*preparedTool          // authored tools sorted by name, then work
@@ -202,8 +203,9 @@ var emptyObject = MustSchema(`{"type":"object","properties":{},"additionalProper
 // Prepared is a set of agent trees prepared once, for any number of
 // runtimes to run (Options.Prepared): every agent's tools resolved, their
 // schemas derived and compiled and the preparation rules checked, as a
-// Runtime's Prepare does for its own runs. It is immutable and safe for
-// concurrent use. As with a runtime's own preparation, the agents are
+// Runtime's Prepare does for its own runs. It is immutable (but for what
+// its agents' latest runs took, which sizes the room of their next runs'
+// histories and nothing else) and safe for concurrent use. As with a runtime's own preparation, the agents are
 // not to be modified once prepared (see Agent): a runtime given the set
 // runs an agent with its tools, their descriptions and schemas and its
 // step budget as they were when the set was prepared (prepare a new set
