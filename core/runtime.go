@@ -98,9 +98,9 @@ const (
 // outlives the run that started it and lives until it finishes or the
 // Runtime is closed. A Runtime is safe for concurrent use.
 //
-// A runtime is one allocation (of 512 bytes, the harness makes one per
-// run), so what it holds is kept small: its clock, ids and executor are
-// its options', and what few runtimes use is made when one does (see
+// A runtime is one allocation of 512 bytes (a harness makes one a run),
+// so what it holds is kept small: its clock, ids and executor are its
+// options', and what few runtimes use is made when one does (see
 // sleepReasons).
 type Runtime struct {
 	opts     Options // with the defaults set
