@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -257,6 +258,60 @@ var _ = Describe("the runtime's allocations per run", func() {
 		Expect(n).To(BeNumerically("<=", 1))
 	})
 
+	// The copies of a run's tool calls, the history's and the sealed
+	// copy's of each, are made in room for as many calls as the agent's
+	// latest run made, and its history starts with the room that run
+	// took: a run of several tool rounds allocates for each once, not
+	// once a round and twice as the history grows (16 times before).
+	It("a run of three rounds of a function tool, after one as long, allocates at most 12 times, its history and its calls' copies once each", func() {
+		lookup := &core.Tool{Run: func(context.Context, core.ToolCall, any) (any, error) { return "found", nil }}
+		a := &core.Agent{ID: "looker", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)},
+			Tools: core.Tools{"lookup": lookup}}
+		call := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{}`}}}
+		rt := core.New(core.Options{Provider: readingProvider(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			if req.Step <= 3 {
+				return call, nil
+			}
+			return final, nil
+		}), IDs: &core.SequentialIDs{}})
+		defer rt.Close()
+		ctx := context.Background()
+		n := testing.AllocsPerRun(50, func() {
+			if res, err := rt.Run(ctx, a, "hello"); err != nil || len(res.Messages) != 8 {
+				Fail("the run did not make three tool rounds")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 12))
+	})
+
+	// A runtime reads its clock, ids and executor from its options, and
+	// makes its own table of sleep reasons only when a sleep needs it.
+	It("a runtime made and closed is one allocation of at most 512 bytes", func() {
+		obs, ids := core.ObserverFunc(func(core.Event) {}), &core.SequentialIDs{}
+		n := bytesPerRun(50, func() {
+			rt := core.New(core.Options{Provider: readingProvider(nil), IDs: ids, Observer: obs})
+			_ = rt.Close()
+		})
+		Expect(n).To(BeNumerically("<=", 512))
+	})
+
+	// An agent without tools makes room for its prompt and its answer, and
+	// its sealed copy for the prompt: three messages, 288 bytes.
+	It("a top-level run of an agent without tools that answers at once takes at most 784 bytes, its history room for two messages", func() {
+		a, rt := answersAtOnce(&core.SequentialIDs{})
+		defer rt.Close()
+		ctx := context.Background()
+		var res *core.RunResult
+		n := bytesPerRun(50, func() {
+			var err error
+			if res, err = rt.Run(ctx, a, "hello"); err != nil || res.Output.Raw != finalAnswer {
+				Fail("the run did not end with the final answer")
+			}
+		})
+		Expect(n).To(BeNumerically("<=", 784))
+		Expect(cap(res.Messages)).To(Equal(2))
+	})
+
 	// A top-level run, its result, its output and its first request are one
 	// allocation, its output's value with them; the rest of a run that
 	// answers at once is its id (a share of the room its source writes
@@ -385,6 +440,51 @@ func answersAtOnce(ids *core.SequentialIDs, use ...core.Middleware) (*core.Agent
 	}), IDs: ids})
 	return a, rt
 }
+
+// bytesPerRun is how many bytes f allocates a call, over n calls after a
+// first one.
+func bytesPerRun(n int, f func()) uint64 {
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
+}
+
+// A run's history starts with the room the agent's latest run took, so
+// that runs of one agent that take the same steps grow no history.
+var _ = Describe("the room a run's history starts with", func() {
+	It("is as many messages as the agent's latest run added, when more than a run's own room", func() {
+		rounds := 4
+		lookup := &core.Tool{Run: func(context.Context, core.ToolCall, any) (any, error) { return "found", nil }}
+		a := &core.Agent{ID: "looker", Prompt: core.Prompt{Input: core.MustSchema(`{"type":"string"}`)},
+			Tools: core.Tools{"lookup": lookup}}
+		call := &core.Response{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{}`}}}
+		final := &core.Response{Text: finalAnswer}
+		rt := core.New(core.Options{Provider: readingProvider(func(_ context.Context, req *core.Request) (*core.Response, error) {
+			if req.Step <= rounds {
+				return call, nil
+			}
+			return final, nil
+		}), IDs: &core.SequentialIDs{}})
+		defer rt.Close()
+		run := func() []core.Message {
+			res, err := rt.Run(context.Background(), a, "hello")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Messages).To(HaveLen(2 + 2*rounds))
+			return res.Messages
+		}
+		Expect(cap(run())).To(BeNumerically(">", 2+2*rounds), "the first run's history grew by doubling")
+		Expect(cap(run())).To(Equal(2+2*rounds), "the second run's history grew")
+		rounds = 1
+		Expect(cap(run())).To(Equal(2+2*4), "a shorter run starts with the room of the one before it")
+		rounds = 0
+		Expect(cap(run())).To(Equal(4), "a run starts with the room of the latest, not the longest")
+	})
+})
 
 // readingProvider is a provider that says it only reads requests, as the
 // simulator's scripted provider does.

@@ -6,10 +6,10 @@ import "io"
 // accepted send: what the runtime keeps to answer a repeated tool-call
 // identity. The seed allows a digest of the message there, never its text.
 func SendIdentityRecords(rt *Runtime) []any {
-	rt.reg.mu.Lock()
-	defer rt.reg.mu.Unlock()
-	out := make([]any, 0, len(rt.reg.sends))
-	for _, rec := range rt.reg.sends {
+	rt.registry.mu.Lock()
+	defer rt.registry.mu.Unlock()
+	out := make([]any, 0, len(rt.registry.sends))
+	for _, rec := range rt.registry.sends {
 		out = append(out, rec)
 	}
 	return out

@@ -380,8 +380,12 @@ func marshalRef(r WorkRef) (string, error) {
 // of it is plain (plainString); false, with b to be dropped, when one is
 // not.
 func appendRef(b []byte, r WorkRef) ([]byte, bool) {
-	if !plainString(r.Kind) || !plainString(r.ID) || !plainString(r.TargetID) ||
-		!plainString(r.Guarantees.Execution) || !plainString(r.Guarantees.Rejoin) {
+	// A ref of the runtime's has its kind and guarantees as newRef writes
+	// them, which are plain: only its id and target are read.
+	constant := sameString(r.Kind, WorkRefKind) && sameString(r.Guarantees.Execution, ProcessLocal) &&
+		sameString(r.Guarantees.Rejoin, ProcessLocal)
+	if !constant && (!plainString(r.Kind) || !plainString(r.Guarantees.Execution) || !plainString(r.Guarantees.Rejoin)) ||
+		!plainString(r.ID) || !plainString(r.TargetID) {
 		return b, false
 	}
 	b = append(append(b, `{"kind":"`...), r.Kind...)

@@ -10,28 +10,34 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 )
 
-// instance is one running agent: the owner of the Work it starts.
+// instance is one running agent: the owner of the Work it starts. It is
+// 208 bytes, so that a top-level run with its result and rooms is 480
+// (see topRun), a child run with its rooms 416 (see newInstance).
 type instance struct {
-	rt       *Runtime
-	p        *prepared
-	id       string
-	seq      uint64 // the run's sequence number in the runtime
-	model    string
-	w        *work // the Work this instance runs as, for background children
-	step     int
-	history  []Message
-	maxSteps int // overrides the agent's budget when > 0
+	// Context is the run's context: the caller's, with the runtime as
+	// the value of runtimeKey (see Value), set as the run starts, so that
+	// it needs no allocation of its own.
+	context.Context
+	rt      *Runtime
+	p       *prepared
+	id      string
+	seq     uint64 // the run's sequence number in the runtime
+	model   string
+	w       *work // the Work this instance runs as, for background children
+	step    int
+	history []Message
 	// steps is what is left of the step budget this run shares with its
 	// foreground children: a foreground child runs inside its parent's
 	// tool call, so its provider steps are its parent's time.
 	steps *int
-	pool  int // steps points here for a run that is not a foreground child
-	// depth counts the child runs between this one and its top-level run
-	// (0 for a top-level run).
-	depth int
+	// pool is where steps points for a run that is not a foreground
+	// child; before the run starts, a top-level run's budget when it is
+	// given one (RunOptions.MaxSteps), else 0.
+	pool int
 	// calls are the child calls of the current step, by identity.
 	calls  occurrences
 	inbox  func() []Message
@@ -39,35 +45,46 @@ type instance struct {
 	// newMsgs is how many messages of the request in flight are new since
 	// the previous one, for the innermost link of the middleware chain.
 	newMsgs int
-	// rc is the run's context, kept here to need no allocation of its own.
-	rc runContext
-	// outRoom is where the run's output is written, and reqRoom the first
-	// of its requests without a status block, which are allocated with
-	// the run (see topRun and newInstance); nil once used.
-	outRoom *outputRoom
-	reqRoom *Request
-	// continued: the history is a top-level run's History option, the
-	// caller's, which the run copies into a history of its own as it
-	// starts (see newHistory).
-	continued bool
+	// rooms are where the run's output and the first of its requests
+	// without a status block are written, allocated with the run (see
+	// topRun and newInstance); outUsed and reqUsed say they are used.
+	rooms            *runRooms
+	outUsed, reqUsed bool
 	// inputValid: the run is a child whose input its agent's schema was
 	// found to remember as valid when the call's input was digested
 	// (see inputDigest), so begin does not look again.
 	inputValid bool
+	// depth counts the child runs between this one and its top-level run
+	// (0 for a top-level run).
+	depth int32
 }
 
-// newInstance makes a child run of the agent: with its output and its
-// first request without a status block in its allocation, as a top-level
-// run has (see topRun).
+// Value is the run context's: the runtime for runtimeKey, so that Sleep,
+// Await and ClockOf find the runtime running the run.
+func (inst *instance) Value(key any) any {
+	if key == (runtimeKey{}) {
+		return inst.rt
+	}
+	return inst.Context.Value(key)
+}
+
+// runRooms are the rooms a run is allocated with: its output's, and its
+// first request's without a status block (see registry.newRequest).
+type runRooms struct {
+	out outputRoom
+	req Request
+}
+
+// newInstance makes a child run of the agent: with its rooms in its
+// allocation, as a top-level run has (see topRun).
 func (rt *Runtime) newInstance(p *prepared, model string, w *work) *instance {
 	c := &struct {
-		inst instance
-		out  outputRoom
-		req  Request
+		inst  instance
+		rooms runRooms
 	}{}
 	inst := &c.inst
 	rt.initInstance(inst, p, model, w)
-	inst.outRoom, inst.reqRoom = &c.out, &c.req
+	inst.rooms = &c.rooms
 	return inst
 }
 
@@ -78,10 +95,10 @@ func (rt *Runtime) initInstance(inst *instance, p *prepared, model string, w *wo
 
 // runID draws the id of a run of the agent.
 func (rt *Runtime) runID(p *prepared) string {
-	if scoped, ok := rt.ids.(ScopedIDSource); ok {
+	if scoped, ok := rt.opts.IDs.(ScopedIDSource); ok {
 		return scoped.NewScopedID(IDRun, p.agent.ID)
 	}
-	return rt.ids.NewID(IDRun)
+	return rt.opts.IDs.NewID(IDRun)
 }
 
 // initOwnedInstance is initInstance for a top-level run under an owner's
@@ -89,7 +106,7 @@ func (rt *Runtime) runID(p *prepared) string {
 // that the ids drawn after it do not depend on the owner; from
 // SequentialIDs it only counts it, without writing it.
 func (rt *Runtime) initOwnedInstance(inst *instance, p *prepared, model, owner string) {
-	if s, ok := rt.ids.(*SequentialIDs); ok {
+	if s, ok := rt.opts.IDs.(*SequentialIDs); ok {
 		s.skipScopedID(IDRun, p.agent.ID)
 	} else {
 		_ = rt.runID(p)
@@ -103,14 +120,12 @@ func (rt *Runtime) initOwnedInstance(inst *instance, p *prepared, model, owner s
 func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent string) (out *Output, err error) {
 	rt := inst.rt
 	a := inst.p.agent
-	inst.rc = runContext{Context: ctx, rt: rt}
-	ctx = &inst.rc
+	inst.Context = ctx
+	ctx = inst
 	var seal runSeal
-	if inst.continued {
-		given := inst.history
-		seal.msgs.msgs = inst.newHistory(len(given), historyRoom)
-		copy(inst.history, given)
-		inst.continued = false
+	given := len(inst.history)
+	if given > 0 {
+		seal.msgs.msgs = inst.continueHistory(input)
 	}
 	inst.emitRunStart(mode, parent, input)
 	defer func() {
@@ -118,6 +133,7 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			err = errorf("agent %q panicked: %v", a.ID, r)
 		}
 		inst.endRun(ctx, mode, out, err)
+		inst.noteHistory(given, seal.calls)
 		// The run's last request is answered: its copy of the tool specs
 		// can serve a later run, checked when the run's provider says
 		// nothing that saw its requests writes to them.
@@ -132,10 +148,10 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 	if budget <= 0 {
 		budget = rt.opts.MaxSteps
 	}
-	if inst.maxSteps > 0 {
-		budget = inst.maxSteps
-	}
 	if inst.steps == nil {
+		if inst.pool > 0 { // RunOptions.MaxSteps
+			budget = inst.pool
+		}
 		inst.pool = budget
 		inst.steps = &inst.pool
 	}
@@ -162,12 +178,12 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 			return nil, err
 		}
 		if len(resp.ToolCalls) == 0 {
-			if out, ok := inst.final(resp); ok {
+			if out, ok := inst.final(resp, &seal.msgs); ok {
 				return out, nil
 			}
 			continue
 		}
-		if err := inst.toolRound(ctx, resp, &seal.spare); err != nil {
+		if err := inst.toolRound(ctx, resp, &seal); err != nil {
 			return nil, err
 		}
 	}
@@ -179,13 +195,50 @@ func (inst *instance) run(ctx context.Context, input any, mode RunMode, parent s
 // every foreground child nests a run inside a tool call, so the frames on
 // that path decide how often a goroutine's stack has to grow.
 
-// historyRoom is the room a run's history starts with: its prompt, a tool
-// round of one call and the final answer (the shortest run with a tool
-// call) fit without the history growing.
-const historyRoom = 4
+// historyRoom is the room a run's history starts with past what it was
+// given: its prompt (when it has one), a tool round of one call (when its
+// agent has tools) and its final answer, so that the shortest run fits
+// without the history growing; a run of an agent without tools (a
+// research child) makes room for two messages, not four. When the
+// agent's latest run added more messages than that, as many, up to
+// maxHistoryRoom: runs of one agent take much the same steps (a
+// harness's runs of a scenario, a service's of one agent), and a history
+// that grows takes a second allocation and leaves its first room to
+// the collector.
+func (inst *instance) historyRoom(prompt bool) int {
+	room := 1 // the answer
+	if prompt {
+		room++
+	}
+	if len(inst.p.tools) > 0 {
+		room += 2 // a call and its result
+	}
+	return max(room, int(inst.p.grew.Load()))
+}
+
+// maxHistoryRoom bounds the room a run's history starts with by what the
+// agent's latest run took.
+const maxHistoryRoom = 32
+
+// noteHistory remembers how many messages a run of the agent added to
+// its history, for historyRoom, and how many tool calls it made, for
+// appendAssistant (up to maxHistoryRoom each); n is the history's length
+// as the run started.
+func (inst *instance) noteHistory(n, calls int) {
+	note(&inst.p.grew, len(inst.history)-n)
+	note(&inst.p.calls, calls)
+}
+
+// note stores n, up to maxHistoryRoom, in a count of an agent's runs: a
+// write only when it changes, since runs on many cores share it.
+func note(count *atomic.Int32, n int) {
+	if c := int32(min(n, maxHistoryRoom)); count.Load() != c {
+		count.Store(c)
+	}
+}
 
 // manyCalls is how many tool calls a response has before the run makes
-// room for their messages and records at once.
+// room for their records at once.
 const manyCalls = occurrenceScanLimit
 
 // runSeal is what a run keeps from request to request: its own copy of
@@ -196,6 +249,10 @@ type runSeal struct {
 	tools runTools
 	seen  int
 	spare spareCalls // the copy's room for the latest tool calls
+	// callRoom is where the copies of the run's tool calls are made (see
+	// appendAssistant), and calls counts them.
+	callRoom []ToolCall
+	calls    int
 }
 
 // readOnly reports whether nothing that sees the run's next request can
@@ -220,7 +277,12 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 	// the run's own copy of the tool specs, put back as prepared, so
 	// nothing that middleware or the provider does to it reaches the
 	// history, the next request or another run.
-	req := rt.reg.newRequest(inst.id, rt.clock.Now(), &inst.reqRoom)
+	var room *Request
+	if !inst.reqUsed {
+		room = &inst.rooms.req
+	}
+	req, used := rt.registry.newRequest(inst.id, rt.opts.Clock.Now(), room)
+	inst.reqUsed = inst.reqUsed || used
 	req.Model = inst.model
 	req.Agent, req.Run, req.Step = a.ID, inst.id, inst.step
 	req.System = a.Prompt.System
@@ -249,7 +311,7 @@ func (inst *instance) request(ctx context.Context, step StepFunc, seal *runSeal)
 
 // final reads a response without tool calls: the run's output, or, when
 // the output is missing or invalid, a correction for the model and false.
-func (inst *instance) final(resp *Response) (*Output, bool) {
+func (inst *instance) final(resp *Response, sealed *runMessages) (*Output, bool) {
 	out, problem := inst.finalOutput(resp)
 	if problem == "" {
 		// The final answer is part of the history, so that a later turn
@@ -257,6 +319,7 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 		inst.history = append(inst.history, Message{Role: RoleAssistant, Content: out.Raw})
 		return out, true
 	}
+	inst.grow(2, sealed)
 	inst.history = append(inst.history,
 		Message{Role: RoleAssistant, Content: firstNonEmpty(resp.Text, string(resp.Output))},
 		Message{Role: RoleUser, Content: problem})
@@ -265,15 +328,12 @@ func (inst *instance) final(resp *Response) (*Output, bool) {
 
 // toolRound runs a response's tool calls in order, each answered in the
 // history. Only a context error ends the run.
-func (inst *instance) toolRound(ctx context.Context, resp *Response, spare *spareCalls) error {
-	// The history takes the response and a tool message per call: for a
-	// response of many calls, room for them at once, and for their
-	// records, not call by call (for a few, append's doubling leaves room
-	// for what follows, such as the final answer).
-	if len(resp.ToolCalls) > manyCalls {
-		inst.history = slices.Grow(inst.history, 1+len(resp.ToolCalls))
-	}
-	inst.appendAssistant(resp, spare)
+func (inst *instance) toolRound(ctx context.Context, resp *Response, seal *runSeal) error {
+	// The history takes the response and a tool message per call: room
+	// for them at once (and, for a response of many calls, for their
+	// records), not message by message.
+	inst.grow(1+len(resp.ToolCalls), &seal.msgs)
+	inst.appendAssistant(resp, seal)
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
@@ -295,13 +355,23 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response, spare *spar
 // appendAssistant appends a response with tool calls to the history, with
 // its own copy of the calls.
 // The copy is made twice in one allocation: the history's, and the run's
-// sealed copy's, which the next request takes (see spareCalls).
-func (inst *instance) appendAssistant(resp *Response, spare *spareCalls) {
+// sealed copy's, which the next request takes (see spareCalls). The copies
+// of a run's calls are made in room for as many as the agent's latest run
+// made, made at the run's first call, so that a run of several tool rounds
+// allocates for them once.
+func (inst *instance) appendAssistant(resp *Response, seal *runSeal) {
 	n := len(resp.ToolCalls)
-	both := make([]ToolCall, 2*n)
+	room := seal.callRoom
+	if cap(room)-len(room) < 2*n {
+		room = make([]ToolCall, 0, 2*max(n, int(inst.p.calls.Load())-seal.calls))
+	}
+	at := len(room)
+	room = room[:at+2*n]
+	seal.callRoom, seal.calls = room, seal.calls+n
+	both := room[at : at+2*n : at+2*n] // neither copy's appends reach the other's, or a later call's
 	copy(both, resp.ToolCalls)
 	copy(both[n:], resp.ToolCalls)
-	*spare = spareCalls{of: &both[0], calls: both[n : 2*n : 2*n]}
+	seal.spare = spareCalls{of: &both[0], calls: both[n : 2*n : 2*n]}
 	inst.history = append(inst.history, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: both[:n:n]})
 }
 
@@ -354,11 +424,21 @@ func (inst *instance) begin(input any, sealed *runMessages) error {
 	}
 	if first != "" {
 		if inst.history == nil {
-			sealed.msgs = inst.newHistory(0, historyRoom)
+			sealed.msgs = inst.newHistory(0, inst.historyRoom(true))
 		}
 		inst.history = append(inst.history, Message{Role: RoleUser, Content: first})
 	}
 	return nil
+}
+
+// continueHistory copies a top-level run's History option, the caller's,
+// into a history of the run's own (see newHistory), and returns the room
+// of its sealed copy.
+func (inst *instance) continueHistory(input any) []Message {
+	given := inst.history
+	sealed := inst.newHistory(len(given), inst.historyRoom(input != nil || inst.p.agent.Prompt.Render != nil))
+	copy(inst.history, given)
+	return sealed
 }
 
 // newHistory gives the run a history of n messages with room for room
@@ -374,6 +454,28 @@ func (inst *instance) newHistory(n, room int) []Message {
 	return buf[n+room : n+room : cap(buf)]
 }
 
+// grow makes room for k more messages in the history, when it has not
+// got it: it doubles the history's room, at least to k more, and its
+// sealed copy's to one fewer (see newHistory), the two in one allocation,
+// apart, as a new history's are. The sealed copy keeps its messages: the
+// requests sealed before hold the room they were sealed in.
+func (inst *instance) grow(k int, sealed *runMessages) {
+	h := inst.history
+	if cap(h)-len(h) >= k {
+		return
+	}
+	c := max(2*cap(h), len(h)+k)
+	if cap(sealed.msgs) >= c-1 {
+		inst.history = slices.Grow(h, k)
+		return
+	}
+	buf := make([]Message, 2*c-1)
+	copy(buf, h)
+	n := copy(buf[c:], sealed.msgs)
+	inst.history = buf[:len(h):c]
+	sealed.msgs = buf[c : c+n : 2*c-1]
+}
+
 // emitRunStart reports the start of the run.
 func (inst *instance) emitRunStart(mode RunMode, parent string, input any) {
 	ev := Event{Kind: EventRunStart, Run: inst.id, Agent: inst.p.agent.ID, Parent: parent} // see emit
@@ -387,7 +489,7 @@ func (inst *instance) endRun(ctx context.Context, mode RunMode, out *Output, err
 	if err != nil && ctx.Err() != nil {
 		// A cancelled run takes the Work it started with it; a run that
 		// ends any other way leaves its Work running.
-		rt.reg.cancelStartedBy(inst.id, inst.seq)
+		rt.registry.cancelStartedBy(inst.id, inst.seq)
 	}
 	ev := Event{Kind: EventRunEnd, Run: inst.id, Agent: inst.p.agent.ID, Mode: mode} // see emit
 	ev.Output, ev.Err, ev.Work = out, err, inst.workID()
@@ -399,13 +501,13 @@ func (inst *instance) endRun(ctx context.Context, mode RunMode, out *Output, err
 func (inst *instance) yield(kind PointKind, tool string) {
 	p := Point{Kind: kind, Run: inst.id, Work: inst.workID(), Agent: inst.p.agent.ID} // built in place (see emit)
 	p.Step, p.Tool = inst.step, tool
-	inst.rt.exec.Yield(p)
+	inst.rt.opts.Executor.Yield(p)
 }
 
 // deliverGuidance appends the guidance sent to the run's Work since its
 // last step to its history.
 func (inst *instance) deliverGuidance() {
-	if msgs := inst.rt.reg.takeGuidance(inst.w); len(msgs) > 0 {
+	if msgs := inst.rt.registry.takeGuidance(inst.w); len(msgs) > 0 {
 		inst.history = append(inst.history, msgs...)
 		ev := Event{Kind: EventGuidanceDelivered, Run: inst.id, Agent: inst.p.agent.ID, Work: inst.w.ref.ID} // see emit
 		ev.Step, ev.Cursor = inst.step, strconv.Itoa(len(msgs))
@@ -545,11 +647,11 @@ type outputRoom struct {
 // output returns the run's output, in the room allocated with the run
 // when it has one.
 func (inst *instance) output(raw string, v any) *Output {
-	room := inst.outRoom
-	if room == nil {
+	if inst.outUsed {
 		return &Output{Raw: raw, Value: v}
 	}
-	inst.outRoom = nil
+	inst.outUsed = true
+	room := &inst.rooms.out
 	room.out = Output{Raw: raw, Value: v}
 	return &room.out
 }
@@ -557,11 +659,11 @@ func (inst *instance) output(raw string, v any) *Output {
 // textOutput is output for a text: its Value holds the text's header in
 // the run's room, not an allocation of its own (see boxString).
 func (inst *instance) textOutput(text string) *Output {
-	room := inst.outRoom
-	if room == nil {
+	if inst.outUsed {
 		return inst.output(text, text)
 	}
-	inst.outRoom = nil
+	inst.outUsed = true
+	room := &inst.rooms.out
 	room.text = text
 	room.out = Output{Raw: text, Value: boxString(&room.text)}
 	return &room.out
@@ -612,8 +714,7 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 	} else {
 		f = new(toolCallFrame)
 	}
-	*f = toolCallFrame{Context: ctx, call: call,
-		info: CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: inst.step, CallID: call.ID, Tool: call.Name}}
+	*f = toolCallFrame{Context: ctx, inst: inst, step: inst.step, call: call}
 	ctx = f
 	c := &f.call // both events report the same call
 	inst.emitTool(EventToolCall, c, nil, nil, nil)
@@ -634,14 +735,22 @@ func (inst *instance) callTool(ctx context.Context, call ToolCall) (Message, err
 }
 
 // toolCallFrame is one tool call in flight, in one allocation: the context
-// the tool runs on (the run's, with the call's CallInfo as the value of
-// callKey), and the call and its result message that the call's events
-// point to; a work call's has its workRoom with it.
+// the tool runs on (the run's, with the frame itself as the value of
+// callKey, from which CallOf reads the call's CallInfo), and the call and
+// its result message that the call's events point to; a work call's has
+// its workRoom with it. It is 176 bytes, a work call's 256.
 type toolCallFrame struct {
 	context.Context
-	info   CallInfo
+	inst   *instance // the calling run, whose id, agent and turn never change
+	step   int       // the run's step at the call
 	call   ToolCall
 	result Message
+}
+
+// info is the CallInfo of the call.
+func (f *toolCallFrame) info() CallInfo {
+	inst := f.inst
+	return CallInfo{Run: inst.id, Agent: inst.p.agent.ID, Turn: inst.seq, Step: f.step, CallID: f.call.ID, Tool: f.call.Name}
 }
 
 // workRoom is what a call of the work tool needs room for: the values of
@@ -655,7 +764,7 @@ type workRoom struct {
 
 func (f *toolCallFrame) Value(key any) any {
 	if key == (callKey{}) {
-		return &f.info
+		return f
 	}
 	return f.Context.Value(key)
 }
@@ -734,7 +843,7 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 	background, _ := args.(map[string]any)[BackgroundFlag].(bool)
 	background = background && pt.kind != kindForeground
 	input := childInput(pt, args)
-	if pt.child != nil && inst.depth >= inst.rt.opts.MaxDepth {
+	if pt.child != nil && int(inst.depth) >= inst.rt.opts.MaxDepth {
 		return "", nil, modelErrorf("depth_exceeded",
 			"%s would run %d child runs deep, past the limit of %d; answer without calling it", pt.name, inst.depth+1, inst.rt.opts.MaxDepth)
 	}
@@ -765,7 +874,7 @@ func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any
 	if err != nil {
 		return "", nil, err
 	}
-	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, ref: *ref})
+	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, text: ref.ID, target: ref.TargetID})
 	out, err := marshalRef(*ref)
 	return out, ref, err
 }
@@ -846,7 +955,7 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, valid bool) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {
-		return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
+		return rt.registry.accept(inst.id, inst.seq, pt.name, pt.target, childRun{}, func(ctx context.Context, _ *work) (*Output, error) {
 			// The tool runs as Work, outside any agent run: give it the
 			// runtime, so that Sleep and Await wait on the runtime's clock
 			// and executor (virtual in a simulation), not the wall clock.
@@ -862,18 +971,18 @@ func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, vali
 			return &Output{Raw: s, Value: v}, nil
 		})
 	}
-	return rt.reg.accept(inst.id, inst.seq, pt.name, pt.target,
-		childRun{p: pt.child, model: inst.model, parent: inst.id, depth: inst.depth + 1, input: input, inputValid: valid}, nil)
+	return rt.registry.accept(inst.id, inst.seq, pt.name, pt.target,
+		childRun{p: pt.child, model: inst.model, depth: inst.depth + 1, input: input, inputValid: valid}, nil)
 }
 
 // childRun is what a background child agent's run starts from, held by
-// its Work (no function of its own to run it).
+// its Work (no function of its own to run it); the run that started it is
+// the Work's owner.
 type childRun struct {
-	p      *prepared
-	model  string
-	parent string // the run that started it
-	depth  int
-	input  any
+	p     *prepared
+	model string
+	input any
+	depth int32
 	// inputValid: see instance.inputValid.
 	inputValid bool
 }
@@ -883,7 +992,7 @@ func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) 
 	c := &w.child
 	child := rt.newInstance(c.p, c.model, w)
 	child.depth, child.inputValid = c.depth, c.inputValid
-	return child.run(ctx, c.input, ModeBackground, c.parent)
+	return child.run(ctx, c.input, ModeBackground, w.owner)
 }
 
 // childInput is a child call's input, read from its arguments: the

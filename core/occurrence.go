@@ -31,14 +31,20 @@ type occurrenceKey struct{ callID, tool string }
 // occurrenceScanLimit is how many calls a step scans before it indexes them.
 const occurrenceScanLimit = 8
 
+// An occurrence is 128 bytes: a background call's ref is kept as its id
+// and target (the rest of a ref is the same for every Work; see newRef),
+// its id where a foreground call's content is.
 type occurrence struct {
 	callID, tool string
 	digest       [sha256.Size]byte
 	background   bool
-	ref          WorkRef // background
-	content      string  // foreground: the tool content, or
-	err          error   // the model-facing error it ended with
+	text         string // background: the Work's id; foreground: the tool content, or
+	err          error  // the model-facing error it ended with
+	target       string // background: the Work's target
 }
+
+// ref is a background call's work.ref.
+func (occ *occurrence) ref() WorkRef { return newRef(occ.text, occ.target) }
 
 // seen returns the record of an identity at the step, nil for a new one,
 // or a conflict error.
@@ -66,7 +72,7 @@ func (*occurrences) check(occ *occurrence, callID, tool string, digest [sha256.S
 	if occ.digest != digest {
 		what := "ran " + tool + " in the foreground"
 		if occ.background {
-			what = "started background work " + occ.ref.ID
+			what = "started background work " + occ.text
 		}
 		return nil, errConflict.with(fmt.Sprintf("tool call %s already %s with different input", callID, what))
 	}
@@ -118,18 +124,18 @@ func (o *occurrences) record(occ occurrence) {
 //
 //go:noinline
 func (o *occurrences) recordForeground(callID, tool string, digest *[sha256.Size]byte, content string, err error) {
-	o.record(occurrence{callID: callID, tool: tool, digest: *digest, content: content, err: err})
+	o.record(occurrence{callID: callID, tool: tool, digest: *digest, text: content, err: err})
 }
 
 // replay answers a repeated call identity with what its first call
 // produced: the existing work.ref, or the foreground child's output.
 func (occ *occurrence) replay() (string, *WorkRef, error) {
 	if occ.background {
-		ref := occ.ref
+		ref := occ.ref()
 		out, err := marshalRef(ref)
 		return out, &ref, err
 	}
-	return occ.content, nil, occ.err
+	return occ.text, nil, occ.err
 }
 
 // inputDigest is the digest of a child call's input that its occurrence

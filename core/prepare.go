@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // WorkToolName is the automatic tool's name.
@@ -26,13 +27,22 @@ const (
 
 // prepared is an agent made ready to run: tools resolved, schemas derived
 // and compiled, preparation rules checked. It is immutable and shared by all
-// runs of the agent.
+// runs of the agent, but for the counts of its latest run (grew, calls),
+// atomics that size the rooms of the next and change nothing it does.
 type prepared struct {
 	agent    *Agent
 	tools    []*preparedTool          // authored tools sorted by name, then work
 	byName   map[string]*preparedTool // only for agents with many tools; see tool
 	specs    toolSpecs
 	maxSteps int // the agent's own budget; <= 0 for the runtime's
+	// grew is how many messages the latest run of the agent that ended
+	// added to its history (at most maxHistoryRoom): the room the next
+	// run starts with, when it is more than a run's own (see historyRoom).
+	grew atomic.Int32
+	// calls is how many tool calls the latest run of the agent that ended
+	// made (at most maxHistoryRoom): the room for their copies that the
+	// next run makes at its first (see appendAssistant).
+	calls atomic.Int32
 }
 
 // manyTools is how many tools an agent has before a map finds them faster
@@ -193,8 +203,9 @@ var emptyObject = MustSchema(`{"type":"object","properties":{},"additionalProper
 // Prepared is a set of agent trees prepared once, for any number of
 // runtimes to run (Options.Prepared): every agent's tools resolved, their
 // schemas derived and compiled and the preparation rules checked, as a
-// Runtime's Prepare does for its own runs. It is immutable and safe for
-// concurrent use. As with a runtime's own preparation, the agents are
+// Runtime's Prepare does for its own runs. It is immutable (but for what
+// its agents' latest runs took, which sizes the room of their next runs'
+// histories and nothing else) and safe for concurrent use. As with a runtime's own preparation, the agents are
 // not to be modified once prepared (see Agent): a runtime given the set
 // runs an agent with its tools, their descriptions and schemas and its
 // step budget as they were when the set was prepared (prepare a new set

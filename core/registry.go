@@ -18,11 +18,10 @@ type work struct {
 	// names are the wait reason of a result action on it, "result w-1",
 	// and the name of its actor, "w-1 research", in one text:
 	// "result w-1 research" (see resultReason and actorName).
+	// Its label (see label) is the end of names.
 	names     string
 	owner     string
 	startedBy uint64 // the sequence number of the run that started it
-	label     string
-	isAgent   bool
 	state     lifecycle.State
 	created   time.Time
 	started   time.Time
@@ -30,6 +29,7 @@ type work struct {
 	// stamps are the three times as projections write them, each written
 	// once it is set (a time never changes once set; see stampsLocked).
 	stamps   [3]string
+	isAgent  bool
 	detached bool
 	rejoined bool
 	output   *Output
@@ -130,22 +130,21 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 		return nil, errCapacity.with(fmt.Sprintf(
 			"%d background work items are still outstanding (limit %d); wait for or cancel some, then retry", outstanding, limit))
 	}
-	id := r.rt.ids.NewID(IDWork)
+	id := r.rt.opts.IDs.NewID(IDWork)
 	if r.workLocked(id) != nil {
 		return nil, errDuplicateID.with(fmt.Sprintf(
 			"the runtime's id source returned %q, which already names background work; nothing was started", id))
 	}
-	now := r.rt.clock.Now()
+	now := r.rt.opts.Clock.Now()
 	w := &work{
 		ref:       newRef(id, target),
 		names:     workNames(id, label),
 		owner:     owner,
 		startedBy: startedBy,
-		label:     label,
 		isAgent:   run == nil,
 		state:     lifecycle.Queued,
 		created:   now,
-		done:      NewSignal(r.rt.exec),
+		done:      NewSignal(r.rt.opts.Executor),
 		child:     child,
 		run:       run,
 	}
@@ -238,9 +237,9 @@ func (r *registry) startLocked(w *work) {
 	r.running++
 	// Its context is cancelled by a cancel of the Work, by Close (which
 	// cancels every unfinished item) and at its end.
-	ctx, cancel := withCancel(r.rt.exec, context.Background(), &w.scope)
+	ctx, cancel := withCancel(r.rt.opts.Executor, context.Background(), &w.scope)
 	w.cancel = cancel
-	r.rt.exec.Go(w.actorName(), func() { r.runChild(ctx, w) })
+	r.rt.opts.Executor.Go(w.actorName(), func() { r.runChild(ctx, w) })
 }
 
 // runChild is the body of a background child's actor.
@@ -252,7 +251,7 @@ func (r *registry) runChild(ctx context.Context, w *work) {
 	} else {
 		out, err = r.rt.runBackground(ctx, w)
 	}
-	r.rt.exec.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
+	r.rt.opts.Executor.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
 	r.finish(w, ctx, out, err)
 }
 
@@ -292,7 +291,7 @@ func (r *registry) transitionLocked(w *work, ev lifecycle.Event) {
 		panic(fmt.Sprintf("crux-sim: %s: %v", w.ref.ID, err))
 	}
 	w.state = to
-	now := r.rt.clock.Now()
+	now := r.rt.opts.Clock.Now()
 	switch {
 	case to == lifecycle.Running && from == lifecycle.Queued:
 		w.started = now
@@ -310,7 +309,7 @@ func (r *registry) emitTransition(w *work, from, to lifecycle.State, ev lifecycl
 		name = ev.String()
 	}
 	e := Event{Kind: EventWorkTransition, Run: w.owner, Work: w.ref.ID, Agent: w.ref.TargetID} // see Runtime.emit
-	e.Label, e.From, e.To, e.Transition = w.label, from, to, name
+	e.Label, e.From, e.To, e.Transition = w.label(), from, to, name
 	r.rt.emit(e)
 }
 
@@ -327,7 +326,7 @@ func (r *registry) projectLocked(w *work) WorkStatus {
 	created, started, finished := w.stampsLocked()
 	return WorkStatus{
 		Work:            w.ref,
-		TargetLabel:     w.label,
+		TargetLabel:     w.label(),
 		State:           w.state,
 		Attachment:      "attached",
 		Attempt:         1,
@@ -402,6 +401,9 @@ func (w *work) resultReason() string { return w.names[:len(resultPrefix)+len(w.r
 // actorName is the name of the actor that runs the Work.
 func (w *work) actorName() string { return w.names[len(resultPrefix):] }
 
+// label is the Work's label, the tool key it was started under.
+func (w *work) label() string { return w.names[len(resultPrefix)+len(w.ref.ID)+1:] }
+
 func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -427,7 +429,7 @@ func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
 }
 
 func (r *registry) cancelLocked(w *work) CancelReceipt {
-	at := timestamp(r.rt.clock.Now())
+	at := timestamp(r.rt.opts.Clock.Now())
 	if r.rt.opts.Testing.Defects.CancelOverwritesTerminal && w.state.Terminal() && w.state != lifecycle.Cancelled {
 		// A planted defect: bypass the lifecycle, as a buggy runtime would.
 		from := w.state
@@ -456,7 +458,7 @@ func (r *registry) detach(owner, id string) (DetachReceipt, bool) {
 	r.ownerLocked(owner).detach(w)
 	w.detached = true
 	ev := Event{Kind: EventWorkDetached, Run: owner, Work: id, Agent: w.ref.TargetID} // see Runtime.emit
-	ev.Label, ev.To = w.label, w.state
+	ev.Label, ev.To = w.label(), w.state
 	r.rt.emit(ev)
 	return DetachReceipt{ID: id, Detached: true}, true
 }
@@ -477,7 +479,7 @@ func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error)
 	}
 	if !w.isAgent {
 		return SendReceipt{}, true, &ModelError{Code: "not_an_agent", Message: fmt.Sprintf(
-			"send is only for Agent children; %s runs %q, which has no provider step to receive guidance", id, w.label)}
+			"send is only for Agent children; %s runs %q, which has no provider step to receive guidance", id, w.label())}
 	}
 	if message == nil || *message == "" {
 		return SendReceipt{}, true, &ModelError{Code: "invalid_arguments", Message: "send requires a non-empty message"}
@@ -496,14 +498,14 @@ func (r *registry) send(key sendKey, message *string) (SendReceipt, bool, error)
 	}
 	w.sent++
 	w.inbox = append(w.inbox, Message{Role: RoleUser, Content: *message, Guidance: true})
-	rec := SendReceipt{WorkID: id, ID: r.rt.ids.NewID(IDSend), Cursor: strconv.Itoa(w.sent),
-		AcceptedAt: timestamp(r.rt.clock.Now()), Outcome: "accepted"}
+	rec := SendReceipt{WorkID: id, ID: r.rt.opts.IDs.NewID(IDSend), Cursor: strconv.Itoa(w.sent),
+		AcceptedAt: timestamp(r.rt.opts.Clock.Now()), Outcome: "accepted"}
 	if r.sends == nil {
 		r.sends = map[sendKey]sendRecord{}
 	}
 	r.sends[key] = sendRecord{digest: digest, receipt: rec}
 	ev := Event{Kind: EventSendAccepted, Run: key.owner, Work: id, Agent: w.ref.TargetID} // see Runtime.emit
-	ev.Label, ev.Cursor = w.label, rec.Cursor
+	ev.Label, ev.Cursor = w.label(), rec.Cursor
 	r.rt.emit(ev)
 	return rec, true, nil
 }
@@ -522,17 +524,16 @@ func (r *registry) takeGuidance(w *work) []Message {
 // newRequest makes a request with the status block of the owner's Work
 // sampled at now (no Status when the owner has none): one allocation for
 // both when the block has one row, the usual case. A request without a
-// status block takes *room instead of an allocation when it is set, and
-// clears it.
-func (r *registry) newRequest(owner string, now time.Time, room **Request) *Request {
+// status block takes room instead of an allocation when it is given one,
+// and says so.
+func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *Request, usedRoom bool) {
 	var buf [MaxStatusRows]StatusRow
 	sampled, total := r.statusRows(owner, now, &buf)
 	if len(sampled) == 0 {
-		if req := *room; req != nil {
-			*room = nil
-			return req
+		if room != nil {
+			return room, true
 		}
-		return &Request{}
+		return &Request{}, false
 	}
 	rs := &struct {
 		req    Request
@@ -549,14 +550,15 @@ func (r *registry) newRequest(owner string, now time.Time, room **Request) *Requ
 	}
 	fillStatus(&rs.status, rows, total, rs.text[:])
 	rs.req.Status = &rs.status
-	return &rs.req
+	return &rs.req, false
 }
 
 // statusTextRoom is the room for a status block's text that a request
 // with a block of one row is allocated with: the header and a row of a
-// short id and label ("w-12 · research · completed 4s · Result
-// available" is 55 bytes).
-const statusTextRoom = 96
+// short id and label ("- w-12 · research · completed 4s · Result
+// available" is 55 bytes, the block 72). With it the request takes 352
+// bytes, a size class of the allocator's.
+const statusTextRoom = 88
 
 // statusRows samples the owner's attached Work for a status block, in
 // buf: at
@@ -590,7 +592,7 @@ func (r *registry) statusRowLocked(w *work, now time.Time) StatusRow {
 	if w.state.Terminal() {
 		end = w.finished
 	}
-	label := w.label
+	label := w.label()
 	if r.rt.opts.Testing.Defects.LeakOutputInStatus && w.output != nil {
 		label += " " + w.output.Raw // a planted defect
 	}
@@ -606,7 +608,7 @@ func (r *registry) snapshot() []WorkInfo {
 	defer r.mu.Unlock()
 	out := make([]WorkInfo, 0, len(r.all))
 	for _, w := range r.all {
-		out = append(out, WorkInfo{Ref: w.ref, Owner: w.owner, Label: w.label, Agent: w.isAgent, State: w.state,
+		out = append(out, WorkInfo{Ref: w.ref, Owner: w.owner, Label: w.label(), Agent: w.isAgent, State: w.state,
 			Detached: w.detached, Rejoined: w.rejoined, CreatedAt: w.created, StartedAt: w.started,
 			FinishedAt: w.finished, Sent: w.sent, Delivered: w.delivered})
 	}

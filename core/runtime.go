@@ -97,14 +97,15 @@ const (
 // Runtime runs agents. It owns the process-local Work registry: Work
 // outlives the run that started it and lives until it finishes or the
 // Runtime is closed. A Runtime is safe for concurrent use.
+//
+// A runtime is one allocation of 512 bytes (a harness makes one a run),
+// so what it holds is kept small: its clock, ids and executor are its
+// options', and what few runtimes use is made when one does (see
+// sleepReasons).
 type Runtime struct {
-	opts     Options
-	clock    clockwork.Clock
-	ids      IDSource
-	exec     Executor
+	opts     Options // with the defaults set
 	observer Observer
-	reg      *registry // points to registry, allocated with the runtime
-	registry registry
+	registry registry // allocated with the runtime
 
 	// closed is set once Close has cancelled every unfinished Work item:
 	// runs that start later fail with ErrClosed. (Close cancels each
@@ -117,7 +118,7 @@ type Runtime struct {
 	closeOnce sync.Once
 	runSeq    atomic.Uint64 // numbers runs, for occurrence identity
 
-	sleeps sleepReasons
+	sleeps atomic.Pointer[sleepReasons] // made at the first it holds
 }
 
 // New makes a Runtime.
@@ -143,19 +144,13 @@ func New(opts Options) *Runtime {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = DefaultMaxDepth
 	}
-	rt := &Runtime{
-		opts:  opts,
-		clock: opts.Clock,
-		ids:   opts.IDs,
-		exec:  opts.Executor,
-	}
+	rt := &Runtime{opts: opts}
 	var logObs Observer
 	if opts.Logger != nil {
 		logObs = NewLogObserver(opts.Logger, opts.LogContent)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
 	rt.registry.rt = rt
-	rt.reg = &rt.registry
 	return rt
 }
 
@@ -188,8 +183,8 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	ch, t := SignalAfter(rt.exec, rt.clock, d)
-	if rt.exec.Wait(rt.sleeps.reason(d), ch, ctx.Done()) == 1 {
+	ch, t := SignalAfter(rt.opts.Executor, rt.opts.Clock, d)
+	if rt.opts.Executor.Wait(rt.sleepReason(d), ch, ctx.Done()) == 1 {
 		t.Stop()
 		return ctx.Err()
 	}
@@ -202,9 +197,9 @@ func Sleep(ctx context.Context, d time.Duration) error {
 // first few durations of the process are shared by all its runtimes (see
 // sharedSleepReason), so that a harness, which makes a runtime per run,
 // does not write them again for each; past those, a runtime holds the
-// first len(reasons) durations in the runtime itself, so that a runtime
-// that sleeps once pays no more than the reason; a sleep of another
-// duration writes its own.
+// first len(reasons) durations in a table of its own, made with the first
+// reason it holds (most runtimes sleep only the shared durations, and
+// need none); a sleep of another duration writes its own.
 type sleepReasons struct {
 	mu      sync.Mutex
 	n       int
@@ -214,10 +209,22 @@ type sleepReasons struct {
 	}
 }
 
-func (s *sleepReasons) reason(d time.Duration) string {
+// sleepReason is the wait reason of a sleep of d.
+func (rt *Runtime) sleepReason(d time.Duration) string {
 	if r, ok := sharedSleepReason(d); ok {
 		return r
 	}
+	s := rt.sleeps.Load()
+	if s == nil {
+		s = new(sleepReasons)
+		if !rt.sleeps.CompareAndSwap(nil, s) {
+			s = rt.sleeps.Load() // another sleep made it first
+		}
+	}
+	return s.reason(d)
+}
+
+func (s *sleepReasons) reason(d time.Duration) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.n {
@@ -315,7 +322,7 @@ func Await(ctx context.Context, reason string, signal <-chan struct{}) error {
 			return ctx.Err()
 		}
 	}
-	if rt.exec.Wait(reason, signal, ctx.Done()) == 1 {
+	if rt.opts.Executor.Wait(reason, signal, ctx.Done()) == 1 {
 		return ctx.Err()
 	}
 	return nil
@@ -325,13 +332,13 @@ func Await(ctx context.Context, reason string, signal <-chan struct{}) error {
 // provider step (virtual in a simulation), or nil outside a runtime.
 func ClockOf(ctx context.Context) clockwork.Clock {
 	if rt, _ := ctx.Value(runtimeKey{}).(*Runtime); rt != nil {
-		return rt.clock
+		return rt.opts.Clock
 	}
 	return nil
 }
 
 // Clock returns the runtime's clock.
-func (rt *Runtime) Clock() clockwork.Clock { return rt.clock }
+func (rt *Runtime) Clock() clockwork.Clock { return rt.opts.Clock }
 
 // emit stamps an event and hands it to the observer. An Event is some 300
 // bytes, and a run emits one at every request, response and tool call, so
@@ -344,7 +351,7 @@ func (rt *Runtime) emit(e Event) {
 	if rt.observer == nil {
 		return
 	}
-	e.Time = rt.clock.Now()
+	e.Time = rt.opts.Clock.Now()
 	if f, ok := rt.observer.(ObserverFunc); ok {
 		f(e)
 		return
@@ -453,11 +460,11 @@ type callKey struct{}
 // CallOf returns the tool call the calling tool runs for; ok is false
 // outside a tool call.
 func CallOf(ctx context.Context) (CallInfo, bool) {
-	c, ok := ctx.Value(callKey{}).(*CallInfo)
+	f, ok := ctx.Value(callKey{}).(*toolCallFrame)
 	if !ok {
 		return CallInfo{}, false
 	}
-	return *c, true
+	return f.info(), true
 }
 
 // Run runs an agent to its final output on the calling goroutine. Its
@@ -488,10 +495,9 @@ func (rt *Runtime) RunWith(ctx context.Context, a *Agent, input any, opts RunOpt
 // output and the request outlive the run, and hold what the run held while
 // one of them is kept.
 type topRun struct {
-	inst instance
-	res  RunResult
-	out  outputRoom
-	req  Request
+	inst  instance
+	res   RunResult
+	rooms runRooms
 }
 
 func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunOptions) *RunResult {
@@ -502,15 +508,15 @@ func (rt *Runtime) runTop(ctx context.Context, p *prepared, input any, opts RunO
 	} else {
 		rt.initInstance(inst, p, opts.Model, nil)
 	}
-	inst.outRoom, inst.reqRoom = &top.out, &top.req
+	inst.rooms = &top.rooms
 	inst.inbox, inst.labels = opts.Inbox, opts.Labels
 	if len(opts.History) > 0 {
 		// The history continued has the room a new one starts with past
 		// what it was given, so that the run's prompt, a tool round and
 		// its answer do not make it grow: the run copies it as it starts.
-		inst.history, inst.continued = opts.History, true
+		inst.history = opts.History
 	}
-	inst.maxSteps = opts.MaxSteps
+	inst.pool = max(opts.MaxSteps, 0)
 	out, err := inst.run(ctx, input, ModeTop, "")
 	top.res = RunResult{Run: inst.id, Agent: p.agent.ID, Output: out, Err: err, Messages: inst.history}
 	return &top.res
@@ -586,11 +592,11 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 	if rt.closed.Load() {
 		return nil, ErrClosed
 	}
-	model := cmp.Or(pr.Model, rt.opts.Model)
+	model, input := cmp.Or(pr.Model, rt.opts.Model), pr.Context // what a run's closure holds, not all of pr
 	*out = ParallelResult{ID: pr.ID, Results: make(map[string]*RunResult, len(names))}
 	for i, name := range names {
 		r := &runs[i]
-		r.done = NewSignal(rt.exec)
+		r.done = NewSignal(rt.opts.Executor)
 		// The wait's reason, "parallel coordinator", and the actor's name,
 		// "run-id/coordinator", are one text: for one agent, written in
 		// its room when it fits.
@@ -604,16 +610,16 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 		}
 		at := len(parallelPrefix) + len(name)
 		r.reason = both[:at]
-		rt.exec.Go(both[at:], func() {
+		rt.opts.Executor.Go(both[at:], func() {
 			defer r.done.Close()
-			r.res = rt.runTop(ctx, r.p, pr.Context, RunOptions{Model: model})
+			r.res = rt.runTop(ctx, r.p, input, RunOptions{Model: model})
 		})
 	}
 	var errs []error
 	for i, name := range names {
 		r := &runs[i]
 		r.wait[0] = r.done.C()
-		rt.exec.Wait(r.reason, r.wait[:]...)
+		rt.opts.Executor.Wait(r.reason, r.wait[:]...)
 		out.Results[name] = r.res
 		if r.res.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, r.res.Err))
@@ -624,18 +630,18 @@ func (rt *Runtime) Parallel(ctx context.Context, pr ParallelRun) (*ParallelResul
 
 // Works returns the runtime's view of every Work item in creation order,
 // for harnesses and invariant checks.
-func (rt *Runtime) Works() []WorkInfo { return rt.reg.snapshot() }
+func (rt *Runtime) Works() []WorkInfo { return rt.registry.snapshot() }
 
 // Settle waits, without cancelling anything, until every Work item has
 // finished. Work that never finishes keeps Settle waiting.
 func (rt *Runtime) Settle() {
 	for {
-		pending := rt.reg.unfinished()
+		pending := rt.registry.unfinished()
 		if len(pending) == 0 {
 			return
 		}
 		for _, done := range pending {
-			rt.exec.Wait("settle", done)
+			rt.opts.Executor.Wait("settle", done)
 		}
 	}
 }
@@ -644,10 +650,10 @@ func (rt *Runtime) Settle() {
 // so that nothing outlives the runtime. New runs fail with ErrClosed.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
-		pending := rt.reg.closeAll()
+		pending := rt.registry.closeAll()
 		rt.closed.Store(true)
 		for _, done := range pending {
-			rt.exec.Wait("close", done)
+			rt.opts.Executor.Wait("close", done)
 		}
 	})
 	return nil

@@ -51,8 +51,22 @@ func (r StatusRow) String() string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// size is about the length of the row's text, for room to write it in.
-func (r StatusRow) size() int { return len(r.ID) + len(r.Label) + len(r.State) + 48 }
+// size is the length of the row's text, for room to write it in.
+func (r StatusRow) size() int {
+	secs := int64(r.Elapsed / time.Second)
+	n := len("- ") + len(r.ID) + len(" · ") + len(r.Label) + len(" · ") + len(r.State) + len(" ") + len("s")
+	if secs < 0 {
+		n++ // its sign
+		secs = -secs
+	}
+	for n++; secs >= 10; secs /= 10 { // its digits
+		n++
+	}
+	if r.ResultAvailable {
+		n += len(" · Result available")
+	}
+	return n
+}
 
 // appendTo appends the row's text, which String returns, to b.
 func (r StatusRow) appendTo(b []byte) []byte {

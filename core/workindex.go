@@ -26,17 +26,19 @@ const (
 type workLink struct{ prev, next *work }
 
 // workList is one of an owner's ordered lists of Work.
+// Its methods are told which of a Work item's links the list uses (the
+// list does not hold it: an owner's index is held in its runtime's own
+// allocation, which is kept small).
 type workList struct {
 	head, tail *work
 	n          int
-	which      int // the index of the links this list uses
 }
 
-func (l *workList) pushBack(w *work) {
-	lk := &w.links[l.which]
+func (l *workList) pushBack(w *work, which int) {
+	lk := &w.links[which]
 	lk.prev, lk.next = l.tail, nil
 	if l.tail != nil {
-		l.tail.links[l.which].next = w
+		l.tail.links[which].next = w
 	} else {
 		l.head = w
 	}
@@ -44,15 +46,15 @@ func (l *workList) pushBack(w *work) {
 	l.n++
 }
 
-func (l *workList) remove(w *work) {
-	lk := &w.links[l.which]
+func (l *workList) remove(w *work, which int) {
+	lk := &w.links[which]
 	if lk.prev != nil {
-		lk.prev.links[l.which].next = lk.next
+		lk.prev.links[which].next = lk.next
 	} else {
 		l.head = lk.next
 	}
 	if lk.next != nil {
-		lk.next.links[l.which].prev = lk.prev
+		lk.next.links[which].prev = lk.prev
 	} else {
 		l.tail = lk.prev
 	}
@@ -73,20 +75,14 @@ type ownerWork struct {
 
 // init makes ow the empty index of an owner's Work.
 func (ow *ownerWork) init(owner string) {
-	*ow = ownerWork{
-		owner:    owner,
-		known:    true,
-		visible:  workList{which: listVisible},
-		open:     workList{which: listOpen},
-		finished: workList{which: listFinished},
-	}
+	*ow = ownerWork{owner: owner, known: true}
 }
 
 // add indexes a new, unfinished Work item.
 func (o *ownerWork) add(w *work) {
 	o.all = append(o.all, w)
-	o.visible.pushBack(w)
-	o.open.pushBack(w)
+	o.visible.pushBack(w, listVisible)
+	o.open.pushBack(w, listOpen)
 }
 
 // finished moves attached Work that has just become terminal from the
@@ -95,16 +91,16 @@ func (o *ownerWork) finish(w *work) {
 	if w.detached {
 		return
 	}
-	o.open.remove(w)
-	o.finished.pushBack(w)
+	o.open.remove(w, listOpen)
+	o.finished.pushBack(w, listFinished)
 }
 
 // detach takes Work out of every attached view.
 func (o *ownerWork) detach(w *work) {
-	o.visible.remove(w)
+	o.visible.remove(w, listVisible)
 	if w.state.Terminal() {
-		o.finished.remove(w)
+		o.finished.remove(w, listFinished)
 	} else {
-		o.open.remove(w)
+		o.open.remove(w, listOpen)
 	}
 }

@@ -67,7 +67,7 @@ func (rt *Runtime) WorkAction(ctx context.Context, owner string, turn int, callI
 // written into wait, room of the call's own (nil: it makes its own).
 func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn int, call ToolCall, in WorkInput,
 	wait *[3]<-chan struct{}) (string, error) {
-	reg := rt.reg
+	reg := &rt.registry
 	id := ""
 	if in.ID != nil {
 		id = *in.ID
@@ -117,7 +117,7 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 // timeout (capped, and the cap when omitted) for it; otherwise the status
 // projection. An aborted tool call stops waiting.
 func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string, wait *[3]<-chan struct{}) (string, error) {
-	reg := rt.reg
+	reg := &rt.registry
 	got, done := reg.peekResult(owner, id)
 	if !got.found {
 		return marshal(notFound)
@@ -136,12 +136,12 @@ func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string
 	if done == nil || d <= 0 || got.status.State.Terminal() {
 		return marshalStatus(got.status)
 	}
-	expired, timer := SignalAfter(rt.exec, rt.clock, d)
+	expired, timer := SignalAfter(rt.opts.Executor, rt.opts.Clock, d)
 	if wait == nil {
 		wait = new([3]<-chan struct{})
 	}
 	*wait = [3]<-chan struct{}{done, expired, ctx.Done()}
-	which := rt.exec.Wait(got.reason, wait[:]...)
+	which := rt.opts.Executor.Wait(got.reason, wait[:]...)
 	*wait = [3]<-chan struct{}{}
 	timer.Stop()
 	if which == 2 {
