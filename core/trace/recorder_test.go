@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fixture"
@@ -134,6 +135,46 @@ func TestAShortRunsPartsGoIntoTheRecordersOwnFirstChunks(t *testing.T) {
 	// Thirteen when the parts had no first chunks of the recorder's.
 	if allocs > 3 {
 		t.Errorf("recording a short run allocates %v times, want at most 3", allocs)
+	}
+}
+
+// The recorder's first chunks are handed out before any chunk Grow sizes:
+// a short run recorded by a recorder told to expect a long one (a
+// scenario's longest trace so far) still records its parts in them.
+func TestGrowLeavesTheRecordersFirstChunksInUse(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	tools := []core.ToolSpec{{Name: "research"}, {Name: "work"}}
+	blk := statusBlock(core.StatusRow{ID: "w-1", Label: "research", State: "running", Elapsed: time.Second})
+	in := map[string]any{"question": "why?"}
+	events := []core.Event{{Kind: core.EventRunStart, Run: "coord#1", Input: in}}
+	for range 3 {
+		events = append(events, core.Event{Kind: core.EventRequest, Run: "coord#1", Request: &core.Request{Tools: tools, Status: blk}},
+			core.Event{Kind: core.EventResponse, Run: "coord#1", Response: &core.Response{Text: "ok"}},
+			core.Event{Kind: core.EventWorkTransition, Work: "w-1", To: "running"})
+	}
+	events = append(events, core.Event{Kind: core.EventRunEnd, Run: "coord#1"})
+	allocs := testing.AllocsPerRun(20, func() {
+		r := NewRecorder(tsStart)
+		r.Grow(200) // room for 40 requests and responses, 33 runs, 25 Work moves
+		for i := range events {
+			events[i].Time = tsStart
+			r.Record(&events[i])
+		}
+	})
+	// The recorder, its entries' room and the list of tool names; nine
+	// when Grow set the first chunks aside for chunks of its own sizes.
+	if allocs > 3 {
+		t.Errorf("recording a short run after Grow(200) allocates %v times, want at most 3", allocs)
+	}
+}
+
+// A recorder is made for every simulated run: with its first chunks it
+// stays in the allocator's size class of 2,304 bytes.
+func TestARecorderStaysCompact(t *testing.T) {
+	if n := unsafe.Sizeof(Recorder{}); n > 2304 {
+		t.Errorf("a Recorder is %d bytes, want at most 2304", n)
 	}
 }
 

@@ -360,14 +360,18 @@ type Recorder struct {
 	first firstParts
 }
 
-// firstParts are the first chunks of a recorder's parts.
+// firstParts are the first chunks of a recorder's parts: as many as the
+// built-in races of a coordinator and a child record (six requests and
+// responses, two runs started and ended, five Work moves, eight status
+// rows, two inputs), and no more, so that the recorder takes the next
+// size class down (2,304 bytes, not 2,688).
 type firstParts struct {
 	requests  [6]RequestPart
 	responses [6]ResponsePart
 	runs      [4]RunPart
-	works     [6]WorkPart
-	rows      [16]string
-	inputs    [256]byte
+	works     [5]WorkPart
+	rows      [8]string
+	inputs    [128]byte
 }
 
 // NewRecorder returns a recorder whose offsets count from start.
