@@ -187,14 +187,19 @@ const (
 	idKinds
 )
 
-// renamer holds, per kind of id, every id given a name and the renaming
-// of those whose name differs. While every id of a kind has been its own
-// name (a simulation's sequential ids), the names given are known from
-// the counts alone, and no set of them is kept: a trace with nothing to
-// rename costs no allocation per id.
+// renamer holds, per kind of id, the ids given a name: the renaming of
+// those whose name differs, and those that are their own name. While
+// every id of a kind has been its own name (a simulation's sequential
+// ids), the names given are known from the counts alone, and no set of
+// them is kept: a trace with nothing to rename costs no allocation per id.
+// Once one is renamed, the ids that are their own name are kept beside the
+// renaming, and only those: a trace whose ids are all renamed (a
+// platform's sessions) keeps each id once, in its renaming.
 type renamer struct {
-	// named is nil while every id of the kind was its own name.
-	named  [idKinds]map[string]struct{}
+	// mixed is set once an id of the kind was renamed; own holds, from
+	// then on, the ids given their own name (nil while there is none).
+	mixed  [idKinds]bool
+	own    [idKinds]map[string]struct{}
 	rename [idKinds]map[string]string
 	// counts counts the names given of each kind but runs, which are
 	// counted per agent.
@@ -221,8 +226,11 @@ func (r *renamer) given(k idKind, prefix string) int {
 }
 
 func (r *renamer) has(k idKind, raw string) bool {
-	if r.named[k] != nil {
-		_, ok := r.named[k][raw]
+	if r.mixed[k] {
+		if _, ok := r.rename[k][raw]; ok {
+			return true
+		}
+		_, ok := r.own[k][raw]
 		return ok
 	}
 	// Every name so far is its own id: raw is one if it spells the
@@ -257,37 +265,44 @@ func (r *renamer) name(k idKind, raw, prefix string, out *slab.Texts) {
 	sep := seps[k]
 	if len(raw) > len(prefix)+len(sep) && strings.HasPrefix(raw, prefix) &&
 		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], n) {
-		if r.named[k] != nil {
-			r.named[k][raw] = struct{}{}
+		if r.mixed[k] {
+			r.keepOwn(k, raw)
 		}
 		return
 	}
-	if r.named[k] == nil {
-		// The first id that is not its own name: from now on the names
-		// given are kept, starting with every one given so far.
-		r.named[k] = make(map[string]struct{}, r.room(k))
+	if !r.mixed[k] {
+		// The first id that is not its own name: from now on the ids
+		// given their own name are kept, starting with every one given
+		// so far.
+		r.mixed[k] = true
 		if k == runID {
-			named := r.named[k]
 			for agent, count := range r.perAgent.All {
 				if agent == prefix {
 					count--
 				}
 				for j := 1; j <= count; j++ {
-					named[agent+sep+strconv.Itoa(j)] = struct{}{}
+					r.keepOwn(k, agent+sep+strconv.Itoa(j))
 				}
 			}
 		} else {
 			for j := 1; j < n; j++ {
-				r.named[k][prefix+sep+strconv.Itoa(j)] = struct{}{}
+				r.keepOwn(k, prefix+sep+strconv.Itoa(j))
 			}
 		}
 	}
-	r.named[k][raw] = struct{}{}
 	if r.rename[k] == nil {
 		r.rename[k] = make(map[string]string, r.room(k))
 	}
 	b := append(append(out.Open(len(prefix)+len(sep)+20), prefix...), sep...)
 	r.rename[k][raw] = out.Close(strconv.AppendInt(b, int64(n), 10))
+}
+
+// keepOwn keeps raw among the ids of kind k given their own name.
+func (r *renamer) keepOwn(k idKind, raw string) {
+	if r.own[k] == nil {
+		r.own[k] = make(map[string]struct{})
+	}
+	r.own[k][raw] = struct{}{}
 }
 
 // room is the room a map of kind k starts with: every run, for runs (a

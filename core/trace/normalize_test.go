@@ -216,6 +216,38 @@ func TestNormalizationRenamesNormalLookingIDsThatAreOutOfOrder(t *testing.T) {
 	}
 }
 
+// Once an id of a kind is renamed, the ids after it that are their own
+// name keep it, one that spells a name given to a renamed id is renamed,
+// and each id seen again keeps the name it was given, whichever way.
+func TestNormalizationKeepsOwnNamesGivenAfterARenamedID(t *testing.T) {
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: "coord#1", Agent: "coord"},
+		{Kind: RunStart, Run: "session-7", Agent: "coord"}, // coord#2
+		{Kind: RunStart, Run: "coord#3", Agent: "coord"},   // its own name
+		{Kind: RunStart, Run: "coord#2", Agent: "coord"},   // session-7's name: coord#4
+		{Kind: RunStart, Run: "coord#3", Agent: "coord"},   // seen
+		{Kind: RunStart, Run: "session-7", Agent: "coord"}, // seen
+		{Kind: RunStart, Run: "coord#1", Agent: "coord"},   // seen before the rename
+		{Kind: Work, Work: "w-1"},
+		{Kind: Work, Work: "w_x"},
+		{Kind: Work, Work: "w-3"},
+		{Kind: Work, Work: "w-2"},
+		{Kind: Work, Work: "w-1"},
+		{Kind: Work, Work: "w-3"},
+	}}
+	n, id := tr.NormalizeIDs()
+	var got []string
+	for _, e := range n.Entries {
+		got = append(got, e.Run+e.Work)
+	}
+	got = append(got, id("session-7"), id("coord#2"), id("w_x"), id("w-2"))
+	want := []string{"coord#1", "coord#2", "coord#3", "coord#4", "coord#3", "coord#2", "coord#1",
+		"w-1", "w-2", "w-3", "w-4", "w-1", "w-3", "coord#2", "coord#4", "w-2", "w-4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // A string written with escapes is read for what it says where that
 // counts (a key, a work.ref's kind), and an escaped value is never
 // rewritten.
