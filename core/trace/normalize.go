@@ -63,23 +63,23 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	}
 	for i := range t.Entries {
 		e := &t.Entries[i]
-		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
-			ids.name(runID, e.Run, e.Agent, &js.out)
+		if e.Run != "" && e.Kind == RunStart {
+			ids.see(runID, e.Run, e.Agent, &js.out)
 		}
-		if e.Work != "" && e.Kind == Work && e.From() == "" && !ids.has(workID, e.Work) {
-			ids.name(workID, e.Work, "w", &js.out)
+		if e.Work != "" && e.Kind == Work && e.From() == "" {
+			ids.see(workID, e.Work, "w", &js.out)
 		}
 		for _, c := range e.Calls() {
-			if c.ID != "" && !ids.has(callID, c.ID) {
-				ids.name(callID, c.ID, "call", &js.out)
+			if c.ID != "" {
+				ids.see(callID, c.ID, "call", &js.out)
 			}
 		}
 		if e.Kind == ToolResult && e.Action == "send" && !e.IsError {
 			var rec struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" && !ids.has(sendID, rec.ID) {
-				ids.name(sendID, rec.ID, "send", &js.out)
+			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" {
+				ids.see(sendID, rec.ID, "send", &js.out)
 			}
 		}
 	}
@@ -243,28 +243,61 @@ func (r *renamer) has(k idKind, raw string) bool {
 	return err == nil && n >= 1 && n <= r.given(k, raw[:i]) && spells(raw[i+len(seps[k]):], n)
 }
 
-// spells reports whether s is n in decimal, as strconv.Itoa writes it,
-// without allocating the text (Itoa does from 100 on).
+// spells reports whether s is n in decimal, as strconv.Itoa writes it
+// (n >= 0), read digit by digit from the last: no text of n is written.
 func spells(s string, n int) bool {
-	var buf [20]byte
-	return string(strconv.AppendInt(buf[:0], int64(n), 10)) == s
+	if n < 0 {
+		return false
+	}
+	i := len(s)
+	for {
+		if i--; i < 0 || s[i] != byte('0'+n%10) {
+			return false
+		}
+		if n /= 10; n == 0 {
+			return i == 0
+		}
+	}
+}
+
+// see gives raw the next name of its kind (see name) unless it has one.
+// An id seen first is mostly the next name of its kind, as a simulation
+// gives them: while every id has been its own name, that one is counted
+// without reading its number.
+func (r *renamer) see(k idKind, raw, prefix string, out *slab.Texts) {
+	if !r.mixed[k] {
+		if n := r.given(k, prefix) + 1; spellsName(raw, prefix, seps[k], n) {
+			r.count(k, prefix, n)
+			return
+		}
+	}
+	if !r.has(k, raw) {
+		r.name(k, raw, prefix, out)
+	}
+}
+
+// spellsName reports whether raw is prefix, sep and n.
+func spellsName(raw, prefix, sep string, n int) bool {
+	return len(raw) > len(prefix)+len(sep) && strings.HasPrefix(raw, prefix) &&
+		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], n)
+}
+
+// count counts the name n given to an id of kind k.
+func (r *renamer) count(k idKind, prefix string, n int) {
+	if k == runID {
+		r.perAgent.Set(prefix, n)
+	} else {
+		r.counts[k] = n
+	}
 }
 
 // name gives raw the next name of its kind (prefix is the agent's id for a
 // run, the kind's own prefix otherwise), written in out.
 func (r *renamer) name(k idKind, raw, prefix string, out *slab.Texts) {
-	var n int
-	if k == runID {
-		n, _ = r.perAgent.Get(prefix)
-		n++
-		r.perAgent.Set(prefix, n)
-	} else {
-		r.counts[k]++
-		n = r.counts[k]
-	}
+	n := r.given(k, prefix) + 1
+	r.count(k, prefix, n)
 	sep := seps[k]
-	if len(raw) > len(prefix)+len(sep) && strings.HasPrefix(raw, prefix) &&
-		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], n) {
+	if spellsName(raw, prefix, sep, n) {
 		if r.mixed[k] {
 			r.keepOwn(k, raw)
 		}

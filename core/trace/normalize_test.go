@@ -498,3 +498,22 @@ func TestNormalizingAPlatformsWeekAllocatesChunksNotAStringPerNameOrASlicePerReq
 		t.Errorf("normalizing a platform's week allocated %v times, want at most 31", allocs)
 	}
 }
+
+// An id is its own name only where its number is written as strconv.Itoa
+// writes it: no leading zero, no sign, nothing after it.
+func TestAnIDSpellsItsNumberAsItoaWritesIt(t *testing.T) {
+	words := []string{"", "0", "00", "01", "1", "-1", "+1", "9", "10", "010", "99", "100", "101", "1000", "1x", "x1", "12345678901234567890"}
+	for n := -2; n <= 1001; n++ {
+		words = append(words, strconv.Itoa(n))
+	}
+	for _, w := range words {
+		for _, n := range []int{-1, 0, 1, 9, 10, 11, 99, 100, 101, 1000, 1001, 1 << 40} {
+			if got, want := spells(w, n), n >= 0 && w == strconv.Itoa(n); got != want {
+				t.Errorf("spells(%q, %d) = %v, want %v", w, n, got, want)
+			}
+		}
+		if n, err := strconv.Atoi(w); err == nil && n >= 0 && !spells(w, n) && w == strconv.Itoa(n) {
+			t.Errorf("spells(%q, %d) is false", w, n)
+		}
+	}
+}
