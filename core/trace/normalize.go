@@ -55,12 +55,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// among them.
 	var js jsonFixer
 	js.out = slab.SizedTexts(slab.MinText, maxTexts)
-	var ids renamer
-	for i := range t.Entries {
-		if t.Entries[i].Kind == RunStart {
-			ids.runs++
-		}
-	}
+	ids := renamer{entries: t.Entries}
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.Run != "" && e.Kind == RunStart {
@@ -109,12 +104,14 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		}
 		e := &dst[i]
 		// A run's entries come one after another: its name is looked up
-		// once for them.
-		if e.Run != lastRun {
-			lastRun, lastRunName = e.Run, run.of(e.Run)
+		// once for them (and not at all when no run is renamed).
+		if len(run) > 0 {
+			if e.Run != lastRun {
+				lastRun, lastRunName = e.Run, run.of(e.Run)
+			}
+			e.Run = lastRunName
 		}
-		e.Run = lastRunName
-		if e.Work != "" {
+		if e.Work != "" && len(work) > 0 {
 			e.Work = work.of(e.Work)
 		}
 		if e.Kind == ToolResult {
@@ -205,9 +202,9 @@ type renamer struct {
 	// counted per agent.
 	counts   [idKinds]int
 	perAgent fewmap.Map[int] // runs counted per agent
-	// runs is the number of run starts: the room the run maps start
-	// with, once a run is renamed.
-	runs int
+	// entries are the trace's: their run starts are the room the run
+	// maps start with, counted once a run is renamed.
+	entries []Entry
 }
 
 // prefixes and seps spell a kind's names: w-1, call-1, send-1; a run's
@@ -341,10 +338,16 @@ func (r *renamer) keepOwn(k idKind, raw string) {
 // room is the room a map of kind k starts with: every run, for runs (a
 // run started is named once), none given for the other kinds.
 func (r *renamer) room(k idKind) int {
-	if k == runID {
-		return r.runs
+	if k != runID {
+		return 0
 	}
-	return 0
+	runs := 0
+	for i := range r.entries {
+		if r.entries[i].Kind == RunStart {
+			runs++
+		}
+	}
+	return runs
 }
 
 // names is the renaming of one kind of id.
@@ -352,6 +355,9 @@ type names map[string]string
 
 // of returns id's name.
 func (m names) of(id string) string {
+	if len(m) == 0 {
+		return id // nothing of the kind renamed: no lookup
+	}
 	if n, ok := m[id]; ok {
 		return n
 	}
