@@ -903,32 +903,43 @@ func (f *jsonFixer) scanDoc() bool {
 				sc.edits = append(sc.edits, sc.pending[top.pending:]...)
 			}
 			sc.pending = sc.pending[:top.pending]
-			f.value(i+1, "", false, false)
+			// The container is a value of its parent's, and no true: it
+			// shapes nothing.
 			i++
 		case '"':
-			q := closingQuote(s, i)
+			// The closing quote, at once where no backslash stands
+			// before it.
+			q := strings.IndexByte(s[i+1:], '"')
 			if q < 0 {
 				return false
 			}
+			if q += i + 1; s[q-1] == '\\' {
+				if q = closingQuote(s, i); q < 0 {
+					return false
+				}
+			}
 			j, str := q+1, s[i+1:q]
-			escaped := strings.IndexByte(str, '\\') >= 0
+			i = j
 			n := len(sc.frames)
-			isKey := n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey
+			if n == 0 || !sc.frames[n-1].object {
+				continue // an array's value, or the document: no key holds it
+			}
+			top := &sc.frames[n-1]
 			// A string written with escapes is decoded only where its text
 			// counts: as a key, or as a "kind" (a value so written is never
 			// rewritten). Content is full of escapes, and decoding it all
 			// would allocate for strings with nothing to rename.
-			if escaped && (isKey || (n > 0 && sc.frames[n-1].key == "kind")) {
-				var u string
-				_ = json.Unmarshal([]byte(s[i:j]), &u)
-				str = u
+			if top.wantKey {
+				if strings.IndexByte(str, '\\') >= 0 {
+					str = decoded(s[q-len(str)-1 : j])
+				}
+				top.key, top.wantKey = str, false
+				continue
 			}
-			if isKey {
-				sc.frames[n-1].key, sc.frames[n-1].wantKey = str, false
-			} else {
-				f.value(j, str, true, !escaped)
+			if top.key == "kind" && strings.IndexByte(str, '\\') >= 0 {
+				str = decoded(s[q-len(str)-1 : j])
 			}
-			i = j
+			f.value(top, j, str)
 		default: // a number, true, false or null
 			j := i
 			for j < len(s) && !jsonDelims[s[j]] {
@@ -937,37 +948,35 @@ func (f *jsonFixer) scanDoc() bool {
 			if j == i {
 				return false
 			}
-			f.value(j, "", false, s[i:j] == "true")
+			// Only a true at "detached" counts: it shapes its object.
+			if n := len(sc.frames); n > 0 && sc.frames[n-1].object && sc.frames[n-1].key == "detached" && s[i:j] == "true" {
+				sc.frames[n-1].shaped = true
+			}
 			i = j
 		}
 	}
 	return true
 }
 
-// value accounts for a value that ends at end: a string (isStr, plain when
-// it was written without escapes) or anything else (isTrue for true).
-func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
+// decoded is the text of the JSON string q (quotes and all).
+func decoded(q string) string {
+	var u string
+	_ = json.Unmarshal([]byte(q), &u)
+	return u
+}
+
+// value accounts for the string value str of the object top, which ends
+// at end.
+func (f *jsonFixer) value(top *jsonFrame, end int, str string) {
 	sc := f.scan
-	n := len(sc.frames)
-	if n == 0 || !sc.frames[n-1].object {
-		return
-	}
-	top := &sc.frames[n-1]
 	key := top.key
-	if !isStr {
-		if key == "detached" && flag {
-			top.shaped = true
-		}
-		return
-	}
-	plain := flag
 	switch key {
 	case keyWorkerID, keySessionID, keyOverwrote:
-		sc.edit(top, end, str, f.run.of(str), plain, true)
+		sc.edit(top, end, str, f.run.of(str), true)
 		return
 	case keyNextRun:
 		if off, ok := f.stamps.offset(str, &f.out); ok {
-			sc.edit(top, end, str, off, plain, true)
+			sc.edit(top, end, str, off, true)
 		}
 		return
 	case "kind":
@@ -986,10 +995,10 @@ func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
 			rename = f.send
 		}
 		top.workID = top.workID || key == "workId"
-		sc.edit(top, end, str, rename.of(str), plain, false)
+		sc.edit(top, end, str, rename.of(str), false)
 	case "createdAt", "startedAt", "finishedAt", "acceptedAt":
 		if off, ok := f.stamps.offset(str, &f.out); ok {
-			sc.edit(top, end, str, off, plain, false)
+			sc.edit(top, end, str, off, false)
 		}
 	}
 }
@@ -997,8 +1006,8 @@ func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
 // edit plans replacing the string value str, which ends at end, with repl:
 // at once (always), or when its object turns out to be shaped. A value
 // written with escapes is left as it is.
-func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, always bool) {
-	if repl == str || !plain {
+func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, always bool) {
+	if repl == str || strings.IndexByte(str, '\\') >= 0 {
 		return
 	}
 	text, quote := jsonString(repl)
