@@ -345,6 +345,7 @@ type Recorder struct {
 	// whatever other runs' requests come between.
 	tools     [4][]string
 	nextTools int
+	lastTools int // the list the last request's tools matched, read first
 	// The parts of the entries Observe records come from slabs, a few
 	// allocations for a run rather than one per entry.
 	requests  chunks[RequestPart]
@@ -607,8 +608,14 @@ func eat(s *string, prefix string) bool {
 // toolNames returns the names of a request's tools: a list an earlier
 // request's entry holds when they are the same. The caller holds r.mu.
 func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
-	for _, names := range r.tools {
-		if names != nil && sameNames(names, specs) {
+	// The list the last request matched first: a run's requests, and its
+	// agent's other runs', mostly follow one another.
+	if names := r.tools[r.lastTools]; names != nil && sameNames(names, specs) {
+		return names
+	}
+	for i, names := range r.tools {
+		if i != r.lastTools && names != nil && sameNames(names, specs) {
+			r.lastTools = i
 			return names
 		}
 	}
@@ -618,7 +625,7 @@ func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
 	}
 	names = names[:len(names):len(names)]
 	r.tools[r.nextTools] = names
-	r.nextTools = (r.nextTools + 1) % len(r.tools)
+	r.lastTools, r.nextTools = r.nextTools, (r.nextTools+1)%len(r.tools)
 	return names
 }
 
@@ -634,19 +641,14 @@ func sameNames(names []string, specs []core.ToolSpec) bool {
 	return true
 }
 
-// Add records a harness entry at a time.
-func (r *Recorder) Add(at time.Time, e Entry) { r.add(at, e) }
-
-func (r *Recorder) add(at time.Time, e Entry) {
+// Add records a harness entry at a time. The entry is copied once, into
+// the recorder's room (a platform's week adds thousands).
+func (r *Recorder) Add(at time.Time, e Entry) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.addLocked(at, e)
-}
-
-func (r *Recorder) addLocked(at time.Time, e Entry) {
 	e.At = r.offset(at)
 	e.Seq = len(r.entries) + 1
 	r.entries = append(r.entries, e)
+	r.mu.Unlock()
 }
 
 // Len returns the number of entries so far.
