@@ -237,24 +237,7 @@ func (r *renamer) has(k idKind, raw string) bool {
 		return false
 	}
 	n, err := strconv.Atoi(raw[i+len(seps[k]):])
-	return err == nil && n >= 1 && n <= r.given(k, raw[:i]) && spells(raw[i+len(seps[k]):], n)
-}
-
-// spells reports whether s is n in decimal, as strconv.Itoa writes it
-// (n >= 0), read digit by digit from the last: no text of n is written.
-func spells(s string, n int) bool {
-	if n < 0 {
-		return false
-	}
-	i := len(s)
-	for {
-		if i--; i < 0 || s[i] != byte('0'+n%10) {
-			return false
-		}
-		if n /= 10; n == 0 {
-			return i == 0
-		}
-	}
+	return err == nil && n >= 1 && n <= r.given(k, raw[:i]) && spells(raw[i+len(seps[k]):], int64(n))
 }
 
 // see gives raw the next name of its kind (see name) unless it has one.
@@ -276,7 +259,7 @@ func (r *renamer) see(k idKind, raw, prefix string, out *slab.Texts) {
 // spellsName reports whether raw is prefix, sep and n.
 func spellsName(raw, prefix, sep string, n int) bool {
 	return len(raw) > len(prefix)+len(sep) && strings.HasPrefix(raw, prefix) &&
-		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], n)
+		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], int64(n))
 }
 
 // count counts the name n given to an id of kind k.

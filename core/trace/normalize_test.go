@@ -2,6 +2,7 @@ package trace
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -499,21 +500,24 @@ func TestNormalizingAPlatformsWeekAllocatesChunksNotAStringPerNameOrASlicePerReq
 	}
 }
 
-// An id is its own name only where its number is written as strconv.Itoa
-// writes it: no leading zero, no sign, nothing after it.
-func TestAnIDSpellsItsNumberAsItoaWritesIt(t *testing.T) {
-	words := []string{"", "0", "00", "01", "1", "-1", "+1", "9", "10", "010", "99", "100", "101", "1000", "1x", "x1", "12345678901234567890"}
-	for n := -2; n <= 1001; n++ {
+// An id is its own name only where its number is written as strconv
+// writes it (as a status row's seconds are): no leading zero, no sign but
+// a negative's, nothing after it.
+func TestANumberIsSpelledAsStrconvWritesIt(t *testing.T) {
+	words := []string{"", "0", "00", "01", "1", "-1", "+1", "-0", "--1", "9", "10", "010", "99", "100", "101", "1000", "1x", "x1",
+		"12345678901234567890", "9223372036854775807", "-9223372036854775808", "-9223372036854775809"}
+	for n := -1002; n <= 1002; n++ {
 		words = append(words, strconv.Itoa(n))
 	}
+	nums := []int64{math.MinInt64, math.MinInt64 + 1, -1001, -100, -10, -1, 0, 1, 9, 10, 11, 99, 100, 101, 1000, 1001, 1 << 40, math.MaxInt64}
 	for _, w := range words {
-		for _, n := range []int{-1, 0, 1, 9, 10, 11, 99, 100, 101, 1000, 1001, 1 << 40} {
-			if got, want := spells(w, n), n >= 0 && w == strconv.Itoa(n); got != want {
+		for _, n := range nums {
+			if got, want := spells(w, n), w == strconv.FormatInt(n, 10); got != want {
 				t.Errorf("spells(%q, %d) = %v, want %v", w, n, got, want)
 			}
 		}
-		if n, err := strconv.Atoi(w); err == nil && n >= 0 && !spells(w, n) && w == strconv.Itoa(n) {
-			t.Errorf("spells(%q, %d) is false", w, n)
+		if n, err := strconv.ParseInt(w, 10, 64); err == nil && spells(w, n) != (w == strconv.FormatInt(n, 10)) {
+			t.Errorf("spells(%q, %d) = %v", w, n, spells(w, n))
 		}
 	}
 }

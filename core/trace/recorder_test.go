@@ -1,7 +1,9 @@
 package trace
 
 import (
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -236,6 +238,38 @@ func TestRecordRecordsWhatObserveRecords(t *testing.T) {
 		jb, _ := b[i].MarshalJSON()
 		if string(ja) != string(jb) {
 			t.Errorf("entry %d: Observe recorded %s, Record %s", i+1, ja, jb)
+		}
+	}
+}
+
+// A status row is taken as the line of the block the model read exactly
+// when that line is the row as it renders (StatusRow.String): any other
+// line, however close, is rendered anew.
+func TestAStatusLineIsTheRowExactlyWhenItIsTheRowsRendering(t *testing.T) {
+	var rows []core.StatusRow
+	for _, id := range []string{"", "w-1", "w-12", "a · b"} {
+		for _, label := range []string{"", "research", "ré · s"} {
+			for _, state := range []core.WorkState{"", "running", "completed"} {
+				for _, el := range []time.Duration{0, time.Second, 59 * time.Second, 100 * time.Second, -time.Second, -90 * time.Second, math.MinInt64, math.MaxInt64} {
+					for _, ra := range []bool{false, true} {
+						rows = append(rows, core.StatusRow{ID: id, Label: label, State: state, Elapsed: el, ResultAvailable: ra})
+					}
+				}
+			}
+		}
+	}
+	for _, r := range rows {
+		s := r.String()
+		lines := []string{s, "", s + " ", s + "s", " " + s, s[:len(s)-1], s[1:], strings.Replace(s, "s", "S", 1),
+			strings.Replace(s, " · ", " - ", 1), strings.Replace(s, "1", "01", 1), strings.Replace(s, " · Result available", "", 1),
+			s + " · Result available", strings.Replace(s, " 0s", " -0s", 1), strings.Replace(s, "- ", "-", 1)}
+		for _, o := range rows[:40] {
+			lines = append(lines, o.String())
+		}
+		for _, line := range lines {
+			if got, want := renders(r, line), line == s; got != want {
+				t.Errorf("renders(%+v, %q) = %v, want %v", r, line, got, want)
+			}
 		}
 	}
 }
