@@ -111,6 +111,32 @@ func TestAShortRunsPartsGoIntoTheRecordersOwnFirstChunks(t *testing.T) {
 	if fixture.RaceDetector {
 		t.Skip("allocation counts do not hold under the race detector")
 	}
+	events := shortRun()
+	// Thirteen when the parts had no first chunks of the recorder's.
+	if allocs := allocsRecording(events, len(events)); allocs > 3 {
+		t.Errorf("recording a short run allocates %v times, want at most 3", allocs)
+	}
+}
+
+// The recorder's first chunks are handed out before any chunk Grow sizes:
+// a short run recorded by a recorder told to expect a long one (a
+// scenario's longest trace so far) still records its parts in them.
+func TestGrowLeavesTheRecordersFirstChunksInUse(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	// The recorder, its entries' room and the list of tool names; nine
+	// when Grow set the first chunks aside for chunks of its own sizes
+	// (room for 40 requests and responses, 33 runs, 25 Work moves).
+	if allocs := allocsRecording(shortRun(), 200); allocs > 3 {
+		t.Errorf("recording a short run after Grow(200) allocates %v times, want at most 3", allocs)
+	}
+}
+
+// shortRun is the events of a coordinator and a child: two runs started
+// with inputs and ended, five requests with a status row and five
+// responses, four Work transitions.
+func shortRun() []core.Event {
 	tools := []core.ToolSpec{{Name: "research"}, {Name: "work"}}
 	blk := statusBlock(core.StatusRow{ID: "w-1", Label: "research", State: "running", Elapsed: time.Second})
 	in := map[string]any{"question": "why?"}
@@ -125,51 +151,20 @@ func TestAShortRunsPartsGoIntoTheRecordersOwnFirstChunks(t *testing.T) {
 	for _, to := range []core.WorkState{"queued", "running", "cancel-requested", "cancelled"} {
 		events = append(events, core.Event{Kind: core.EventWorkTransition, Work: "w-1", To: to})
 	}
-	events = append(events, core.Event{Kind: core.EventRunEnd, Run: "research#1"}, core.Event{Kind: core.EventRunEnd, Run: "coord#1"})
-	allocs := testing.AllocsPerRun(20, func() {
-		r := NewRecorder(tsStart)
-		r.Grow(len(events))
-		for i := range events {
-			events[i].Time = tsStart
-			r.Record(&events[i])
-		}
-	})
-	// Thirteen when the parts had no first chunks of the recorder's.
-	if allocs > 3 {
-		t.Errorf("recording a short run allocates %v times, want at most 3", allocs)
-	}
+	return append(events, core.Event{Kind: core.EventRunEnd, Run: "research#1"}, core.Event{Kind: core.EventRunEnd, Run: "coord#1"})
 }
 
-// The recorder's first chunks are handed out before any chunk Grow sizes:
-// a short run recorded by a recorder told to expect a long one (a
-// scenario's longest trace so far) still records its parts in them.
-func TestGrowLeavesTheRecordersFirstChunksInUse(t *testing.T) {
-	if fixture.RaceDetector {
-		t.Skip("allocation counts do not hold under the race detector")
-	}
-	tools := []core.ToolSpec{{Name: "research"}, {Name: "work"}}
-	blk := statusBlock(core.StatusRow{ID: "w-1", Label: "research", State: "running", Elapsed: time.Second})
-	in := map[string]any{"question": "why?"}
-	events := []core.Event{{Kind: core.EventRunStart, Run: "coord#1", Input: in}}
-	for range 3 {
-		events = append(events, core.Event{Kind: core.EventRequest, Run: "coord#1", Request: &core.Request{Tools: tools, Status: blk}},
-			core.Event{Kind: core.EventResponse, Run: "coord#1", Response: &core.Response{Text: "ok"}},
-			core.Event{Kind: core.EventWorkTransition, Work: "w-1", To: "running"})
-	}
-	events = append(events, core.Event{Kind: core.EventRunEnd, Run: "coord#1"})
-	allocs := testing.AllocsPerRun(20, func() {
+// allocsRecording counts the allocations of a new recorder grown by room
+// recording events.
+func allocsRecording(events []core.Event, room int) float64 {
+	return testing.AllocsPerRun(20, func() {
 		r := NewRecorder(tsStart)
-		r.Grow(200) // room for 40 requests and responses, 33 runs, 25 Work moves
+		r.Grow(room)
 		for i := range events {
 			events[i].Time = tsStart
 			r.Record(&events[i])
 		}
 	})
-	// The recorder, its entries' room and the list of tool names; nine
-	// when Grow set the first chunks aside for chunks of its own sizes.
-	if allocs > 3 {
-		t.Errorf("recording a short run after Grow(200) allocates %v times, want at most 3", allocs)
-	}
 }
 
 // A recorder is made for every simulated run: with its first chunks it
