@@ -97,17 +97,22 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	}
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	var lastCall, lastFixed *core.ToolCall
-	lastRun, lastRunName := "", ""
+	lastRun, lastRunName, prevRun, prevRunName := "", "", "", ""
 	for i := range t.Entries {
 		if !inPlace {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
-		// A run's entries come one after another: its name is looked up
-		// once for them (and not at all when no run is renamed).
+		// A run's entries come one after another, or between another
+		// run's (a platform's session and the child it fired): its name is
+		// looked up once for them (and not at all when no run is renamed).
 		if len(run) > 0 {
 			if e.Run != lastRun {
-				lastRun, lastRunName = e.Run, run.of(e.Run)
+				if e.Run == prevRun {
+					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, prevRun, prevRunName
+				} else {
+					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, e.Run, run.of(e.Run)
+				}
 			}
 			e.Run = lastRunName
 		}
