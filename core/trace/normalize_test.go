@@ -521,3 +521,21 @@ func TestANumberIsSpelledAsStrconvWritesIt(t *testing.T) {
 		}
 	}
 }
+
+// Each entry's run is renamed to its own run's name, however the runs'
+// entries interleave (one after another, alternating, a third between
+// them, none).
+func TestEveryEntryNamesItsOwnRunHoweverRunsInterleave(t *testing.T) {
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: "s-a", Agent: "x"}, {Kind: RunStart, Run: "s-b", Agent: "x"}, {Kind: RunStart, Run: "s-c", Agent: "y"},
+	}}
+	for _, r := range []string{"s-a", "s-a", "s-b", "s-a", "s-b", "s-c", "s-b", "", "s-b", "s-d", "s-a", "s-c", "s-c", "s-a"} {
+		tr.Entries = append(tr.Entries, Entry{Kind: Note, Run: r})
+	}
+	want := map[string]string{"s-a": "x#1", "s-b": "x#2", "s-c": "y#1", "s-d": "s-d", "": ""}
+	for i, e := range tr.Normalize().Entries {
+		if raw := tr.Entries[i].Run; e.Run != want[raw] {
+			t.Errorf("entry %d of run %q names %q, want %q", i, raw, e.Run, want[raw])
+		}
+	}
+}
