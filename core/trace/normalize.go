@@ -343,8 +343,8 @@ type names map[string]string
 
 // of returns id's name.
 func (m names) of(id string) string {
-	if len(m) == 0 {
-		return id // nothing of the kind renamed: no lookup
+	if len(m) == 0 || id == "" {
+		return id // nothing of the kind renamed, or no id (never given a name): no lookup
 	}
 	if n, ok := m[id]; ok {
 		return n
