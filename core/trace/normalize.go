@@ -96,6 +96,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		words = js.scan.idWords(run, work)
 	}
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
+	renamesRuns, renamesWork := len(run) > 0, len(work) > 0
 	var lastCall, lastFixed *core.ToolCall
 	lastRun, lastRunName, prevRun, prevRunName := "", "", "", ""
 	for i := range t.Entries {
@@ -106,7 +107,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		// A run's entries come one after another, or between another
 		// run's (a platform's session and the child it fired): its name is
 		// looked up once for them (and not at all when no run is renamed).
-		if len(run) > 0 {
+		if renamesRuns {
 			if e.Run != lastRun {
 				if e.Run == prevRun {
 					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, prevRun, prevRunName
@@ -116,7 +117,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			}
 			e.Run = lastRunName
 		}
-		if e.Work != "" && len(work) > 0 {
+		if renamesWork && e.Work != "" {
 			e.Work = work.of(e.Work)
 		}
 		if e.Kind == ToolResult {
