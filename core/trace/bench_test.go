@@ -63,3 +63,58 @@ func BenchmarkNormalizePlatformWeek(b *testing.B) {
 		t.Normalize()
 	}
 }
+
+// coordinatorRun is a trace shaped as a simulated coordinator's is: its
+// ids already in normal form (nothing to rename), a child in the
+// background, and the work tool's status projection with its times.
+func coordinatorRun() *Trace {
+	start := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+	tools := []string{"research", "work"}
+	status := `{"work":{"kind":"work.ref","id":"w-1","targetId":"research-agent","guarantees":{"execution":"process-local","rejoin":"process-local"}},` +
+		`"targetLabel":"research","state":"running","attachment":"attached","attempt":1,"createdAt":"2026-01-01T00:00:00.000Z","startedAt":"2026-01-01T00:00:00.000Z","resultAvailable":false}`
+	research := core.ToolCall{ID: "call-1", Name: "research", Arguments: `{"question":"Why?","run_in_background":true}`}
+	result := core.ToolCall{ID: "call-2", Name: core.WorkToolName, Arguments: `{"action":"result","id":"w-1","timeout":"1s"}`}
+	ref := &core.WorkRef{Kind: core.WorkRefKind, ID: "w-1", TargetID: "research-agent"}
+	rows := []string{"- w-1 · research · running 0s"}
+	es := []Entry{
+		{Kind: RunStart, Run: "coord#1", Agent: "coord", Part: &RunPart{Input: []byte(`{"question":"Why?"}`)}},
+		{Kind: Request, Run: "coord#1", Agent: "coord", Step: 1, Part: &RequestPart{Tools: tools, Messages: []core.Message{{Role: core.RoleUser, Content: "Why?"}}}},
+		{Kind: Response, Run: "coord#1", Agent: "coord", Step: 1, Part: &ResponsePart{Calls: []core.ToolCall{research}}},
+		{Kind: ToolCall, Run: "coord#1", Agent: "coord", Step: 1, Call: &research},
+		{Kind: Work, Run: "coord#1", Work: "w-1", Label: "research", Part: &WorkPart{To: "queued"}},
+		{Kind: Work, Run: "coord#1", Work: "w-1", Label: "research", Part: &WorkPart{From: "queued", To: "running"}},
+		{Kind: ToolResult, Run: "coord#1", Agent: "coord", Step: 1, Call: &research, Ref: ref, Content: `{"kind":"work.ref","id":"w-1","targetId":"research-agent"}`},
+		{Kind: Request, Run: "coord#1", Agent: "coord", Step: 2, Part: &RequestPart{Tools: tools, Status: rows}},
+		{Kind: Response, Run: "coord#1", Agent: "coord", Step: 2, Part: &ResponsePart{Calls: []core.ToolCall{result}}},
+		{Kind: RunStart, Run: "research#1", Agent: "research", Work: "w-1", Part: &RunPart{Parent: "coord#1", Mode: "background"}},
+		{Kind: Request, Run: "research#1", Agent: "research", Step: 1, Part: &RequestPart{Messages: []core.Message{{Role: core.RoleUser, Content: "Why?"}}}},
+		{Kind: Clock, Detail: "jumped +1s to +1s"},
+		{Kind: ToolCall, Run: "coord#1", Agent: "coord", Step: 2, Call: &result},
+		{Kind: ToolResult, Run: "coord#1", Agent: "coord", Step: 2, Call: &result, Action: "result", Work: "w-1", Content: status},
+		{Kind: Request, Run: "coord#1", Agent: "coord", Step: 3, Part: &RequestPart{Tools: tools, Status: rows, Messages: []core.Message{
+			{Role: core.RoleAssistant, ToolCalls: []core.ToolCall{result}}, {Role: core.RoleTool, Content: status, ToolCallID: "call-2", ToolName: core.WorkToolName}}}},
+		{Kind: Response, Run: "coord#1", Agent: "coord", Step: 3, Part: &ResponsePart{Text: "Because."}},
+		{Kind: Response, Run: "research#1", Agent: "research", Step: 1, Part: &ResponsePart{Text: "Because."}},
+		{Kind: RunEnd, Run: "research#1", Agent: "research", Content: `"Because."`, Part: &RunPart{}},
+		{Kind: Work, Run: "coord#1", Work: "w-1", Label: "research", Part: &WorkPart{From: "running", To: "completed"}},
+		{Kind: RunEnd, Run: "coord#1", Agent: "coord", Content: `"Because."`, Part: &RunPart{}},
+	}
+	for i := range es {
+		es[i].Seq = i + 1
+	}
+	return &Trace{Start: start, Entries: es}
+}
+
+// BenchmarkNormalizeCoordinatorRun is the normalization of a simulated
+// coordinator's run (see coordinatorRun), in place as the harness does
+// it: nothing to rename, the times of one status projection to rewrite.
+func BenchmarkNormalizeCoordinatorRun(b *testing.B) {
+	t := coordinatorRun()
+	entries := make([]Entry, len(t.Entries))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(entries, t.Entries)
+		n := Trace{Start: t.Start, Entries: entries}
+		n.NormalizeInPlace()
+	}
+}

@@ -69,11 +69,12 @@ func (c *chunks[T]) refill(n int) {
 }
 
 // Size makes the next chunk about n long (at most the largest), unless
-// the room left holds n.
+// the room left holds n. The room left is handed out first: a run that
+// fits in it (a short run in a recorder's first chunks) allocates none,
+// and one that does not gets the chunk it would have got without it.
 func (c *chunks[T]) Size(n int) {
 	if n > 0 && len(c.free) < n {
 		c.next = int32(min(n, c.largest()))
-		c.free = nil
 	}
 }
 

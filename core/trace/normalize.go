@@ -55,31 +55,26 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	// among them.
 	var js jsonFixer
 	js.out = slab.SizedTexts(slab.MinText, maxTexts)
-	var ids renamer
-	for i := range t.Entries {
-		if t.Entries[i].Kind == RunStart {
-			ids.runs++
-		}
-	}
+	ids := renamer{entries: t.Entries}
 	for i := range t.Entries {
 		e := &t.Entries[i]
-		if e.Run != "" && e.Kind == RunStart && !ids.has(runID, e.Run) {
-			ids.name(runID, e.Run, e.Agent, &js.out)
+		if e.Run != "" && e.Kind == RunStart {
+			ids.see(runID, e.Run, e.Agent, &js.out)
 		}
-		if e.Work != "" && e.Kind == Work && e.From() == "" && !ids.has(workID, e.Work) {
-			ids.name(workID, e.Work, "w", &js.out)
+		if e.Work != "" && e.Kind == Work && e.From() == "" {
+			ids.see(workID, e.Work, "w", &js.out)
 		}
 		for _, c := range e.Calls() {
-			if c.ID != "" && !ids.has(callID, c.ID) {
-				ids.name(callID, c.ID, "call", &js.out)
+			if c.ID != "" {
+				ids.see(callID, c.ID, "call", &js.out)
 			}
 		}
 		if e.Kind == ToolResult && e.Action == "send" && !e.IsError {
 			var rec struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" && !ids.has(sendID, rec.ID) {
-				ids.name(sendID, rec.ID, "send", &js.out)
+			if json.Unmarshal([]byte(e.Content), &rec) == nil && rec.ID != "" {
+				ids.see(sendID, rec.ID, "send", &js.out)
 			}
 		}
 	}
@@ -101,20 +96,28 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		words = js.scan.idWords(run, work)
 	}
 	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
+	renamesRuns, renamesWork := len(run) > 0, len(work) > 0
 	var lastCall, lastFixed *core.ToolCall
-	lastRun, lastRunName := "", ""
+	lastRun, lastRunName, prevRun, prevRunName := "", "", "", ""
 	for i := range t.Entries {
 		if !inPlace {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
-		// A run's entries come one after another: its name is looked up
-		// once for them.
-		if e.Run != lastRun {
-			lastRun, lastRunName = e.Run, run.of(e.Run)
+		// A run's entries come one after another, or between another
+		// run's (a platform's session and the child it fired): its name is
+		// looked up once for them (and not at all when no run is renamed).
+		if renamesRuns {
+			if e.Run != lastRun {
+				if e.Run == prevRun {
+					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, prevRun, prevRunName
+				} else {
+					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, e.Run, run.of(e.Run)
+				}
+			}
+			e.Run = lastRunName
 		}
-		e.Run = lastRunName
-		if e.Work != "" {
+		if renamesWork && e.Work != "" {
 			e.Work = work.of(e.Work)
 		}
 		if e.Kind == ToolResult {
@@ -187,22 +190,27 @@ const (
 	idKinds
 )
 
-// renamer holds, per kind of id, every id given a name and the renaming
-// of those whose name differs. While every id of a kind has been its own
-// name (a simulation's sequential ids), the names given are known from
-// the counts alone, and no set of them is kept: a trace with nothing to
-// rename costs no allocation per id.
+// renamer holds, per kind of id, the ids given a name: the renaming of
+// those whose name differs, and those that are their own name. While
+// every id of a kind has been its own name (a simulation's sequential
+// ids), the names given are known from the counts alone, and no set of
+// them is kept: a trace with nothing to rename costs no allocation per id.
+// Once one is renamed, the ids that are their own name are kept beside the
+// renaming, and only those: a trace whose ids are all renamed (a
+// platform's sessions) keeps each id once, in its renaming.
 type renamer struct {
-	// named is nil while every id of the kind was its own name.
-	named  [idKinds]map[string]struct{}
+	// mixed is set once an id of the kind was renamed; own holds, from
+	// then on, the ids given their own name (nil while there is none).
+	mixed  [idKinds]bool
+	own    [idKinds]map[string]struct{}
 	rename [idKinds]map[string]string
 	// counts counts the names given of each kind but runs, which are
 	// counted per agent.
 	counts   [idKinds]int
 	perAgent fewmap.Map[int] // runs counted per agent
-	// runs is the number of run starts: the room the run maps start
-	// with, once a run is renamed.
-	runs int
+	// entries are the trace's: their run starts are the room the run
+	// maps start with, counted once a run is renamed.
+	entries []Entry
 }
 
 // prefixes and seps spell a kind's names: w-1, call-1, send-1; a run's
@@ -221,8 +229,11 @@ func (r *renamer) given(k idKind, prefix string) int {
 }
 
 func (r *renamer) has(k idKind, raw string) bool {
-	if r.named[k] != nil {
-		_, ok := r.named[k][raw]
+	if r.mixed[k] {
+		if _, ok := r.rename[k][raw]; ok {
+			return true
+		}
+		_, ok := r.own[k][raw]
 		return ok
 	}
 	// Every name so far is its own id: raw is one if it spells the
@@ -232,57 +243,72 @@ func (r *renamer) has(k idKind, raw string) bool {
 		return false
 	}
 	n, err := strconv.Atoi(raw[i+len(seps[k]):])
-	return err == nil && n >= 1 && n <= r.given(k, raw[:i]) && spells(raw[i+len(seps[k]):], n)
+	return err == nil && n >= 1 && n <= r.given(k, raw[:i]) && spells(raw[i+len(seps[k]):], int64(n))
 }
 
-// spells reports whether s is n in decimal, as strconv.Itoa writes it,
-// without allocating the text (Itoa does from 100 on).
-func spells(s string, n int) bool {
-	var buf [20]byte
-	return string(strconv.AppendInt(buf[:0], int64(n), 10)) == s
+// see gives raw the next name of its kind (see name) unless it has one.
+// An id seen first is mostly the next name of its kind, as a simulation
+// gives them: while every id has been its own name, that one is counted
+// without reading its number.
+func (r *renamer) see(k idKind, raw, prefix string, out *slab.Texts) {
+	if !r.mixed[k] {
+		if n := r.given(k, prefix) + 1; spellsName(raw, prefix, seps[k], n) {
+			r.count(k, prefix, n)
+			return
+		}
+	}
+	if !r.has(k, raw) {
+		r.name(k, raw, prefix, out)
+	}
+}
+
+// spellsName reports whether raw is prefix, sep and n.
+func spellsName(raw, prefix, sep string, n int) bool {
+	return len(raw) > len(prefix)+len(sep) && strings.HasPrefix(raw, prefix) &&
+		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], int64(n))
+}
+
+// count counts the name n given to an id of kind k.
+func (r *renamer) count(k idKind, prefix string, n int) {
+	if k == runID {
+		r.perAgent.Set(prefix, n)
+	} else {
+		r.counts[k] = n
+	}
 }
 
 // name gives raw the next name of its kind (prefix is the agent's id for a
 // run, the kind's own prefix otherwise), written in out.
 func (r *renamer) name(k idKind, raw, prefix string, out *slab.Texts) {
-	var n int
-	if k == runID {
-		n, _ = r.perAgent.Get(prefix)
-		n++
-		r.perAgent.Set(prefix, n)
-	} else {
-		r.counts[k]++
-		n = r.counts[k]
-	}
+	n := r.given(k, prefix) + 1
+	r.count(k, prefix, n)
 	sep := seps[k]
-	if len(raw) > len(prefix)+len(sep) && strings.HasPrefix(raw, prefix) &&
-		raw[len(prefix):len(prefix)+len(sep)] == sep && spells(raw[len(prefix)+len(sep):], n) {
-		if r.named[k] != nil {
-			r.named[k][raw] = struct{}{}
+	if spellsName(raw, prefix, sep, n) {
+		if r.mixed[k] {
+			r.keepOwn(k, raw)
 		}
 		return
 	}
-	if r.named[k] == nil {
-		// The first id that is not its own name: from now on the names
-		// given are kept, starting with every one given so far.
-		r.named[k] = make(map[string]struct{}, r.room(k))
+	if !r.mixed[k] {
+		// The first id that is not its own name: from now on the ids
+		// given their own name are kept, starting with every one given
+		// so far.
+		r.mixed[k] = true
 		if k == runID {
-			named := r.named[k]
 			for agent, count := range r.perAgent.All {
 				if agent == prefix {
 					count--
 				}
 				for j := 1; j <= count; j++ {
-					named[agent+sep+strconv.Itoa(j)] = struct{}{}
+					r.keepOwn(k, agent+sep+strconv.Itoa(j))
 				}
 			}
 		} else {
 			for j := 1; j < n; j++ {
-				r.named[k][prefix+sep+strconv.Itoa(j)] = struct{}{}
+				r.keepOwn(k, prefix+sep+strconv.Itoa(j))
 			}
 		}
 	}
-	r.named[k][raw] = struct{}{}
 	if r.rename[k] == nil {
 		r.rename[k] = make(map[string]string, r.room(k))
 	}
@@ -290,13 +316,27 @@ func (r *renamer) name(k idKind, raw, prefix string, out *slab.Texts) {
 	r.rename[k][raw] = out.Close(strconv.AppendInt(b, int64(n), 10))
 }
 
+// keepOwn keeps raw among the ids of kind k given their own name.
+func (r *renamer) keepOwn(k idKind, raw string) {
+	if r.own[k] == nil {
+		r.own[k] = make(map[string]struct{})
+	}
+	r.own[k][raw] = struct{}{}
+}
+
 // room is the room a map of kind k starts with: every run, for runs (a
 // run started is named once), none given for the other kinds.
 func (r *renamer) room(k idKind) int {
-	if k == runID {
-		return r.runs
+	if k != runID {
+		return 0
 	}
-	return 0
+	runs := 0
+	for i := range r.entries {
+		if r.entries[i].Kind == RunStart {
+			runs++
+		}
+	}
+	return runs
 }
 
 // names is the renaming of one kind of id.
@@ -304,6 +344,9 @@ type names map[string]string
 
 // of returns id's name.
 func (m names) of(id string) string {
+	if len(m) == 0 || id == "" {
+		return id // nothing of the kind renamed, or no id (never given a name): no lookup
+	}
 	if n, ok := m[id]; ok {
 		return n
 	}
@@ -849,32 +892,43 @@ func (f *jsonFixer) scanDoc() bool {
 				sc.edits = append(sc.edits, sc.pending[top.pending:]...)
 			}
 			sc.pending = sc.pending[:top.pending]
-			f.value(i+1, "", false, false)
+			// The container is a value of its parent's, and no true: it
+			// shapes nothing.
 			i++
 		case '"':
-			q := closingQuote(s, i)
+			// The closing quote, at once where no backslash stands
+			// before it.
+			q := strings.IndexByte(s[i+1:], '"')
 			if q < 0 {
 				return false
 			}
+			if q += i + 1; s[q-1] == '\\' {
+				if q = closingQuote(s, i); q < 0 {
+					return false
+				}
+			}
 			j, str := q+1, s[i+1:q]
-			escaped := strings.IndexByte(str, '\\') >= 0
+			i = j
 			n := len(sc.frames)
-			isKey := n > 0 && sc.frames[n-1].object && sc.frames[n-1].wantKey
+			if n == 0 || !sc.frames[n-1].object {
+				continue // an array's value, or the document: no key holds it
+			}
+			top := &sc.frames[n-1]
 			// A string written with escapes is decoded only where its text
 			// counts: as a key, or as a "kind" (a value so written is never
 			// rewritten). Content is full of escapes, and decoding it all
 			// would allocate for strings with nothing to rename.
-			if escaped && (isKey || (n > 0 && sc.frames[n-1].key == "kind")) {
-				var u string
-				_ = json.Unmarshal([]byte(s[i:j]), &u)
-				str = u
+			if top.wantKey {
+				if strings.IndexByte(str, '\\') >= 0 {
+					str = decoded(s[q-len(str)-1 : j])
+				}
+				top.key, top.wantKey = str, false
+				continue
 			}
-			if isKey {
-				sc.frames[n-1].key, sc.frames[n-1].wantKey = str, false
-			} else {
-				f.value(j, str, true, !escaped)
+			if top.key == "kind" && strings.IndexByte(str, '\\') >= 0 {
+				str = decoded(s[q-len(str)-1 : j])
 			}
-			i = j
+			f.value(top, j, str)
 		default: // a number, true, false or null
 			j := i
 			for j < len(s) && !jsonDelims[s[j]] {
@@ -883,37 +937,35 @@ func (f *jsonFixer) scanDoc() bool {
 			if j == i {
 				return false
 			}
-			f.value(j, "", false, s[i:j] == "true")
+			// Only a true at "detached" counts: it shapes its object.
+			if n := len(sc.frames); n > 0 && sc.frames[n-1].object && sc.frames[n-1].key == "detached" && s[i:j] == "true" {
+				sc.frames[n-1].shaped = true
+			}
 			i = j
 		}
 	}
 	return true
 }
 
-// value accounts for a value that ends at end: a string (isStr, plain when
-// it was written without escapes) or anything else (isTrue for true).
-func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
+// decoded is the text of the JSON string q (quotes and all).
+func decoded(q string) string {
+	var u string
+	_ = json.Unmarshal([]byte(q), &u)
+	return u
+}
+
+// value accounts for the string value str of the object top, which ends
+// at end.
+func (f *jsonFixer) value(top *jsonFrame, end int, str string) {
 	sc := f.scan
-	n := len(sc.frames)
-	if n == 0 || !sc.frames[n-1].object {
-		return
-	}
-	top := &sc.frames[n-1]
 	key := top.key
-	if !isStr {
-		if key == "detached" && flag {
-			top.shaped = true
-		}
-		return
-	}
-	plain := flag
 	switch key {
 	case keyWorkerID, keySessionID, keyOverwrote:
-		sc.edit(top, end, str, f.run.of(str), plain, true)
+		sc.edit(top, end, str, f.run.of(str), true)
 		return
 	case keyNextRun:
 		if off, ok := f.stamps.offset(str, &f.out); ok {
-			sc.edit(top, end, str, off, plain, true)
+			sc.edit(top, end, str, off, true)
 		}
 		return
 	case "kind":
@@ -932,10 +984,10 @@ func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
 			rename = f.send
 		}
 		top.workID = top.workID || key == "workId"
-		sc.edit(top, end, str, rename.of(str), plain, false)
+		sc.edit(top, end, str, rename.of(str), false)
 	case "createdAt", "startedAt", "finishedAt", "acceptedAt":
 		if off, ok := f.stamps.offset(str, &f.out); ok {
-			sc.edit(top, end, str, off, plain, false)
+			sc.edit(top, end, str, off, false)
 		}
 	}
 }
@@ -943,8 +995,8 @@ func (f *jsonFixer) value(end int, str string, isStr, flag bool) {
 // edit plans replacing the string value str, which ends at end, with repl:
 // at once (always), or when its object turns out to be shaped. A value
 // written with escapes is left as it is.
-func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, plain, always bool) {
-	if repl == str || !plain {
+func (sc *jsonScan) edit(top *jsonFrame, end int, str, repl string, always bool) {
+	if repl == str || strings.IndexByte(str, '\\') >= 0 {
 		return
 	}
 	text, quote := jsonString(repl)

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,6 +212,38 @@ func TestNormalizationRenamesNormalLookingIDsThatAreOutOfOrder(t *testing.T) {
 	got := []string{n.Entries[0].Run, n.Entries[1].Run, n.Entries[2].Run, n.Entries[3].Run,
 		n.Entries[4].Work, n.Entries[5].Work, n.Entries[6].Work, n.Entries[7].Work, n.Entries[8].Work, id("w-01")}
 	want := []string{"coord#1", "coord#1", "research#1", "coord#2", "w-1", "w-2", "w-3", "w-1", "w-4", "w-4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// Once an id of a kind is renamed, the ids after it that are their own
+// name keep it, one that spells a name given to a renamed id is renamed,
+// and each id seen again keeps the name it was given, whichever way.
+func TestNormalizationKeepsOwnNamesGivenAfterARenamedID(t *testing.T) {
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: "coord#1", Agent: "coord"},
+		{Kind: RunStart, Run: "session-7", Agent: "coord"}, // coord#2
+		{Kind: RunStart, Run: "coord#3", Agent: "coord"},   // its own name
+		{Kind: RunStart, Run: "coord#2", Agent: "coord"},   // session-7's name: coord#4
+		{Kind: RunStart, Run: "coord#3", Agent: "coord"},   // seen
+		{Kind: RunStart, Run: "session-7", Agent: "coord"}, // seen
+		{Kind: RunStart, Run: "coord#1", Agent: "coord"},   // seen before the rename
+		{Kind: Work, Work: "w-1"},
+		{Kind: Work, Work: "w_x"},
+		{Kind: Work, Work: "w-3"},
+		{Kind: Work, Work: "w-2"},
+		{Kind: Work, Work: "w-1"},
+		{Kind: Work, Work: "w-3"},
+	}}
+	n, id := tr.NormalizeIDs()
+	var got []string
+	for _, e := range n.Entries {
+		got = append(got, e.Run+e.Work)
+	}
+	got = append(got, id("session-7"), id("coord#2"), id("w_x"), id("w-2"))
+	want := []string{"coord#1", "coord#2", "coord#3", "coord#4", "coord#3", "coord#2", "coord#1",
+		"w-1", "w-2", "w-3", "w-4", "w-1", "w-3", "coord#2", "coord#4", "w-2", "w-4"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -464,5 +497,45 @@ func TestNormalizingAPlatformsWeekAllocatesChunksNotAStringPerNameOrASlicePerReq
 	// request), 31 since.
 	if allocs > 31 {
 		t.Errorf("normalizing a platform's week allocated %v times, want at most 31", allocs)
+	}
+}
+
+// An id is its own name only where its number is written as strconv
+// writes it (as a status row's seconds are): no leading zero, no sign but
+// a negative's, nothing after it.
+func TestANumberIsSpelledAsStrconvWritesIt(t *testing.T) {
+	words := []string{"", "0", "00", "01", "1", "-1", "+1", "-0", "--1", "9", "10", "010", "99", "100", "101", "1000", "1x", "x1",
+		"12345678901234567890", "9223372036854775807", "-9223372036854775808", "-9223372036854775809"}
+	for n := -1002; n <= 1002; n++ {
+		words = append(words, strconv.Itoa(n))
+	}
+	nums := []int64{math.MinInt64, math.MinInt64 + 1, -1001, -100, -10, -1, 0, 1, 9, 10, 11, 99, 100, 101, 1000, 1001, 1 << 40, math.MaxInt64}
+	for _, w := range words {
+		for _, n := range nums {
+			if got, want := spells(w, n), w == strconv.FormatInt(n, 10); got != want {
+				t.Errorf("spells(%q, %d) = %v, want %v", w, n, got, want)
+			}
+		}
+		if n, err := strconv.ParseInt(w, 10, 64); err == nil && spells(w, n) != (w == strconv.FormatInt(n, 10)) {
+			t.Errorf("spells(%q, %d) = %v", w, n, spells(w, n))
+		}
+	}
+}
+
+// Each entry's run is renamed to its own run's name, however the runs'
+// entries interleave (one after another, alternating, a third between
+// them, none).
+func TestEveryEntryNamesItsOwnRunHoweverRunsInterleave(t *testing.T) {
+	tr := &Trace{Entries: []Entry{
+		{Kind: RunStart, Run: "s-a", Agent: "x"}, {Kind: RunStart, Run: "s-b", Agent: "x"}, {Kind: RunStart, Run: "s-c", Agent: "y"},
+	}}
+	for _, r := range []string{"s-a", "s-a", "s-b", "s-a", "s-b", "s-c", "s-b", "", "s-b", "s-d", "s-a", "s-c", "s-c", "s-a"} {
+		tr.Entries = append(tr.Entries, Entry{Kind: Note, Run: r})
+	}
+	want := map[string]string{"s-a": "x#1", "s-b": "x#2", "s-c": "y#1", "s-d": "s-d", "": ""}
+	for i, e := range tr.Normalize().Entries {
+		if raw := tr.Entries[i].Run; e.Run != want[raw] {
+			t.Errorf("entry %d of run %q names %q, want %q", i, raw, e.Run, want[raw])
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package trace
 
 import (
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fixture"
@@ -108,6 +111,32 @@ func TestAShortRunsPartsGoIntoTheRecordersOwnFirstChunks(t *testing.T) {
 	if fixture.RaceDetector {
 		t.Skip("allocation counts do not hold under the race detector")
 	}
+	events := shortRun()
+	// Thirteen when the parts had no first chunks of the recorder's.
+	if allocs := allocsRecording(events, len(events)); allocs > 3 {
+		t.Errorf("recording a short run allocates %v times, want at most 3", allocs)
+	}
+}
+
+// The recorder's first chunks are handed out before any chunk Grow sizes:
+// a short run recorded by a recorder told to expect a long one (a
+// scenario's longest trace so far) still records its parts in them.
+func TestGrowLeavesTheRecordersFirstChunksInUse(t *testing.T) {
+	if fixture.RaceDetector {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
+	// The recorder, its entries' room and the list of tool names; nine
+	// when Grow set the first chunks aside for chunks of its own sizes
+	// (room for 40 requests and responses, 33 runs, 25 Work moves).
+	if allocs := allocsRecording(shortRun(), 200); allocs > 3 {
+		t.Errorf("recording a short run after Grow(200) allocates %v times, want at most 3", allocs)
+	}
+}
+
+// shortRun is the events of a coordinator and a child: two runs started
+// with inputs and ended, five requests with a status row and five
+// responses, four Work transitions.
+func shortRun() []core.Event {
 	tools := []core.ToolSpec{{Name: "research"}, {Name: "work"}}
 	blk := statusBlock(core.StatusRow{ID: "w-1", Label: "research", State: "running", Elapsed: time.Second})
 	in := map[string]any{"question": "why?"}
@@ -122,18 +151,27 @@ func TestAShortRunsPartsGoIntoTheRecordersOwnFirstChunks(t *testing.T) {
 	for _, to := range []core.WorkState{"queued", "running", "cancel-requested", "cancelled"} {
 		events = append(events, core.Event{Kind: core.EventWorkTransition, Work: "w-1", To: to})
 	}
-	events = append(events, core.Event{Kind: core.EventRunEnd, Run: "research#1"}, core.Event{Kind: core.EventRunEnd, Run: "coord#1"})
-	allocs := testing.AllocsPerRun(20, func() {
+	return append(events, core.Event{Kind: core.EventRunEnd, Run: "research#1"}, core.Event{Kind: core.EventRunEnd, Run: "coord#1"})
+}
+
+// allocsRecording counts the allocations of a new recorder grown by room
+// recording events.
+func allocsRecording(events []core.Event, room int) float64 {
+	return testing.AllocsPerRun(20, func() {
 		r := NewRecorder(tsStart)
-		r.Grow(len(events))
+		r.Grow(room)
 		for i := range events {
 			events[i].Time = tsStart
 			r.Record(&events[i])
 		}
 	})
-	// Thirteen when the parts had no first chunks of the recorder's.
-	if allocs > 3 {
-		t.Errorf("recording a short run allocates %v times, want at most 3", allocs)
+}
+
+// A recorder is made for every simulated run: with its first chunks it
+// stays in the allocator's size class of 2,304 bytes.
+func TestARecorderStaysCompact(t *testing.T) {
+	if n := unsafe.Sizeof(Recorder{}); n > 2304 {
+		t.Errorf("a Recorder is %d bytes, want at most 2304", n)
 	}
 }
 
@@ -195,6 +233,38 @@ func TestRecordRecordsWhatObserveRecords(t *testing.T) {
 		jb, _ := b[i].MarshalJSON()
 		if string(ja) != string(jb) {
 			t.Errorf("entry %d: Observe recorded %s, Record %s", i+1, ja, jb)
+		}
+	}
+}
+
+// A status row is taken as the line of the block the model read exactly
+// when that line is the row as it renders (StatusRow.String): any other
+// line, however close, is rendered anew.
+func TestAStatusLineIsTheRowExactlyWhenItIsTheRowsRendering(t *testing.T) {
+	var rows []core.StatusRow
+	for _, id := range []string{"", "w-1", "w-12", "a · b"} {
+		for _, label := range []string{"", "research", "ré · s"} {
+			for _, state := range []core.WorkState{"", "running", "completed"} {
+				for _, el := range []time.Duration{0, time.Second, 59 * time.Second, 100 * time.Second, -time.Second, -90 * time.Second, math.MinInt64, math.MaxInt64} {
+					for _, ra := range []bool{false, true} {
+						rows = append(rows, core.StatusRow{ID: id, Label: label, State: state, Elapsed: el, ResultAvailable: ra})
+					}
+				}
+			}
+		}
+	}
+	for _, r := range rows {
+		s := r.String()
+		lines := []string{s, "", s + " ", s + "s", " " + s, s[:len(s)-1], s[1:], strings.Replace(s, "s", "S", 1),
+			strings.Replace(s, " · ", " - ", 1), strings.Replace(s, "1", "01", 1), strings.Replace(s, " · Result available", "", 1),
+			s + " · Result available", strings.Replace(s, " 0s", " -0s", 1), strings.Replace(s, "- ", "-", 1)}
+		for _, o := range rows[:40] {
+			lines = append(lines, o.String())
+		}
+		for _, line := range lines {
+			if got, want := renders(r, line), line == s; got != want {
+				t.Errorf("renders(%+v, %q) = %v, want %v", r, line, got, want)
+			}
 		}
 	}
 }

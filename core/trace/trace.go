@@ -12,8 +12,8 @@ package trace
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -345,6 +345,7 @@ type Recorder struct {
 	// whatever other runs' requests come between.
 	tools     [4][]string
 	nextTools int
+	lastTools int // the list the last request's tools matched, read first
 	// The parts of the entries Observe records come from slabs, a few
 	// allocations for a run rather than one per entry.
 	requests  chunks[RequestPart]
@@ -360,14 +361,18 @@ type Recorder struct {
 	first firstParts
 }
 
-// firstParts are the first chunks of a recorder's parts.
+// firstParts are the first chunks of a recorder's parts: as many as the
+// built-in races of a coordinator and a child record (six requests and
+// responses, two runs started and ended, five Work moves, eight status
+// rows, two inputs), and no more, so that the recorder takes the next
+// size class down (2,304 bytes, not 2,688).
 type firstParts struct {
 	requests  [6]RequestPart
 	responses [6]ResponsePart
 	runs      [4]RunPart
-	works     [6]WorkPart
-	rows      [16]string
-	inputs    [256]byte
+	works     [5]WorkPart
+	rows      [8]string
+	inputs    [128]byte
 }
 
 // NewRecorder returns a recorder whose offsets count from start.
@@ -576,35 +581,67 @@ func statusRows(rows []string, blk *core.StatusBlock) []string {
 	return rows
 }
 
-// renders reports whether line is the row as StatusRow.String renders it.
+// renders reports whether line is the row as StatusRow.String renders it:
+// "- ", the id, " · ", the label, " · ", the state, a space, the seconds
+// elapsed and "s", then " · Result available" when it is. The pieces
+// before the seconds are read in place, at the lengths the row gives
+// them, and the seconds digit by digit.
 func renders(r core.StatusRow, line string) bool {
-	var buf [20]byte
-	secs := strconv.AppendInt(buf[:0], int64(r.Elapsed/time.Second), 10)
-	if !eat(&line, "- ") || !eat(&line, r.ID) || !eat(&line, " · ") || !eat(&line, r.Label) || !eat(&line, " · ") ||
-		!eat(&line, string(r.State)) || !eat(&line, " ") || !eat(&line, string(secs)) || !eat(&line, "s") {
+	const lead, sep, available = "- ", " · ", " · Result available"
+	if len(line) < len(lead)+len(r.ID)+len(sep)+len(r.Label)+len(sep)+len(r.State)+len(" ") {
 		return false
 	}
-	if r.ResultAvailable {
-		return line == " · Result available"
+	p := 0
+	piece := func(s string) bool {
+		ok := line[p:p+len(s)] == s
+		p += len(s)
+		return ok
 	}
-	return line == ""
+	if !piece(lead) || !piece(r.ID) || !piece(sep) || !piece(r.Label) || !piece(sep) || !piece(string(r.State)) || !piece(" ") {
+		return false
+	}
+	tail := line[p:]
+	if r.ResultAvailable {
+		var ok bool
+		if tail, ok = strings.CutSuffix(tail, available); !ok {
+			return false
+		}
+	}
+	digits, ok := strings.CutSuffix(tail, "s")
+	return ok && spells(digits, int64(r.Elapsed/time.Second))
 }
 
-// eat cuts prefix off the front of *s, and reports whether *s started
-// with it.
-func eat(s *string, prefix string) bool {
-	if !strings.HasPrefix(*s, prefix) {
-		return false
+// spells reports whether s is n in decimal, as strconv.AppendInt writes
+// it, read digit by digit from the last: no text of n is written.
+func spells(s string, n int64) bool {
+	if n < 0 {
+		if n == math.MinInt64 || len(s) == 0 || s[0] != '-' {
+			return n == math.MinInt64 && s == "-9223372036854775808"
+		}
+		s, n = s[1:], -n
 	}
-	*s = (*s)[len(prefix):]
-	return true
+	i := len(s)
+	for {
+		if i--; i < 0 || s[i] != byte('0'+n%10) {
+			return false
+		}
+		if n /= 10; n == 0 {
+			return i == 0
+		}
+	}
 }
 
 // toolNames returns the names of a request's tools: a list an earlier
 // request's entry holds when they are the same. The caller holds r.mu.
 func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
-	for _, names := range r.tools {
-		if names != nil && sameNames(names, specs) {
+	// The list the last request matched first: a run's requests, and its
+	// agent's other runs', mostly follow one another.
+	if names := r.tools[r.lastTools]; names != nil && sameNames(names, specs) {
+		return names
+	}
+	for i, names := range r.tools {
+		if i != r.lastTools && names != nil && sameNames(names, specs) {
+			r.lastTools = i
 			return names
 		}
 	}
@@ -614,7 +651,7 @@ func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
 	}
 	names = names[:len(names):len(names)]
 	r.tools[r.nextTools] = names
-	r.nextTools = (r.nextTools + 1) % len(r.tools)
+	r.lastTools, r.nextTools = r.nextTools, (r.nextTools+1)%len(r.tools)
 	return names
 }
 
@@ -630,40 +667,39 @@ func sameNames(names []string, specs []core.ToolSpec) bool {
 	return true
 }
 
-// Add records a harness entry at a time.
-func (r *Recorder) Add(at time.Time, e Entry) { r.add(at, e) }
-
-func (r *Recorder) add(at time.Time, e Entry) {
+// Add records a harness entry at a time. The entry is copied once, into
+// the recorder's room (a platform's week adds thousands).
+func (r *Recorder) Add(at time.Time, e Entry) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.addLocked(at, e)
-}
-
-func (r *Recorder) addLocked(at time.Time, e Entry) {
 	e.At = r.offset(at)
 	e.Seq = len(r.entries) + 1
 	r.entries = append(r.entries, e)
+	r.mu.Unlock()
 }
 
 // Len returns the number of entries so far.
 func (r *Recorder) Len() int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.entries)
+	n := len(r.entries)
+	r.mu.Unlock()
+	return n
 }
 
 // Trace returns the entries so far as a trace. The entries are shared, not
 // copied; they are never modified after they are recorded.
 func (r *Recorder) Trace() *Trace {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return &Trace{Start: r.start, Entries: r.entries[:len(r.entries):len(r.entries)]}
+	t := &Trace{Start: r.start, Entries: r.entries[:len(r.entries):len(r.entries)]}
+	r.mu.Unlock()
+	return t
 }
 
 // Entries returns the entries so far, shared like Trace's, without
-// allocating: for checks that run after every step of a simulation.
+// allocating: for checks that run after every step of a simulation (and
+// so without a deferred unlock: nothing between the two can panic).
 func (r *Recorder) Entries() []Entry {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.entries[:len(r.entries):len(r.entries)]
+	es := r.entries[:len(r.entries):len(r.entries)]
+	r.mu.Unlock()
+	return es
 }
