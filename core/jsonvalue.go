@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
 
 // eface is how an interface value is laid out: its dynamic type, and a
@@ -248,7 +250,7 @@ func (d *jsonDecoder) word(w string) bool {
 
 // str reads a string without escapes, of printable ASCII. It reads eight
 // bytes at a time while none of them is a quote or a byte it cannot take
-// (see plainWord), then byte by byte.
+// (see jsonenc.SpecialBytes), then byte by byte.
 func (d *jsonDecoder) str() (string, bool) {
 	if d.i >= len(d.s) || d.s[d.i] != '"' {
 		return "", false
@@ -256,12 +258,12 @@ func (d *jsonDecoder) str() (string, bool) {
 	start := d.i + 1
 	j := start
 	for j+8 <= len(d.s) {
-		special := specialBytes(word(d.s[j : j+8]))
+		special := jsonenc.SpecialBytes(jsonenc.Word(d.s[j : j+8]))
 		if special == 0 {
 			j += 8
 			continue
 		}
-		// The first byte marked is one of its kind (see specialBytes):
+		// The first byte marked is one of its kind (see SpecialBytes):
 		// the end of the string, or a byte the fast path does not take.
 		j += bits.TrailingZeros64(special) / 8
 		if d.s[j] != '"' {
@@ -280,45 +282,6 @@ func (d *jsonDecoder) str() (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// word reads eight bytes as a little-endian word (one load).
-func word(b string) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
-// plainWord reports whether none of the eight bytes of the word x ends a
-// string or keeps it off the fast path: a quote, a backslash, a control
-// byte, DEL or a byte past ASCII.
-func plainWord(x uint64) bool { return specialBytes(x) == 0 }
-
-// specialBytes marks, in its high bit, each byte of the word x that ends a
-// string or keeps it off the fast path (see plainWord). It tests the bytes
-// at once: each term is nonzero exactly when some byte is of its kind, and
-// a borrow or carry between bytes runs from a byte of its kind to the
-// bytes above it only, so that the lowest byte marked is one of its kind.
-func specialBytes(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote, slash := x^(ones*'"'), x^(ones*'\\')
-	special := (quote - ones) & ^quote // a quote
-	special |= (slash - ones) & ^slash // a backslash
-	special |= (x - ones*0x20) & ^x    // a byte below 0x20
-	special |= (x + ones) | x          // DEL (0x7f), or a byte with its high bit
-	return special & highs
-}
-
-// escapedBytes is nonzero when some byte of the word x is one that
-// encoding/json does not write between quotes as it is: one of
-// specialBytes, or <, > or & (which it escapes for HTML).
-func escapedBytes(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	lt, gt, amp := x^(ones*'<'), x^(ones*'>'), x^(ones*'&')
-	html := (lt - ones) & ^lt
-	html |= (gt - ones) & ^gt
-	html |= (amp - ones) & ^amp
-	return specialBytes(x) | html&highs
 }
 
 // number reads a number of JSON's grammar and converts it as encoding/json
@@ -384,8 +347,8 @@ func appendRef(b []byte, r WorkRef) ([]byte, bool) {
 	// them, which are plain: only its id and target are read.
 	constant := sameString(r.Kind, WorkRefKind) && sameString(r.Guarantees.Execution, ProcessLocal) &&
 		sameString(r.Guarantees.Rejoin, ProcessLocal)
-	if !constant && (!plainString(r.Kind) || !plainString(r.Guarantees.Execution) || !plainString(r.Guarantees.Rejoin)) ||
-		!plainString(r.ID) || !plainString(r.TargetID) {
+	if !constant && (!jsonenc.Plain(r.Kind) || !jsonenc.Plain(r.Guarantees.Execution) || !jsonenc.Plain(r.Guarantees.Rejoin)) ||
+		!jsonenc.Plain(r.ID) || !jsonenc.Plain(r.TargetID) {
 		return b, false
 	}
 	b = append(append(b, `{"kind":"`...), r.Kind...)
@@ -402,8 +365,8 @@ func appendRef(b []byte, r WorkRef) ([]byte, bool) {
 func marshalStatus(s WorkStatus) (string, error) {
 	var scratch [512]byte // the answer is a copy of what is written here
 	b, ok := appendRef(append(scratch[:0], `{"work":`...), s.Work)
-	if !ok || !plainString(s.TargetLabel) || !plainString(string(s.State)) || !plainString(s.Attachment) ||
-		!plainString(s.CreatedAt) || !plainString(s.StartedAt) || !plainString(s.FinishedAt) {
+	if !ok || !jsonenc.Plain(s.TargetLabel) || !jsonenc.Plain(string(s.State)) || !jsonenc.Plain(s.Attachment) ||
+		!jsonenc.Plain(s.CreatedAt) || !jsonenc.Plain(s.StartedAt) || !jsonenc.Plain(s.FinishedAt) {
 		return marshal(s)
 	}
 	b = append(append(b, `,"targetLabel":"`...), s.TargetLabel...)
@@ -424,7 +387,7 @@ func marshalStatus(s WorkStatus) (string, error) {
 // marshalCancel encodes a cancel receipt as json.Marshal does, without
 // reflection: it is the answer to every cancel action.
 func marshalCancel(c CancelReceipt) (string, error) {
-	if !plainString(c.WorkID) || !plainString(string(c.State)) || !plainString(c.AcceptedAt) {
+	if !jsonenc.Plain(c.WorkID) || !jsonenc.Plain(string(c.State)) || !jsonenc.Plain(c.AcceptedAt) {
 		return marshal(c)
 	}
 	var scratch [256]byte // the answer is a copy of what is written here
@@ -438,8 +401,8 @@ func marshalCancel(c CancelReceipt) (string, error) {
 // marshalSend encodes a send receipt as json.Marshal does, without
 // reflection: it is the answer to every accepted send.
 func marshalSend(r SendReceipt) (string, error) {
-	if !plainString(r.WorkID) || !plainString(r.ID) || !plainString(r.Cursor) || !plainString(r.AcceptedAt) ||
-		!plainString(r.Outcome) {
+	if !jsonenc.Plain(r.WorkID) || !jsonenc.Plain(r.ID) || !jsonenc.Plain(r.Cursor) || !jsonenc.Plain(r.AcceptedAt) ||
+		!jsonenc.Plain(r.Outcome) {
 		return marshal(r)
 	}
 	var scratch [256]byte // the answer is a copy of what is written here
@@ -454,29 +417,11 @@ func marshalSend(r SendReceipt) (string, error) {
 // marshalDetach encodes a detach receipt as json.Marshal does, without
 // reflection: it is the answer to every detach.
 func marshalDetach(r DetachReceipt) (string, error) {
-	if !plainString(r.ID) {
+	if !jsonenc.Plain(r.ID) {
 		return marshal(r)
 	}
 	var scratch [128]byte // the answer is a copy of what is written here
 	b := append(append(scratch[:0], `{"id":"`...), r.ID...)
 	b = strconv.AppendBool(append(b, `","detached":`...), r.Detached)
 	return string(append(b, '}')), nil
-}
-
-// plainString reports whether encoding/json writes s between quotes as it
-// is: printable ASCII with nothing it escapes.
-func plainString(s string) bool {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		if escapedBytes(word(s[i:i+8])) != 0 {
-			return false
-		}
-	}
-	for ; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
 }

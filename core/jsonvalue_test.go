@@ -3,7 +3,6 @@ package core
 import (
 	"encoding/json"
 	"fmt"
-	"math/bits"
 	"reflect"
 	"testing"
 	"time"
@@ -51,49 +50,6 @@ func FuzzToolArgumentDecodingMatchesEncodingJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(sameAsEncodingJSON)
-}
-
-// A string is read eight bytes at a time while none of them is one the
-// byte-by-byte read stops at: every byte value, at every place in a word,
-// and words of two such bytes, are judged as the bytes one by one are,
-// the first byte a word marks is the first the byte-by-byte read stops
-// at, and a word is written as it is (plainString) exactly when each of
-// its bytes is.
-func TestAWordOfAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
-	plain := func(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x7f }
-	check := func(w []byte) {
-		want, first := true, 8
-		for i, c := range w {
-			if !plain(c) && want {
-				want, first = false, i
-			}
-		}
-		if got := plainWord(word(string(w))); got != want {
-			t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
-		}
-		if got := bits.TrailingZeros64(specialBytes(word(string(w)))) / 8; got != first {
-			t.Fatalf("specialBytes(%q) marks byte %d first, want %d", w, got, first)
-		}
-		written := true // as encoding/json writes a string: see plainString
-		for _, c := range w {
-			written = written && plain(c) && c != '<' && c != '>' && c != '&'
-		}
-		if got := escapedBytes(word(string(w))) == 0; got != written || plainString(string(w)) != written {
-			t.Fatalf("escapedBytes(%q) == 0 is %v, plainString %v, want %v", w, got, plainString(string(w)), written)
-		}
-	}
-	for c := range 256 {
-		for at := range 8 {
-			w := []byte("abcdefgh")
-			w[at] = byte(c)
-			check(w)
-			for c2 := range 256 {
-				w2 := []byte("~ ~ ~ ~ ")
-				w2[at], w2[(at+3)%8] = byte(c), byte(c2)
-				check(w2)
-			}
-		}
-	}
 }
 
 func TestAWorkRefEncodesExactlyAsEncodingJSONEncodesIt(t *testing.T) {

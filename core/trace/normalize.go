@@ -11,6 +11,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/internal/fewmap"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
@@ -804,11 +805,9 @@ func (f *jsonFixer) fixDoc(s string, work bool) string {
 // and are written as they are between quotes (plain); anything else goes
 // through encoding/json.
 func jsonString(s string) (text string, plain bool) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return string(q), false
-		}
+	if !jsonenc.Plain(s) {
+		q, _ := json.Marshal(s)
+		return string(q), false
 	}
 	return s, true
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Append appends the encoding of v to b and reports whether it could (when
@@ -55,24 +56,26 @@ func AppendWith(b []byte, v any, leaf Leaf) ([]byte, bool, error) {
 		if t == nil {
 			return append(b, "null"...), true, nil
 		}
-		var small [8]string
-		keys := small[:0]
-		for k := range t {
-			keys = append(keys, k)
+		// The members are taken with their values and sorted by key, so
+		// that no value is looked up again by its key once sorted.
+		var small [8]member
+		members := small[:0]
+		for k, v := range t {
+			members = append(members, member{k, v})
 		}
-		slices.Sort(keys)
+		sortMembers(members)
 		b = append(b, '{')
-		for i, k := range keys {
+		for i, m := range members {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = AppendString(b, k); !ok {
+			if b, ok = AppendString(b, m.key); !ok {
 				return b, false, nil
 			}
 			b = append(b, ':')
 			var err error
-			if b, ok, err = AppendWith(b, t[k], leaf); !ok || err != nil {
+			if b, ok, err = AppendWith(b, m.value, leaf); !ok || err != nil {
 				return b, false, err
 			}
 		}
@@ -104,16 +107,88 @@ func AppendWith(b []byte, v any, leaf Leaf) ([]byte, bool, error) {
 	return b, false, nil
 }
 
-// AppendString appends s as a JSON string when encoding/json would write
-// it as it is: printable ASCII without a quote, a backslash or the
-// characters it escapes for HTML.
-func AppendString(b []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return b, false
+// member is a key of an object with its value.
+type member struct {
+	key   string
+	value any
+}
+
+// sortMembers sorts an object's members by key, as encoding/json writes
+// them (a map's keys are distinct, so the order is total): by insertion
+// for the few members most objects have, by slices.SortFunc past them.
+func sortMembers(ms []member) {
+	if len(ms) > 12 {
+		slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		for j := i; j > 0 && ms[j].key < ms[j-1].key; j-- {
+			ms[j], ms[j-1] = ms[j-1], ms[j]
 		}
+	}
+}
+
+// AppendString appends s as a JSON string when encoding/json would write
+// it as it is (see Plain), and declines otherwise.
+func AppendString(b []byte, s string) ([]byte, bool) {
+	if !Plain(s) {
+		return b, false
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"'), true
+}
+
+// Plain reports whether encoding/json writes s between quotes as it is:
+// printable ASCII without a quote, a backslash or the characters it
+// escapes for HTML (<, > and &). It reads eight bytes at a time.
+func Plain(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if EscapedBytes(Word(s[i:i+8])) != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// Word reads the first eight bytes of b as a little-endian word (one load).
+func Word(b string) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// SpecialBytes marks, in its high bit, each byte of the word x that ends a
+// JSON string or keeps a reader off its fast path: a quote, a backslash, a
+// control byte, DEL or a byte past ASCII. It tests the bytes at once: each
+// term is nonzero exactly when some byte is of its kind, and a borrow or
+// carry between bytes runs from a byte of its kind to the bytes above it
+// only, so that the lowest byte marked is one of its kind.
+func SpecialBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, slash := x^(ones*'"'), x^(ones*'\\')
+	special := (quote - ones) & ^quote // a quote
+	special |= (slash - ones) & ^slash // a backslash
+	special |= (x - ones*0x20) & ^x    // a byte below 0x20
+	special |= (x + ones) | x          // DEL (0x7f), or a byte with its high bit
+	return special & highs
+}
+
+// EscapedBytes is nonzero when some byte of the word x is one that
+// encoding/json does not write between quotes as it is: one of
+// SpecialBytes, or <, > or & (which it escapes for HTML).
+func EscapedBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	lt, gt, amp := x^(ones*'<'), x^(ones*'>'), x^(ones*'&')
+	html := (lt - ones) & ^lt
+	html |= (gt - ones) & ^gt
+	html |= (amp - ones) & ^amp
+	return SpecialBytes(x) | html&highs
 }

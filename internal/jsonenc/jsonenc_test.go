@@ -3,6 +3,7 @@ package jsonenc
 import (
 	"encoding/json"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
@@ -27,12 +28,22 @@ func TestPlainValuesEncodeAsEncodingJSONEncodesThem(t *testing.T) {
 		[]any{}, []any(nil), map[string]any{}, map[string]any(nil),
 		map[string]any{"question": "Why?", "run_in_background": true, "n": 2.0, "list": []any{"a", 1.0, nil}, "z": map[string]any{"y": false}},
 		map[string]any{"k1": 1.0, "k2": 2.0, "k3": 3.0, "k4": 4.0, "k5": 5.0, "k6": 6.0, "k7": 7.0, "k8": 8.0, "k9": 9.0, "k10": 10.0},
+		manyKeys(40), // past the members sorted by insertion
 	} {
 		if _, ok := Append(nil, v); !ok {
 			t.Errorf("Append declined the plain value %#v", v)
 		}
 		check(t, v)
 	}
+}
+
+// manyKeys is an object of n members whose keys are not in order.
+func manyKeys(n int) map[string]any {
+	m := make(map[string]any, n)
+	for i := range n {
+		m[string(rune('a'+(i*7)%26))+string(rune('a'+i%26))] = float64(i)
+	}
+	return m
 }
 
 func TestValuesThatNeedCareAreDeclined(t *testing.T) {
@@ -84,5 +95,48 @@ func TestRandomPlainValuesEncodeAsEncodingJSON(t *testing.T) {
 	}
 	for range 3000 {
 		check(t, gen(3))
+	}
+}
+
+// A string is read eight bytes at a time (by the runtime's decoder, and by
+// Plain) while none of them is one the byte-by-byte read stops at: every
+// byte value, at every place in a word, and words of two such bytes, are
+// judged as the bytes one by one are, the first byte a word marks is the
+// first the byte-by-byte read stops at, and a word is written as it is
+// (Plain) exactly when each of its bytes is.
+func TestAWordOfAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
+	plain := func(c byte) bool { return c != '"' && c != '\\' && c >= 0x20 && c < 0x7f }
+	check := func(w []byte) {
+		want, first := true, 8
+		for i, c := range w {
+			if !plain(c) && want {
+				want, first = false, i
+			}
+		}
+		if got := SpecialBytes(Word(string(w))) == 0; got != want {
+			t.Fatalf("SpecialBytes(%q) == 0 is %v, want %v", w, got, want)
+		}
+		if got := bits.TrailingZeros64(SpecialBytes(Word(string(w)))) / 8; got != first {
+			t.Fatalf("SpecialBytes(%q) marks byte %d first, want %d", w, got, first)
+		}
+		written := true // as encoding/json writes a string: see Plain
+		for _, c := range w {
+			written = written && plain(c) && c != '<' && c != '>' && c != '&'
+		}
+		if got := EscapedBytes(Word(string(w))) == 0; got != written || Plain(string(w)) != written {
+			t.Fatalf("EscapedBytes(%q) == 0 is %v, Plain %v, want %v", w, got, Plain(string(w)), written)
+		}
+	}
+	for c := range 256 {
+		for at := range 8 {
+			w := []byte("abcdefgh")
+			w[at] = byte(c)
+			check(w)
+			for c2 := range 256 {
+				w2 := []byte("~ ~ ~ ~ ")
+				w2[at], w2[(at+3)%8] = byte(c), byte(c2)
+				check(w2)
+			}
+		}
 	}
 }
