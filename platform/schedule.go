@@ -335,7 +335,6 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 		return nil, err
 	}
 	p.mu.Lock()
-	s.loopWaited = true
 	p.armTickerLocked()
 	delay := p.waitTextLocked(clamped)
 	p.mu.Unlock()
