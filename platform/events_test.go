@@ -34,6 +34,20 @@ var _ = Describe("The event logs", func() {
 		}
 	})
 
+	It("reach an EventReader by address as the same events, in the same order, that an Observer is handed by value", func() {
+		reader := &eventReader{}
+		e := newEnv(func(o *platform.Options) { o.Observer = reader })
+		root := e.root("scout")
+		e.runner(func(_ *core.Request, n int) *core.Response { return &core.Response{Text: fmt.Sprintf("run %d", n)} })
+		e.send(root, "/loop 5m ping")
+		e.runFor(time.Hour)
+		e.settle()
+
+		Expect(reader.observed).To(BeEmpty(), "an EventReader is not handed copies through Observe")
+		Expect(reader.read).To(HaveLen(3+7*13), "the root's 2 and 2 a run, scheduler.leader, 5 a run on its own log")
+		Expect(e.p.AllEvents()).To(Equal(reader.read))
+	})
+
 	It("give back every field an event was emitted with, whichever of them are set", func() {
 		e := newEnv()
 		root := e.root("scout")
@@ -72,3 +86,10 @@ var _ = Describe("The event logs", func() {
 		}
 	})
 })
+
+// eventReader keeps the events it is handed, by address (read) or by
+// value (observed).
+type eventReader struct{ read, observed []platform.Event }
+
+func (r *eventReader) Observe(e platform.Event)    { r.observed = append(r.observed, e) }
+func (r *eventReader) ReadEvent(e *platform.Event) { r.read = append(r.read, *e) }

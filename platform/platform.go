@@ -83,10 +83,15 @@ type Platform struct {
 	spare    []queued // the outbox's other buffer (see unlock)
 	flushing bool
 	// observeFunc is the observer when it is an ObserverFunc, called
-	// directly: its Observe would copy each event once more.
+	// directly: its Observe would copy each event once more; reader is
+	// the observer when it is an EventReader.
 	observeFunc ObserverFunc
-	sessions    map[string]*session
-	order       []*session
+	reader      EventReader
+	// flushed is the event an EventReader is handed, refilled for each:
+	// only the one actor flushing (flushing) touches it.
+	flushed  Event
+	sessions map[string]*session
+	order    []*session
 	// records holds every event of every log below, in chunks that never
 	// move, so that a log is a list of pointers: an event is stored once
 	// and a log that grows copies 8 bytes per event, not the whole record;
@@ -217,6 +222,7 @@ func New(opts Options) (*Platform, error) {
 		crons:        map[string]cron.Schedule{},
 	}
 	p.observeFunc, _ = opts.Observer.(ObserverFunc)
+	p.reader, _ = opts.Observer.(EventReader)
 	// The runtime's provider records the sessions' provider steps
 	// (activityProvider) and is otherwise the one given.
 	rtOpts := opts.Core
@@ -492,6 +498,15 @@ func (p *Platform) unlock() {
 		for _, q := range out {
 			// Filled where it is handed on from: an Event returned
 			// would be copied once more on its way to the call.
+			if p.reader != nil {
+				// An EventReader keeps no pointer to the event: it is
+				// handed the platform's own, refilled for each.
+				e := &p.flushed
+				*e = Event{}
+				q.r.fill(e, q.session)
+				p.reader.ReadEvent(e)
+				continue
+			}
 			var e Event
 			q.r.fill(&e, q.session)
 			if p.observeFunc != nil {

@@ -31,8 +31,8 @@ func TraceObserver(rec *trace.Recorder) Observer {
 	return &traceObserver{rec: rec, agents: map[string]string{}, text: slab.SizedTexts(8<<10, 8<<10)}
 }
 
-// traceObserver is TraceObserver's Observer: an event reaches its Observe
-// directly, not copied once more on the way through an ObserverFunc.
+// traceObserver is TraceObserver's Observer, an EventReader: an event
+// reaches it by its address (ReadEvent), not copied once more on the way.
 type traceObserver struct {
 	rec    *trace.Recorder
 	mu     sync.Mutex
@@ -44,7 +44,10 @@ type traceObserver struct {
 	text       slab.Texts
 }
 
-func (o *traceObserver) Observe(e Event) {
+func (o *traceObserver) Observe(e Event) { o.ReadEvent(&e) }
+
+// ReadEvent records e (see EventReader).
+func (o *traceObserver) ReadEvent(e *Event) {
 	o.mu.Lock()
 	switch {
 	case e.Type == EventSessionCreated || e.Type == EventSessionRestored:
