@@ -115,13 +115,13 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		}
 		slot.t.Reset(d)
 	})
+	// The simulator's idle round takes no lock, as the ticker's does not
+	// (see startScheduler): every writer of what it reads (closing, the
+	// boards, the pending inbox) also uses the simulator (an actor, a
+	// timer, an emitted event's time on its clock), which runs one thing
+	// at a time, and it asks the round only when no actor can run.
 	skipIdle(slot.t, func(time.Duration) (time.Duration, bool) {
-		// Unlocked by hand, not deferred: the simulator asks at every
-		// idle tick of a week, and a defer costs more than the round.
-		p.mu.Lock()
-		skip := !p.closing && idle()
-		p.mu.Unlock()
-		return d, skip
+		return d, !p.closing && idle()
 	})
 }
 
