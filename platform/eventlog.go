@@ -80,8 +80,9 @@ func setIf(i int, v string) uint16 {
 }
 
 // keepLocked stores an event, numbered and stamped, as a record in the
-// platform's arena, queues it for the observer and returns it, for its
-// log (the log of e.Session).
+// platform's arena, queues it for the observer (as a record, or as the
+// event itself for an EventReader) and returns it, for its log (the log
+// of e.Session).
 func (p *Platform) keepLocked(e *Event) *record {
 	r := p.records.New()
 	p.seq++
@@ -100,7 +101,13 @@ func (p *Platform) keepLocked(e *Event) *record {
 	if e.Metadata != nil || e.Parents != nil {
 		r.rare = &rareFields{metadata: e.Metadata, parents: e.Parents}
 	}
-	if p.opts.Observer != nil {
+	switch {
+	case p.reader != nil:
+		// The event as emitted is the one its record gives back (fill).
+		p.reads = append(p.reads, *e)
+		q := &p.reads[len(p.reads)-1]
+		q.Seq, q.Time = r.seq, r.time
+	case p.opts.Observer != nil:
 		p.outbox = append(p.outbox, queued{r, e.Session})
 	}
 	return r

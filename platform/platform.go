@@ -76,22 +76,23 @@ type Platform struct {
 	fence   sync.RWMutex
 	crashed bool
 
-	mu       sync.Mutex
-	closing  bool
-	seq      uint64
-	outbox   []queued // events for the observer, as kept in records
-	spare    []queued // the outbox's other buffer (see unlock)
-	flushing bool
+	mu      sync.Mutex
+	closing bool
+	seq     uint64
+	outbox  []queued // events for the observer, as kept in records
+	spare   []queued // the outbox's other buffer (see unlock)
+	// reads are the events for an observer that is an EventReader (and
+	// the outbox is not used), as they were emitted, handed to it where
+	// they stand; readSpare is their other buffer.
+	reads, readSpare []Event
+	flushing         bool
 	// observeFunc is the observer when it is an ObserverFunc, called
 	// directly: its Observe would copy each event once more; reader is
 	// the observer when it is an EventReader.
 	observeFunc ObserverFunc
 	reader      EventReader
-	// flushed is the event an EventReader is handed, refilled for each:
-	// only the one actor flushing (flushing) touches it.
-	flushed  Event
-	sessions map[string]*session
-	order    []*session
+	sessions    map[string]*session
+	order       []*session
 	// records holds every event of every log below, in chunks that never
 	// move, so that a log is a list of pointers: an event is stored once
 	// and a log that grows copies 8 bytes per event, not the whole record;
@@ -484,11 +485,24 @@ func (p *Platform) emitOnLocked(s *session, e *Event) {
 // flushes, draining the queue until it is empty, so the observer sees
 // events in sequence order even when actors run in parallel.
 func (p *Platform) unlock() {
-	if p.opts.Observer == nil || len(p.outbox) == 0 || p.flushing {
+	if p.opts.Observer == nil || len(p.outbox) == 0 && len(p.reads) == 0 || p.flushing {
 		p.mu.Unlock()
 		return
 	}
 	p.flushing = true
+	for len(p.reads) > 0 {
+		// An EventReader is handed each event where it stands in the
+		// buffer, which it keeps no pointer into.
+		out := p.reads
+		p.reads, p.readSpare = p.readSpare[:0], nil
+		p.mu.Unlock()
+		for i := range out {
+			p.reader.ReadEvent(&out[i])
+		}
+		p.mu.Lock()
+		clear(out)
+		p.readSpare = out[:0]
+	}
 	for len(p.outbox) > 0 {
 		// Swap the queue with the spare one, so that flushing allocates
 		// nothing once both have grown to what a turn emits.
@@ -498,15 +512,6 @@ func (p *Platform) unlock() {
 		for _, q := range out {
 			// Filled where it is handed on from: an Event returned
 			// would be copied once more on its way to the call.
-			if p.reader != nil {
-				// An EventReader keeps no pointer to the event: it is
-				// handed the platform's own, refilled for each.
-				e := &p.flushed
-				*e = Event{}
-				q.r.fill(e, q.session)
-				p.reader.ReadEvent(e)
-				continue
-			}
 			var e Event
 			q.r.fill(&e, q.session)
 			if p.observeFunc != nil {
