@@ -48,7 +48,7 @@ var _ = Describe("The event logs", func() {
 		Expect(e.p.AllEvents()).To(Equal(reader.read))
 	})
 
-	It("give back every field an event was emitted with, whichever of them are set", func() {
+	It("give back every field an event was emitted with, whichever of them are set, and a turn or attempt past 32 bits", func() {
 		e := newEnv()
 		root := e.root("scout")
 		full := platform.Event{Type: platform.EventTaskCreated, Child: "c", Other: "o", Task: "t", Attempt: 3,
@@ -72,6 +72,10 @@ var _ = Describe("The event logs", func() {
 		alternate.Other, alternate.Schedule, alternate.Agent, alternate.Goal, alternate.Channel, alternate.Text = "", "", "", "", "", ""
 		alternate.Turn, alternate.Metadata = 0, nil
 		events = append(events, full, alternate, platform.Event{Type: platform.EventTaskCreated, Parents: []string{}})
+		// A turn and an attempt past 32 bits, and one of them alone.
+		wide := alternate
+		wide.Turn, wide.Attempt = 1<<40+7, -(1 << 33)
+		events = append(events, wide, platform.Event{Type: platform.EventTurnEnd, Turn: 1 << 31})
 
 		for _, log := range []string{"", root, "not-live-here"} {
 			for _, want := range events {
