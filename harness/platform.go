@@ -412,10 +412,20 @@ func (r *run) crashPlatform() {
 		pr.proc.instance, orNone(strings.Join(restored, ", ")))})
 }
 
-// keep saves what a process found before it goes.
+// keep saves what a process found before it goes: the copies the
+// platform hands out are kept as they are when nothing is kept yet.
 func (pr *platformRun) keep(p *platform.Platform) {
-	pr.findings = append(pr.findings, p.Findings()...)
-	pr.posts = append(pr.posts, p.Posts()...)
+	pr.findings = keepAll(pr.findings, p.Findings())
+	pr.posts = keepAll(pr.posts, p.Posts())
+}
+
+// keepAll is append(kept, more...), which is more itself, not a copy of
+// it, when kept is empty and more is not.
+func keepAll[S ~[]E, E any](kept, more S) S {
+	if len(kept) == 0 && len(more) > 0 {
+		return more
+	}
+	return append(kept, more...)
 }
 
 // atHorizon records the end of virtual time, checks the end-of-run
