@@ -175,6 +175,9 @@ type ticker struct {
 	due     int64
 	dueOK   bool
 	dueRead bool
+	// quietAt is the count of schedule writes at which the simulator's
+	// idle round finds nothing to do without a call (see setQuiet).
+	quietAt uint64
 
 	// dueRoom is the room a pass reads the due rows into (dueRows), while
 	// dueBusy says a pass has it.
@@ -320,6 +323,7 @@ func (p *Platform) begin(cause error) <-chan struct{} {
 		return p.drained.C()
 	}
 	p.closing = true
+	p.ticker.setQuiet(true)
 	for _, t := range sortedSlots(p.timers) {
 		t.stop()
 	}
