@@ -504,7 +504,9 @@ func (p *Platform) unlock() {
 			p.reader.ReadEvent(&out[i])
 		}
 		p.mu.Lock()
-		clear(out)
+		// Not cleared: what an event holds (its strings, metadata and
+		// parents, its time's location) its record holds too, on a log
+		// the platform keeps as long as it keeps the buffer.
 		p.readSpare = out[:0]
 	}
 	for len(p.outbox) > 0 {
