@@ -110,8 +110,15 @@ func (p *Platform) keepLocked(e *Event) *record {
 	switch {
 	case p.reader != nil:
 		// The event as emitted is the one its record gives back (fill).
-		p.reads = append(p.reads, *e)
-		q := &p.reads[len(p.reads)-1]
+		// Copied once, into its room: append(p.reads, *e) copies it to
+		// the stack first.
+		n := len(p.reads)
+		if n == cap(p.reads) {
+			p.reads = slices.Grow(p.reads, 1)
+		}
+		p.reads = p.reads[:n+1]
+		q := &p.reads[n]
+		*q = *e
 		q.Seq, q.Time = r.seq, r.time
 	case p.opts.Observer != nil:
 		p.outbox = append(p.outbox, queued{r, e.Session})
