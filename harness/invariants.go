@@ -353,8 +353,16 @@ func (c *checker) step(a *sim.Actor) {
 func (c *checker) check(entries []trace.Entry, seed int64, step int) {
 	for ; c.seen < len(entries); c.seen++ {
 		e := &entries[c.seen]
-		if e.Kind == platform.TraceKind && c.r != nil {
-			c.platform(c.seen)
+		if e.Kind == platform.TraceKind {
+			if c.r != nil {
+				c.platform(c.seen)
+			}
+			if c.by != nil {
+				// No invariant of a known list reads a platform entry, and
+				// there are no facts to learn of one (learn).
+				c.state.justDetached = ""
+				continue
+			}
 		}
 		invs := c.reading(e.Kind)
 		for i := range invs {

@@ -148,7 +148,7 @@ func (r *run) processOptions() (platform.Options, *process) {
 		MaxSteps:       r.sc.Options.MaxSteps,
 		Testing:        r.opts.Testing,
 	}
-	obs := &processObserver{r: r, proc: proc, rec: rec}
+	obs := &processObserver{r: r, proc: proc, rec: rec.(platform.EventReader)}
 	opts.Core.Observer = (*processCoreObserver)(obs)
 	opts.Agents, opts.Store, opts.Instance = pr.sc.Agents, pr.store, proc.instance
 	opts.Observer = obs
@@ -156,13 +156,13 @@ func (r *run) processOptions() (platform.Options, *process) {
 }
 
 // processObserver is a process's platform observer, and as a
-// processCoreObserver its runtime's: an event reaches Observe directly
-// (not copied once more through an ObserverFunc) and is read where
-// Observe was handed it from there on.
+// processCoreObserver its runtime's: a platform event reaches it by its
+// address (platform.EventReader), and is read there on its way to the
+// trace observer (another), copied nowhere.
 type processObserver struct {
 	r    *run
 	proc *process
-	rec  platform.Observer
+	rec  platform.EventReader
 }
 
 type processCoreObserver processObserver
@@ -173,14 +173,17 @@ func (o *processCoreObserver) Observe(e core.Event) {
 	}
 }
 
-func (o *processObserver) Observe(e platform.Event) {
+func (o *processObserver) Observe(e platform.Event) { o.ReadEvent(&e) }
+
+// ReadEvent implements platform.EventReader.
+func (o *processObserver) ReadEvent(e *platform.Event) {
 	if o.proc.dead {
 		return
 	}
 	r := o.r
-	r.platformEvent(o.rec, &e)
+	r.platformEvent(o.rec, e)
 	if r.opts.platformDefect != nil {
-		for _, extra := range r.opts.platformDefect(e) {
+		for _, extra := range r.opts.platformDefect(*e) {
 			extra.Seq, extra.Time = e.Seq, e.Time
 			r.platformEvent(o.rec, &extra)
 		}
@@ -196,9 +199,9 @@ func (r *run) live(proc *process, p *platform.Platform) {
 
 // platformEvent records a platform event in the trace, keeps it for the
 // invariants and fires the triggers it makes due.
-func (r *run) platformEvent(rec platform.Observer, e *platform.Event) {
+func (r *run) platformEvent(rec platform.EventReader, e *platform.Event) {
 	r.flushJump()
-	rec.Observe(*e)
+	rec.ReadEvent(e)
 	if e.Type == platform.EventSchedulerLeader {
 		r.plat.leader = e.Text
 	}
@@ -409,10 +412,20 @@ func (r *run) crashPlatform() {
 		pr.proc.instance, orNone(strings.Join(restored, ", ")))})
 }
 
-// keep saves what a process found before it goes.
+// keep saves what a process found before it goes: the copies the
+// platform hands out are kept as they are when nothing is kept yet.
 func (pr *platformRun) keep(p *platform.Platform) {
-	pr.findings = append(pr.findings, p.Findings()...)
-	pr.posts = append(pr.posts, p.Posts()...)
+	pr.findings = keepAll(pr.findings, p.Findings())
+	pr.posts = keepAll(pr.posts, p.Posts())
+}
+
+// keepAll is append(kept, more...), which is more itself, not a copy of
+// it, when kept is empty and more is not.
+func keepAll[S ~[]E, E any](kept, more S) S {
+	if len(kept) == 0 && len(more) > 0 {
+		return more
+	}
+	return append(kept, more...)
 }
 
 // atHorizon records the end of virtual time, checks the end-of-run

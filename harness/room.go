@@ -78,6 +78,7 @@ type runSpare struct {
 	plat     []platEvent
 	facts    Facts
 	outputs  map[string]*core.RunResult
+	ordinals *ordinals
 }
 
 // empty makes a run given back the zero run, keeping its recorder (reset)
@@ -91,6 +92,10 @@ func (r *run) empty() {
 		triggers: clearSlice(r.triggers),
 		plat:     clearSlice(r.platEvents),
 		facts:    r.own.state.emptied(),
+	}
+	if o := r.ordinals; o != nil {
+		*o = ordinals{}
+		k.spare.ordinals = o
 	}
 	if out := k.out; out != nil {
 		k.spare.verdicts = clearSlice(out.Verdicts)

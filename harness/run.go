@@ -166,7 +166,10 @@ type run struct {
 	prov  *scripted.Provider
 	model core.Provider // what answers after the faults: the script, or Options.Provider
 
-	ordinals ordinals
+	// ordinals is nil unless a provider fault may fire (Faults.mayInject):
+	// nothing else reads a run's ordinals, and a run without such a fault
+	// neither keeps nor counts them.
+	ordinals *ordinals
 	triggers []*trigger
 	mainDone core.Signal
 	crashed  bool
@@ -218,6 +221,12 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r.rec.Grow(traceSizes.hint(sc))
 	k := r.keeps()
 	r.faults.init(sc, opts, k.spare.enabled, k.spare.fired)
+	if r.faults.mayInject() {
+		r.ordinals = k.spare.ordinals
+		if r.ordinals == nil {
+			r.ordinals = new(ordinals)
+		}
+	}
 	r.triggers, r.platEvents = k.spare.triggers, k.spare.plat
 	onJump, onStep := k.jump, k.step
 	if onJump == nil {
@@ -385,7 +394,7 @@ func (r *run) observe(e *core.Event) {
 		return
 	}
 	r.flushJump()
-	if e.Kind == core.EventRunStart {
+	if e.Kind == core.EventRunStart && r.ordinals != nil {
 		r.ordinals.start(e.Run, e.Agent)
 	}
 	if r.opts.traceDefect == nil {

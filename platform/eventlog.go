@@ -11,17 +11,18 @@ import (
 // record is an event as a log keeps it: the fields every event has, and
 // only the text fields that are set. An Event is 344 bytes, mostly empty
 // strings (a week of loops logs some 1,700 events with two or three fields
-// each); a record is 88 bytes, its set text fields 16 bytes each beside it
+// each); a record is 80 bytes, its set text fields 16 bytes each beside it
 // in the platform's arena, so that the collector has a third as much to
 // mark. Its session is its log's (every event of a log is on that log).
-// Every reader (the observer, Events, AllEvents, Trajectories) is handed
+// Every reader (an Observer, Events, AllEvents, Trajectories) is handed
 // the Event rebuilt field for field (event), the event that was emitted.
 type record struct {
-	seq     uint64
-	time    time.Time
-	typ     EventType
-	turn    int
-	attempt int
+	seq  uint64
+	time time.Time
+	typ  EventType
+	// turn and attempt are the event's, when they fit in 32 bits (any
+	// turn or attempt count does); rare holds them otherwise.
+	turn, attempt int32
 	// texts are the set text fields, in the order of their bits (textChild
 	// ... textError), and set has the bits of those set.
 	texts *string
@@ -35,6 +36,9 @@ type record struct {
 type rareFields struct {
 	metadata json.RawMessage
 	parents  []string
+	// wide is set when the turn and attempt are these, past 32 bits.
+	wide          bool
+	turn, attempt int
 }
 
 // A record's set text fields, in the order of its texts: field i is
@@ -80,12 +84,15 @@ func setIf(i int, v string) uint16 {
 }
 
 // keepLocked stores an event, numbered and stamped, as a record in the
-// platform's arena, queues it for the observer and returns it, for its
-// log (the log of e.Session).
+// platform's arena, queues it for the observer (as a record, or as the
+// event itself for an EventReader) and returns it, for its log (the log
+// of e.Session).
 func (p *Platform) keepLocked(e *Event) *record {
 	r := p.records.New()
 	p.seq++
-	r.seq, r.time, r.typ, r.turn, r.attempt, r.siblings = p.seq, p.clock.Now(), e.Type, e.Turn, e.Attempt, e.Siblings
+	r.seq, r.time, r.typ, r.siblings = p.seq, p.clock.Now(), e.Type, e.Siblings
+	r.turn, r.attempt = int32(e.Turn), int32(e.Attempt)
+	wide := int(r.turn) != e.Turn || int(r.attempt) != e.Attempt
 	set := setIf(textChild, e.Child) | setIf(textOther, e.Other) | setIf(textTask, e.Task) |
 		setIf(textSchedule, e.Schedule) | setIf(textItem, e.Item) | setIf(textAgent, e.Agent) |
 		setIf(textKind, string(e.Kind)) | setIf(textGoal, e.Goal) | setIf(textStatus, e.Status) |
@@ -97,10 +104,23 @@ func (p *Platform) keepLocked(e *Event) *record {
 		}
 		r.texts, r.set = &room[0], set
 	}
-	if e.Metadata != nil || e.Parents != nil {
-		r.rare = &rareFields{metadata: e.Metadata, parents: e.Parents}
+	if e.Metadata != nil || e.Parents != nil || wide {
+		r.rare = &rareFields{metadata: e.Metadata, parents: e.Parents, wide: wide, turn: e.Turn, attempt: e.Attempt}
 	}
-	if p.opts.Observer != nil {
+	switch {
+	case p.reader != nil:
+		// The event as emitted is the one its record gives back (fill).
+		// Copied once, into its room: append(p.reads, *e) copies it to
+		// the stack first.
+		n := len(p.reads)
+		if n == cap(p.reads) {
+			p.reads = slices.Grow(p.reads, 1)
+		}
+		p.reads = p.reads[:n+1]
+		q := &p.reads[n]
+		*q = *e
+		q.Seq, q.Time = r.seq, r.time
+	case p.opts.Observer != nil:
 		p.outbox = append(p.outbox, queued{r, e.Session})
 	}
 	return r
@@ -122,7 +142,7 @@ func (r *record) event(session string) (e Event) {
 // is the zero Event.
 func (r *record) fill(e *Event, session string) {
 	e.Seq, e.Time, e.Session, e.Type = r.seq, r.time, session, r.typ
-	e.Turn, e.Attempt, e.Siblings = r.turn, r.attempt, r.siblings
+	e.Turn, e.Attempt, e.Siblings = int(r.turn), int(r.attempt), r.siblings
 	if r.set != 0 {
 		texts := unsafe.Slice(r.texts, bits.OnesCount16(r.set))
 		for n, left := 0, r.set; left != 0; n, left = n+1, left&(left-1) {
@@ -159,6 +179,9 @@ func (r *record) fill(e *Event, session string) {
 	}
 	if r.rare != nil {
 		e.Metadata, e.Parents = r.rare.metadata, r.rare.parents
+		if r.rare.wide {
+			e.Turn, e.Attempt = r.rare.turn, r.rare.attempt
+		}
 	}
 }
 

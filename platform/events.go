@@ -182,6 +182,17 @@ type Observer interface {
 	Observe(Event)
 }
 
+// An EventReader is an Observer that the platform hands each event by its
+// address (ReadEvent) instead of Observe's copy: an Event is some 340
+// bytes, copied once more at every call that takes it by value. The event
+// is the platform's only for the call: ReadEvent reads it and keeps no
+// pointer to it (its strings and slices it may keep). TraceObserver's
+// observer is one.
+type EventReader interface {
+	Observer
+	ReadEvent(e *Event)
+}
+
 // ObserverFunc adapts a function to an Observer.
 type ObserverFunc func(Event)
 

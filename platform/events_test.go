@@ -34,7 +34,21 @@ var _ = Describe("The event logs", func() {
 		}
 	})
 
-	It("give back every field an event was emitted with, whichever of them are set", func() {
+	It("reach an EventReader by address as the same events, in the same order, that an Observer is handed by value", func() {
+		reader := &eventReader{}
+		e := newEnv(func(o *platform.Options) { o.Observer = reader })
+		root := e.root("scout")
+		e.runner(func(_ *core.Request, n int) *core.Response { return &core.Response{Text: fmt.Sprintf("run %d", n)} })
+		e.send(root, "/loop 5m ping")
+		e.runFor(time.Hour)
+		e.settle()
+
+		Expect(reader.observed).To(BeEmpty(), "an EventReader is not handed copies through Observe")
+		Expect(reader.read).To(HaveLen(3+7*13), "the root's 2 and 2 a run, scheduler.leader, 5 a run on its own log")
+		Expect(e.p.AllEvents()).To(Equal(reader.read))
+	})
+
+	It("give back every field an event was emitted with, whichever of them are set, and a turn or attempt past 32 bits", func() {
 		e := newEnv()
 		root := e.root("scout")
 		full := platform.Event{Type: platform.EventTaskCreated, Child: "c", Other: "o", Task: "t", Attempt: 3,
@@ -58,6 +72,10 @@ var _ = Describe("The event logs", func() {
 		alternate.Other, alternate.Schedule, alternate.Agent, alternate.Goal, alternate.Channel, alternate.Text = "", "", "", "", "", ""
 		alternate.Turn, alternate.Metadata = 0, nil
 		events = append(events, full, alternate, platform.Event{Type: platform.EventTaskCreated, Parents: []string{}})
+		// A turn and an attempt past 32 bits, and one of them alone.
+		wide := alternate
+		wide.Turn, wide.Attempt = 1<<40+7, -(1 << 33)
+		events = append(events, wide, platform.Event{Type: platform.EventTurnEnd, Turn: 1 << 31})
 
 		for _, log := range []string{"", root, "not-live-here"} {
 			for _, want := range events {
@@ -72,3 +90,10 @@ var _ = Describe("The event logs", func() {
 		}
 	})
 })
+
+// eventReader keeps the events it is handed, by address (read) or by
+// value (observed).
+type eventReader struct{ read, observed []platform.Event }
+
+func (r *eventReader) Observe(e platform.Event)    { r.observed = append(r.observed, e) }
+func (r *eventReader) ReadEvent(e *platform.Event) { r.read = append(r.read, *e) }

@@ -57,15 +57,28 @@ const (
 	idleNoPendingInbox                  // no inbox item is pending
 )
 
-// idleLocked reports whether the check finds nothing to do.
-func (p *Platform) idleLocked(c idleCheck) bool {
-	switch c {
-	case idleNoBoard:
-		return len(p.board) == 0
-	case idleNoPendingInbox:
-		return p.pendingInbox == 0
+// idleChecks are the checks of a timer's jobs, gathered once: a tick is
+// idle when every one holds (idleLocked), whatever the number of jobs.
+type idleChecks struct{ never, board, inbox bool }
+
+func idleChecksOf(jobs []sweeper) idleChecks {
+	var c idleChecks
+	for _, j := range jobs {
+		switch j.idle {
+		case idleNoBoard:
+			c.board = true
+		case idleNoPendingInbox:
+			c.inbox = true
+		default:
+			c.never = true
+		}
 	}
-	return false
+	return c
+}
+
+// idleLocked reports whether every check finds nothing to do.
+func (p *Platform) idleLocked(c idleChecks) bool {
+	return !c.never && (!c.board || len(p.board) == 0) && (!c.inbox || p.pendingInbox == 0)
 }
 
 // armEveryLocked runs jobs every d on one persistent timer, re-armed with
@@ -91,15 +104,8 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		p.mu.Unlock()
 	}
 	body := p.actor(run)
-	// idle reports whether every job is idle: the tick only re-arms.
-	idle := func() bool {
-		for _, j := range jobs {
-			if !p.idleLocked(j.idle) {
-				return false
-			}
-		}
-		return true
-	}
+	// When every job is idle (idleLocked), the tick only re-arms.
+	checks := idleChecksOf(jobs)
 	p.timers[slot] = struct{}{}
 	// The timer is live while the platform is not closing: begin, which
 	// stops it, is the only one to take it out of timers.
@@ -109,19 +115,19 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 		if p.closing {
 			return
 		}
-		if !idle() {
+		if !p.idleLocked(checks) {
 			p.startLocked(name, body)
 			return
 		}
 		slot.t.Reset(d)
 	})
+	// The simulator's idle round takes no lock, as the ticker's does not
+	// (see startScheduler): every writer of what it reads (closing, the
+	// boards, the pending inbox) also uses the simulator (an actor, a
+	// timer, an emitted event's time on its clock), which runs one thing
+	// at a time, and it asks the round only when no actor can run.
 	skipIdle(slot.t, func(time.Duration) (time.Duration, bool) {
-		// Unlocked by hand, not deferred: the simulator asks at every
-		// idle tick of a week, and a defer costs more than the round.
-		p.mu.Lock()
-		skip := !p.closing && idle()
-		p.mu.Unlock()
-		return d, skip
+		return d, !p.closing && p.idleLocked(checks)
 	})
 }
 

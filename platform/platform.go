@@ -76,15 +76,21 @@ type Platform struct {
 	fence   sync.RWMutex
 	crashed bool
 
-	mu       sync.Mutex
-	closing  bool
-	seq      uint64
-	outbox   []queued // events for the observer, as kept in records
-	spare    []queued // the outbox's other buffer (see unlock)
-	flushing bool
+	mu      sync.Mutex
+	closing bool
+	seq     uint64
+	outbox  []queued // events for the observer, as kept in records
+	spare   []queued // the outbox's other buffer (see unlock)
+	// reads are the events for an observer that is an EventReader (and
+	// the outbox is not used), as they were emitted, handed to it where
+	// they stand; readSpare is their other buffer.
+	reads, readSpare []Event
+	flushing         bool
 	// observeFunc is the observer when it is an ObserverFunc, called
-	// directly: its Observe would copy each event once more.
+	// directly: its Observe would copy each event once more; reader is
+	// the observer when it is an EventReader.
 	observeFunc ObserverFunc
+	reader      EventReader
 	sessions    map[string]*session
 	order       []*session
 	// records holds every event of every log below, in chunks that never
@@ -169,6 +175,9 @@ type ticker struct {
 	due     int64
 	dueOK   bool
 	dueRead bool
+	// quietAt is the count of schedule writes at which the simulator's
+	// idle round finds nothing to do without a call (see setQuiet).
+	quietAt uint64
 
 	// dueRoom is the room a pass reads the due rows into (dueRows), while
 	// dueBusy says a pass has it.
@@ -217,6 +226,7 @@ func New(opts Options) (*Platform, error) {
 		crons:        map[string]cron.Schedule{},
 	}
 	p.observeFunc, _ = opts.Observer.(ObserverFunc)
+	p.reader, _ = opts.Observer.(EventReader)
 	// The runtime's provider records the sessions' provider steps
 	// (activityProvider) and is otherwise the one given.
 	rtOpts := opts.Core
@@ -313,6 +323,7 @@ func (p *Platform) begin(cause error) <-chan struct{} {
 		return p.drained.C()
 	}
 	p.closing = true
+	p.ticker.setQuiet(true)
 	for _, t := range sortedSlots(p.timers) {
 		t.stop()
 	}
@@ -478,11 +489,26 @@ func (p *Platform) emitOnLocked(s *session, e *Event) {
 // flushes, draining the queue until it is empty, so the observer sees
 // events in sequence order even when actors run in parallel.
 func (p *Platform) unlock() {
-	if p.opts.Observer == nil || len(p.outbox) == 0 || p.flushing {
+	if p.opts.Observer == nil || len(p.outbox) == 0 && len(p.reads) == 0 || p.flushing {
 		p.mu.Unlock()
 		return
 	}
 	p.flushing = true
+	for len(p.reads) > 0 {
+		// An EventReader is handed each event where it stands in the
+		// buffer, which it keeps no pointer into.
+		out := p.reads
+		p.reads, p.readSpare = p.readSpare[:0], nil
+		p.mu.Unlock()
+		for i := range out {
+			p.reader.ReadEvent(&out[i])
+		}
+		p.mu.Lock()
+		// Not cleared: what an event holds (its strings, metadata and
+		// parents, its time's location) its record holds too, on a log
+		// the platform keeps as long as it keeps the buffer.
+		p.readSpare = out[:0]
+	}
 	for len(p.outbox) > 0 {
 		// Swap the queue with the spare one, so that flushing allocates
 		// nothing once both have grown to what a turn emits.

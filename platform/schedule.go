@@ -335,7 +335,6 @@ func (p *Platform) toolLoopWait(_ context.Context, s *session, _ core.ToolCall, 
 		return nil, err
 	}
 	p.mu.Lock()
-	s.loopWaited = true
 	p.armTickerLocked()
 	delay := p.waitTextLocked(clamped)
 	p.mu.Unlock()
@@ -455,7 +454,7 @@ func (p *Platform) startScheduler() {
 	}
 	tk.writes, _ = p.store.(store.ScheduleWriteCounter)
 	tk.mem, _ = p.store.(*store.Memory)
-	tk.notBefore, tk.poll = math.MinInt64, int64(p.opts.SchedulePollInterval)
+	tk.notBefore, tk.poll, tk.quietAt = math.MinInt64, int64(p.opts.SchedulePollInterval), noWrites
 	tk.setNextRecovery(int64(p.opts.ScheduleRecoveryInterval))
 	p.slotSeq++
 	slot := &timerSlot{seq: p.slotSeq}
@@ -481,27 +480,46 @@ func (p *Platform) startScheduler() {
 	// stop of the clock (sim's SkipIdle says why the order of fires stays
 	// the same): the round below does what the callback above does when
 	// the poll is idle, and nothing when it is not.
-	skipIdle(slot.t, func(due time.Duration) (time.Duration, bool) {
-		// Unlocked by hand, not deferred: the simulator asks at every
-		// idle poll of a week, and a defer costs a third of the round.
+	//
+	//
+	// The round that finds the in-memory store unwritten, nearly every
+	// one of a week's 11,000 polls, takes no lock (an uncontended one
+	// costs more than the rest of the round). Nothing else can reach what
+	// it reads and writes (closing and the ticker's state) while it runs:
+	// the simulator asks it only when no actor can run, and every writer
+	// of that state also uses the simulator (Close and Crash wait through
+	// it; a schedule write, a pass and a poll re-arm its clock's timer),
+	// which has no lock of its own and so runs one thing at a time, its
+	// actors, its timers' callbacks and its driver, on one thread of
+	// control.
+	round := func(now int64) (time.Duration, bool) {
+		// Unlocked by hand, not deferred, as the quick round below takes
+		// none.
 		p.mu.Lock()
 		if p.closing {
 			p.mu.Unlock()
 			return 0, false
 		}
-		now := int64(due - tk.e0)
-		if tk.mem != nil && tk.dueRead && tk.mem.ScheduleWrites() == tk.seen && now < tk.limit {
-			// What idlePollLocked does when the in-memory store had no
-			// schedule write since the ticker read it, with no call.
-			at := tk.atAfter(now)
-			tk.at, tk.armed = at, true
-			p.mu.Unlock()
-			return time.Duration(at - now), true
-		}
 		at, idle := p.idlePollLocked(now)
 		p.mu.Unlock()
 		return time.Duration(at - now), idle
-	})
+	}
+	if mem := tk.mem; mem != nil {
+		skipIdle(slot.t, func(due time.Duration) (time.Duration, bool) {
+			now := int64(due - tk.e0)
+			if mem.ScheduleWrites() == tk.quietAt && now < tk.limit {
+				// What idlePollLocked does when the in-memory store had
+				// no schedule write since the ticker read it, with no
+				// call (quietAt).
+				at := tk.atAfter(now)
+				tk.at, tk.armed = at, true
+				return time.Duration(at - now), true
+			}
+			return round(now)
+		})
+	} else {
+		skipIdle(slot.t, func(due time.Duration) (time.Duration, bool) { return round(int64(due - tk.e0)) })
+	}
 	tk.at, tk.armed = int64(p.opts.SchedulePollInterval), true
 	p.armTickerLocked()
 }
@@ -568,8 +586,23 @@ func (p *Platform) nextDueLocked() (int64, bool) {
 		tk.due = tk.ns(next)
 	}
 	tk.seen, tk.dueRead = seen, tk.writes != nil && err == nil
+	tk.setQuiet(p.closing)
 	tk.setLimit()
 	return tk.due, tk.dueOK
+}
+
+// noWrites is a count of schedule writes no store reaches.
+const noWrites = math.MaxUint64
+
+// setQuiet sets quietAt: the in-memory store's count of schedule writes
+// (seen) while its next due row is read (dueRead) and the platform is not
+// closing, and noWrites otherwise, so that the simulator's idle round asks
+// one question for all four.
+func (tk *ticker) setQuiet(closing bool) {
+	tk.quietAt = noWrites
+	if tk.mem != nil && tk.dueRead && !closing {
+		tk.quietAt = tk.seen
+	}
 }
 
 // setNextRecovery sets when the next recovery pass is due.

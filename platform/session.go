@@ -76,11 +76,13 @@ type session struct {
 	excluded         []string
 	allowed          []string // nil: everything
 	budget           int
-	created          time.Time
 
 	state  State
 	active bool // its actor is running
 	added  bool // addLocked made it live: it is in Platform.sessions
+	// spawned: the session spawned a durable task (so its end may strand
+	// a blocked one).
+	spawned bool
 	// platform is the Platform it is live on (addLocked), which the
 	// platform's tools, shared by every Platform, find through it.
 	platform *Platform
@@ -114,9 +116,6 @@ type session struct {
 	// identity, so that a replayed provider response does not act twice.
 	calls map[callIdentity]callRecord
 
-	// spawned: the session spawned a durable task (so its end may strand
-	// a blocked one).
-	spawned bool
 	// task attempts
 	task     string
 	attempt  int
@@ -127,7 +126,6 @@ type session struct {
 	scheduleKind  store.ScheduleKind
 	origin        string
 	originChannel string
-	loopWaited    bool
 }
 
 type sessionKey struct{}
@@ -344,8 +342,7 @@ func (p *Platform) addLocked(s *session) {
 		s.log = s.logBuf[:0]
 	}
 	s.state = StateIdle
-	s.created = p.clock.Now()
-	s.lastSeen = s.created
+	s.lastSeen = p.clock.Now()
 	if s.budget <= 0 {
 		s.budget = p.opts.MaxIterations
 	}

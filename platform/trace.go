@@ -31,8 +31,8 @@ func TraceObserver(rec *trace.Recorder) Observer {
 	return &traceObserver{rec: rec, agents: map[string]string{}, text: slab.SizedTexts(8<<10, 8<<10)}
 }
 
-// traceObserver is TraceObserver's Observer: an event reaches its Observe
-// directly, not copied once more on the way through an ObserverFunc.
+// traceObserver is TraceObserver's Observer, an EventReader: an event
+// reaches it by its address (ReadEvent), not copied once more on the way.
 type traceObserver struct {
 	rec    *trace.Recorder
 	mu     sync.Mutex
@@ -44,7 +44,10 @@ type traceObserver struct {
 	text       slab.Texts
 }
 
-func (o *traceObserver) Observe(e Event) {
+func (o *traceObserver) Observe(e Event) { o.ReadEvent(&e) }
+
+// ReadEvent records e (see EventReader).
+func (o *traceObserver) ReadEvent(e *Event) {
 	o.mu.Lock()
 	switch {
 	case e.Type == EventSessionCreated || e.Type == EventSessionRestored:
@@ -152,7 +155,25 @@ func appendQuoted(b []byte, v string) []byte {
 // unchanged: printable ASCII with no quote and no backslash, as most
 // event texts are (Quote's rune-by-rune walk is the rest of the line's
 // cost).
+//
+// It reads eight bytes at a time: a byte below 0x20 (c-0x20 borrows), at
+// or past 0x7f (c+1 carries into, or c has, the top bit), a quote or a
+// backslash (c^'"' or c^'\\' is zero) sets that byte's top bit in bad,
+// and no other byte sets any (a borrow or carry across bytes comes only
+// from a byte that is flagged itself). The bytes after the last eight are
+// read one by one.
 func quotesAsIs(v string) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	for ; len(v) >= 8; v = v[8:] {
+		w := v[:8] // one load of eight bytes, not eight checked ones
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		bad := (x - ones*0x20) | (x + ones) | x | (q-ones)&^q | (bs-ones)&^bs
+		if bad&tops != 0 {
+			return false
+		}
+	}
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			return false

@@ -199,8 +199,16 @@ var requestFields = func() uint64 {
 // tools-include and tools-exclude ask for, as the fields match the names
 // of an entry recording the request.
 func offersAsAsked(p *Pattern, tools []core.ToolSpec) bool {
+	// A loop of its own, not slices.ContainsFunc's call of a function per
+	// tool: a script asks this of every request of its agent, whose tools
+	// are the platform's some twenty.
 	offers := func(name string) bool {
-		return slices.ContainsFunc(tools, func(t core.ToolSpec) bool { return t.Name == name })
+		for i := range tools {
+			if tools[i].Name == name {
+				return true
+			}
+		}
+		return false
 	}
 	if p.Tools != nil {
 		if len(p.Tools) != len(tools) {
@@ -217,7 +225,12 @@ func offersAsAsked(p *Pattern, tools []core.ToolSpec) bool {
 			return false
 		}
 	}
-	return !slices.ContainsFunc(p.ToolsExclude, offers)
+	for _, name := range p.ToolsExclude {
+		if offers(name) {
+			return false
+		}
+	}
+	return true
 }
 
 // requestMatch is the entry and trace MatchRequest builds a request into,

@@ -352,7 +352,7 @@ func messageText(key string, field func(*Pattern) *string, guidance, history boo
 			if want == "" {
 				return true
 			}
-			holds := func(m core.Message) bool { return (!guidance || m.Guidance) && strings.Contains(m.Content, want) }
+			holds := func(m core.Message) bool { return (!guidance || m.Guidance) && contains(m.Content, want) }
 			if history {
 				return inHistory(t, e, holds)
 			}
@@ -760,13 +760,55 @@ func (p *Pattern) matchTool(e *trace.Entry) bool {
 }
 
 func entryContains(e *trace.Entry, s string) bool {
-	if strings.Contains(e.Content, s) || strings.Contains(e.Text(), s) || strings.Contains(string(e.Output()), s) ||
-		strings.Contains(e.Err(), s) || strings.Contains(e.Detail, s) {
+	if contains(e.Content, s) || contains(e.Detail, s) {
+		return true
+	}
+	if e.Part == nil {
+		return false // no text, output, error or calls
+	}
+	if contains(e.Text(), s) || contains(string(e.Output()), s) || contains(e.Err(), s) {
 		return true
 	}
 	for _, c := range e.Calls() {
-		if strings.Contains(c.Arguments, s) {
+		if contains(c.Arguments, s) {
 			return true
+		}
+	}
+	return false
+}
+
+// contains is strings.Contains(s, sub), for the texts a pattern's contains
+// and message look into, which are mostly short lines of lower-case words
+// (a platform event's rendering, "session-3 schedule.fired
+// schedule=schedule-1 child=session-9"): it looks for sub's first byte
+// that is not a lower-case letter (its '=' or '-' or digit, say), which
+// such a line has few of, and compares sub only where that byte is, where
+// strings.Index on a short line compares at every position.
+func contains(s, sub string) bool {
+	n := len(sub)
+	switch {
+	case n == 0:
+		return true
+	case n > len(s):
+		return false
+	}
+	k := 0
+	for k < n-1 && 'a' <= sub[k] && sub[k] <= 'z' {
+		k++
+	}
+	c, last := sub[k], len(s)-n+k // the anchor byte, and where it can be last
+	for i, fails := k, 0; i <= last; i++ {
+		j := strings.IndexByte(s[i:last+1], c)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if s[i-k:i-k+n] == sub {
+			return true
+		}
+		if fails++; fails > 4 {
+			// The byte is common here after all.
+			return strings.Contains(s[i-k+1:], sub)
 		}
 	}
 	return false

@@ -1,0 +1,50 @@
+package platform
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// quotesAsIs, eight bytes at a time, says what a byte-by-byte look says:
+// that the text is printable ASCII with no quote and no backslash, which
+// strconv.Quote writes between its quotes unchanged. Every byte value
+// stands at every place of an eight-byte block and of the bytes after it,
+// among printable ones, and random texts mix both.
+func TestQuotesAsIsIsPrintableASCIIWithNoQuoteOrBackslash(t *testing.T) {
+	check := func(v string) {
+		t.Helper()
+		want := true
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				want = false
+			}
+		}
+		if got := quotesAsIs(v); got != want {
+			t.Fatalf("quotesAsIs(%q) = %v, want %v", v, got, want)
+		}
+		if want && strconv.Quote(v) != `"`+v+`"` {
+			t.Fatalf("strconv.Quote(%q) = %s, not the text between quotes", v, strconv.Quote(v))
+		}
+	}
+	base := []byte("abcdefghijklmnopqrstu")
+	for c := range 256 {
+		for at := range len(base) {
+			b := append([]byte(nil), base...)
+			b[at] = byte(c)
+			check(string(b))
+			check(string(b[:at+1]))
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(0x20 + r.IntN(0x5f))
+			if r.IntN(30) == 0 {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		check(string(b))
+	}
+}
