@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,9 +126,11 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 	// (see startScheduler): every writer of what it reads (closing, the
 	// boards, the pending inbox) also uses the simulator (an actor, a
 	// timer, an emitted event's time on its clock), which runs one thing
-	// at a time, and it asks the round only when no actor can run.
-	skipIdle(slot.t, func(time.Duration) (time.Duration, bool) {
-		return d, !p.closing && p.idleLocked(checks)
+	// at a time, and it asks the round only when no actor can run. For the
+	// same reason an idle tick's answer holds for every tick after it
+	// until something runs: the span has no end.
+	skipIdle(slot.t, func(time.Duration) (time.Duration, time.Duration, bool) {
+		return d, math.MaxInt64, !p.closing && p.idleLocked(checks)
 	})
 }
 

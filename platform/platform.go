@@ -389,15 +389,18 @@ func (p *Platform) actorEnded() {
 // skipIdle tells the simulator's clock, when t is one of its timers, the
 // idle round of t's callback: what the callback does when it only re-arms
 // t, as a function of the deadline it fires at, returning the duration of
-// its Reset.
+// its Reset, and until when (the clock's time, as the deadline) the rounds
+// after it at that cadence are idle too while nothing but the clock's
+// skipping runs (an until at or before the deadline promises nothing).
 // The simulator then runs such rounds without the callback and without
-// stopping the clock at them (sim's SkipIdle says why the order of fires
-// stays the same). On another clock it does nothing.
-func skipIdle(t clockwork.Timer, idle func(due time.Duration) (reset time.Duration, idle bool)) {
+// stopping the clock at them, and those of a span without asking (sim's
+// SkipIdle and SkipIdleSpan say why the order of fires stays the same).
+// On another clock it does nothing.
+func skipIdle(t clockwork.Timer, idle func(due time.Duration) (reset, until time.Duration, idle bool)) {
 	if s, ok := t.(interface {
-		SkipIdle(func(time.Duration) (time.Duration, bool))
+		SkipIdleSpan(func(time.Duration) (time.Duration, time.Duration, bool))
 	}); ok {
-		s.SkipIdle(idle)
+		s.SkipIdleSpan(idle)
 	}
 }
 

@@ -492,20 +492,20 @@ func (p *Platform) startScheduler() {
 	// which has no lock of its own and so runs one thing at a time, its
 	// actors, its timers' callbacks and its driver, on one thread of
 	// control.
-	round := func(now int64) (time.Duration, bool) {
+	round := func(now int64) (time.Duration, time.Duration, bool) {
 		// Unlocked by hand, not deferred, as the quick round below takes
 		// none.
 		p.mu.Lock()
 		if p.closing {
 			p.mu.Unlock()
-			return 0, false
+			return 0, 0, false
 		}
 		at, idle := p.idlePollLocked(now)
 		p.mu.Unlock()
-		return time.Duration(at - now), idle
+		return time.Duration(at - now), 0, idle
 	}
 	if mem := tk.mem; mem != nil {
-		skipIdle(slot.t, func(due time.Duration) (time.Duration, bool) {
+		skipIdle(slot.t, func(due time.Duration) (time.Duration, time.Duration, bool) {
 			now := int64(due - tk.e0)
 			if mem.ScheduleWrites() == tk.quietAt && now < tk.limit {
 				// What idlePollLocked does when the in-memory store had
@@ -513,12 +513,12 @@ func (p *Platform) startScheduler() {
 				// call (quietAt).
 				at := tk.atAfter(now)
 				tk.at, tk.armed = at, true
-				return time.Duration(at - now), true
+				return time.Duration(at - now), tk.quietUntil(now, at) + tk.e0, true
 			}
 			return round(now)
 		})
 	} else {
-		skipIdle(slot.t, func(due time.Duration) (time.Duration, bool) { return round(int64(due - tk.e0)) })
+		skipIdle(slot.t, func(due time.Duration) (time.Duration, time.Duration, bool) { return round(int64(due - tk.e0)) })
 	}
 	tk.at, tk.armed = int64(p.opts.SchedulePollInterval), true
 	p.armTickerLocked()
@@ -603,6 +603,20 @@ func (tk *ticker) setQuiet(closing bool) {
 	if tk.mem != nil && tk.dueRead && !closing {
 		tk.quietAt = tk.seen
 	}
+}
+
+// quietUntil is, for an idle poll at now that re-arms for at with the
+// in-memory store unwritten (quietAt), until when (ticker time) the polls
+// after it a poll apart are as idle, each re-arming a poll later, while
+// the store stays unwritten and nothing else runs: those a poll or more
+// before limit, for which atAfter is a poll later (notBefore, at most
+// this poll's at, has no say). It is now, no span, when this poll does
+// not re-arm a poll later.
+func (tk *ticker) quietUntil(now, at int64) time.Duration {
+	if at-now != tk.poll {
+		return time.Duration(now)
+	}
+	return time.Duration(tk.limit - tk.poll + 1)
 }
 
 // setNextRecovery sets when the next recovery pass is due.

@@ -61,7 +61,7 @@ type vtimer struct {
 	at     int64
 	seq    uint64
 	fn     func()
-	idle   func(at time.Duration) (reset time.Duration, idle bool)
+	idle   func(at time.Duration) (reset, until time.Duration, idle bool)
 	ch     chan time.Time
 	period time.Duration
 	index  int32 // position in the heap, -1 when not scheduled
@@ -250,12 +250,78 @@ func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 // (deadline, seq) it would have had, and the callbacks and actors that
 // run afterwards run in the same order, at the same virtual times.
 func (t *vtimer) SkipIdle(idle func(at time.Duration) (reset time.Duration, idle bool)) {
+	if idle == nil {
+		t.idle = nil
+		return
+	}
+	t.idle = func(at time.Duration) (time.Duration, time.Duration, bool) {
+		reset, ok := idle(at)
+		return reset, 0, ok
+	}
+}
+
+// SkipIdleSpan is SkipIdle for a timer whose idle rounds come in spans:
+// idle also returns until, and promises that the rounds due at at+reset,
+// at+2*reset and so on, as long as they are due before until (virtual
+// time since the clock's start), are idle too and re-arm with the same
+// reset, while nothing runs but the simulator's skipping of idle rounds
+// (no actor, no callback: nothing that writes what idle reads). It also
+// promises that idle asked at one of those rounds does to its state what
+// every round up to that one would have done (what a round does is the
+// last round's doing, as a poller that notes when it is next due).
+//
+// The simulator then runs the rounds of a span without asking idle, one
+// integer step each, and asks it again at the last round of the span it
+// runs, before anything else can look at the state; a round at or past
+// until is asked as SkipIdle says. until at or before at promises nothing
+// more than SkipIdle's idle does.
+func (t *vtimer) SkipIdleSpan(idle func(at time.Duration) (reset, until time.Duration, idle bool)) {
 	t.idle = idle
 }
 
+// lane is a timer whose idle rounds skipIdle runs, with its deadline and
+// rank while it does, and the span its idle function last promised.
+type lane struct {
+	t     *vtimer
+	at    int64
+	seq   uint64
+	reset int64 // the span's re-arm, while at < until
+	until int64
+	// last is the deadline of the last round of the span run without
+	// asking idle, or -1: idle is asked at it before skipIdle returns.
+	last int64
+}
+
+func newLane(t *vtimer) lane {
+	return lane{t: t, at: t.at, seq: t.seq, until: math.MinInt64, last: -1}
+}
+
+// before reports whether l's round is due before (at, seq).
+func (l *lane) before(at int64, seq uint64) bool {
+	return l.at < at || l.at == at && l.seq < seq
+}
+
+// settle asks idle at the last round run without asking, if any.
+func (l *lane) settle() {
+	if l.last >= 0 {
+		l.t.idle(time.Duration(l.last))
+		l.last = -1
+	}
+}
+
 // skipIdle runs the idle rounds of the timers at the top of the heap that
-// are due by horizon (if bounded), as SkipIdle says. It reports whether
-// the earliest deadline is then past horizon.
+// are due by horizon (if bounded), as SkipIdle and SkipIdleSpan say. It
+// reports whether the earliest deadline is then past horizon.
+//
+// The rounds run in lanes: the top timer and, when it has idle rounds too,
+// its rival for the top (the earlier of its children). Rounds of the lanes
+// move no other timer, so the lanes stay the earliest two for as long as
+// their next round is due before the earliest of the rest (bound: the
+// rival's sibling or one of its children, or the rival itself when it is
+// not a lane), and their rounds there need no look at the heap: each takes
+// the next seq, as its Reset would, and the lane whose round is next is the
+// one whose (deadline, seq) is earlier, as in the heap. The lanes' deadlines
+// and ranks are written back, and the heap fixed, once they stop.
 func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 	if !bounded {
 		horizon = math.MaxInt64
@@ -266,61 +332,93 @@ func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 		if t.at > horizon {
 			return true
 		}
-		// t's rival for the top of the heap is the earlier of its
-		// children: rounds of t move no other timer, so t stays at the top,
-		// where down would leave it, for as long as it is due before the
-		// rival, and its rounds there need no look at the heap. A round
-		// gives t the newest registration, so t is due before the rival
-		// exactly while its deadline is earlier than the rival's: the rounds
-		// run while t's deadline is before until. The deadline and the
-		// registrations are kept in at and seq while they do (idle reads
-		// neither, nor registers timers), and written back once.
-		until, rival := int64(math.MaxInt64), 0
+		if t.idle == nil {
+			return false
+		}
+		var lanes [2]lane
+		lanes[0] = newLane(t)
+		n, rival := 1, 0
+		boundAt, boundSeq := int64(math.MaxInt64), uint64(math.MaxUint64)
 		if len(h) > 1 {
-			until, rival = h[1].at, 1
+			rival = 1
 			if len(h) > 2 && h[2].before(h[1]) {
-				until, rival = h[2].at, 2
+				rival = 2
+			}
+			b := h[rival]
+			if b.idle != nil {
+				lanes[1] = newLane(b)
+				n = 2
+				// The earliest of the rest: the rival's sibling, or one of
+				// its children.
+				b = nil
+				for _, i := range [3]int{3 - rival, 2*rival + 1, 2*rival + 2} {
+					if i < len(h) && (b == nil || h[i].before(b)) {
+						b = h[i]
+					}
+				}
+			}
+			if b != nil {
+				boundAt, boundSeq = b.at, b.seq
 			}
 		}
-		at, seq := t.at, c.seq
-		stop, past := false, false
-		for {
-			idle := t.idle
-			if idle == nil {
-				stop = true
-				break
-			}
-			d, ok := idle(time.Duration(at))
-			if !ok {
-				stop = true
-				break
-			}
-			// The callback's Reset(d) with the clock at at (schedule).
-			seq++
-			at = after(at, max(d, 0))
-			if at >= until {
-				break
-			}
-			if at > horizon {
-				past = true
-				break
-			}
+		stop, past := c.runLanes(lanes[:n], horizon, boundAt, boundSeq)
+		for i := range n {
+			l := &lanes[i]
+			l.settle()
+			l.t.at, l.t.seq = l.at, l.seq
 		}
-		if seq != c.seq {
-			t.at, t.seq, c.seq = at, seq, seq
+		// Rounds only move a lane later, so each goes down to its place:
+		// the rival first, so that the top goes down over heaps.
+		if n == 2 {
+			h.down(rival)
 		}
+		h.down(0)
 		switch {
 		case stop:
 			return false
 		case past:
 			return true
 		}
-		// What down(0) does: the rival comes to the top, and t goes down
-		// from where the rival was.
-		h.swap(0, rival)
-		h.down(rival)
 	}
 	return false
+}
+
+// runLanes runs the lanes' rounds in (deadline, seq) order while the next
+// is due before (boundAt, boundSeq). It reports whether it stopped at a
+// round that is not idle (stop) or one past horizon (past).
+func (c *Clock) runLanes(lanes []lane, horizon, boundAt int64, boundSeq uint64) (stop, past bool) {
+	for {
+		l := &lanes[0]
+		if len(lanes) == 2 && lanes[1].before(l.at, l.seq) {
+			l = &lanes[1]
+		}
+		if !l.before(boundAt, boundSeq) {
+			return false, false
+		}
+		if l.at > horizon {
+			return false, true
+		}
+		if l.at < l.until {
+			l.last = l.at // a round of the span: idle, re-arming with reset
+		} else {
+			l.settle()
+			idle := l.t.idle
+			if idle == nil {
+				return true, false
+			}
+			d, until, ok := idle(time.Duration(l.at))
+			if !ok {
+				return true, false
+			}
+			l.reset, l.until = int64(max(d, 0)), int64(until)
+			if l.reset == 0 {
+				l.until = math.MinInt64 // a round at the same instant again: no span
+			}
+		}
+		// The callback's Reset(reset) with the clock at l.at (schedule).
+		c.seq++
+		l.at, l.seq = after(l.at, time.Duration(l.reset)), c.seq
+	}
 }
 
 // newTimer returns an unscheduled timer.

@@ -46,7 +46,10 @@
 // which a caller reaches by asserting that interface): the clock then runs
 // it without the callback and without
 // stopping at its instant, and every timer still fires at the same time and
-// in the same order. The clock starts at
+// in the same order. A poller whose idle rounds come in runs says so with
+// SkipIdleSpan(func(at time.Duration) (reset, until time.Duration, idle bool)):
+// the clock then runs the rounds due before until without asking, one
+// integer step each, and asks again at the last one it runs. The clock starts at
 // [Epoch] (or [Options.Start]), so a trace's timestamps are the same on
 // every run.
 //

@@ -18,15 +18,28 @@ import (
 // (every minute, and every five), most of whose rounds are idle, beside
 // one-off timers and an actor that arm timers of their own at the same
 // instants; with skip, the pollers tell the clock their idle rounds
-// (SkipIdle).
+// (SkipIdle), and with spans, the runs of them up to their next busy
+// round (SkipIdleSpan).
 type idleWorld struct {
 	log     []string
 	jumps   int
 	idleRan int // idle rounds the callbacks ran
+	asked   int // idle rounds the clock asked about
+	// next is each poller's note of when it is next due, which every
+	// round, its callback's or its idle function's, writes.
+	next map[string]time.Duration
 }
 
-func runIdleWorld(seed uint64, skip bool) idleWorld {
-	var w idleWorld
+type skipping int
+
+const (
+	noSkip skipping = iota
+	skipRounds
+	skipSpans
+)
+
+func runIdleWorld(seed uint64, skip skipping) idleWorld {
+	w := idleWorld{next: map[string]time.Duration{}}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	s := sim.New(sim.Options{Seed: int64(seed), OnJump: func(from, to time.Time) { w.jumps++ }})
 	clock := s.Clock()
@@ -35,6 +48,7 @@ func runIdleWorld(seed uint64, skip bool) idleWorld {
 	poller := func(name string, period time.Duration, busy map[time.Duration]bool) {
 		var t clockwork.Timer
 		t = clock.AfterFunc(period, func() {
+			w.next[name] = clock.Elapsed() + period
 			if !busy[clock.Elapsed()] {
 				w.idleRan++
 				t.Reset(period)
@@ -44,11 +58,35 @@ func runIdleWorld(seed uint64, skip bool) idleWorld {
 			clock.AfterFunc(0, func() { note(name + "'s follow-up") })
 			t.Reset(period)
 		})
-		if skip {
+		switch skip {
+		case skipRounds:
 			t.(interface {
 				SkipIdle(func(time.Duration) (time.Duration, bool))
 			}).SkipIdle(func(at time.Duration) (time.Duration, bool) {
-				return period, !busy[at]
+				w.asked++
+				if busy[at] {
+					return 0, false
+				}
+				w.next[name] = at + period
+				return period, true
+			})
+		case skipSpans:
+			t.(interface {
+				SkipIdleSpan(func(time.Duration) (time.Duration, time.Duration, bool))
+			}).SkipIdleSpan(func(at time.Duration) (time.Duration, time.Duration, bool) {
+				w.asked++
+				if busy[at] {
+					return 0, 0, false
+				}
+				w.next[name] = at + period
+				// Idle up to the next busy round.
+				until := time.Duration(math.MaxInt64)
+				for b := range busy {
+					if b > at && b < until {
+						until = b
+					}
+				}
+				return period, until, true
 			})
 		}
 	}
@@ -97,7 +135,7 @@ var _ = Describe("idle rounds told to the clock (SkipIdle)", func() {
 	It("run without their callback and without stopping the clock, and every timer still fires at the time and in the order it did", func() {
 		var idleRan, idleSkippedRan int
 		for seed := range uint64(40) {
-			ran, skipped := runIdleWorld(seed, false), runIdleWorld(seed, true)
+			ran, skipped := runIdleWorld(seed, noSkip), runIdleWorld(seed, skipRounds)
 			idleRan, idleSkippedRan = idleRan+ran.idleRan, idleSkippedRan+skipped.idleRan
 			Expect(skipped.log).To(Equal(ran.log), "seed %d", seed)
 			Expect(ran.idleRan).To(BeNumerically(">", 20), "seed %d", seed)
@@ -108,6 +146,46 @@ var _ = Describe("idle rounds told to the clock (SkipIdle)", func() {
 			Expect(skipped.jumps).To(BeNumerically("<", ran.jumps), "seed %d", seed)
 		}
 		Expect(idleSkippedRan).To(BeNumerically("<", idleRan/2))
+	})
+
+	It("in spans (SkipIdleSpan) run without even asking, and every timer still fires at the time and in the order it did, and every poller's state is what its rounds leave", func() {
+		var asked, spanAsked int
+		for seed := range uint64(40) {
+			ran, rounds, spans := runIdleWorld(seed, noSkip), runIdleWorld(seed, skipRounds), runIdleWorld(seed, skipSpans)
+			Expect(spans.log).To(Equal(ran.log), "seed %d", seed)
+			Expect(spans.next).To(Equal(ran.next), "seed %d: the pollers' notes of when they are next due", seed)
+			Expect(spans.idleRan).To(Equal(rounds.idleRan), "seed %d: idle rounds the callbacks ran", seed)
+			Expect(spans.jumps).To(Equal(rounds.jumps), "seed %d", seed)
+			asked, spanAsked = asked+rounds.asked, spanAsked+spans.asked
+		}
+		Expect(spanAsked).To(BeNumerically("<", asked), "idle rounds asked about (the world stops the pollers often: a one-off or the sleeper every few minutes)")
+	})
+
+	It("a span is taken at its word only before its until: the round due then is asked, and runs its callback when busy", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		clock := s.Clock()
+		var calls, asked []time.Duration
+		var t clockwork.Timer
+		t = clock.AfterFunc(time.Minute, func() {
+			calls = append(calls, clock.Elapsed())
+			t.Reset(time.Minute)
+		})
+		t.(interface {
+			SkipIdleSpan(func(time.Duration) (time.Duration, time.Duration, bool))
+		}).SkipIdleSpan(func(at time.Duration) (time.Duration, time.Duration, bool) {
+			asked = append(asked, at)
+			next := (at/(10*time.Minute) + 1) * 10 * time.Minute
+			return time.Minute, next, at%(10*time.Minute) != 0
+		})
+		Expect(s.RunFor(25 * time.Minute)).To(Succeed())
+		Expect(calls).To(Equal([]time.Duration{10 * time.Minute, 20 * time.Minute}))
+		// Asked at the first round of each span, at its last (to leave
+		// the state as the rounds between would), and at the round due at
+		// its until; the horizon ends the last span at 25 minutes.
+		m := time.Minute
+		Expect(asked).To(Equal([]time.Duration{1 * m, 9 * m, 10 * m, 11 * m, 19 * m, 20 * m, 21 * m, 25 * m}))
+		Expect(clock.Elapsed()).To(Equal(25 * time.Minute))
+		Expect(clock.Pending()).To(Equal(1))
 	})
 
 	It("a skipped round's re-arm past the largest duration from the start is due at that duration, as its Reset's would be", func() {
