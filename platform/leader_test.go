@@ -120,6 +120,44 @@ var _ = Describe("The platform's idle wake-ups on the simulator's clock", func()
 	})
 })
 
+var _ = Describe("The ticker's idle polls skipped in spans on the simulator's clock", func() {
+	// firedAt runs a platform on the simulator with rows due at each of
+	// at, none at a poll's instant, and returns when each fired.
+	firedAt := func(at ...time.Duration) []time.Duration {
+		s := sim.New(sim.Options{ReplayStrict: true, Start: epoch})
+		p, err := platform.New(platform.Options{
+			Core:     core.Options{Provider: scripted.New(), Clock: s.Clock(), IDs: &core.SequentialIDs{}, Executor: s},
+			Agents:   map[string]*core.Agent{"scout": agent("scout")},
+			Store:    store.NewMemory(),
+			Instance: "proc-1",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		root, err := p.NewSession(platform.SessionOptions{Agent: "scout", User: "ada"})
+		Expect(err).NotTo(HaveOccurred())
+		for _, d := range at {
+			_, err = p.Once(root, epoch.Add(d), "the report")
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(s.RunFor(6 * time.Hour)).To(Succeed())
+		var fired []time.Duration
+		for _, e := range ofType(p.AllEvents(), platform.EventScheduleFired) {
+			fired = append(fired, e.Time.Sub(epoch))
+		}
+		Expect(p.Close()).To(Succeed())
+		Expect(s.Settle()).To(Succeed())
+		return fired
+	}
+
+	It("end a span a poll before the next due row: a row due between two polls fires at its time, not at the poll after it", func() {
+		due := []time.Duration{
+			2*time.Hour + 30*time.Second,
+			4*time.Hour - 1,
+			5*time.Hour + 1,
+		}
+		Expect(firedAt(due...)).To(Equal(due))
+	})
+})
+
 // dueCounter is a store that counts the ticker's NextDue calls. Its
 // Memory counts its schedule writes (store.ScheduleWriteCounter) unless
 // opaque hides that, as a store shared through a server does not.

@@ -513,7 +513,7 @@ func (p *Platform) startScheduler() {
 				// call (quietAt).
 				at := tk.atAfter(now)
 				tk.at, tk.armed = at, true
-				return time.Duration(at - now), tk.quietUntil(now, at) + tk.e0, true
+				return time.Duration(at - now), tk.quietUntil() + tk.e0, true
 			}
 			return round(now)
 		})
@@ -605,17 +605,14 @@ func (tk *ticker) setQuiet(closing bool) {
 	}
 }
 
-// quietUntil is, for an idle poll at now that re-arms for at with the
-// in-memory store unwritten (quietAt), until when (ticker time) the polls
-// after it a poll apart are as idle, each re-arming a poll later, while
-// the store stays unwritten and nothing else runs: those a poll or more
-// before limit, for which atAfter is a poll later (notBefore, at most
-// this poll's at, has no say). It is now, no span, when this poll does
-// not re-arm a poll later.
-func (tk *ticker) quietUntil(now, at int64) time.Duration {
-	if at-now != tk.poll {
-		return time.Duration(now)
-	}
+// quietUntil is, for an idle poll with the in-memory store unwritten
+// (quietAt), until when (ticker time) the polls after it a poll apart are
+// as idle, each re-arming a poll later, while the store stays unwritten
+// and nothing else runs: those a poll or more before limit, for which
+// atAfter is a poll later (notBefore, at most the poll's own re-arm, has
+// no say). A poll that re-arms sooner than a poll later (for limit) is
+// itself less than a poll before limit: its span is empty.
+func (tk *ticker) quietUntil() time.Duration {
 	return time.Duration(tk.limit - tk.poll + 1)
 }
 

@@ -388,9 +388,14 @@ func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 // round that is not idle (stop) or one past horizon (past).
 func (c *Clock) runLanes(lanes []lane, horizon, boundAt int64, boundSeq uint64) (stop, past bool) {
 	for {
-		l := &lanes[0]
-		if len(lanes) == 2 && lanes[1].before(l.at, l.seq) {
-			l = &lanes[1]
+		l, other := &lanes[0], int64(math.MaxInt64)
+		if len(lanes) == 2 {
+			if lanes[1].before(l.at, l.seq) {
+				l = &lanes[1]
+				other = lanes[0].at
+			} else {
+				other = lanes[1].at
+			}
 		}
 		if !l.before(boundAt, boundSeq) {
 			return false, false
@@ -399,21 +404,37 @@ func (c *Clock) runLanes(lanes []lane, horizon, boundAt int64, boundSeq uint64) 
 			return false, true
 		}
 		if l.at < l.until {
-			l.last = l.at // a round of the span: idle, re-arming with reset
-		} else {
-			l.settle()
-			idle := l.t.idle
-			if idle == nil {
-				return true, false
+			// A round of the span, idle, re-arming with reset, and the
+			// rounds after it that are next in turn: each of those takes
+			// a fresh seq, so it is before the other lane and the bound
+			// while it is due earlier, and it runs while it is due by
+			// horizon and before until. They are counted, not run one by
+			// one: the last is due at at + m*reset.
+			lim := min(l.until, boundAt, other)
+			if horizon < lim-1 {
+				lim = horizon + 1
 			}
-			d, until, ok := idle(time.Duration(l.at))
-			if !ok {
-				return true, false
+			m := int64(0)
+			if lim > l.at {
+				m = (lim - 1 - l.at) / l.reset
 			}
-			l.reset, l.until = int64(max(d, 0)), int64(until)
-			if l.reset == 0 {
-				l.until = math.MinInt64 // a round at the same instant again: no span
-			}
+			l.last = l.at + m*l.reset
+			c.seq += uint64(m) + 1
+			l.at, l.seq = after(l.last, time.Duration(l.reset)), c.seq
+			continue
+		}
+		l.settle()
+		idle := l.t.idle
+		if idle == nil {
+			return true, false
+		}
+		d, until, ok := idle(time.Duration(l.at))
+		if !ok {
+			return true, false
+		}
+		l.reset, l.until = int64(max(d, 0)), int64(until)
+		if l.reset == 0 {
+			l.until = math.MinInt64 // a round at the same instant again: no span
 		}
 		// The callback's Reset(reset) with the clock at l.at (schedule).
 		c.seq++

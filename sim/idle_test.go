@@ -95,6 +95,12 @@ func runIdleWorld(seed uint64, skip skipping) idleWorld {
 		minutely[time.Duration(1+rng.IntN(120))*time.Minute] = true
 		fively[time.Duration(1+rng.IntN(24))*5*time.Minute] = true
 	}
+	// Instants at which both work: the order of their callbacks there is
+	// the order of their ranks, which their idle rounds before gave them.
+	for range 3 {
+		at := time.Duration(1+rng.IntN(24)) * 5 * time.Minute
+		minutely[at], fively[at] = true, true
+	}
 	// One-offs at whole minutes (the pollers' instants) and between them;
 	// some arm another for the same instant or for a minute later.
 	for i := range 40 {
@@ -177,13 +183,16 @@ var _ = Describe("idle rounds told to the clock (SkipIdle)", func() {
 			next := (at/(10*time.Minute) + 1) * 10 * time.Minute
 			return time.Minute, next, at%(10*time.Minute) != 0
 		})
-		Expect(s.RunFor(25 * time.Minute)).To(Succeed())
+		// A horizon a nanosecond before a round, then one at it.
+		Expect(s.RunFor(25*time.Minute - 1)).To(Succeed())
+		Expect(s.RunFor(1)).To(Succeed())
 		Expect(calls).To(Equal([]time.Duration{10 * time.Minute, 20 * time.Minute}))
 		// Asked at the first round of each span, at its last (to leave
 		// the state as the rounds between would), and at the round due at
-		// its until; the horizon ends the last span at 25 minutes.
+		// its until; the first horizon ends the last span at 24 minutes,
+		// and the round at 25 is asked in the second.
 		m := time.Minute
-		Expect(asked).To(Equal([]time.Duration{1 * m, 9 * m, 10 * m, 11 * m, 19 * m, 20 * m, 21 * m, 25 * m}))
+		Expect(asked).To(Equal([]time.Duration{1 * m, 9 * m, 10 * m, 11 * m, 19 * m, 20 * m, 21 * m, 24 * m, 25 * m}))
 		Expect(clock.Elapsed()).To(Equal(25 * time.Minute))
 		Expect(clock.Pending()).To(Equal(1))
 	})
