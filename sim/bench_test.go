@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -60,8 +61,30 @@ func BenchmarkIdleTimer(b *testing.B) {
 // told of (SkipIdle) without stopping at them: two pollers, every minute
 // and every five, whose every round is idle, beside two far timers, for a
 // week of virtual time; the top of the heap changes at every five-minute
-// round. ns/round is the cost of one round.
+// round. ns/round is the cost of one.
 func BenchmarkSkippedIdleRounds(b *testing.B) {
+	skippedIdle(b, func(t clockwork.Timer, period time.Duration) {
+		t.(interface {
+			SkipIdle(func(time.Duration) (time.Duration, bool))
+		}).SkipIdle(func(time.Duration) (time.Duration, bool) { return period, true })
+	})
+}
+
+// BenchmarkSkippedIdleSpans is BenchmarkSkippedIdleRounds with the
+// pollers' rounds told in spans (SkipIdleSpan): each is idle for as long
+// as the simulation runs, so the clock asks each once and counts the
+// rounds between its stops. ns/round is the cost of one.
+func BenchmarkSkippedIdleSpans(b *testing.B) {
+	skippedIdle(b, func(t clockwork.Timer, period time.Duration) {
+		t.(interface {
+			SkipIdleSpan(func(time.Duration) (time.Duration, time.Duration, bool))
+		}).SkipIdleSpan(func(time.Duration) (time.Duration, time.Duration, bool) { return period, math.MaxInt64, true })
+	})
+}
+
+// skippedIdle runs the week of BenchmarkSkippedIdleRounds, each poller's
+// timer told its idle rounds by tell.
+func skippedIdle(b *testing.B, tell func(t clockwork.Timer, period time.Duration)) {
 	const horizon = 7 * 24 * time.Hour
 	rounds := int(horizon/time.Minute + horizon/(5*time.Minute))
 	b.ReportAllocs()
@@ -74,9 +97,7 @@ func BenchmarkSkippedIdleRounds(b *testing.B) {
 		for _, period := range []time.Duration{time.Minute, 5 * time.Minute} {
 			var t clockwork.Timer
 			t = clock.AfterFunc(period, func() { t.Reset(period) })
-			t.(interface {
-				SkipIdle(func(time.Duration) (time.Duration, bool))
-			}).SkipIdle(func(time.Duration) (time.Duration, bool) { return period, true })
+			tell(t, period)
 		}
 		if err := s.RunFor(horizon); err != nil {
 			b.Fatal(err)
