@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,11 +375,24 @@ func (r *run) jumped(from, to time.Time) string {
 	return t.Close(b)
 }
 
-// appendOffset appends trace.Offset(d) to b.
+// appendOffset appends trace.Offset(d) to b. A whole number of seconds,
+// what a jump at a resolution of a second or coarser is, is written here
+// as Duration.String writes it ("45s", "5m0s", "71h0m0s"), without its
+// buffer and its digit-by-digit fraction.
 func appendOffset(b []byte, d time.Duration) []byte {
 	switch {
 	case d == 0:
 		return append(b, "+0s"...)
+	case d > 0 && d%time.Second == 0:
+		b = append(b, '+')
+		s := int64(d / time.Second)
+		if h := s / 3600; h > 0 {
+			b = append(strconv.AppendInt(b, h, 10), 'h')
+		}
+		if m := s / 60; m > 0 {
+			b = append(strconv.AppendInt(b, m%60, 10), 'm')
+		}
+		return append(strconv.AppendInt(b, s%60, 10), 's')
 	case d > 0:
 		b = append(b, '+')
 	}
