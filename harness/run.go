@@ -237,9 +237,10 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		}
 	}
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
-		OnJump: onJump,
-		OnStep: onStep,
-		Pool:   opts.Coroutines,
+		OnJump:    onJump,
+		OnStep:    onStep,
+		Pool:      opts.Coroutines,
+		Decisions: decisionSizes.hint(sc),
 	})
 	r.mainDone = core.NewSignal(r.sim)
 	r.prov = sc.ProviderIn(k.prov, scripted.Options{})
@@ -467,6 +468,7 @@ func (r *run) finish(out *Outcome) {
 	}
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
+	decisionSizes.remember(r.sc, len(r.sim.Decisions()))
 	var seed *int64
 	if r.out != nil {
 		seed = &r.out.seed
@@ -651,7 +653,7 @@ const traceHint = 32
 // traceSizes remembers the longest trace each scenario's runs recorded, so
 // that its next run (another seed of a campaign) makes room for its trace
 // once and no more. It forgets everything past maxSized scenarios.
-var traceSizes sizeMemo
+var traceSizes = sizeMemo{fallback: traceHint}
 
 const maxSized = 256
 
@@ -662,13 +664,22 @@ const maxSized = 256
 type sizeMemo struct {
 	mu    sync.Mutex // held by a change
 	sizes atomic.Pointer[map[*scenarios.Scenario]int]
+	// fallback is the hint for a scenario with no size remembered.
+	fallback int
 }
 
+// decisionSizes remembers the most scheduling decisions each scenario's
+// runs made, for the simulator of its next run to make room for them once
+// (sim.Options.Decisions), where the list grew a doubling at a time from
+// the simulator's own 16 (loop-week: some 7,000 decisions).
+var decisionSizes = sizeMemo{fallback: 0}
+
+// hint is the size remembered for sc, or the memo's fallback.
 func (m *sizeMemo) hint(sc *scenarios.Scenario) int {
 	if n, ok := m.size(sc); ok {
 		return n
 	}
-	return traceHint
+	return m.fallback
 }
 
 func (m *sizeMemo) size(sc *scenarios.Scenario) (int, bool) {
