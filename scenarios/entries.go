@@ -244,33 +244,36 @@ func (x *entryIndex) event(ev string, add bool) *entryList {
 // when the result's entries are indexed (during JudgeAll) and c's kind or
 // event picks some out: a pattern of a kind matches only entries of that
 // kind, one of an event (with no trailing *) only platform entries of
-// that event. all is set when any entry may match.
-func (r *Result) among(c *compiled) (at []int32, all bool) {
+// that event. all is set when any entry may match. m is c as it is
+// matched against the listed entries, with matchFields: of the kind they
+// all are, and (listed by event) without the event they all have.
+func (r *Result) among(c *compiled) (at []int32, m compiled, all bool) {
 	x := r.entries
 	if x == nil || x.t != r.Trace || x.n != len(r.Trace.Entries) {
-		return nil, true
+		return nil, *c, true
 	}
-	p := c.p
+	p, m := c.p, *c
 	switch {
 	case p.Kind != "" && p.Kind != platform.TraceKind:
-		return x.ofKind(p.Kind), false
+		return x.ofKind(p.Kind), m, false
 	case p.Event != "" && !strings.HasSuffix(p.Event, "*"):
-		return x.ofEvent(p.Event), false
+		m.compares &^= eventField
+		return x.ofEvent(p.Event), m, false
 	case p.Kind != "" || p.Event != "":
-		return x.ofKind(platform.TraceKind), false
+		return x.ofKind(platform.TraceKind), m, false
 	}
-	return nil, true
+	return nil, m, true
 }
 
 // nextMatch returns the index of the first entry from index from on that
 // c matches, or -1.
 func (r *Result) nextMatch(c *compiled, from int) int {
 	t := r.Trace
-	at, all := r.among(c)
+	at, m, all := r.among(c)
 	if all {
 		kind := c.p.Kind // what match tests first, tested here without the call
 		for j := from; j < len(t.Entries); j++ {
-			if e := &t.Entries[j]; (kind == "" || e.Kind == kind) && c.match(t, e) {
+			if e := &t.Entries[j]; (kind == "" || e.Kind == kind) && c.matchFields(t, e) {
 				return j
 			}
 		}
@@ -278,7 +281,7 @@ func (r *Result) nextMatch(c *compiled, from int) int {
 	}
 	k, _ := slices.BinarySearch(at, int32(from))
 	for _, j := range at[k:] {
-		if c.match(t, &t.Entries[j]) {
+		if m.matchFields(t, &t.Entries[j]) {
 			return int(j)
 		}
 	}
