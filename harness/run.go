@@ -391,13 +391,21 @@ func appendOffset(b []byte, d time.Duration) []byte {
 			b = append(strconv.AppendInt(b, h, 10), 'h')
 		}
 		if m := s / 60; m > 0 {
-			b = append(strconv.AppendInt(b, m%60, 10), 'm')
+			b = append(appendSixty(b, m%60), 'm')
 		}
-		return append(strconv.AppendInt(b, s%60, 10), 's')
+		return append(appendSixty(b, s%60), 's')
 	case d > 0:
 		b = append(b, '+')
 	}
 	return append(b, d.String()...)
+}
+
+// appendSixty appends v, below 60, in decimal.
+func appendSixty(b []byte, v int64) []byte {
+	if v >= 10 {
+		b = append(b, byte('0'+v/10))
+	}
+	return append(b, byte('0'+v%10))
 }
 
 // observe records an event and fires the triggers it makes due. e is read
