@@ -37,8 +37,8 @@ var _ = Describe("The cost of a run", func() {
 			allocs := testing.AllocsPerRun(20, func() { harness.Run(sc, harness.Options{Seed: seed}) })
 			Expect(allocs).To(BeNumerically("<=", bound), "allocations per run of %s at seed %d", name, seed)
 		},
-		Entry("research-coordinator", "research-coordinator", int64(1), 103),
-		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 100),
+		Entry("research-coordinator", "research-coordinator", int64(1), 99),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 94),
 	)
 })
 
@@ -106,7 +106,7 @@ var _ = Describe("The cost of a campaign job's run", func() {
 			Expect(allocs).To(BeNumerically("<=", allocsBound), "allocations per run of %s at seed %d", name, seed)
 			Expect(bytes).To(BeNumerically("<=", bytesBound), "bytes per run of %s at seed %d", name, seed)
 		},
-		Entry("research-coordinator", "research-coordinator", int64(1), 63, 15000),
-		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 60, 14500),
+		Entry("research-coordinator", "research-coordinator", int64(1), 60, 13000),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 55, 13000),
 	)
 })

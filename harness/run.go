@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,9 +237,10 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		}
 	}
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
-		OnJump: onJump,
-		OnStep: onStep,
-		Pool:   opts.Coroutines,
+		OnJump:    onJump,
+		OnStep:    onStep,
+		Pool:      opts.Coroutines,
+		Decisions: decisionSizes.hint(sc),
 	})
 	r.mainDone = core.NewSignal(r.sim)
 	r.prov = sc.ProviderIn(k.prov, scripted.Options{})
@@ -374,15 +376,36 @@ func (r *run) jumped(from, to time.Time) string {
 	return t.Close(b)
 }
 
-// appendOffset appends trace.Offset(d) to b.
+// appendOffset appends trace.Offset(d) to b. A whole number of seconds,
+// what a jump at a resolution of a second or coarser is, is written here
+// as Duration.String writes it ("45s", "5m0s", "71h0m0s"), without its
+// buffer and its digit-by-digit fraction.
 func appendOffset(b []byte, d time.Duration) []byte {
 	switch {
 	case d == 0:
 		return append(b, "+0s"...)
+	case d > 0 && d%time.Second == 0:
+		b = append(b, '+')
+		s := int64(d / time.Second)
+		if h := s / 3600; h > 0 {
+			b = append(strconv.AppendInt(b, h, 10), 'h')
+		}
+		if m := s / 60; m > 0 {
+			b = append(appendSixty(b, m%60), 'm')
+		}
+		return append(appendSixty(b, s%60), 's')
 	case d > 0:
 		b = append(b, '+')
 	}
 	return append(b, d.String()...)
+}
+
+// appendSixty appends v, below 60, in decimal.
+func appendSixty(b []byte, v int64) []byte {
+	if v >= 10 {
+		b = append(b, byte('0'+v/10))
+	}
+	return append(b, byte('0'+v%10))
 }
 
 // observe records an event and fires the triggers it makes due. e is read
@@ -453,6 +476,7 @@ func (r *run) finish(out *Outcome) {
 	}
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
+	decisionSizes.remember(r.sc, len(r.sim.Decisions()))
 	var seed *int64
 	if r.out != nil {
 		seed = &r.out.seed
@@ -637,7 +661,7 @@ const traceHint = 32
 // traceSizes remembers the longest trace each scenario's runs recorded, so
 // that its next run (another seed of a campaign) makes room for its trace
 // once and no more. It forgets everything past maxSized scenarios.
-var traceSizes sizeMemo
+var traceSizes = sizeMemo{fallback: traceHint}
 
 const maxSized = 256
 
@@ -648,13 +672,23 @@ const maxSized = 256
 type sizeMemo struct {
 	mu    sync.Mutex // held by a change
 	sizes atomic.Pointer[map[*scenarios.Scenario]int]
+	// fallback is the hint for a scenario with no size remembered.
+	fallback int
 }
 
+// decisionSizes remembers the most scheduling decisions each scenario's
+// runs made, for the simulator of its next run to make room for them once
+// (sim.Options.Decisions), where the list grew a doubling at a time from
+// the simulator's own 16 (loop-week: 1,578 decisions, in a list of 2,048
+// after seven doublings).
+var decisionSizes = sizeMemo{fallback: 0}
+
+// hint is the size remembered for sc, or the memo's fallback.
 func (m *sizeMemo) hint(sc *scenarios.Scenario) int {
 	if n, ok := m.size(sc); ok {
 		return n
 	}
-	return traceHint
+	return m.fallback
 }
 
 func (m *sizeMemo) size(sc *scenarios.Scenario) (int, bool) {

@@ -13,17 +13,34 @@ import (
 // event, for judging every expectation of a run at once (JudgeAll): a
 // pattern of a kind, or of one platform event, reads only the entries
 // that can match it instead of the whole trace, pattern after pattern.
-// A kind's or an event's list is made when a pattern first asks for it,
-// by one pass over the entries (or the platform entries): a run's
-// patterns ask for a few kinds and events.
+// The first pattern of a kind to ask has every entry of the recorder's
+// kinds indexed by one pass over the entries, and the first of an event
+// every platform entry by its event, by one pass over those: a run's
+// patterns ask for a few kinds and some events, and one pass for them all
+// reads the entries once where a pass a kind or an event read them again
+// and again (loop-week: some 3,600 entries, 1,700 of them the platform's
+// of 14 events, its patterns of 3 kinds and 7 events).
 type entryIndex struct {
 	t *trace.Trace
 	// n is the number of entries indexed: the trace's when it was asked.
 	n int
-	// lists are the lists made, used of them for this trace; those past
-	// used keep their backings for the next.
-	lists []entryList
-	used  int
+	// kinds[i] is the entries of indexedKinds[i], when kindsMade.
+	kinds     [len(indexedKinds)][]int32
+	kindsMade bool
+	// events is the platform entries of each event met, used of them for
+	// this trace, found through slots (eventsMade); those past used keep
+	// their backings for the next trace.
+	events     []entryList
+	used       int
+	slots      [eventSlots]uint8 // 1 + an index into events; 0 is free
+	eventsMade bool
+	// tooMany is set when the platform entries have more events than the
+	// slots hold: an event not found is then read by a pass of its own.
+	tooMany bool
+	// lists are those passes' lists, and a kind's outside indexedKinds,
+	// usedLists of them for this trace.
+	lists     []entryList
+	usedLists int
 }
 
 // entryList is the indexes of the entries of a kind or (event set) of the
@@ -32,6 +49,72 @@ type entryList struct {
 	key   string
 	event bool
 	at    []int32
+}
+
+// indexedKinds are the kinds the index lists in its pass: the recorder's
+// and the platform's. An entry of another kind is a harness's or a
+// test's, asked for by a pass of its own.
+var indexedKinds = [...]trace.Kind{trace.RunStart, trace.Request, trace.Response, trace.ToolCall,
+	trace.ToolResult, trace.Work, trace.Detach, trace.Send, trace.Guidance, trace.RunEnd,
+	trace.Clock, trace.Fault, trace.Action, trace.Note, platform.TraceKind}
+
+// platformSlot is platform.TraceKind's place in indexedKinds.
+const platformSlot = len(indexedKinds) - 1
+
+// kindSlot returns k's place in indexedKinds, or -1: a switch the
+// compiler turns into a few compares of lengths and bytes.
+func kindSlot(k trace.Kind) int {
+	switch k {
+	case trace.RunStart:
+		return 0
+	case trace.Request:
+		return 1
+	case trace.Response:
+		return 2
+	case trace.ToolCall:
+		return 3
+	case trace.ToolResult:
+		return 4
+	case trace.Work:
+		return 5
+	case trace.Detach:
+		return 6
+	case trace.Send:
+		return 7
+	case trace.Guidance:
+		return 8
+	case trace.RunEnd:
+		return 9
+	case trace.Clock:
+		return 10
+	case trace.Fault:
+		return 11
+	case trace.Action:
+		return 12
+	case trace.Note:
+		return 13
+	case platform.TraceKind:
+		return platformSlot
+	}
+	return -1
+}
+
+// eventSlots is the size of the table of events, twice the most events it
+// holds (maxEvents); the platform has some 40 kinds of event, a run meets
+// fewer.
+const (
+	eventSlots = 128
+	maxEvents  = eventSlots / 2
+)
+
+// eventHash is where the table looks for event ev first: its length and
+// its first and last bytes, which tell the platform's events apart.
+func eventHash(ev string) int {
+	h := len(ev) * 7
+	if len(ev) > 0 {
+		h += int(ev[0]) + int(ev[len(ev)-1])*31
+	}
+	return h & (eventSlots - 1)
 }
 
 // indexEntries is the fewest entries JudgeAll indexes: a short trace is
@@ -49,45 +132,76 @@ var spareIndex atomic.Pointer[entryIndex]
 
 // reset makes x the index of t, with nothing indexed yet.
 func (x *entryIndex) reset(t *trace.Trace) {
-	x.t, x.n, x.used = t, 0, 0
+	x.t, x.n, x.used, x.usedLists = t, 0, 0, 0
+	x.kindsMade, x.eventsMade, x.tooMany = false, false, false
+	x.slots = [eventSlots]uint8{}
 	if t != nil {
 		x.n = len(t.Entries)
 	}
 }
 
-// list returns the list of key made for this trace, or a new empty one
-// and false; the list is good until the next call.
+// list returns the list of key made for this trace by a pass of its own,
+// or a new empty one and false; the list is good until the next call.
 func (x *entryIndex) list(key string, event bool) (*entryList, bool) {
-	for i := range x.lists[:x.used] {
+	for i := range x.lists[:x.usedLists] {
 		if l := &x.lists[i]; l.key == key && l.event == event {
 			return l, true
 		}
 	}
-	if x.used == len(x.lists) {
+	if x.usedLists == len(x.lists) {
 		x.lists = append(x.lists, entryList{})
 	}
-	l := &x.lists[x.used]
-	x.used++
+	l := &x.lists[x.usedLists]
+	x.usedLists++
 	l.key, l.event, l.at = key, event, l.at[:0]
 	return l, false
 }
 
 // ofKind returns the entries of kind k, in order.
 func (x *entryIndex) ofKind(k trace.Kind) []int32 {
-	l, ok := x.list(string(k), false)
-	if !ok {
+	i := kindSlot(k)
+	if i < 0 {
+		l, ok := x.list(string(k), false)
+		if !ok {
+			for j := range x.t.Entries[:x.n] {
+				if x.t.Entries[j].Kind == k {
+					l.at = append(l.at, int32(j))
+				}
+			}
+		}
+		return l.at
+	}
+	if !x.kindsMade {
+		x.kindsMade = true
+		for i := range x.kinds {
+			x.kinds[i] = x.kinds[i][:0]
+		}
 		for j := range x.t.Entries[:x.n] {
-			if x.t.Entries[j].Kind == k {
-				l.at = append(l.at, int32(j))
+			if s := kindSlot(x.t.Entries[j].Kind); s >= 0 {
+				x.kinds[s] = append(x.kinds[s], int32(j))
 			}
 		}
 	}
-	return l.at
+	return x.kinds[i]
 }
 
 // ofEvent returns the platform entries of event ev, in order.
 func (x *entryIndex) ofEvent(ev string) []int32 {
-	plat := x.ofKind(platform.TraceKind) // first: it may grow x.lists
+	if !x.eventsMade {
+		x.eventsMade = true
+		for _, j := range x.ofKind(platform.TraceKind) {
+			if l := x.event(x.t.Entries[j].Label, true); l != nil {
+				l.at = append(l.at, j)
+			}
+		}
+	}
+	if l := x.event(ev, false); l != nil {
+		return l.at
+	}
+	if !x.tooMany {
+		return nil // no platform entry is of ev
+	}
+	plat := x.ofKind(platform.TraceKind)
 	l, ok := x.list(ev, true)
 	if !ok {
 		for _, j := range plat {
@@ -99,37 +213,67 @@ func (x *entryIndex) ofEvent(ev string) []int32 {
 	return l.at
 }
 
+// event returns the list of event ev's platform entries in the table, or
+// nil when it has none; add puts an empty one there for a new ev, while
+// the table has room (tooMany is set when it has not).
+func (x *entryIndex) event(ev string, add bool) *entryList {
+	h := eventHash(ev)
+	for ; x.slots[h] != 0; h = (h + 1) & (eventSlots - 1) {
+		if l := &x.events[x.slots[h]-1]; l.key == ev {
+			return l
+		}
+	}
+	if !add {
+		return nil
+	}
+	if x.used == maxEvents {
+		x.tooMany = true
+		return nil
+	}
+	if x.used == len(x.events) {
+		x.events = append(x.events, entryList{})
+	}
+	l := &x.events[x.used]
+	x.used++
+	l.key, l.event, l.at = ev, true, l.at[:0]
+	x.slots[h] = uint8(x.used) // the free slot the search stopped at
+	return l
+}
+
 // among returns the indexes, in order, of the only entries c can match,
 // when the result's entries are indexed (during JudgeAll) and c's kind or
 // event picks some out: a pattern of a kind matches only entries of that
 // kind, one of an event (with no trailing *) only platform entries of
-// that event. all is set when any entry may match.
-func (r *Result) among(c *compiled) (at []int32, all bool) {
+// that event. all is set when any entry may match. m is c as it is
+// matched against the listed entries, with matchFields: of the kind they
+// all are, and (listed by event) without the event they all have.
+func (r *Result) among(c *compiled) (at []int32, m compiled, all bool) {
 	x := r.entries
 	if x == nil || x.t != r.Trace || x.n != len(r.Trace.Entries) {
-		return nil, true
+		return nil, *c, true
 	}
-	p := c.p
+	p, m := c.p, *c
 	switch {
 	case p.Kind != "" && p.Kind != platform.TraceKind:
-		return x.ofKind(p.Kind), false
+		return x.ofKind(p.Kind), m, false
 	case p.Event != "" && !strings.HasSuffix(p.Event, "*"):
-		return x.ofEvent(p.Event), false
+		m.compares &^= eventField
+		return x.ofEvent(p.Event), m, false
 	case p.Kind != "" || p.Event != "":
-		return x.ofKind(platform.TraceKind), false
+		return x.ofKind(platform.TraceKind), m, false
 	}
-	return nil, true
+	return nil, m, true
 }
 
 // nextMatch returns the index of the first entry from index from on that
 // c matches, or -1.
 func (r *Result) nextMatch(c *compiled, from int) int {
 	t := r.Trace
-	at, all := r.among(c)
+	at, m, all := r.among(c)
 	if all {
 		kind := c.p.Kind // what match tests first, tested here without the call
 		for j := from; j < len(t.Entries); j++ {
-			if e := &t.Entries[j]; (kind == "" || e.Kind == kind) && c.match(t, e) {
+			if e := &t.Entries[j]; (kind == "" || e.Kind == kind) && c.matchFields(t, e) {
 				return j
 			}
 		}
@@ -137,7 +281,7 @@ func (r *Result) nextMatch(c *compiled, from int) int {
 	}
 	k, _ := slices.BinarySearch(at, int32(from))
 	for _, j := range at[k:] {
-		if c.match(t, &t.Entries[j]) {
+		if m.matchFields(t, &t.Entries[j]) {
 			return int(j)
 		}
 	}

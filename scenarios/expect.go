@@ -145,7 +145,7 @@ func (u InAnyOrder) Check(r *Result) *Failure {
 	for i := range u {
 		found := -1
 		c := r.compile(&u[i])
-		if at, all := r.among(&c); all {
+		if at, m, all := r.among(&c); all {
 			for j := range t.Entries {
 				if !used[j] && c.match(t, &t.Entries[j]) {
 					found = j
@@ -154,7 +154,7 @@ func (u InAnyOrder) Check(r *Result) *Failure {
 			}
 		} else {
 			for _, j := range at {
-				if !used[j] && c.match(t, &t.Entries[j]) {
+				if !used[j] && m.matchFields(t, &t.Entries[j]) {
 					found = int(j)
 					break
 				}
@@ -260,7 +260,7 @@ func (c Count) Check(r *Result) *Failure {
 	n, last := 0, -1
 	p := c.Pattern.compile()
 	t := r.Trace
-	if at, all := r.among(&p); all {
+	if at, m, all := r.among(&p); all {
 		for j := range t.Entries {
 			if p.match(t, &t.Entries[j]) {
 				n++
@@ -269,7 +269,7 @@ func (c Count) Check(r *Result) *Failure {
 		}
 	} else {
 		for _, j := range at {
-			if p.match(t, &t.Entries[j]) {
+			if m.matchFields(t, &t.Entries[j]) {
 				n++
 				last = int(j)
 			}

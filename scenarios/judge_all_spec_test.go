@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -77,5 +78,38 @@ var _ = Describe("Judging every expectation at once", func() {
 			}
 		}
 		Expect(failed).To(BeNumerically(">=", 10), "the spec shows JudgeAll failures to find")
+	})
+
+	It("gives each expectation the verdict its Check gives, on a trace of more events than its table holds and kinds of a test's own", func() {
+		// 100 platform events, each met three times, among entries of a
+		// kind no recorder writes: patterns of the events met first and
+		// last (the table holds 64), of one never met, and of the kind.
+		t := &trace.Trace{}
+		for round := range 3 {
+			for ev := range 100 {
+				t.Entries = append(t.Entries,
+					trace.Entry{Kind: platform.TraceKind, Label: fmt.Sprintf("event.%d", ev), Content: fmt.Sprintf("round=%d", round)},
+					trace.Entry{Kind: "custom", Content: fmt.Sprintf("event.%d", ev)})
+			}
+		}
+		r := &Result{Trace: t}
+		var expectations []Expectation
+		for _, ev := range []string{"event.0", "event.63", "event.64", "event.99", "event.100"} {
+			expectations = append(expectations,
+				Count{Pattern: Pattern{Event: ev}, Min: 3, Max: 3},
+				InOrder{{Event: ev, Contains: "round=1"}, {Kind: "custom", Contains: ev}, {Event: ev}})
+		}
+		expectations = append(expectations, Count{Pattern: Pattern{Kind: "custom"}, Min: 300, Max: 300},
+			Never{Patterns: []Pattern{{Kind: trace.Request}}},
+			Count{Pattern: Pattern{Kind: platform.TraceKind}, Min: 300, Max: 300})
+		judged := &Scenario{Name: "many events", Expectations: expectations}
+		failed := 0
+		judged.JudgeAll(r, func(i int, f *Failure) {
+			Expect(f).To(Equal(expectations[i].Check(r)), "expectation %d, %s", i, expectations[i].Describe())
+			if f != nil {
+				failed++
+			}
+		})
+		Expect(failed).To(Equal(2), "the event never met fails its count and its order")
 	})
 })

@@ -232,6 +232,13 @@ func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {
 	if c.p.Kind != "" && e.Kind != c.p.Kind {
 		return false
 	}
+	return c.matchFields(t, e)
+}
+
+// matchFields is match of an entry of the pattern's kind (or of any, for
+// a pattern of none), which a caller has tested: the fields past the
+// kind.
+func (c *compiled) matchFields(t *trace.Trace, e *trace.Entry) bool {
 	for b := c.compares; b != 0; b &= b - 1 {
 		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
 			return false
@@ -245,8 +252,9 @@ func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {
 	return true
 }
 
-// scanningFields holds bit i when patternTable[i] scans.
-var scanningFields uint64
+// scanningFields holds bit i when patternTable[i] scans; eventField is
+// the bit of the event field.
+var scanningFields, eventField uint64
 
 // A compiled pattern keeps one bit per field.
 func init() {
@@ -256,6 +264,9 @@ func init() {
 	for i := range patternTable {
 		if patternTable[i].scans {
 			scanningFields |= 1 << i
+		}
+		if patternTable[i].key == "event" {
+			eventField = 1 << i
 		}
 	}
 }

@@ -211,6 +211,10 @@ type Options struct {
 	// Sim returns, for the next Sim (see Pool). Without one, the Sim's
 	// coroutines end when that call returns.
 	Pool *Pool
+	// Decisions is the room the list of decisions starts with, when more
+	// than the Sim's own: a caller that knows about how many choices a
+	// run makes (another seed of one it ran) has the list made once.
+	Decisions int
 }
 
 // New returns a simulator whose clock reads Options.Start (default Epoch).
@@ -240,6 +244,9 @@ func New(opts Options) *Sim {
 	}
 	s.clock = Clock{sim: s, now: start, nowOK: true, start: start}
 	s.decisions = s.decisions0[:0]
+	if opts.Decisions > len(s.decisions0) {
+		s.decisions = make([]Decision, 0, opts.Decisions)
+	}
 	if s.room != nil {
 		s.useRoom(s.room)
 	}
