@@ -105,6 +105,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
+		raw := e.Run // the run's id, before it is renamed
 		// A run's entries come one after another, or between another
 		// run's (a platform's session and the child it fired): its name is
 		// looked up once for them (and not at all when no run is renamed).
@@ -125,7 +126,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
-			e.Detail = fixDetail(e.Detail, run, work, words, &js.out)
+			e.Detail = fixDetail(e.Detail, raw, e.Run, run, work, words, &js.out)
 		}
 		// A copy's parts are shared with the trace normalized from: they
 		// are copied before they change. A trace normalized in place owns
@@ -382,20 +383,34 @@ func unchanged(s string) string { return s }
 // delegation.start child=session-2", a note's "crash loses w-1"): only a
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
-func fixDetail(d string, run, work names, words *idWords, out *slab.Texts) string {
+//
+// A platform event's detail starts with its entry's run (raw, named
+// name): a first word that is raw is given name without a lookup, unless
+// a Work is named so (a Work's name comes before a run's).
+func fixDetail(d, raw, name string, run, work names, words *idWords, out *slab.Texts) string {
 	if len(d) < words.minLen || words.maxLen == 0 {
 		return d // no id to rename, or too short to hold one
 	}
-	if words.prefix != "" {
-		return fixDetailAt(d, run, work, words, out)
+	var rw rewrite
+	i := 0
+	if raw != "" && len(d) >= len(raw) && d[:len(raw)] == raw && detailBytes[d[0]] == inWord &&
+		wordEnd(d, 1) == len(raw) && work.of(raw) == raw {
+		if name != raw {
+			rw.replace(out, d, 0, len(raw), name)
+		}
+		i = len(raw)
 	}
-	return fixDetailByWord(d, run, work, words, out)
+	if words.prefix != "" {
+		fixDetailAt(&rw, d, i, run, work, words, out)
+	} else {
+		fixDetailByWord(&rw, d, i, run, work, words, out)
+	}
+	return rw.end(out, d)
 }
 
-// fixDetailByWord is fixDetail reading the detail word by word.
-func fixDetailByWord(d string, run, work names, words *idWords, out *slab.Texts) string {
-	var rw rewrite
-	for i := 0; i < len(d); {
+// fixDetailByWord is fixDetail reading the detail word by word from i.
+func fixDetailByWord(rw *rewrite, d string, i int, run, work names, words *idWords, out *slab.Texts) {
+	for i < len(d) {
 		switch detailBytes[d[i]] {
 		case quote:
 			i = pastQuoted(d, i)
@@ -416,18 +431,16 @@ func fixDetailByWord(d string, run, work names, words *idWords, out *slab.Texts)
 			rw.replace(out, d, from, i, n)
 		}
 	}
-	return rw.end(out, d)
 }
 
-// fixDetailAt is fixDetail for ids that share a prefix (a platform's
+// fixDetailAt is fixDetailByWord for ids that share a prefix (a platform's
 // sessions are session-n): it reads only the words that start with it,
 // found by a search for it, outside the quoted text found by a search for
 // quotes, as the word-by-word reading would find them.
-func fixDetailAt(d string, run, work names, words *idWords, out *slab.Texts) string {
+func fixDetailAt(rw *rewrite, d string, i int, run, work names, words *idWords, out *slab.Texts) {
 	p := words.prefix
-	var rw rewrite
 	at := -1 // the next place the prefix stands at or after i, once found
-	for i := 0; i < len(d); {
+	for i < len(d) {
 		if at < i {
 			k := strings.Index(d[i:], p)
 			if k < 0 {
@@ -455,7 +468,6 @@ func fixDetailAt(d string, run, work names, words *idWords, out *slab.Texts) str
 			rw.replace(out, d, from, i, n)
 		}
 	}
-	return rw.end(out, d)
 }
 
 // rewrite writes a detail d with some of its words replaced into out,
