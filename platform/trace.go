@@ -68,7 +68,7 @@ func (o *traceObserver) ReadEvent(e *Event) {
 	agent := o.last[1]
 	detail := o.text.Close(e.appendText(o.text.Open(256)))
 	o.mu.Unlock()
-	o.rec.Add(e.Time, trace.Entry{Kind: TraceKind, Run: e.Session, Agent: agent, Label: string(e.Type), Detail: detail})
+	o.rec.AddDetail(e.Time, TraceKind, e.Session, agent, string(e.Type), detail)
 }
 
 // learn notes that session runs agent. The caller holds o.mu.
