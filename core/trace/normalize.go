@@ -100,6 +100,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	renamesRuns, renamesWork := len(run) > 0, len(work) > 0
 	var lastCall, lastFixed *core.ToolCall
 	lastRun, lastRunName, prevRun, prevRunName := "", "", "", ""
+	lastRunWord, prevRunWord := false, false // whether the runs are words whole
 	for i := range t.Entries {
 		if !inPlace {
 			dst[i] = t.Entries[i]
@@ -113,8 +114,10 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			if e.Run != lastRun {
 				if e.Run == prevRun {
 					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, prevRun, prevRunName
+					prevRunWord, lastRunWord = lastRunWord, prevRunWord
 				} else {
 					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, e.Run, run.of(e.Run)
+					prevRunWord, lastRunWord = lastRunWord, isWord(e.Run)
 				}
 			}
 			e.Run = lastRunName
@@ -126,7 +129,8 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
-			e.Detail = fixDetail(e.Detail, raw, e.Run, run, work, words, &js.out)
+			// (With no run renamed, a detail's run needs no name.)
+			e.Detail = fixDetail(e.Detail, raw, e.Run, renamesRuns && lastRunWord, run, work, words, &js.out)
 		}
 		// A copy's parts are shared with the trace normalized from: they
 		// are copied before they change. A trace normalized in place owns
@@ -386,15 +390,16 @@ func unchanged(s string) string { return s }
 //
 // A platform event's detail starts with its entry's run (raw, named
 // name): a first word that is raw is given name without a lookup, unless
-// a Work is named so (a Work's name comes before a run's).
-func fixDetail(d, raw, name string, run, work names, words *idWords, out *slab.Texts) string {
+// a Work is named so (a Work's name comes before a run's); rawWord says
+// raw is a word whole (isWord), read once for a run's entries.
+func fixDetail(d, raw, name string, rawWord bool, run, work names, words *idWords, out *slab.Texts) string {
 	if len(d) < words.minLen || words.maxLen == 0 {
 		return d // no id to rename, or too short to hold one
 	}
 	var rw rewrite
 	i := 0
-	if raw != "" && len(d) >= len(raw) && d[:len(raw)] == raw && detailBytes[d[0]] == inWord &&
-		wordEnd(d, 1) == len(raw) && work.of(raw) == raw {
+	if rawWord && len(d) >= len(raw) && d[:len(raw)] == raw &&
+		(len(d) == len(raw) || wordEnd(d, len(raw)) == len(raw)) && work.of(raw) == raw {
 		if name != raw {
 			rw.replace(out, d, 0, len(raw), name)
 		}
@@ -621,6 +626,12 @@ func (w *idWords) add(m names) {
 		w.first[id[0]], w.last[id[len(id)-1]] = true, true
 		w.minLen, w.maxLen = min(w.minLen, len(id)), max(w.maxLen, len(id))
 	}
+}
+
+// isWord reports whether s is a word whole: one that starts a detail
+// ends where s does, if a separator, a quote or the end follows it.
+func isWord(s string) bool {
+	return s != "" && detailBytes[s[0]] == inWord && wordEnd(s, 1) == len(s)
 }
 
 // may reports whether word may be an id to rename.

@@ -500,9 +500,9 @@ func TestADetailThatStartsWithItsRunRenamesWhatAReadingOfAllItsWordsRenames(t *t
 		const alphabet = "s-1 =\":\\x"
 		var walk func(d string)
 		walk = func(d string) {
-			want := fixDetail(d, "", "", c.run, c.work, &words, &out)
-			for _, raw := range []string{"s-1", "s-11", "s", "s:1", "s-", "x-1", "1", "s-1 ", `"s-1"`} {
-				if got := fixDetail(d, raw, c.run.of(raw), c.run, c.work, &words, &out); got != want {
+			want := fixDetail(d, "", "", false, c.run, c.work, &words, &out)
+			for _, raw := range []string{"s-1", "s-11", "s", "s:1", "s-", "x-1", "1", "s-1 ", `"s-1"`, "s-1:", "s:", ":1", "s-1", "s"} {
+				if got := fixDetail(d, raw, c.run.of(raw), isWord(raw), c.run, c.work, &words, &out); got != want {
 					t.Fatalf("ids %v, works %v: %q of run %q became %q, read without its run %q", c.run, c.work, d, raw, got, want)
 				}
 			}
