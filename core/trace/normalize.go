@@ -1184,28 +1184,71 @@ func (o *offsets) replace(s string) string {
 }
 
 // parseTimestamp is time.Parse(time.RFC3339Nano, ts), for any ts (a
-// document's nextRun or createdAt may hold anything). The runtime writes UTC with milliseconds
-// (2026-01-01T00:00:05.000Z), and that form is read directly: a date
-// whose fields are in range (the ones time.Date keeps as they are) is
-// that instant; any other goes to time.Parse for its error.
+// document's nextRun or createdAt may hold anything). The runtime writes
+// UTC with milliseconds (2026-01-01T00:00:05.000Z), the platform's
+// next_run UTC in seconds (2026-01-01T01:00:00Z), and those forms are read
+// directly (readUTC); any other goes to time.Parse, to read or refuse.
 func parseTimestamp(ts string) (time.Time, error) {
-	// The runtime's own form, read field by field once its digits and
-	// separators stand where the form has them (timestampLen): anything
-	// else is time.Parse's to read or refuse.
-	if len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' && timestampLen(ts, 0) == 24 {
-		num := func(i, n int) int {
-			v := 0
-			for _, c := range []byte(ts[i : i+n]) {
-				v = v*10 + int(c-'0')
-			}
-			return v
-		}
-		y, mo, d, h, mi, sec, ms := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 3)
-		if mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(time.Month(mo), y) && h < 24 && mi < 60 && sec < 60 && ms < 1000 {
-			return time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC), nil
-		}
+	if secs, ns, ok := readUTC(ts); ok {
+		return time.Unix(secs, ns).UTC(), nil
 	}
 	return time.Parse(time.RFC3339Nano, ts)
+}
+
+// readUTC reads ts in the runtime's or the platform's form, as Unix
+// seconds and nanoseconds, its digits two at a time where the form has
+// them: a date whose fields are in range (the ones time.Date keeps as
+// they are) is that instant; any other is not read (ok is false).
+func readUTC(ts string) (secs, ns int64, ok bool) {
+	if !(len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' || len(ts) == 20 && ts[19] == 'Z') {
+		return 0, 0, false
+	}
+	_ = ts[19] // the form's bytes up to its seconds, read without a check each
+	if ts[4] != '-' || ts[7] != '-' || ts[10] != 'T' || ts[13] != ':' || ts[16] != ':' {
+		return 0, 0, false
+	}
+	c, yy, mo, d := twoDigits(ts, 0), twoDigits(ts, 2), twoDigits(ts, 5), twoDigits(ts, 8)
+	h, mi, sec := twoDigits(ts, 11), twoDigits(ts, 14), twoDigits(ts, 17)
+	ms := 0
+	if len(ts) == 24 {
+		ms = twoDigits(ts, 20)*10 + int(ts[22]) - '0'
+		if ms < 0 || uint(ts[22]-'0') > 9 {
+			return 0, 0, false
+		}
+	}
+	y := c*100 + yy
+	if c|yy|mo|d|h|mi|sec < 0 || mo < 1 || mo > 12 || d < 1 || d > daysIn(time.Month(mo), y) || h > 23 || mi > 59 || sec > 59 {
+		return 0, 0, false
+	}
+	return int64(daysFromCivil(y, mo, d))*86400 + int64(h*3600+mi*60+sec), int64(ms) * int64(time.Millisecond), true
+}
+
+// twoDigits is the number the two digits at s[i:] spell, or -1 if either
+// byte is no digit.
+func twoDigits(s string, i int) int {
+	a, b := int(s[i])-'0', int(s[i+1])-'0'
+	if uint(a) > 9 || uint(b) > 9 {
+		return -1
+	}
+	return a*10 + b
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to the date y-m-d
+// of the proleptic Gregorian calendar (m 1-12, d in range), counted in
+// eras of 400 years from a year that starts in March.
+func daysFromCivil(y, m, d int) int {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400                  // [0, 399]
+	doy := (153*((m+9)%12)+2)/5 + d - 1 // [0, 365]
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // daysIn is the number of days of month m of year y.
