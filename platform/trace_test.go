@@ -80,6 +80,32 @@ var _ = Describe("The trace observer", func() {
 		Expect(entries[9].Agent).To(BeEmpty(), "session-2 was never created here")
 	})
 
+	It("records each session's agent whatever its id, the one it was last created or restored with", func() {
+		rec := trace.NewRecorder(epoch)
+		obs := platform.TraceObserver(rec)
+		ids := []string{"session-1", "session-01", "session-0", "session-4095", "session-4096", "session-99999",
+			"session-", "session-x", "sess-1", "7f3a-uuid", "", "session-12", "session-+1", "session--1"}
+		agents := map[string]string{}
+		for i, id := range ids {
+			agent := "agent-" + strconv.Itoa(i)
+			obs.Observe(platform.Event{Session: id, Type: platform.EventSessionCreated, Agent: agent})
+			agents[id] = agent
+		}
+		obs.Observe(platform.Event{Session: "session-12", Type: platform.EventSessionRestored, Agent: "again"})
+		obs.Observe(platform.Event{Session: "7f3a-uuid", Type: platform.EventSessionRestored, Agent: "again too"})
+		agents["session-12"], agents["7f3a-uuid"] = "again", "again too"
+		// Each id's events between others', so that none is the one last
+		// looked up.
+		asked := append(append([]string{}, ids...), "session-2", "session-40000", "other")
+		for _, id := range asked {
+			obs.Observe(platform.Event{Session: "session-3", Type: platform.EventTurnStart})
+			obs.Observe(platform.Event{Session: "session-5", Type: platform.EventTurnStart})
+			obs.Observe(platform.Event{Session: id, Type: platform.EventTurnStart})
+			entries := rec.Entries()
+			Expect(entries[len(entries)-1].Agent).To(Equal(agents[id]), "session %q", id)
+		}
+	})
+
 	It("allocates no line of its own: a thousand events cost a few chunks, not a thousand lines", func() {
 		rec := trace.NewRecorder(epoch)
 		rec.Grow(2000)

@@ -100,11 +100,13 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	renamesRuns, renamesWork := len(run) > 0, len(work) > 0
 	var lastCall, lastFixed *core.ToolCall
 	lastRun, lastRunName, prevRun, prevRunName := "", "", "", ""
+	lastRunWord, prevRunWord := false, false // whether the runs are words whole
 	for i := range t.Entries {
 		if !inPlace {
 			dst[i] = t.Entries[i]
 		}
 		e := &dst[i]
+		raw := e.Run // the run's id, before it is renamed
 		// A run's entries come one after another, or between another
 		// run's (a platform's session and the child it fired): its name is
 		// looked up once for them (and not at all when no run is renamed).
@@ -112,8 +114,10 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			if e.Run != lastRun {
 				if e.Run == prevRun {
 					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, prevRun, prevRunName
+					prevRunWord, lastRunWord = lastRunWord, prevRunWord
 				} else {
 					prevRun, prevRunName, lastRun, lastRunName = lastRun, lastRunName, e.Run, run.of(e.Run)
+					prevRunWord, lastRunWord = lastRunWord, isWord(e.Run)
 				}
 			}
 			e.Run = lastRunName
@@ -125,7 +129,8 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
 		}
 		if js.renames {
-			e.Detail = fixDetail(e.Detail, run, work, words, &js.out)
+			// (With no run renamed, a detail's run needs no name.)
+			e.Detail = fixDetail(e.Detail, raw, e.Run, renamesRuns && lastRunWord, run, work, words, &js.out)
 		}
 		// A copy's parts are shared with the trace normalized from: they
 		// are copied before they change. A trace normalized in place owns
@@ -382,20 +387,35 @@ func unchanged(s string) string { return s }
 // delegation.start child=session-2", a note's "crash loses w-1"): only a
 // whole word that is an id is renamed, and nothing inside double quotes,
 // where a harness quotes content (a goal, a model's text).
-func fixDetail(d string, run, work names, words *idWords, out *slab.Texts) string {
+//
+// A platform event's detail starts with its entry's run (raw, named
+// name): a first word that is raw is given name without a lookup, unless
+// a Work is named so (a Work's name comes before a run's); rawWord says
+// raw is a word whole (isWord), read once for a run's entries.
+func fixDetail(d, raw, name string, rawWord bool, run, work names, words *idWords, out *slab.Texts) string {
 	if len(d) < words.minLen || words.maxLen == 0 {
 		return d // no id to rename, or too short to hold one
 	}
-	if words.prefix != "" {
-		return fixDetailAt(d, run, work, words, out)
+	var rw rewrite
+	i := 0
+	if rawWord && len(d) >= len(raw) && d[:len(raw)] == raw &&
+		(len(d) == len(raw) || wordEnd(d, len(raw)) == len(raw)) && work.of(raw) == raw {
+		if name != raw {
+			rw.replace(out, d, 0, len(raw), name)
+		}
+		i = len(raw)
 	}
-	return fixDetailByWord(d, run, work, words, out)
+	if words.prefix != "" {
+		fixDetailAt(&rw, d, i, run, work, words, out)
+	} else {
+		fixDetailByWord(&rw, d, i, run, work, words, out)
+	}
+	return rw.end(out, d)
 }
 
-// fixDetailByWord is fixDetail reading the detail word by word.
-func fixDetailByWord(d string, run, work names, words *idWords, out *slab.Texts) string {
-	var rw rewrite
-	for i := 0; i < len(d); {
+// fixDetailByWord is fixDetail reading the detail word by word from i.
+func fixDetailByWord(rw *rewrite, d string, i int, run, work names, words *idWords, out *slab.Texts) {
+	for i < len(d) {
 		switch detailBytes[d[i]] {
 		case quote:
 			i = pastQuoted(d, i)
@@ -416,18 +436,16 @@ func fixDetailByWord(d string, run, work names, words *idWords, out *slab.Texts)
 			rw.replace(out, d, from, i, n)
 		}
 	}
-	return rw.end(out, d)
 }
 
-// fixDetailAt is fixDetail for ids that share a prefix (a platform's
+// fixDetailAt is fixDetailByWord for ids that share a prefix (a platform's
 // sessions are session-n): it reads only the words that start with it,
 // found by a search for it, outside the quoted text found by a search for
 // quotes, as the word-by-word reading would find them.
-func fixDetailAt(d string, run, work names, words *idWords, out *slab.Texts) string {
+func fixDetailAt(rw *rewrite, d string, i int, run, work names, words *idWords, out *slab.Texts) {
 	p := words.prefix
-	var rw rewrite
 	at := -1 // the next place the prefix stands at or after i, once found
-	for i := 0; i < len(d); {
+	for i < len(d) {
 		if at < i {
 			k := strings.Index(d[i:], p)
 			if k < 0 {
@@ -455,7 +473,6 @@ func fixDetailAt(d string, run, work names, words *idWords, out *slab.Texts) str
 			rw.replace(out, d, from, i, n)
 		}
 	}
-	return rw.end(out, d)
 }
 
 // rewrite writes a detail d with some of its words replaced into out,
@@ -609,6 +626,12 @@ func (w *idWords) add(m names) {
 		w.first[id[0]], w.last[id[len(id)-1]] = true, true
 		w.minLen, w.maxLen = min(w.minLen, len(id)), max(w.maxLen, len(id))
 	}
+}
+
+// isWord reports whether s is a word whole: one that starts a detail
+// ends where s does, if a separator, a quote or the end follows it.
+func isWord(s string) bool {
+	return s != "" && detailBytes[s[0]] == inWord && wordEnd(s, 1) == len(s)
 }
 
 // may reports whether word may be an id to rename.
@@ -1161,28 +1184,71 @@ func (o *offsets) replace(s string) string {
 }
 
 // parseTimestamp is time.Parse(time.RFC3339Nano, ts), for any ts (a
-// document's nextRun or createdAt may hold anything). The runtime writes UTC with milliseconds
-// (2026-01-01T00:00:05.000Z), and that form is read directly: a date
-// whose fields are in range (the ones time.Date keeps as they are) is
-// that instant; any other goes to time.Parse for its error.
+// document's nextRun or createdAt may hold anything). The runtime writes
+// UTC with milliseconds (2026-01-01T00:00:05.000Z), the platform's
+// next_run UTC in seconds (2026-01-01T01:00:00Z), and those forms are read
+// directly (readUTC); any other goes to time.Parse, to read or refuse.
 func parseTimestamp(ts string) (time.Time, error) {
-	// The runtime's own form, read field by field once its digits and
-	// separators stand where the form has them (timestampLen): anything
-	// else is time.Parse's to read or refuse.
-	if len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' && timestampLen(ts, 0) == 24 {
-		num := func(i, n int) int {
-			v := 0
-			for _, c := range []byte(ts[i : i+n]) {
-				v = v*10 + int(c-'0')
-			}
-			return v
-		}
-		y, mo, d, h, mi, sec, ms := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 3)
-		if mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(time.Month(mo), y) && h < 24 && mi < 60 && sec < 60 && ms < 1000 {
-			return time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC), nil
-		}
+	if secs, ns, ok := readUTC(ts); ok {
+		return time.Unix(secs, ns).UTC(), nil
 	}
 	return time.Parse(time.RFC3339Nano, ts)
+}
+
+// readUTC reads ts in the runtime's or the platform's form, as Unix
+// seconds and nanoseconds, its digits two at a time where the form has
+// them: a date whose fields are in range (the ones time.Date keeps as
+// they are) is that instant; any other is not read (ok is false).
+func readUTC(ts string) (secs, ns int64, ok bool) {
+	if !(len(ts) == 24 && ts[19] == '.' && ts[23] == 'Z' || len(ts) == 20 && ts[19] == 'Z') {
+		return 0, 0, false
+	}
+	_ = ts[19] // the form's bytes up to its seconds, read without a check each
+	if ts[4] != '-' || ts[7] != '-' || ts[10] != 'T' || ts[13] != ':' || ts[16] != ':' {
+		return 0, 0, false
+	}
+	c, yy, mo, d := twoDigits(ts, 0), twoDigits(ts, 2), twoDigits(ts, 5), twoDigits(ts, 8)
+	h, mi, sec := twoDigits(ts, 11), twoDigits(ts, 14), twoDigits(ts, 17)
+	ms := 0
+	if len(ts) == 24 {
+		ms = twoDigits(ts, 20)*10 + int(ts[22]) - '0'
+		if ms < 0 || uint(ts[22]-'0') > 9 {
+			return 0, 0, false
+		}
+	}
+	y := c*100 + yy
+	if c|yy|mo|d|h|mi|sec < 0 || mo < 1 || mo > 12 || d < 1 || d > daysIn(time.Month(mo), y) || h > 23 || mi > 59 || sec > 59 {
+		return 0, 0, false
+	}
+	return int64(daysFromCivil(y, mo, d))*86400 + int64(h*3600+mi*60+sec), int64(ms) * int64(time.Millisecond), true
+}
+
+// twoDigits is the number the two digits at s[i:] spell, or -1 if either
+// byte is no digit.
+func twoDigits(s string, i int) int {
+	a, b := int(s[i])-'0', int(s[i+1])-'0'
+	if uint(a) > 9 || uint(b) > 9 {
+		return -1
+	}
+	return a*10 + b
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to the date y-m-d
+// of the proleptic Gregorian calendar (m 1-12, d in range), counted in
+// eras of 400 years from a year that starts in March.
+func daysFromCivil(y, m, d int) int {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400                  // [0, 399]
+	doy := (153*((m+9)%12)+2)/5 + d - 1 // [0, 365]
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // daysIn is the number of days of month m of year y.

@@ -458,10 +458,15 @@ func TestADetailReadWhereItsIDsPrefixStandsRenamesWhatAReadingWordByWordRenames(
 			t.Fatalf("ids %v share no prefix", ids)
 		}
 		var out slab.Texts
+		read := func(fix func(*rewrite, string, int, names, names, *idWords, *slab.Texts), d string) string {
+			var rw rewrite
+			fix(&rw, d, 0, ids, nil, &words, &out)
+			return rw.end(&out, d)
+		}
 		const alphabet = "s-1 =\":\\x"
 		var walk func(d string)
 		walk = func(d string) {
-			if got, want := fixDetailAt(d, ids, nil, &words, &out), fixDetailByWord(d, ids, nil, &words, &out); got != want {
+			if got, want := read(fixDetailAt, d), read(fixDetailByWord, d); got != want {
 				t.Fatalf("ids %v: %q read where the prefix stands became %q, word by word %q", ids, d, got, want)
 			}
 			if len(d) == 6 {
@@ -469,6 +474,43 @@ func TestADetailReadWhereItsIDsPrefixStandsRenamesWhatAReadingWordByWordRenames(
 			}
 			for _, c := range []byte(alphabet) {
 				walk(d + string(c))
+			}
+		}
+		walk("")
+	}
+}
+
+// A detail that starts with its entry's run, named without a lookup,
+// renames what a reading of all its words renames: for every detail of up
+// to six bytes of an alphabet of ids' bytes, separators, quotes, escapes
+// and colons, and every run among ids renamed, ids that are their own
+// name, ids a Work is named by too, and no ids at all, read where the
+// ids' prefix stands and word by word.
+func TestADetailThatStartsWithItsRunRenamesWhatAReadingOfAllItsWordsRenames(t *testing.T) {
+	for _, c := range []struct{ run, work names }{
+		{run: names{"s-1": "a#1", "s-11": "a#2"}},
+		{run: names{"s-1": "a#1", "s:1": "a#2", "s": "a#3"}},
+		{run: names{"s-1": "a#1", "x-1": "a#2"}},                             // no common prefix: word by word
+		{run: names{"s-1": "a#1", "s-11": "a#2"}, work: names{"s-1": "w-1"}}, // a Work's name first
+	} {
+		var words idWords
+		words.add(c.run)
+		words.add(c.work)
+		var out slab.Texts
+		const alphabet = "s-1 =\":\\x"
+		var walk func(d string)
+		walk = func(d string) {
+			want := fixDetail(d, "", "", false, c.run, c.work, &words, &out)
+			for _, raw := range []string{"s-1", "s-11", "s", "s:1", "s-", "x-1", "1", "s-1 ", `"s-1"`, "s-1:", "s:", ":1", "s-1", "s"} {
+				if got := fixDetail(d, raw, c.run.of(raw), isWord(raw), c.run, c.work, &words, &out); got != want {
+					t.Fatalf("ids %v, works %v: %q of run %q became %q, read without its run %q", c.run, c.work, d, raw, got, want)
+				}
+			}
+			if len(d) == 6 {
+				return
+			}
+			for _, b := range []byte(alphabet) {
+				walk(d + string(b))
 			}
 		}
 		walk("")

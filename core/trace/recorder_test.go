@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -197,6 +198,23 @@ func TestAnEntrysOffsetIsItsTimeLessTheStartAsSubHasIt(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// AddDetail records what Add records for an entry of the same kind, run,
+// agent, label and detail, at the same time, among other entries.
+func TestAddDetailRecordsWhatAddRecords(t *testing.T) {
+	byAdd, byDetail := NewRecorder(tsStart), NewRecorder(tsStart)
+	for i, f := range [][4]string{{"platform", "session-1", "scout", "session-1 turn.start turn=1"}, {"", "", "", ""}, {"note", "r#1", "", "crash loses w-1"}} {
+		at := tsStart.Add(time.Duration(i) * time.Second)
+		for _, r := range []*Recorder{byAdd, byDetail} {
+			r.Observe(core.Event{Kind: core.EventToolCall, Time: at, Run: "r#1", Call: &core.ToolCall{ID: "c"}})
+		}
+		byAdd.Add(at, Entry{Kind: Kind(f[0]), Run: f[1], Agent: f[2], Label: "label", Detail: f[3]})
+		byDetail.AddDetail(at, Kind(f[0]), f[1], f[2], "label", f[3])
+	}
+	if got, want := byDetail.Entries(), byAdd.Entries(); !reflect.DeepEqual(got, want) {
+		t.Errorf("AddDetail recorded %+v, Add %+v", got, want)
 	}
 }
 

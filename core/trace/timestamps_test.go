@@ -78,6 +78,12 @@ func TestTheRuntimesTimestampFormIsReadAsTimeParseReadsIt(t *testing.T) {
 		// and characters that are not digits where digits stand.
 		"2026x01x01x00x00x00.000Z", "2026-01-01 00:00:00.000Z", "2026-01-01T00:00:0:.000Z", "2026-01-01T00:00:00.00aZ",
 		"20 6-01-01T00:00:00.000Z", "2026-01-01T0/:00:00.000Z",
+		// The platform's form, in seconds, and what is near it.
+		"2026-01-01T01:00:00Z", "2026-12-31T23:59:59Z", "2024-02-29T12:00:00Z", "2026-02-29T00:00:00Z", "2026-01-01T24:00:00Z",
+		"2026-01-01T23:59:60Z", "0000-01-01T00:00:00Z", "0000-02-29T00:00:00Z", "0000-03-01T00:00:00Z", "1969-12-31T23:59:59Z",
+		"1970-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2026-00-10T00:00:00Z", "2026-01-01T00:00:00z", "2026-01-01T00:00:0aZ",
+		"2026-01-01T00:00:00.Z", "2026-01-01T00:00:00.1Z", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.000+01:00",
+		"2026x01x01x00x00x00Z", "2026-01-01T00:00:00Zx", "2026-01-01T00:00:00.0a0Z",
 	} {
 		want, werr := time.Parse(time.RFC3339Nano, ts)
 		got, err := parseTimestamp(ts)
@@ -113,17 +119,22 @@ func TestTheTimestampFilterNeverMissesATime(t *testing.T) {
 // month 0-13 and day 0-32 of leap and common years, and the edges of the
 // clock's fields.
 func TestTheRuntimesFormIsReadWhereTimeDateKeepsItsFields(t *testing.T) {
-	for _, y := range []int{0, 1900, 2000, 2024, 2026, 2100, 9999} {
+	for _, y := range []int{0, 1, 99, 100, 399, 400, 401, 1600, 1900, 1969, 1970, 2000, 2024, 2026, 2100, 2400, 9999} {
 		for mo := 0; mo <= 13; mo++ {
 			for d := 0; d <= 32; d++ {
 				for _, c := range [][4]int{{0, 0, 0, 0}, {23, 59, 59, 999}, {24, 0, 0, 0}, {0, 60, 0, 0}, {0, 0, 60, 0}} {
 					h, mi, sec, ms := c[0], c[1], c[2], c[3]
-					ts := fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, mo, d, h, mi, sec, ms)
 					want := time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC)
 					kept := want.Year() == y && int(want.Month()) == mo && want.Day() == d && want.Hour() == h && want.Minute() == mi && want.Second() == sec
-					got, err := parseTimestamp(ts)
-					if kept && (err != nil || !got.Equal(want)) || !kept && err == nil {
+					// The runtime's form, and the platform's in seconds.
+					ts := fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, mo, d, h, mi, sec, ms)
+					inSeconds := fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02dZ", y, mo, d, h, mi, sec)
+					if got, err := parseTimestamp(ts); kept && (err != nil || !got.Equal(want)) || !kept && err == nil {
 						t.Fatalf("parseTimestamp(%s) = %v, %v; time.Date keeps its fields: %v", ts, got, err, kept)
+					}
+					want = time.Date(y, time.Month(mo), d, h, mi, sec, 0, time.UTC)
+					if got, err := parseTimestamp(inSeconds); kept && (err != nil || !got.Equal(want)) || !kept && err == nil {
+						t.Fatalf("parseTimestamp(%s) = %v, %v; time.Date keeps its fields: %v", inSeconds, got, err, kept)
 					}
 				}
 			}

@@ -677,6 +677,19 @@ func (r *Recorder) Add(at time.Time, e Entry) {
 	r.mu.Unlock()
 }
 
+// AddDetail records at a harness entry of kind, run, agent, label and
+// detail, as Add does an Entry of those fields: written where the
+// recorder's next entry goes, with no Entry built for it first (a
+// platform's trace observer adds one for every event).
+func (r *Recorder) AddDetail(at time.Time, kind Kind, run, agent, label, detail string) {
+	r.mu.Lock()
+	r.entries = append(r.entries, Entry{})
+	en := &r.entries[len(r.entries)-1]
+	en.At, en.Seq = r.offset(at), len(r.entries)
+	en.Kind, en.Run, en.Agent, en.Label, en.Detail = kind, run, agent, label, detail
+	r.mu.Unlock()
+}
+
 // Len returns the number of entries so far.
 func (r *Recorder) Len() int {
 	r.mu.Lock()
