@@ -66,7 +66,10 @@ func (s *served) tick(ctx context.Context, step time.Duration, ex *quietExecutor
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for s.clock.BlockUntilContext(ctx, 1) == nil {
+		// ctx is read at every turn: BlockUntilContext returns at once
+		// while a timer is left, so a stop that came while the system was
+		// not idle would otherwise never end the loop.
+		for ctx.Err() == nil && s.clock.BlockUntilContext(ctx, 1) == nil {
 			if s.idle(ex) {
 				s.clock.Advance(step)
 			} else {
