@@ -141,21 +141,26 @@ func AppendString(b []byte, s string) ([]byte, bool) {
 
 // Plain reports whether encoding/json writes s between quotes as it is:
 // printable ASCII without a quote, a backslash or the characters it
-// escapes for HTML (<, > and &). It reads eight bytes at a time.
+// escapes for HTML (<, > and &). It reads eight bytes at a time, and a
+// string of eight bytes or more ends with its last eight (read again
+// where they overlap the words before: a byte is plain wherever it is
+// read).
 func Plain(s string) bool {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
+	if len(s) < 8 {
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i+8 < len(s); i += 8 {
 		if EscapedBytes(Word(s[i:i+8])) != 0 {
 			return false
 		}
 	}
-	for ; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
+	return EscapedBytes(Word(s[len(s)-8:])) == 0
 }
 
 // Word reads the first eight bytes of b as a little-endian word (one load).
@@ -183,12 +188,21 @@ func SpecialBytes(x uint64) uint64 {
 
 // EscapedBytes is nonzero when some byte of the word x is one that
 // encoding/json does not write between quotes as it is: one of
-// SpecialBytes, or <, > or & (which it escapes for HTML).
+// SpecialBytes, or <, > or & (which it escapes for HTML). A quote and an
+// ampersand differ in one bit (0x22, 0x26), and so do < and > (0x3c,
+// 0x3e): each pair is found by one test, with that bit set first. Each
+// term is nonzero exactly when some byte is of its kind (as in
+// SpecialBytes), so that the word is tested in a few operations, and
+// the test is inlined where it is used.
 func EscapedBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	lt, gt, amp := x^(ones*'<'), x^(ones*'>'), x^(ones*'&')
-	html := (lt - ones) & ^lt
-	html |= (gt - ones) & ^gt
-	html |= (amp - ones) & ^amp
-	return SpecialBytes(x) | html&highs
+	qa := (x | ones*0x04) ^ (ones * '&') // a quote or an ampersand
+	lg := (x | ones*0x02) ^ (ones * '>') // < or >
+	bs := x ^ (ones * '\\')              // a backslash
+	escaped := (qa - ones) & ^qa
+	escaped |= (lg - ones) & ^lg
+	escaped |= (bs - ones) & ^bs
+	escaped |= (x - ones*0x20) & ^x // a byte below 0x20
+	escaped |= (x + ones) | x       // DEL (0x7f), or a byte with its high bit
+	return escaped & highs
 }

@@ -140,3 +140,27 @@ func TestAWordOfAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
 		}
 	}
 }
+
+// Plain reads a string a word at a time, the last word overlapping the
+// ones before it: a string of any length, with any byte at any place, is
+// plain exactly when each of its bytes is (read one by one).
+func TestAStringIsPlainExactlyWhenEachOfItsBytesIs(t *testing.T) {
+	written := func(c byte) bool {
+		return c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	for n := range 26 {
+		s := []byte("abcdefghijklmnopqrstuvwxyz"[:n])
+		if !Plain(string(s)) {
+			t.Fatalf("Plain(%q) is false", s)
+		}
+		for at := range n {
+			for c := range 256 {
+				s[at] = byte(c)
+				if got := Plain(string(s)); got != written(byte(c)) {
+					t.Fatalf("Plain(%q) is %v, want %v", s, got, written(byte(c)))
+				}
+			}
+			s[at] = 'a' + byte(at)
+		}
+	}
+}
