@@ -92,11 +92,15 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 	js.msgs, js.calls, js.rows = slab.Sized[core.Message](2, 64), slab.Sized[core.ToolCall](2, 64), slab.Sized[string](2, 64)
 	defer js.done()
 
+	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
+	if !js.renames && len(call) == 0 && !generalOnly {
+		js.fixDocuments(t.Entries, dst, inPlace)
+		return ids.any()
+	}
 	var words *idWords // the ids a detail may name, when some are renamed
 	if js.renames {
 		words = js.scan.idWords(run, work)
 	}
-	inPlace := len(dst) > 0 && &dst[0] == &t.Entries[0]
 	renamesRuns, renamesWork := len(run) > 0, len(work) > 0
 	var lastCall, lastFixed *core.ToolCall
 	lastRun, lastRunName, prevRun, prevRunName := "", "", "", ""
@@ -184,6 +188,60 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		}
 	}
 	return ids.any()
+}
+
+// generalOnly makes every normalization take the general loop, for the
+// specs that compare fixDocuments with it.
+var generalOnly = false
+
+// fixDocuments is the loop of normalizeInto for a trace none of whose ids
+// is renamed (a simulation's ids are their own names): only the documents
+// its entries carry can change (the work tool's times, a platform's
+// next_run), in tool results, calls' arguments and requests' messages; a
+// run, Work or call id, a parent, a ref, a status row and a detail stay as
+// they are. It does what the general loop does with nothing to rename,
+// without its checks of each entry's ids.
+func (js *jsonFixer) fixDocuments(src, dst []Entry, inPlace bool) {
+	var lastCall, lastFixed *core.ToolCall
+	for i := range src {
+		if !inPlace {
+			dst[i] = src[i]
+		}
+		e := &dst[i]
+		if e.Kind == ToolResult {
+			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
+		}
+		switch p := e.Part.(type) {
+		case *RequestPart:
+			if msgs := fixMessages(p.Messages, nil, js); !sameSlice(msgs, p.Messages) {
+				if !inPlace {
+					p = e.EditRequest()
+				}
+				p.Messages = msgs
+			}
+		case *ResponsePart:
+			if calls := fixCalls(p.Calls, nil, js); !sameSlice(calls, p.Calls) {
+				if !inPlace {
+					p = e.EditResponse()
+				}
+				p.Calls = calls
+			}
+		}
+		if e.Call == nil {
+			continue
+		}
+		if e.Call == lastCall {
+			e.Call = lastFixed
+			continue
+		}
+		lastCall = e.Call
+		if args := workArgs(e.Call, js); args != e.Call.Arguments {
+			c := *e.Call
+			c.Arguments = args
+			e.Call = &c
+		}
+		lastFixed = e.Call
+	}
 }
 
 type idKind int
