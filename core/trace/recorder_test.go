@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"slices"
@@ -283,6 +284,82 @@ func TestAStatusLineIsTheRowExactlyWhenItIsTheRowsRendering(t *testing.T) {
 			if got, want := renders(r, line), line == s; got != want {
 				t.Errorf("renders(%+v, %q) = %v, want %v", r, line, got, want)
 			}
+		}
+	}
+}
+
+// A recorder keeps the offset of its last entry's time: every entry of a
+// run of entries at times that repeat, one after another and not, in
+// other locations and with clock readings, and after a reset to another
+// start, has the offset Sub gives.
+func TestAnEntryAtTheLastEntrysTimeHasTheOffsetSubGives(t *testing.T) {
+	now := time.Now()
+	starts := []time.Time{tsStart, now, now.Round(0), tsStart.Add(time.Hour)}
+	r := NewRecorder(starts[0])
+	prev := starts[0] // the last entry's time before the reset
+	for _, start := range starts {
+		r.Reset(start)
+		times := []time.Time{prev, start, start, start.Add(time.Second), start.Add(time.Second), start,
+			start.Add(time.Second).In(time.FixedZone("x", 3600)), start.Add(time.Second), now, now.Round(0), now, time.Time{}, time.Time{}, start, start.Add(time.Minute)}
+		prev = times[len(times)-1]
+		for i, at := range times {
+			switch i % 3 {
+			case 0:
+				r.Observe(core.Event{Kind: core.EventToolCall, Time: at, Run: "r#1", Call: &core.ToolCall{ID: "c"}})
+			case 1:
+				r.Add(at, Entry{Kind: Note})
+			default:
+				r.AddDetail(at, Note, "r#1", "", "", "d")
+			}
+		}
+		for i, e := range r.Entries() {
+			if want := times[i].Sub(start); e.At != want {
+				t.Errorf("start %v, entry %d at %v: offset %v; Sub gives %v", start, i+1, times[i], e.At, want)
+			}
+		}
+	}
+}
+
+// A recorder takes the room of its next entry as it finds it, zero: one
+// reset after entries of every kind, grown or not, records a run as a new
+// recorder records it, field for field.
+func TestAResetRecorderRecordsWhatANewOneRecords(t *testing.T) {
+	call := &core.ToolCall{ID: "call-1", Name: "work", Arguments: `{"action":"status"}`}
+	events := []core.Event{
+		{Kind: core.EventRunStart, Run: "coord#1", Agent: "coord", Input: map[string]any{"q": "x"}},
+		{Kind: core.EventRequest, Run: "coord#1", Step: 1, Request: &core.Request{Messages: []core.Message{{Role: core.RoleUser, Content: "x"}}}, NewMessages: 1},
+		{Kind: core.EventToolCall, Run: "coord#1", Call: call},
+		{Kind: core.EventRunEnd, Run: "coord#1", Output: &core.Output{Raw: "done"}},
+	}
+	busy := []core.Event{
+		{Kind: core.EventRunStart, Run: "other#1", Agent: "other", Parent: "p#1", Mode: core.ModeBackground, Work: "w-9", Label: "l", Step: 3},
+		{Kind: core.EventToolResult, Run: "other#1", Call: call, Result: &core.Message{Content: "{}", IsError: true}, Action: "status", Work: "w-1",
+			Ref: &core.WorkRef{Kind: core.WorkRefKind, ID: "w-1"}},
+		{Kind: core.EventResponse, Run: "other#1", Response: &core.Response{Text: "t", ToolCalls: []core.ToolCall{*call}}},
+		{Kind: core.EventWorkTransition, Run: "other#1", Work: "w-1", Label: "research", From: "queued", To: "running", Transition: "start"},
+		{Kind: core.EventRunEnd, Run: "other#1", Err: errors.New("failed")},
+	}
+	for _, grow := range []int{0, 3, 64} {
+		fresh, reset := NewRecorder(tsStart), NewRecorder(tsStart.Add(time.Hour))
+		reset.Grow(grow)
+		for i := range 3 {
+			for _, e := range busy {
+				e.Time = tsStart.Add(time.Duration(i) * time.Second)
+				reset.Observe(e)
+			}
+			reset.Add(tsStart, Entry{Kind: Fault, Detail: "fault", Content: "c", Call: call, IsError: true, Step: 9})
+			reset.AddDetail(tsStart, Note, "other#1", "other", "label", "detail")
+		}
+		reset.Reset(tsStart)
+		for _, r := range []*Recorder{fresh, reset} {
+			for i, e := range events {
+				e.Time = tsStart.Add(time.Duration(i) * time.Millisecond)
+				r.Observe(e)
+			}
+			r.AddDetail(tsStart, Note, "", "", "", "end")
+		}
+		if got, want := reset.Entries(), fresh.Entries(); !reflect.DeepEqual(got, want) {
+			t.Errorf("grown by %d, a reset recorder recorded\n%+v\na new one\n%+v", grow, got, want)
 		}
 	}
 }

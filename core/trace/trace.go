@@ -338,7 +338,12 @@ type Recorder struct {
 	mu        sync.Mutex
 	start     time.Time
 	startMono bool // start has a monotonic clock reading (see offset)
-	entries   []Entry
+	// lastAt is the time of the last entry, and lastOffset its offset,
+	// once lastSet: a run's entries come at a few instants, many at each.
+	lastSet    bool
+	lastAt     time.Time
+	lastOffset time.Duration
+	entries    []Entry
 	// tools are the tool names of the last few lists of them recorded: a
 	// run offers the same tools at every step, and its request entries
 	// share one list of them (entries are never modified once recorded),
@@ -385,6 +390,7 @@ func NewRecorder(start time.Time) *Recorder {
 // begin starts the recorder's offsets at start, with no entries.
 func (r *Recorder) begin(start time.Time) {
 	r.start, r.startMono = start, start != start.Round(0)
+	r.lastSet, r.lastAt, r.lastOffset = false, time.Time{}, 0
 	if r.inputs.next == 0 {
 		r.inputs = sizedChunks[byte](256, 16<<10)
 	}
@@ -482,8 +488,7 @@ func (r *Recorder) recordLocked(e *core.Event, encoded []byte, marshalled json.R
 	default:
 		return
 	}
-	r.entries = append(r.entries, Entry{})
-	en := &r.entries[len(r.entries)-1]
+	en := r.next()
 	en.At, en.Seq = r.offset(e.Time), len(r.entries)
 	en.Run, en.Agent, en.Step, en.Work, en.Label = e.Run, e.Agent, e.Step, e.Work, e.Label
 	switch e.Kind {
@@ -542,13 +547,42 @@ func (r *Recorder) recordLocked(e *core.Event, encoded []byte, marshalled json.R
 	}
 }
 
+// next returns the room of the recorder's next entry, zero: the entries'
+// room past the last one is zero (growing it zeroes what it adds, a reset
+// clears what was recorded, and the entries handed out cannot grow into
+// it: their capacity ends with them), and is taken as it is while there is
+// some, without zeroing it again. The caller holds r.mu.
+func (r *Recorder) next() *Entry {
+	n := len(r.entries)
+	if n < cap(r.entries) {
+		r.entries = r.entries[:n+1]
+	} else {
+		r.entries = append(r.entries, Entry{})
+	}
+	return &r.entries[n]
+}
+
 // offset is at as an offset from the recorder's start: at.Sub(start).
 // For a start without a monotonic clock reading (a simulation's epoch), Sub
 // subtracts wall clocks, and offset does that itself, from the seconds and
 // nanoseconds, when the two are less than 2^33 seconds (272 years) apart
 // and the difference cannot overflow, without Sub's check for an overflow;
 // otherwise it asks Sub.
+//
+// The offset of the last entry's time is kept: an entry at the same time
+// (the same value, clock readings and location alike) has the same offset,
+// read without a subtraction. The caller holds r.mu.
 func (r *Recorder) offset(at time.Time) time.Duration {
+	if r.lastSet && at == r.lastAt {
+		return r.lastOffset
+	}
+	d := r.offsetOf(at)
+	r.lastSet, r.lastAt, r.lastOffset = true, at, d
+	return d
+}
+
+// offsetOf is offset without the last entry's time kept.
+func (r *Recorder) offsetOf(at time.Time) time.Duration {
 	if secs := at.Unix() - r.start.Unix(); !r.startMono && secs > -1<<33 && secs < 1<<33 {
 		return time.Duration(secs)*time.Second + time.Duration(at.Nanosecond()-r.start.Nanosecond())
 	}
@@ -683,8 +717,7 @@ func (r *Recorder) Add(at time.Time, e Entry) {
 // platform's trace observer adds one for every event).
 func (r *Recorder) AddDetail(at time.Time, kind Kind, run, agent, label, detail string) {
 	r.mu.Lock()
-	r.entries = append(r.entries, Entry{})
-	en := &r.entries[len(r.entries)-1]
+	en := r.next()
 	en.At, en.Seq = r.offset(at), len(r.entries)
 	en.Kind, en.Run, en.Agent, en.Label, en.Detail = kind, run, agent, label, detail
 	r.mu.Unlock()
