@@ -553,13 +553,18 @@ func (r *Recorder) recordLocked(e *core.Event, encoded []byte, marshalled json.R
 // it: their capacity ends with them), and is taken as it is while there is
 // some, without zeroing it again. The caller holds r.mu.
 func (r *Recorder) next() *Entry {
-	n := len(r.entries)
-	if n < cap(r.entries) {
+	if n := len(r.entries); n < cap(r.entries) {
 		r.entries = r.entries[:n+1]
-	} else {
-		r.entries = append(r.entries, Entry{})
+		return &r.entries[n]
 	}
-	return &r.entries[n]
+	return r.grow()
+}
+
+// grow is next for entries with no room left: their room grows by one
+// entry (and as append grows it).
+func (r *Recorder) grow() *Entry {
+	r.entries = append(r.entries, Entry{})
+	return &r.entries[len(r.entries)-1]
 }
 
 // offset is at as an offset from the recorder's start: at.Sub(start).
@@ -576,17 +581,20 @@ func (r *Recorder) offset(at time.Time) time.Duration {
 	if r.lastSet && at == r.lastAt {
 		return r.lastOffset
 	}
-	d := r.offsetOf(at)
-	r.lastSet, r.lastAt, r.lastOffset = true, at, d
-	return d
+	return r.offsetAnew(at)
 }
 
-// offsetOf is offset without the last entry's time kept.
-func (r *Recorder) offsetOf(at time.Time) time.Duration {
+// offsetAnew is offset for a time other than the last entry's, which it
+// keeps as the last.
+func (r *Recorder) offsetAnew(at time.Time) time.Duration {
+	var d time.Duration
 	if secs := at.Unix() - r.start.Unix(); !r.startMono && secs > -1<<33 && secs < 1<<33 {
-		return time.Duration(secs)*time.Second + time.Duration(at.Nanosecond()-r.start.Nanosecond())
+		d = time.Duration(secs)*time.Second + time.Duration(at.Nanosecond()-r.start.Nanosecond())
+	} else {
+		d = at.Sub(r.start)
 	}
-	return at.Sub(r.start)
+	r.lastSet, r.lastAt, r.lastOffset = true, at, d
+	return d
 }
 
 // statusRows renders a status block's rows into rows, one a string: the
