@@ -363,3 +363,17 @@ func TestAResetRecorderRecordsWhatANewOneRecords(t *testing.T) {
 		}
 	}
 }
+
+// A request that offers no tools (none, or an empty list) is recorded with
+// a list of no tool names, not with none, as one that offers some is.
+func TestARequestOfferingNoToolsIsRecordedWithAnEmptyListOfThem(t *testing.T) {
+	r := NewRecorder(tsStart)
+	for _, tools := range [][]core.ToolSpec{nil, {}, {{Name: "work"}}, nil} {
+		r.Observe(core.Event{Kind: core.EventRequest, Run: "r#1", Request: &core.Request{Tools: tools}})
+	}
+	for i, e := range r.Entries() {
+		if got := e.Tools(); got == nil || len(got) != 1 && i == 2 || len(got) != 0 && i != 2 {
+			t.Errorf("request %d recorded tools %#v", i+1, got)
+		}
+	}
+}

@@ -676,6 +676,9 @@ func spells(s string, n int64) bool {
 // toolNames returns the names of a request's tools: a list an earlier
 // request's entry holds when they are the same. The caller holds r.mu.
 func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
+	if len(specs) == 0 {
+		return noNames
+	}
 	// The list the last request matched first: a run's requests, and its
 	// agent's other runs', mostly follow one another.
 	if names := r.tools[r.lastTools]; names != nil && sameNames(names, specs) {
@@ -696,6 +699,10 @@ func (r *Recorder) toolNames(specs []core.ToolSpec) []string {
 	r.lastTools, r.nextTools = r.nextTools, (r.nextTools+1)%len(r.tools)
 	return names
 }
+
+// noNames are the tool names of a request that offers none: a list of
+// none (not nil), shared like any other.
+var noNames = []string{}
 
 func sameNames(names []string, specs []core.ToolSpec) bool {
 	if len(names) != len(specs) {
