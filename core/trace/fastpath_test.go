@@ -3,6 +3,7 @@ package trace
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -131,25 +132,20 @@ func normalizedJSON(t *testing.T, tr *Trace, inPlace, general bool) string {
 }
 
 // deepCopy copies entries with their own parts (a recorder's, which a
-// normalization in place rewrites).
+// normalization in place rewrites): the Edit methods copy a part.
 func deepCopy(es []Entry) []Entry {
-	c := make([]Entry, len(es))
-	for i, e := range es {
-		switch p := e.Part.(type) {
+	c := slices.Clone(es)
+	for i := range c {
+		switch e := &c[i]; e.Part.(type) {
 		case *RequestPart:
-			q := *p
-			e.Part = &q
+			e.EditRequest()
 		case *ResponsePart:
-			q := *p
-			e.Part = &q
+			e.EditResponse()
 		case *RunPart:
-			q := *p
-			e.Part = &q
+			e.EditRun()
 		case *WorkPart:
-			q := *p
-			e.Part = &q
+			e.EditWork()
 		}
-		c[i] = e
 	}
 	return c
 }
