@@ -59,3 +59,13 @@ func RunLanes(lanes []Lane, seq uint64, horizon, boundAt int64, boundSeq uint64,
 	}
 	return out, c.seq, stop, past
 }
+
+// Waiters returns how many waits the watched signal c lists, current or
+// ended (-1 when c is not watched).
+func Waiters(s *Sim, c <-chan struct{}) int {
+	w := s.watched.get(c)
+	if w == nil || w == &orphaned {
+		return -1
+	}
+	return len(w.waiters)
+}
