@@ -387,7 +387,21 @@ func (c *Clock) skipIdle(horizon int64, bounded bool) bool {
 // is due before (boundAt, boundSeq). It reports whether it stopped at a
 // round that is not idle (stop) or one past horizon (past).
 func (c *Clock) runLanes(lanes []lane, horizon, boundAt int64, boundSeq uint64) (stop, past bool) {
+	return c.runLanesWith(lanes, horizon, boundAt, boundSeq, true)
+}
+
+// runLanesWith is runLanes, with two lanes' spans run together (see
+// spans) when joint is set; without, one lane's rounds at a time (what
+// the specs compare spans with).
+func (c *Clock) runLanesWith(lanes []lane, horizon, boundAt int64, boundSeq uint64, joint bool) (stop, past bool) {
+	due := boundAt // rounds due before it are before the bound and by horizon
+	if horizon < due-1 {
+		due = horizon + 1
+	}
 	for {
+		if joint && len(lanes) == 2 && lanes[0].at < lanes[0].until && lanes[1].at < lanes[1].until {
+			c.spans(&lanes[0], &lanes[1], due)
+		}
 		l, other := &lanes[0], int64(math.MaxInt64)
 		if len(lanes) == 2 {
 			if lanes[1].before(l.at, l.seq) {
@@ -439,6 +453,94 @@ func (c *Clock) runLanes(lanes []lane, horizon, boundAt int64, boundSeq uint64) 
 		// The callback's Reset(reset) with the clock at l.at (schedule).
 		c.seq++
 		l.at, l.seq = after(l.at, time.Duration(l.reset)), c.seq
+	}
+}
+
+// spans runs at once the rounds of two lanes, both in a span, that are due
+// before the first round that is not one of their spans' (at or past its
+// lane's until, or at or past lim): runLanes would run them one lane's
+// batch at a time, in (deadline, seq) order, each taking the next seq.
+// What they leave is counted instead: each lane's last round and next
+// deadline, and the seq its last round took, which is one more than the
+// rounds of both run before it. Where rounds of the two are due at the
+// same instant, their order is their ranks' (see tiedFirst). It does
+// nothing unless both lanes have rounds to run.
+func (c *Clock) spans(a, b *lane, lim int64) {
+	e := min(spanEnd(a, lim), spanEnd(b, lim))
+	if e == math.MaxInt64 {
+		return // no round due in range stops them: runLanes counts them a lane at a time
+	}
+	na, nb := roundsBefore(a, e), roundsBefore(b, e)
+	if na == 0 || nb == 0 {
+		return // one lane's rounds: runLanes counts them as it is
+	}
+	lastA, lastB := a.at+(na-1)*a.reset, b.at+(nb-1)*b.reset
+	// How many of the other lane's rounds run before each one's last.
+	beforeA, beforeB := roundsBefore(b, lastA), roundsBefore(a, lastB)
+	if j, tied := roundAt(b, lastA, nb); tied && !tiedFirst(a, b, na-1, j) {
+		beforeA++
+	}
+	if k, tied := roundAt(a, lastB, na); tied && tiedFirst(a, b, k, nb-1) {
+		beforeB++
+	}
+	seq := c.seq
+	a.seq, b.seq = seq+uint64(na+beforeA), seq+uint64(nb+beforeB)
+	a.last, b.last = lastA, lastB
+	a.at, b.at = after(lastA, time.Duration(a.reset)), after(lastB, time.Duration(b.reset))
+	c.seq = seq + uint64(na+nb)
+}
+
+// spanEnd returns the deadline of the first round of l, in a span, at or
+// past its until or lim (math.MaxInt64 past the largest deadline).
+func spanEnd(l *lane, lim int64) int64 {
+	u := min(l.until, lim)
+	if u <= l.at {
+		return l.at
+	}
+	k := (u-l.at-1)/l.reset + 1
+	if k > (math.MaxInt64-l.at)/l.reset {
+		return math.MaxInt64
+	}
+	return l.at + k*l.reset
+}
+
+// roundsBefore returns how many rounds of l's span are due before t.
+func roundsBefore(l *lane, t int64) int64 {
+	if t <= l.at {
+		return 0
+	}
+	return (t-l.at-1)/l.reset + 1
+}
+
+// roundAt returns which of l's first n rounds is due at t, if one is.
+func roundAt(l *lane, t, n int64) (int64, bool) {
+	if t < l.at || (t-l.at)%l.reset != 0 {
+		return 0, false
+	}
+	k := (t - l.at) / l.reset
+	return k, k < n
+}
+
+// tiedFirst reports whether a's round ka (from 0, its next) runs before
+// b's round kb when both are due at the same instant, as their seqs say.
+// A lane's next round has the seq it had before spans, older than any
+// the rounds take; a later round has the seq its lane's round before it
+// took, one reset earlier. So with resets unlike, the lane whose round
+// before came first, at the earlier instant, is first: the longer reset's
+// (or the one whose next round it is, at an older seq). With resets
+// alike the rounds before were due at one instant too, and so on back to
+// the first of the two rounds that is its lane's next: that lane's, or,
+// both next, the older seq's.
+func tiedFirst(a, b *lane, ka, kb int64) bool {
+	switch {
+	case a.reset == b.reset && ka != kb:
+		return ka < kb
+	case a.reset == b.reset || ka == 0 && kb == 0:
+		return a.seq < b.seq
+	case ka == 0 || kb == 0:
+		return ka == 0
+	default:
+		return a.reset > b.reset
 	}
 }
 

@@ -242,3 +242,64 @@ var _ = Describe("idle rounds told to the clock (SkipIdle)", func() {
 		Expect(clock.Pending()).To(Equal(1))
 	})
 })
+
+var _ = Describe("two lanes' spans run together", func() {
+	It("leave what runLanes' rounds a lane at a time leave: the same idle calls in the same order, the same deadlines, ranks and last rounds, the same seq and outcome", func() {
+		rng := rand.New(rand.NewPCG(84, 1))
+		joint := 0
+		for n := range 20000 {
+			// Short resets and near deadlines, so that rounds of the two
+			// lanes often fall due at one instant; now and then no bound,
+			// no horizon or no until.
+			pick := func(far int64, lo, hi int) int64 {
+				if rng.IntN(8) == 0 {
+					return far
+				}
+				return int64(lo + rng.IntN(hi-lo+1))
+			}
+			horizon := pick(math.MaxInt64, 0, 400)
+			boundAt := pick(math.MaxInt64, 0, 400)
+			if horizon == math.MaxInt64 && boundAt == math.MaxInt64 {
+				boundAt = 400
+			}
+			boundSeq := uint64(rng.IntN(40))
+			seq := uint64(40 + rng.IntN(10))
+			// Each lane's idle function answers by its own stream, and
+			// logs where it was asked.
+			var log []string
+			lanes := make([]sim.Lane, 2)
+			for i := range lanes {
+				at := int64(rng.IntN(30))
+				reset := int64(1 + rng.IntN(6))
+				lanes[i] = sim.Lane{At: at, Seq: uint64(rng.IntN(40)), Reset: reset, Until: at + pick(math.MaxInt64-at, 0, 150), Last: -1}
+				answers := rng.Uint64()
+				lanes[i].Idle = func(at time.Duration) (time.Duration, time.Duration, bool) {
+					log = append(log, fmt.Sprintf("lane %d asked at %d", i, at))
+					r := rand.New(rand.NewPCG(answers, uint64(at)))
+					if r.IntN(6) == 0 || at > 600 {
+						return 0, 0, false
+					}
+					return time.Duration(1 + r.IntN(6)), at + time.Duration(r.IntN(120)), true
+				}
+			}
+			if lanes[0].Seq == lanes[1].Seq {
+				lanes[1].Seq++ // ranks are unique
+			}
+			run := func(together bool) string {
+				log = nil
+				ls := append([]sim.Lane(nil), lanes...)
+				out, last, stop, past := sim.RunLanes(ls, seq, horizon, boundAt, boundSeq, together)
+				for i := range out {
+					out[i].Idle = nil
+				}
+				return fmt.Sprintf("%v\n%+v seq %d stop %v past %v", log, out, last, stop, past)
+			}
+			alone, together := run(false), run(true)
+			Expect(together).To(Equal(alone), "case %d", n)
+			if lanes[0].Until > lanes[0].At && lanes[1].Until > lanes[1].At {
+				joint++
+			}
+		}
+		Expect(joint).To(BeNumerically(">", 10000))
+	})
+})

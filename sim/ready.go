@@ -129,6 +129,15 @@ func (w waiter) current() bool {
 }
 
 func (w *watchedSignal) enlist(a *actor) {
+	if n := len(w.waiters); n > 0 && !w.waiters[n-1].current() {
+		// The last wait listed has ended, for good (an actor counts its
+		// waits, and a stale entry never matches again): the new one
+		// takes its place, where it would have come after it. An actor
+		// that waits on a signal again (a context's Done beside a sleep)
+		// does not grow the list past its first backing.
+		w.waiters[n-1] = waiter{a: a, wait: a.wait}
+		return
+	}
 	if len(w.waiters) >= max(w.compactAt, 8) {
 		// A signal that stays open while actors wait on it again and
 		// again (a context's Done beside many sleeps) keeps only the

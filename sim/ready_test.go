@@ -3,7 +3,9 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -113,6 +115,65 @@ var _ = Describe("the ready queue", func() {
 			}
 		})
 		Expect(n).To(BeNumerically("<=", 1), "the Sim alone")
+	})
+
+	It("waits on watched signals again and again, with a sleep beside each, wake the same actors at the same steps as waits on channels the Sim polls (a new wait takes the place of the last one listed when that one has ended)", func() {
+		run := func(seed uint64, watch bool) []sim.Decision {
+			s := sim.New(sim.Options{Seed: int64(seed)})
+			clock := s.Clock()
+			rng := rand.New(rand.NewPCG(seed, 84))
+			chans := make([]chan struct{}, 3)
+			for i := range chans {
+				chans[i] = make(chan struct{})
+				if watch {
+					s.Watch(chans[i])
+				}
+			}
+			for a := range 4 {
+				// Drawn before the run, so that both runs wait alike.
+				waits := make([][2]int, 8)
+				for i := range waits {
+					waits[i] = [2]int{rng.IntN(len(chans)), 1 + rng.IntN(5)}
+				}
+				s.Go(fmt.Sprint("waiter-", a), func() {
+					for _, w := range waits {
+						tick, _ := core.SignalAfter(s, clock, time.Duration(w[1])*time.Second)
+						s.Wait("a signal or a tick", chans[w[0]], tick)
+					}
+				})
+			}
+			closes := rng.Perm(len(chans))
+			s.Go("closer", func() {
+				for _, i := range closes {
+					clock.Sleep(time.Duration(4+rng.IntN(8)) * time.Second)
+					close(chans[i])
+					if watch {
+						s.Closed(chans[i])
+					}
+				}
+			})
+			Expect(s.Run(nil)).To(Succeed())
+			return s.Decisions()
+		}
+		for seed := range uint64(200) {
+			Expect(run(seed, true)).To(Equal(run(seed, false)), "seed %d", seed)
+		}
+	})
+
+	It("an actor that waits on a watched signal again, its last wait on it ended, takes that wait's entry: the signal lists one wait, in its first backing", func() {
+		s := sim.New(sim.Options{Seed: 1})
+		done := core.NewSignal(s)
+		var listed []int
+		s.Go("sleeper", func() {
+			for range 10 {
+				tick, _ := core.SignalAfter(s, s.Clock(), time.Second)
+				s.Wait("done or a tick", done.C(), tick)
+				listed = append(listed, sim.Waiters(s, done.C()))
+			}
+			done.Close()
+		})
+		Expect(s.Run(nil)).To(Succeed())
+		Expect(listed).To(Equal([]int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}), "it grew a wait at a time, to eight, till the ended ones were dropped")
 	})
 
 	It("an actor waiting on a channel nobody said they will close is polled, and wakes once it closes", func() {

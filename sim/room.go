@@ -44,6 +44,12 @@ type room struct {
 	// actors, where a Sim reuses finished actors (see Sim.reuse).
 	actorSlab []actor
 
+	// run is the function the coroutines made in the room run, and
+	// starting the coroutine made last, until it starts (see body). A
+	// coroutine kept by a pool keeps its room alive.
+	run      func(yield func(struct{}) bool)
+	starting *coroutine
+
 	actor0  [3]actor
 	slab0   [7]watchedSignal
 	spare0  [8]*watchedSignal

@@ -36,8 +36,6 @@ type Sim struct {
 	// of sessions a slab for dozens of them (and reuses the memory of
 	// those that finished, see reuse).
 	actorSlab []actor
-	live      int // actors in actors that have not finished
-	nextID    int
 	cur       *actor
 
 	// The runnable actors, in creation order: those not started yet, those
@@ -74,7 +72,6 @@ type Sim struct {
 	// its end (or out of range) fall back to the seed, or with strict to
 	// the first runnable actor.
 	replay []int
-	strict bool
 	// Decisions records every choice: the index among runnable actors.
 	decisions []Decision
 	// misfit is the first replayed choice that no runnable actor answered.
@@ -83,7 +80,13 @@ type Sim struct {
 	// driving counts the calls on the stack that run the simulation (Run,
 	// RunFor, Step, a Wait from outside an actor): a Wait outside an actor
 	// while one runs is a timer callback or hook that would block.
-	driving int
+	// It and strict share a word, as live and nextID do: the Sim and its
+	// room, with the allocation's header, fit a size class of 3 KiB.
+	driving int32
+	strict  bool
+	// live counts the actors in actors that have not finished; nextID is
+	// the last actor's ID.
+	live, nextID int32
 
 	// Hooks.
 	onStep func(a *Actor)
@@ -290,12 +293,12 @@ func (s *Sim) Go(name string, fn func()) {
 	a := s.reuse()
 	if a == nil {
 		if len(s.actorSlab) == 0 {
-			s.actorSlab = make([]actor, min(max(s.nextID/8, 5), maxActorChunk))
+			s.actorSlab = make([]actor, min(max(int(s.nextID)/8, 5), maxActorChunk))
 		}
 		a = &s.actorSlab[0]
 		s.actorSlab = s.actorSlab[1:]
 	}
-	a.ID, a.Name, a.fn = s.nextID, name, fn
+	a.ID, a.Name, a.fn = int(s.nextID), name, fn
 	s.actors = append(s.actors, a)
 	s.live++
 	if s.ready.full() {
@@ -505,22 +508,30 @@ func (p *ActorPanic) Error() string {
 	return fmt.Sprintf("sim: actor %q panicked: %v\n%s", p.Actor, p.Value, p.Stack)
 }
 
-// body returns the coroutine's function: it runs its actor to the end,
-// hands back, and runs the actor it is given next, until it is stopped. It
-// is a closure rather than the method value c.body would be, whose wrapper
-// is one more frame on the stack that growStack copies.
-func (c *coroutine) body() func(yield func(struct{}) bool) {
-	return func(yield func(struct{}) bool) {
-		c.yield = yield
-		growStack()
-		for {
-			c.a.run()
-			c.a = nil
-			if !yield(struct{}{}) {
-				return
+// body returns the function the room's coroutines run (made once per room,
+// not per coroutine: iter.Pull's closure is one allocation a room, not one
+// an actor alive at once). A new coroutine learns which one it is from
+// r.starting, which Sim.coroutine sets just before its first resume; then it
+// runs its actor to the end, hands back, and runs the actor it is given
+// next, until it is stopped. It is a closure rather than a method value,
+// whose wrapper is one more frame on the stack that growStack copies.
+func (r *room) body() func(yield func(struct{}) bool) {
+	if r.run == nil {
+		r.run = func(yield func(struct{}) bool) {
+			c := r.starting
+			r.starting = nil
+			c.yield = yield
+			growStack()
+			for {
+				c.a.run()
+				c.a = nil
+				if !yield(struct{}{}) {
+					return
+				}
 			}
 		}
 	}
+	return r.run
 }
 
 // run runs the actor's function on its coroutine, and marks it finished.
@@ -706,7 +717,7 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 	if done {
 		// After the hook, which is handed the actor: compact leaves it
 		// for a new actor to reuse.
-		if dead := len(s.actors) - s.live; dead > 16 && dead > s.live {
+		if dead := len(s.actors) - int(s.live); dead > 16 && dead > int(s.live) {
 			s.compact()
 		}
 	}
@@ -832,7 +843,10 @@ func (s *Sim) coroutine(a *actor) *coroutine {
 			// finished one's memory, whose coroutine runs another.
 			c = new(coroutine)
 		}
-		c.next, c.stop = iter.Pull(c.body())
+		// It starts at the actor's first resume, which follows at once
+		// (see room.body).
+		s.room.starting = c
+		c.next, c.stop = iter.Pull(s.room.body())
 	}
 	c.a = a
 	return c
