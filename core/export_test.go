@@ -99,3 +99,32 @@ func ResetSharedSleeps() {
 	defer sharedSleeps.mu.Unlock()
 	sharedSleeps.list.Store(nil)
 }
+
+// OccurrenceInputBothWays compares the input of a recorded child call,
+// by its arguments as written, with a repeated call's: as the record does
+// (same), and the general way (general): both documents decoded and read
+// as the child's input, and their canonical encodings compared, the
+// digest of which the record kept before. wrapped says the child's input
+// is not an object, and is wrapped as {input}.
+func OccurrenceInputBothWays(recorded, args string, wrapped bool) (same, general bool, err error) {
+	pt := &preparedTool{name: "research", hasInput: true, wrapped: wrapped}
+	input := func(doc string) (any, error) {
+		v, err := decodeArgs(doc)
+		if err != nil {
+			return nil, err
+		}
+		return childInput(pt, v), nil
+	}
+	was, err := input(recorded)
+	if err != nil {
+		return false, false, err
+	}
+	is, err := input(args)
+	if err != nil {
+		return false, false, err
+	}
+	a, _ := canonicalInput(nil, was)
+	b, _ := canonicalInput(nil, is)
+	occ := occurrence{callID: "call-1", tool: pt.name, args: recorded}
+	return occ.sameInput(pt, args, is), string(a) == string(b), nil
+}
