@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -381,12 +380,13 @@ func (r *registry) status(owner, id string) (WorkStatus, bool) {
 }
 
 // resultOutcome is what a result action found: when the Work is
-// unfinished, its status and the reason to wait on it for.
+// unfinished, the reason to wait on it for, and whether its status was
+// projected (see peekResult).
 type resultOutcome struct {
-	found  bool
-	output *Output
-	status WorkStatus
-	reason string
+	found     bool
+	output    *Output
+	projected bool
+	reason    string
 }
 
 // resultPrefix opens the wait reason of a result action.
@@ -404,7 +404,13 @@ func (w *work) actorName() string { return w.names[len(resultPrefix):] }
 // label is the Work's label, the tool key it was started under.
 func (w *work) label() string { return w.names[len(resultPrefix)+len(w.ref.ID)+1:] }
 
-func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{}) {
+// peekResult looks at the owner's Work for a result action: its output
+// when it has completed, else its status projection, written to st, and
+// the signal of its end. An action that will wait for unfinished Work
+// (wait) has no use for its status now, only once the wait is over: its
+// status is projected then only when it has finished (failed or
+// cancelled), which the action answers at once.
+func (r *registry) peekResult(owner, id string, wait bool, st *WorkStatus) (resultOutcome, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.visibleLocked(owner, id)
@@ -415,7 +421,11 @@ func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{})
 		w.rejoined = true
 		return resultOutcome{found: true, output: w.output}, nil
 	}
-	return resultOutcome{found: true, status: r.projectLocked(w), reason: w.resultReason()}, w.done.C()
+	got := resultOutcome{found: true, reason: w.resultReason()}
+	if !wait || w.state.Terminal() {
+		*st, got.projected = r.projectLocked(w), true
+	}
+	return got, w.done.C()
 }
 
 func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
@@ -527,9 +537,9 @@ func (r *registry) takeGuidance(w *work) []Message {
 // status block takes room instead of an allocation when it is given one,
 // and says so.
 func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *Request, usedRoom bool) {
-	var buf [MaxStatusRows]StatusRow
-	sampled, total := r.statusRows(owner, now, &buf)
-	if len(sampled) == 0 {
+	var one StatusRow
+	rows, total := r.statusRows(owner, now, &one)
+	if total == 0 {
 		if room != nil {
 			return room, true
 		}
@@ -541,12 +551,9 @@ func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *
 		row    [1]StatusRow
 		text   [statusTextRoom]byte
 	}{}
-	var rows []StatusRow
-	if len(sampled) == 1 {
-		rs.row[0] = sampled[0]
+	if total == 1 {
+		rs.row[0] = one
 		rows = rs.row[:]
-	} else {
-		rows = slices.Clone(sampled)
 	}
 	fillStatus(&rs.status, rows, total, rs.text[:])
 	rs.req.Status = &rs.status
@@ -560,19 +567,29 @@ func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *
 // bytes, a size class of the allocator's.
 const statusTextRoom = 88
 
-// statusRows samples the owner's attached Work for a status block, in
-// buf: at
+// statusRows samples the owner's attached Work for a status block: at
 // most MaxStatusRows rows, unfinished Work first (oldest first), then
 // finished Work (most recently finished first), and how many attached
-// items there are in all.
-func (r *registry) statusRows(owner string, now time.Time, buf *[MaxStatusRows]StatusRow) ([]StatusRow, int) {
+// items there are in all. A block of one row, the usual case, is
+// written to one, with no list of its own (rows nil, total 1); more are
+// written to a list made to their number.
+func (r *registry) statusRows(owner string, now time.Time, one *StatusRow) (rows []StatusRow, total int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ow := r.ownerLocked(owner)
 	if ow == nil || ow.visible.n == 0 {
 		return nil, 0
 	}
-	rows := buf[:0]
+	// Attached Work is open or finished: one row for each, up to the cap.
+	if ow.visible.n == 1 {
+		w := ow.open.head
+		if w == nil {
+			w = ow.finished.tail
+		}
+		*one = r.statusRowLocked(w, now)
+		return nil, 1
+	}
+	rows = make([]StatusRow, 0, min(ow.visible.n, MaxStatusRows))
 	for w := ow.open.head; w != nil && len(rows) < MaxStatusRows; w = w.links[listOpen].next {
 		rows = append(rows, r.statusRowLocked(w, now))
 	}
