@@ -540,22 +540,29 @@ func (rm *runMessages) seal(h []Message, trusted bool, spare *spareCalls) []Mess
 		// The copy grows as the history has grown: at once, to its room.
 		rm.msgs = slices.Grow(rm.msgs, cap(h)-len(rm.msgs))
 	}
-	for _, m := range h[len(rm.msgs):] {
-		if calls, ok := spare.take(&m); ok {
+	// The new messages are copied in place, each read once (a range
+	// over them and an append would copy each twice).
+	n := len(rm.msgs)
+	rm.msgs = rm.msgs[:len(h)]
+	for i := n; i < len(h); i++ {
+		m := &rm.msgs[i]
+		*m = h[i]
+		if calls, ok := spare.take(m); ok {
 			m.ToolCalls = calls
 		} else {
-			m = copyMessage(m)
+			m.ToolCalls = copyCalls(m.ToolCalls)
 		}
-		rm.msgs = append(rm.msgs, m)
 	}
-	n := len(rm.msgs)
-	return rm.msgs[:n:n]
+	return rm.msgs[:len(h):len(h)]
 }
 
 func copyMessage(m Message) Message {
-	m.ToolCalls = slices.Clip(slices.Clone(m.ToolCalls))
+	m.ToolCalls = copyCalls(m.ToolCalls)
 	return m
 }
+
+// copyCalls is a message's own copy of its tool calls.
+func copyCalls(calls []ToolCall) []ToolCall { return slices.Clip(slices.Clone(calls)) }
 
 // sameMessage reports whether a copy still equals the original. It runs
 // for every message of the history before every request, so it compares
