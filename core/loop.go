@@ -49,6 +49,10 @@ type instance struct {
 	// topRun and newInstance); outUsed and reqUsed say they are used.
 	rooms            *runRooms
 	outUsed, reqUsed bool
+	// lone: the response of the run's step has one tool call, so no call
+	// identity can repeat at the step, and none is recorded (see
+	// occurrences).
+	lone bool
 	// inputValid: the run is a child whose input its agent's schema was
 	// found to remember as valid when the call's input was looked up
 	// (see knownValidInput), so begin does not look again.
@@ -333,6 +337,7 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response, seal *runSe
 	// records), not message by message.
 	inst.grow(1+len(resp.ToolCalls), &seal.msgs)
 	inst.appendAssistant(resp, seal)
+	inst.lone = len(resp.ToolCalls) == 1
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
@@ -858,16 +863,19 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 		schema = pt.child.agent.Prompt.Input
 	}
 	valid := knownValidInput(input, schema)
-	if occ, err := inst.calls.seen(inst.step, call.ID, pt, call.Arguments, input, background); err != nil {
-		return "", nil, err
-	} else if occ != nil {
-		return occ.replay()
+	lone := inst.lone // the step's only call: its identity is not seen again
+	if !lone {
+		if occ, err := inst.calls.seen(inst.step, call.ID, pt, call.Arguments, input, background); err != nil {
+			return "", nil, err
+		} else if occ != nil {
+			return occ.replay()
+		}
 	}
 	if background {
 		return inst.startBackground(call, pt, input, valid)
 	}
 	out, err := inst.runForeground(ctx, call, pt, input, valid)
-	if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
+	if !lone && (err == nil || ctx.Err() == nil) { // a call its run's end cut short is not an outcome
 		inst.calls.recordForeground(&call, pt.name, out, err)
 	}
 	return out, nil, err
@@ -880,7 +888,9 @@ func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any
 	if err != nil {
 		return "", nil, err
 	}
-	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, args: call.Arguments, background: true, text: ref.ID, target: ref.TargetID})
+	if !inst.lone {
+		inst.calls.record(occurrence{callID: call.ID, tool: pt.name, args: call.Arguments, background: true, text: ref.ID, target: ref.TargetID})
+	}
 	out, err := marshalRef(*ref)
 	return out, ref, err
 }

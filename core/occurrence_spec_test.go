@@ -52,6 +52,36 @@ var _ = Describe("Occurrence identity compares inputs, not how the arguments are
 		f.awaitTerminal(ctx, refsIn(res.Messages)[0].ID)
 	}, within)
 
+	// A response of one call keeps no record of its identity (no other
+	// call of the step can repeat it): its call starts Work as the first
+	// of a response of more does, and a repeat at a later step is a call
+	// of its own, as it is after a response of more calls.
+	It("starts a response's only child call as the first of more, and takes its identity at a later step as new", func(ctx SpecContext) {
+		refs := func(turns ...scripted.Turn) []core.WorkRef {
+			f := newFixture(ctx)
+			f.model.Script(shared.CoordinatorID, append(turns, scripted.Say("ok"))...)
+			f.model.Answer(shared.ResearchID, func(*core.Request) (*core.Response, error) {
+				return &core.Response{Output: findings("S")}, nil
+			})
+			res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(toolResults(res.Messages, "research")).To(HaveLen(len(refsIn(res.Messages))), "every call answered with a work.ref")
+			for _, ref := range refsIn(res.Messages) {
+				f.awaitTerminal(ctx, ref.ID)
+			}
+			Expect(f.rt.Works()).To(HaveLen(len(refsIn(res.Messages))))
+			return refsIn(res.Messages)
+		}
+		alone := refs(scripted.Calls(bgID("call-r", shared.Question)), scripted.Calls(bgID("call-r", shared.Question)))
+		Expect(alone).To(HaveLen(2))
+		Expect(alone[1].ID).NotTo(Equal(alone[0].ID), "the identity at the later step started Work of its own")
+		withMore := refs(scripted.Calls(bgID("call-r", shared.Question), bgID("call-s", shared.Question)),
+			scripted.Calls(bgID("call-r", shared.Question), bgID("call-s", shared.Question)))
+		Expect(withMore).To(HaveLen(4))
+		Expect(withMore[2].ID).NotTo(Equal(withMore[0].ID))
+		Expect(alone[0].TargetID).To(Equal(withMore[0].TargetID))
+	}, within)
+
 	It("finds the same inputs the same as their canonical encodings do, for arguments written byte for byte alike or otherwise", func() {
 		r := rand.New(rand.NewPCG(81, 3))
 		alike, otherwise := 0, 0
