@@ -4,11 +4,13 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/lifecycle"
 	shared "github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/scripted"
 )
@@ -203,3 +205,33 @@ func writeArgs(r *rand.Rand, v any) string {
 	write(v)
 	return b.String()
 }
+
+var _ = Describe("A status block of Work whose names are read as single-line once", func() {
+	It("is the block written with every id and label made single-line, for rows of clean and hostile names", func() {
+		names := []string{"w-1", "research", "", "deep research", "deep\tresearch", " research", "research ", "a  b",
+			"r\u00e9sum\u00e9", "deep\u2028research", strings.Repeat("r", 96), strings.Repeat("r", 97)}
+		states := []core.WorkState{lifecycle.Queued, lifecycle.Running, lifecycle.Completed, lifecycle.Failed}
+		r := rand.New(rand.NewPCG(81, 4))
+		known := 0
+		for range 2000 {
+			rows := make([]core.StatusRow, 1+r.IntN(core.MaxStatusRows))
+			from := names
+			if r.IntN(2) == 0 {
+				from = names[:4] // single-line names only
+			}
+			clean := true
+			for i := range rows {
+				rows[i] = core.StatusRow{ID: from[r.IntN(len(from))], Label: from[r.IntN(len(from))],
+					State: states[r.IntN(len(states))], Elapsed: time.Duration(r.IntN(100)) * time.Second}
+				rows[i].ResultAvailable = rows[i].State == lifecycle.Completed
+				clean = clean && core.SafeLabel(rows[i].ID) == rows[i].ID && core.SafeLabel(rows[i].Label) == rows[i].Label
+			}
+			fast, general := core.BuildStatusBothWays(rows, len(rows)+r.IntN(3))
+			Expect(fast).To(Equal(general), "rows %q", rows)
+			if clean {
+				known++
+			}
+		}
+		Expect(known).To(BeNumerically(">", 500), "blocks of single-line names only")
+	})
+})

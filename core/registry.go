@@ -31,8 +31,11 @@ type work struct {
 	isAgent  bool
 	detached bool
 	rejoined bool
-	output   *Output
-	failure  error
+	// singleLine: its id and label are single-line already, as a status
+	// row shows them (see SafeLabel), read once as it is made.
+	singleLine bool
+	output     *Output
+	failure    error
 
 	done   Signal // closed once terminal
 	cancel canceller
@@ -136,16 +139,17 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	}
 	now := r.rt.opts.Clock.Now()
 	w := &work{
-		ref:       newRef(id, target),
-		names:     workNames(id, label),
-		owner:     owner,
-		startedBy: startedBy,
-		isAgent:   run == nil,
-		state:     lifecycle.Queued,
-		created:   now,
-		done:      NewSignal(r.rt.opts.Executor),
-		child:     child,
-		run:       run,
+		ref:        newRef(id, target),
+		names:      workNames(id, label),
+		singleLine: singleLine(id) && singleLine(label),
+		owner:      owner,
+		startedBy:  startedBy,
+		isAgent:    run == nil,
+		state:      lifecycle.Queued,
+		created:    now,
+		done:       NewSignal(r.rt.opts.Executor),
+		child:      child,
+		run:        run,
 	}
 	if ow == nil {
 		ow = r.addOwnerLocked(owner)
@@ -538,7 +542,7 @@ func (r *registry) takeGuidance(w *work) []Message {
 // and says so.
 func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *Request, usedRoom bool) {
 	var one StatusRow
-	rows, total := r.statusRows(owner, now, &one)
+	rows, total, singleLine := r.statusRows(owner, now, &one)
 	if total == 0 {
 		if room != nil {
 			return room, true
@@ -555,7 +559,7 @@ func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *
 		rs.row[0] = one
 		rows = rs.row[:]
 	}
-	fillStatus(&rs.status, rows, total, rs.text[:])
+	fillStatus(&rs.status, rows, total, rs.text[:], singleLine)
 	rs.req.Status = &rs.status
 	return &rs.req, false
 }
@@ -572,13 +576,14 @@ const statusTextRoom = 88
 // finished Work (most recently finished first), and how many attached
 // items there are in all. A block of one row, the usual case, is
 // written to one, with no list of its own (rows nil, total 1); more are
-// written to a list made to their number.
-func (r *registry) statusRows(owner string, now time.Time, one *StatusRow) (rows []StatusRow, total int) {
+// written to a list made to their number. singleLine says that every
+// row's id and label is single-line already.
+func (r *registry) statusRows(owner string, now time.Time, one *StatusRow) (rows []StatusRow, total int, singleLine bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ow := r.ownerLocked(owner)
 	if ow == nil || ow.visible.n == 0 {
-		return nil, 0
+		return nil, 0, false
 	}
 	// Attached Work is open or finished: one row for each, up to the cap.
 	if ow.visible.n == 1 {
@@ -586,20 +591,28 @@ func (r *registry) statusRows(owner string, now time.Time, one *StatusRow) (rows
 		if w == nil {
 			w = ow.finished.tail
 		}
-		*one = r.statusRowLocked(w, now)
-		return nil, 1
+		*one, singleLine = r.statusRowLocked(w, now)
+		return nil, 1, singleLine
 	}
-	rows = make([]StatusRow, 0, min(ow.visible.n, MaxStatusRows))
+	rows, singleLine = make([]StatusRow, 0, min(ow.visible.n, MaxStatusRows)), true
 	for w := ow.open.head; w != nil && len(rows) < MaxStatusRows; w = w.links[listOpen].next {
-		rows = append(rows, r.statusRowLocked(w, now))
+		rows = append(rows, StatusRow{})
+		ok := false
+		rows[len(rows)-1], ok = r.statusRowLocked(w, now)
+		singleLine = singleLine && ok
 	}
 	for w := ow.finished.tail; w != nil && len(rows) < MaxStatusRows; w = w.links[listFinished].prev {
-		rows = append(rows, r.statusRowLocked(w, now))
+		rows = append(rows, StatusRow{})
+		ok := false
+		rows[len(rows)-1], ok = r.statusRowLocked(w, now)
+		singleLine = singleLine && ok
 	}
-	return rows, ow.visible.n
+	return rows, ow.visible.n, singleLine
 }
 
-func (r *registry) statusRowLocked(w *work, now time.Time) StatusRow {
+// statusRowLocked is the Work's status row at now, and whether its id and
+// label are single-line already.
+func (r *registry) statusRowLocked(w *work, now time.Time) (row StatusRow, singleLine bool) {
 	// Elapsed time runs from the start (from creation only while queued)
 	// to the end or now.
 	start, end := w.created, now
@@ -609,15 +622,16 @@ func (r *registry) statusRowLocked(w *work, now time.Time) StatusRow {
 	if w.state.Terminal() {
 		end = w.finished
 	}
-	label := w.label()
+	label, singleLine := w.label(), w.singleLine
 	if r.rt.opts.Testing.Defects.LeakOutputInStatus && w.output != nil {
 		label += " " + w.output.Raw // a planted defect
+		singleLine = false
 	}
 	return StatusRow{
 		ID: w.ref.ID, Label: label, State: w.state,
 		Elapsed:         end.Sub(start),
 		ResultAvailable: w.state == lifecycle.Completed,
-	}
+	}, singleLine
 }
 
 func (r *registry) snapshot() []WorkInfo {
