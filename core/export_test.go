@@ -1,6 +1,9 @@
 package core
 
-import "io"
+import (
+	"io"
+	"slices"
+)
 
 // SendIdentityRecords returns, for the specs, the identity record of every
 // accepted send: what the runtime keeps to answer a repeated tool-call
@@ -71,7 +74,7 @@ func WorkInputBothWays(args string) (direct WorkInput, read bool, general WorkIn
 // registry sampled out of total attached items.
 func BuildStatus(rows []StatusRow, total int) *StatusBlock {
 	blk := &StatusBlock{}
-	fillStatus(blk, rows, total, nil)
+	fillStatus(blk, rows, total, nil, false)
 	return blk
 }
 
@@ -98,4 +101,48 @@ func ResetSharedSleeps() {
 	sharedSleeps.mu.Lock()
 	defer sharedSleeps.mu.Unlock()
 	sharedSleeps.list.Store(nil)
+}
+
+// OccurrenceInputBothWays compares the input of a recorded child call,
+// by its arguments as written, with a repeated call's: as the record does
+// (same), and the general way (general): both documents decoded and read
+// as the child's input, and their canonical encodings compared, the
+// digest of which the record kept before. wrapped says the child's input
+// is not an object, and is wrapped as {input}.
+func OccurrenceInputBothWays(recorded, args string, wrapped bool) (same, general bool, err error) {
+	pt := &preparedTool{name: "research", hasInput: true, wrapped: wrapped}
+	input := func(doc string) (any, error) {
+		v, err := decodeArgs(doc)
+		if err != nil {
+			return nil, err
+		}
+		return childInput(pt, v), nil
+	}
+	was, err := input(recorded)
+	if err != nil {
+		return false, false, err
+	}
+	is, err := input(args)
+	if err != nil {
+		return false, false, err
+	}
+	a, _ := canonicalInput(nil, was)
+	b, _ := canonicalInput(nil, is)
+	occ := occurrence{callID: "call-1", tool: pt.name, args: recorded}
+	return occ.sameInput(pt, args, is), string(a) == string(b), nil
+}
+
+// BuildStatusBothWays builds the status block of rows as a request does
+// when the registry has read every row's id and label as single-line
+// already (fast: told so when they are, as each Work's names are read
+// once), and the general way, each id and label made single-line.
+func BuildStatusBothWays(rows []StatusRow, total int) (fast, general *StatusBlock) {
+	known := true
+	for _, r := range rows {
+		known = known && singleLine(r.ID) && singleLine(r.Label)
+	}
+	fast, general = &StatusBlock{}, &StatusBlock{}
+	fillStatus(fast, slices.Clone(rows), total, nil, known)
+	fillStatus(general, slices.Clone(rows), total, nil, false)
+	return fast, general
 }

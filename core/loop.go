@@ -3,7 +3,6 @@ package core
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,9 +49,13 @@ type instance struct {
 	// topRun and newInstance); outUsed and reqUsed say they are used.
 	rooms            *runRooms
 	outUsed, reqUsed bool
+	// lone: the response of the run's step has one tool call, so no call
+	// identity can repeat at the step, and none is recorded (see
+	// occurrences).
+	lone bool
 	// inputValid: the run is a child whose input its agent's schema was
-	// found to remember as valid when the call's input was digested
-	// (see inputDigest), so begin does not look again.
+	// found to remember as valid when the call's input was looked up
+	// (see knownValidInput), so begin does not look again.
 	inputValid bool
 	// depth counts the child runs between this one and its top-level run
 	// (0 for a top-level run).
@@ -334,6 +337,7 @@ func (inst *instance) toolRound(ctx context.Context, resp *Response, seal *runSe
 	// records), not message by message.
 	inst.grow(1+len(resp.ToolCalls), &seal.msgs)
 	inst.appendAssistant(resp, seal)
+	inst.lone = len(resp.ToolCalls) == 1
 	inst.calls.reserve(inst.step, len(resp.ToolCalls))
 	for _, call := range resp.ToolCalls {
 		if err := ctx.Err(); err != nil {
@@ -413,7 +417,7 @@ func (inst *instance) emitResponse(req *Request, resp *Response, err error) {
 // making a history (and its sealed copy's room) for a run without one.
 func (inst *instance) begin(input any, sealed *runMessages) error {
 	a := inst.p.agent
-	if !inst.inputValid { // else known valid when its call's input was digested
+	if !inst.inputValid { // else known valid when its call's input was looked up
 		if err := a.Prompt.Input.validateValue(input); err != nil {
 			return errorf("%w for agent %q: %v", ErrInvalidInput, a.ID, err)
 		}
@@ -541,22 +545,29 @@ func (rm *runMessages) seal(h []Message, trusted bool, spare *spareCalls) []Mess
 		// The copy grows as the history has grown: at once, to its room.
 		rm.msgs = slices.Grow(rm.msgs, cap(h)-len(rm.msgs))
 	}
-	for _, m := range h[len(rm.msgs):] {
-		if calls, ok := spare.take(&m); ok {
+	// The new messages are copied in place, each read once (a range
+	// over them and an append would copy each twice).
+	n := len(rm.msgs)
+	rm.msgs = rm.msgs[:len(h)]
+	for i := n; i < len(h); i++ {
+		m := &rm.msgs[i]
+		*m = h[i]
+		if calls, ok := spare.take(m); ok {
 			m.ToolCalls = calls
 		} else {
-			m = copyMessage(m)
+			m.ToolCalls = copyCalls(m.ToolCalls)
 		}
-		rm.msgs = append(rm.msgs, m)
 	}
-	n := len(rm.msgs)
-	return rm.msgs[:n:n]
+	return rm.msgs[:len(h):len(h)]
 }
 
 func copyMessage(m Message) Message {
-	m.ToolCalls = slices.Clip(slices.Clone(m.ToolCalls))
+	m.ToolCalls = copyCalls(m.ToolCalls)
 	return m
 }
+
+// copyCalls is a message's own copy of its tool calls.
+func copyCalls(calls []ToolCall) []ToolCall { return slices.Clip(slices.Clone(calls)) }
 
 // sameMessage reports whether a copy still equals the original. It runs
 // for every message of the history before every request, so it compares
@@ -851,30 +862,35 @@ func (inst *instance) childCall(ctx context.Context, call ToolCall, pt *prepared
 	if pt.child != nil {
 		schema = pt.child.agent.Prompt.Input
 	}
-	digest, valid := inputDigest(input, schema)
-	if occ, err := inst.calls.seen(inst.step, call.ID, pt.name, digest, background); err != nil {
-		return "", nil, err
-	} else if occ != nil {
-		return occ.replay()
+	valid := knownValidInput(input, schema)
+	lone := inst.lone // the step's only call: its identity is not seen again
+	if !lone {
+		if occ, err := inst.calls.seen(inst.step, call.ID, pt, call.Arguments, input, background); err != nil {
+			return "", nil, err
+		} else if occ != nil {
+			return occ.replay()
+		}
 	}
 	if background {
-		return inst.startBackground(call, pt, input, &digest, valid)
+		return inst.startBackground(call, pt, input, valid)
 	}
 	out, err := inst.runForeground(ctx, call, pt, input, valid)
-	if err == nil || ctx.Err() == nil { // a call its run's end cut short is not an outcome
-		inst.calls.recordForeground(call.ID, pt.name, &digest, out, err)
+	if !lone && (err == nil || ctx.Err() == nil) { // a call its run's end cut short is not an outcome
+		inst.calls.recordForeground(&call, pt.name, out, err)
 	}
 	return out, nil, err
 }
 
 // startBackground starts a background call as Work and answers with its
 // work.ref.
-func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any, digest *[sha256.Size]byte, valid bool) (string, *WorkRef, error) {
+func (inst *instance) startBackground(call ToolCall, pt *preparedTool, input any, valid bool) (string, *WorkRef, error) {
 	ref, err := inst.startWork(call, pt, input, valid)
 	if err != nil {
 		return "", nil, err
 	}
-	inst.calls.record(occurrence{callID: call.ID, tool: pt.name, digest: *digest, background: true, text: ref.ID, target: ref.TargetID})
+	if !inst.lone {
+		inst.calls.record(occurrence{callID: call.ID, tool: pt.name, args: call.Arguments, background: true, text: ref.ID, target: ref.TargetID})
+	}
 	out, err := marshalRef(*ref)
 	return out, ref, err
 }
@@ -920,7 +936,7 @@ func workInputOf(m map[string]any, vals *workValues) WorkInput {
 }
 
 // runChild runs a foreground child inline, on the tool call's context;
-// valid is inputDigest's.
+// valid is knownValidInput's.
 func (inst *instance) runChild(ctx context.Context, pt *preparedTool, input any, valid bool) (*Output, error) {
 	child := inst.rt.newInstance(pt.child, inst.model, nil)
 	child.steps, child.depth, child.inputValid = inst.steps, inst.depth+1, valid
@@ -951,7 +967,7 @@ func (inst *instance) runForeground(ctx context.Context, call ToolCall, pt *prep
 	return out.Raw, nil
 }
 
-// startWork admits a background call as Work; valid is inputDigest's.
+// startWork admits a background call as Work; valid is knownValidInput's.
 func (inst *instance) startWork(call ToolCall, pt *preparedTool, input any, valid bool) (*WorkRef, error) {
 	rt := inst.rt
 	if pt.kind == kindBgTool {

@@ -1,7 +1,7 @@
 package core
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -31,12 +31,15 @@ type occurrenceKey struct{ callID, tool string }
 // occurrenceScanLimit is how many calls a step scans before it indexes them.
 const occurrenceScanLimit = 8
 
-// An occurrence is 128 bytes: a background call's ref is kept as its id
+// An occurrence is 104 bytes: a background call's ref is kept as its id
 // and target (the rest of a ref is the same for every Work; see newRef),
-// its id where a foreground call's content is.
+// its id where a foreground call's content is. Its input is kept as the
+// call's arguments as they were written, not as a digest of it: a
+// repeated identity almost always repeats them byte for byte, which says
+// at once that its input is the same (see sameInput).
 type occurrence struct {
 	callID, tool string
-	digest       [sha256.Size]byte
+	args         string // the call's arguments, as written
 	background   bool
 	text         string // background: the Work's id; foreground: the tool content, or
 	err          error  // the model-facing error it ended with
@@ -47,30 +50,31 @@ type occurrence struct {
 func (occ *occurrence) ref() WorkRef { return newRef(occ.text, occ.target) }
 
 // seen returns the record of an identity at the step, nil for a new one,
-// or a conflict error.
-func (o *occurrences) seen(step int, callID, tool string, digest [sha256.Size]byte, background bool) (*occurrence, error) {
+// or a conflict error. The call is one of the tool pt, with its arguments
+// as written and the input read from them.
+func (o *occurrences) seen(step int, callID string, pt *preparedTool, args string, input any, background bool) (*occurrence, error) {
 	if o.step != step {
 		o.step, o.calls = step, o.calls[:0]
 		clear(o.byCall)
 	}
 	if o.byCall != nil && len(o.calls) > occurrenceScanLimit {
-		if i, ok := o.byCall[occurrenceKey{callID, tool}]; ok {
-			return o.check(&o.calls[i], callID, tool, digest, background)
+		if i, ok := o.byCall[occurrenceKey{callID, pt.name}]; ok {
+			return o.check(&o.calls[i], callID, pt, args, input, background)
 		}
 		return nil, nil
 	}
 	for i := range o.calls {
-		if occ := &o.calls[i]; occ.callID == callID && occ.tool == tool {
-			return o.check(occ, callID, tool, digest, background)
+		if occ := &o.calls[i]; occ.callID == callID && occ.tool == pt.name {
+			return o.check(occ, callID, pt, args, input, background)
 		}
 	}
 	return nil, nil
 }
 
 // check compares a repeated identity's input and mode with its record.
-func (*occurrences) check(occ *occurrence, callID, tool string, digest [sha256.Size]byte, background bool) (*occurrence, error) {
-	if occ.digest != digest {
-		what := "ran " + tool + " in the foreground"
+func (*occurrences) check(occ *occurrence, callID string, pt *preparedTool, args string, input any, background bool) (*occurrence, error) {
+	if !occ.sameInput(pt, args, input) {
+		what := "ran " + pt.name + " in the foreground"
 		if occ.background {
 			what = "started background work " + occ.text
 		}
@@ -78,9 +82,29 @@ func (*occurrences) check(occ *occurrence, callID, tool string, digest [sha256.S
 	}
 	if occ.background != background {
 		return nil, errConflict.with(fmt.Sprintf(
-			"tool call %s already called %s with the same input but run_in_background %t", callID, tool, !background))
+			"tool call %s already called %s with the same input but run_in_background %t", callID, pt.name, !background))
 	}
 	return occ, nil
+}
+
+// sameInput reports whether a call of the record's tool pt, with its
+// arguments as written and the input read from them, has the record's
+// input: the same canonical JSON encoding. Arguments written byte for
+// byte as the record's have; others (written in another order or
+// spacing, or with another run_in_background) are read again, as the
+// record's call read them, and the encodings compared.
+func (occ *occurrence) sameInput(pt *preparedTool, args string, input any) bool {
+	if args == occ.args {
+		return true
+	}
+	first, err := decodeArgs(occ.args) // as its call decoded them, and validated
+	if err != nil {
+		return false
+	}
+	var a, b [512]byte
+	was, _ := canonicalInput(a[:0], childInput(pt, first))
+	is, _ := canonicalInput(b[:0], input)
+	return bytes.Equal(was, is)
 }
 
 // reserve makes room for the calls of a step's response at once, when it
@@ -123,8 +147,8 @@ func (o *occurrences) record(occ occurrence) {
 // out of line: its caller's frame is on the stack while the child runs.
 //
 //go:noinline
-func (o *occurrences) recordForeground(callID, tool string, digest *[sha256.Size]byte, content string, err error) {
-	o.record(occurrence{callID: callID, tool: tool, digest: *digest, text: content, err: err})
+func (o *occurrences) recordForeground(call *ToolCall, tool string, content string, err error) {
+	o.record(occurrence{callID: call.ID, tool: tool, args: call.Arguments, text: content, err: err})
 }
 
 // replay answers a repeated call identity with what its first call
@@ -138,17 +162,25 @@ func (occ *occurrence) replay() (string, *WorkRef, error) {
 	return occ.text, nil, occ.err
 }
 
-// inputDigest is the digest of a child call's input that its occurrence
-// identity keeps: of its canonical JSON encoding. valid says that the
-// child agent's input schema (nil: none) remembers that encoding as
-// valid: the child's run, which its input reaches untouched, then need
-// not encode it again to find so (see instance.inputValid).
-func inputDigest(input any, schema *Schema) (digest [sha256.Size]byte, valid bool) {
-	var scratch [512]byte // the canonical input is only hashed and looked up
-	canon, ok := jsonenc.Append(scratch[:0], input)
-	if !ok {
-		canon, _ = json.Marshal(input)
+// canonicalInput appends a child call's input in its canonical JSON
+// encoding (json.Marshal's, when it is not a plain value: plain false).
+func canonicalInput(b []byte, input any) (canon []byte, plain bool) {
+	if canon, ok := jsonenc.Append(b, input); ok {
+		return canon, true
 	}
-	valid = ok && schema != nil && len(canon) <= maxValidMemoDoc && schema.knownValidDoc(canon)
-	return sha256.Sum256(canon), valid
+	canon, _ = json.Marshal(input)
+	return canon, false
+}
+
+// knownValidInput reports whether the child agent's input schema (nil:
+// none) remembers a child call's input as valid, by its canonical
+// encoding: the child's run, which its input reaches untouched, then need
+// not encode it again to find so (see instance.inputValid).
+func knownValidInput(input any, schema *Schema) bool {
+	if schema == nil {
+		return false
+	}
+	var scratch [512]byte // the canonical input is only looked up
+	canon, plain := canonicalInput(scratch[:0], input)
+	return plain && len(canon) <= maxValidMemoDoc && schema.knownValidDoc(canon)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -32,8 +31,11 @@ type work struct {
 	isAgent  bool
 	detached bool
 	rejoined bool
-	output   *Output
-	failure  error
+	// singleLine: its id and label are single-line already, as a status
+	// row shows them (see SafeLabel), read once as it is made.
+	singleLine bool
+	output     *Output
+	failure    error
 
 	done   Signal // closed once terminal
 	cancel canceller
@@ -137,16 +139,17 @@ func (r *registry) accept(owner string, startedBy uint64, label, target string, 
 	}
 	now := r.rt.opts.Clock.Now()
 	w := &work{
-		ref:       newRef(id, target),
-		names:     workNames(id, label),
-		owner:     owner,
-		startedBy: startedBy,
-		isAgent:   run == nil,
-		state:     lifecycle.Queued,
-		created:   now,
-		done:      NewSignal(r.rt.opts.Executor),
-		child:     child,
-		run:       run,
+		ref:        newRef(id, target),
+		names:      workNames(id, label),
+		singleLine: singleLine(id) && singleLine(label),
+		owner:      owner,
+		startedBy:  startedBy,
+		isAgent:    run == nil,
+		state:      lifecycle.Queued,
+		created:    now,
+		done:       NewSignal(r.rt.opts.Executor),
+		child:      child,
+		run:        run,
 	}
 	if ow == nil {
 		ow = r.addOwnerLocked(owner)
@@ -381,12 +384,13 @@ func (r *registry) status(owner, id string) (WorkStatus, bool) {
 }
 
 // resultOutcome is what a result action found: when the Work is
-// unfinished, its status and the reason to wait on it for.
+// unfinished, the reason to wait on it for, and whether its status was
+// projected (see peekResult).
 type resultOutcome struct {
-	found  bool
-	output *Output
-	status WorkStatus
-	reason string
+	found     bool
+	output    *Output
+	projected bool
+	reason    string
 }
 
 // resultPrefix opens the wait reason of a result action.
@@ -404,7 +408,13 @@ func (w *work) actorName() string { return w.names[len(resultPrefix):] }
 // label is the Work's label, the tool key it was started under.
 func (w *work) label() string { return w.names[len(resultPrefix)+len(w.ref.ID)+1:] }
 
-func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{}) {
+// peekResult looks at the owner's Work for a result action: its output
+// when it has completed, else its status projection, written to st, and
+// the signal of its end. An action that will wait for unfinished Work
+// (wait) has no use for its status now, only once the wait is over: its
+// status is projected then only when it has finished (failed or
+// cancelled), which the action answers at once.
+func (r *registry) peekResult(owner, id string, wait bool, st *WorkStatus) (resultOutcome, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.visibleLocked(owner, id)
@@ -415,7 +425,11 @@ func (r *registry) peekResult(owner, id string) (resultOutcome, <-chan struct{})
 		w.rejoined = true
 		return resultOutcome{found: true, output: w.output}, nil
 	}
-	return resultOutcome{found: true, status: r.projectLocked(w), reason: w.resultReason()}, w.done.C()
+	got := resultOutcome{found: true, reason: w.resultReason()}
+	if !wait || w.state.Terminal() {
+		*st, got.projected = r.projectLocked(w), true
+	}
+	return got, w.done.C()
 }
 
 func (r *registry) cancel(owner, id string) (CancelReceipt, bool) {
@@ -527,9 +541,9 @@ func (r *registry) takeGuidance(w *work) []Message {
 // status block takes room instead of an allocation when it is given one,
 // and says so.
 func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *Request, usedRoom bool) {
-	var buf [MaxStatusRows]StatusRow
-	sampled, total := r.statusRows(owner, now, &buf)
-	if len(sampled) == 0 {
+	var one StatusRow
+	rows, total, singleLine := r.statusRows(owner, now, &one)
+	if total == 0 {
 		if room != nil {
 			return room, true
 		}
@@ -541,14 +555,11 @@ func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *
 		row    [1]StatusRow
 		text   [statusTextRoom]byte
 	}{}
-	var rows []StatusRow
-	if len(sampled) == 1 {
-		rs.row[0] = sampled[0]
+	if total == 1 {
+		rs.row[0] = one
 		rows = rs.row[:]
-	} else {
-		rows = slices.Clone(sampled)
 	}
-	fillStatus(&rs.status, rows, total, rs.text[:])
+	fillStatus(&rs.status, rows, total, rs.text[:], singleLine)
 	rs.req.Status = &rs.status
 	return &rs.req, false
 }
@@ -560,29 +571,48 @@ func (r *registry) newRequest(owner string, now time.Time, room *Request) (req *
 // bytes, a size class of the allocator's.
 const statusTextRoom = 88
 
-// statusRows samples the owner's attached Work for a status block, in
-// buf: at
+// statusRows samples the owner's attached Work for a status block: at
 // most MaxStatusRows rows, unfinished Work first (oldest first), then
 // finished Work (most recently finished first), and how many attached
-// items there are in all.
-func (r *registry) statusRows(owner string, now time.Time, buf *[MaxStatusRows]StatusRow) ([]StatusRow, int) {
+// items there are in all. A block of one row, the usual case, is
+// written to one, with no list of its own (rows nil, total 1); more are
+// written to a list made to their number. singleLine says that every
+// row's id and label is single-line already.
+func (r *registry) statusRows(owner string, now time.Time, one *StatusRow) (rows []StatusRow, total int, singleLine bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ow := r.ownerLocked(owner)
 	if ow == nil || ow.visible.n == 0 {
-		return nil, 0
+		return nil, 0, false
 	}
-	rows := buf[:0]
+	// Attached Work is open or finished: one row for each, up to the cap.
+	if ow.visible.n == 1 {
+		w := ow.open.head
+		if w == nil {
+			w = ow.finished.tail
+		}
+		*one, singleLine = r.statusRowLocked(w, now)
+		return nil, 1, singleLine
+	}
+	rows, singleLine = make([]StatusRow, 0, min(ow.visible.n, MaxStatusRows)), true
 	for w := ow.open.head; w != nil && len(rows) < MaxStatusRows; w = w.links[listOpen].next {
-		rows = append(rows, r.statusRowLocked(w, now))
+		rows = append(rows, StatusRow{})
+		ok := false
+		rows[len(rows)-1], ok = r.statusRowLocked(w, now)
+		singleLine = singleLine && ok
 	}
 	for w := ow.finished.tail; w != nil && len(rows) < MaxStatusRows; w = w.links[listFinished].prev {
-		rows = append(rows, r.statusRowLocked(w, now))
+		rows = append(rows, StatusRow{})
+		ok := false
+		rows[len(rows)-1], ok = r.statusRowLocked(w, now)
+		singleLine = singleLine && ok
 	}
-	return rows, ow.visible.n
+	return rows, ow.visible.n, singleLine
 }
 
-func (r *registry) statusRowLocked(w *work, now time.Time) StatusRow {
+// statusRowLocked is the Work's status row at now, and whether its id and
+// label are single-line already.
+func (r *registry) statusRowLocked(w *work, now time.Time) (row StatusRow, singleLine bool) {
 	// Elapsed time runs from the start (from creation only while queued)
 	// to the end or now.
 	start, end := w.created, now
@@ -592,15 +622,16 @@ func (r *registry) statusRowLocked(w *work, now time.Time) StatusRow {
 	if w.state.Terminal() {
 		end = w.finished
 	}
-	label := w.label()
+	label, singleLine := w.label(), w.singleLine
 	if r.rt.opts.Testing.Defects.LeakOutputInStatus && w.output != nil {
 		label += " " + w.output.Raw // a planted defect
+		singleLine = false
 	}
 	return StatusRow{
 		ID: w.ref.ID, Label: label, State: w.state,
 		Elapsed:         end.Sub(start),
 		ResultAvailable: w.state == lifecycle.Completed,
-	}
+	}, singleLine
 }
 
 func (r *registry) snapshot() []WorkInfo {

@@ -86,8 +86,10 @@ func (r StatusRow) appendTo(b []byte) []byte {
 // the rest are counted as omitted. The text is written into room when it
 // fits, room that the caller gives it for good and never writes to
 // again (the block's own allocation), and into an allocation of its own
-// otherwise.
-func fillStatus(blk *StatusBlock, rows []StatusRow, total int, room []byte) {
+// otherwise. singleLine says that the rows' ids and labels are
+// single-line already (their Work's, read once; see work.singleLine), so
+// that SafeLabel would return them as they are.
+func fillStatus(blk *StatusBlock, rows []StatusRow, total int, room []byte, singleLine bool) {
 	if len(rows) > MaxStatusRows {
 		rows = rows[:MaxStatusRows]
 	}
@@ -97,8 +99,10 @@ func fillStatus(blk *StatusBlock, rows []StatusRow, total int, room []byte) {
 		size += len("\n(") + 20 + len(omittedTail)
 	}
 	for i := range rows {
-		rows[i].ID = SafeLabel(rows[i].ID)
-		rows[i].Label = SafeLabel(rows[i].Label)
+		if !singleLine {
+			rows[i].ID = SafeLabel(rows[i].ID)
+			rows[i].Label = SafeLabel(rows[i].Label)
+		}
 		size += 1 + rows[i].size()
 	}
 	blk.Rows = rows

@@ -118,23 +118,28 @@ func (rt *Runtime) workCall(ctx context.Context, owner string, run uint64, turn 
 // projection. An aborted tool call stops waiting.
 func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string, wait *[3]<-chan struct{}) (string, error) {
 	reg := &rt.registry
-	got, done := reg.peekResult(owner, id)
-	if !got.found {
-		return marshal(notFound)
-	}
 	d := MaxResultWait
+	var bad error // a bad timeout, answered once the id is found
 	if timeout != nil {
 		t, err := ParseDuration(*timeout)
 		if err != nil {
-			return "", &ModelError{Code: "invalid_arguments", Message: "timeout: " + err.Error()}
+			bad = &ModelError{Code: "invalid_arguments", Message: "timeout: " + err.Error()}
 		}
 		d = min(t, MaxResultWait)
+	}
+	var st WorkStatus
+	got, done := reg.peekResult(owner, id, bad == nil && d > 0, &st)
+	if !got.found {
+		return marshal(notFound)
+	}
+	if bad != nil {
+		return "", bad
 	}
 	if got.output != nil {
 		return got.output.Raw, nil
 	}
-	if done == nil || d <= 0 || got.status.State.Terminal() {
-		return marshalStatus(got.status)
+	if got.projected { // it has finished, or the action does not wait
+		return marshalStatus(st)
 	}
 	expired, timer := SignalAfter(rt.opts.Executor, rt.opts.Clock, d)
 	if wait == nil {
@@ -147,14 +152,14 @@ func (rt *Runtime) result(ctx context.Context, owner, id string, timeout *string
 	if which == 2 {
 		return "", ctx.Err()
 	}
-	got, _ = reg.peekResult(owner, id)
+	got, _ = reg.peekResult(owner, id, false, &st)
 	if !got.found {
 		return marshal(notFound) // detached while we waited
 	}
 	if got.output != nil {
 		return got.output.Raw, nil
 	}
-	return marshalStatus(got.status)
+	return marshalStatus(st)
 }
 
 func marshal(v any) (string, error) {
