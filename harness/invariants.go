@@ -723,7 +723,10 @@ func checkCaps(s *Facts, e *trace.Entry, slack time.Duration) string {
 			return fmt.Sprintf("a list returned %d entries (cap %d)", len(list), core.MaxListed)
 		}
 	case e.Kind == trace.ToolResult && e.Action == "result":
-		if start, ok := s.CallStarted[e.Run+"/"+e.Call.ID]; ok && e.At-start > core.MaxResultWait+slack {
+		// The key is looked up from bytes on the stack, not concatenated.
+		var room [64]byte
+		key := append(append(append(room[:0], e.Run...), '/'), e.Call.ID...)
+		if start, ok := s.CallStarted[string(key)]; ok && e.At-start > core.MaxResultWait+slack {
 			if slack > 0 {
 				return fmt.Sprintf("a result call of %s waited %s (cap %s, and %s for real time)", e.Run, e.At-start, core.MaxResultWait, slack)
 			}
