@@ -162,6 +162,41 @@ type compiled struct {
 	// compares and scans hold bit i when the pattern sets patternTable[i]:
 	// scans for the fields that scan, compares for the others.
 	compares, scans uint64
+	// work and row are the pattern's Work reference and its status row
+	// pattern's resolved against the trace whose first entry is of and
+	// that had n entries, once an entry got as far as them: a reference
+	// resolves to the same Work for every entry of a trace, and is
+	// resolved once for them all, not entry by entry. Matching writes
+	// them: a compiled pattern is matched in a copy of its own (as
+	// Result.compile returns one), never where others may match it too
+	// (a script's condition, see requestDiff), and for one scan of a trace
+	// at a time.
+	of        *trace.Entry
+	n         int
+	work, row resolved
+}
+
+// resolved is a Work reference resolved: the id and whether it resolves,
+// when done.
+type resolved struct {
+	id       string
+	ok, done bool
+}
+
+// resolve returns ref resolved against t, as ref.Resolve(t) does, from
+// what c resolved of t before (at, c.work or c.row) when it can.
+func (c *compiled) resolve(t *trace.Trace, ref Ref, at *resolved) (string, bool) {
+	if t == nil || len(t.Entries) == 0 {
+		return ref.Resolve(t)
+	}
+	if of := &t.Entries[0]; c.of != of || c.n != len(t.Entries) {
+		c.of, c.n, c.work, c.row = of, len(t.Entries), resolved{}, resolved{}
+	}
+	if !at.done {
+		at.id, at.ok = ref.Resolve(t)
+		at.done = true
+	}
+	return at.id, at.ok
 }
 
 // compile picks out the fields p sets.
@@ -245,16 +280,40 @@ func (c *compiled) matchFields(t *trace.Trace, e *trace.Entry) bool {
 		}
 	}
 	for b := c.scans; b != 0; b &= b - 1 {
-		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
+		i := bits.TrailingZeros64(b)
+		var ok bool
+		switch uint64(1) << i {
+		case workField:
+			id, resolves := c.resolve(t, c.p.Work, &c.work)
+			ok = resolves && isAbout(e, id)
+		case statusField:
+			ok = c.matchStatus(t, e)
+		default:
+			ok = patternTable[i].match(c.p, t, e)
+		}
+		if !ok {
 			return false
 		}
 	}
 	return true
 }
 
-// scanningFields holds bit i when patternTable[i] scans; eventField is
-// the bit of the event field.
-var scanningFields, eventField uint64
+// matchStatus is the status field's match, with the row pattern's Work
+// reference resolved once for the trace.
+func (c *compiled) matchStatus(t *trace.Trace, e *trace.Entry) bool {
+	r, id := c.p.Status, ""
+	if !r.Work.IsZero() {
+		var ok bool
+		if id, ok = c.resolve(t, r.Work, &c.row); !ok {
+			return false
+		}
+	}
+	return r.matchRows(e.Status(), id)
+}
+
+// scanningFields holds bit i when patternTable[i] scans; eventField,
+// workField and statusField are the bits of those fields.
+var scanningFields, eventField, workField, statusField uint64
 
 // A compiled pattern keeps one bit per field.
 func init() {
@@ -265,8 +324,13 @@ func init() {
 		if patternTable[i].scans {
 			scanningFields |= 1 << i
 		}
-		if patternTable[i].key == "event" {
+		switch patternTable[i].key {
+		case "event":
 			eventField = 1 << i
+		case "work":
+			workField = 1 << i
+		case "status":
+			statusField = 1 << i
 		}
 	}
 }
@@ -555,7 +619,7 @@ var patternTable = []patternField{
 				return true
 			}
 			id, ok := p.Work.Resolve(t)
-			return ok && (e.Work == id || e.Ref != nil && e.Ref.ID == id)
+			return ok && isAbout(e, id)
 		},
 		why: func(p *Pattern, t *trace.Trace, e *trace.Entry) ([]string, int) {
 			id, ok := p.Work.Resolve(t)
@@ -825,6 +889,12 @@ func contains(s, sub string) bool {
 	return false
 }
 
+// isAbout reports whether e concerns Work id: a work call or transition
+// of it, or a work.ref of it returned.
+func isAbout(e *trace.Entry, id string) bool {
+	return e.Work == id || e.Ref != nil && e.Ref.ID == id
+}
+
 func (r *RowPattern) matchAny(t *trace.Trace, rows []string) bool {
 	id := ""
 	if !r.Work.IsZero() {
@@ -833,6 +903,12 @@ func (r *RowPattern) matchAny(t *trace.Trace, rows []string) bool {
 			return false
 		}
 	}
+	return r.matchRows(rows, id)
+}
+
+// matchRows reports whether a row matches, its Work reference resolved to
+// id ("" when it has none).
+func (r *RowPattern) matchRows(rows []string, id string) bool {
 	for _, row := range rows {
 		if r.match(row, id) {
 			return true
