@@ -924,7 +924,7 @@ func (r *RowPattern) match(row, id string) bool {
 	// it is cut: a row matches when it has an id and a label field and
 	// every field the pattern sets holds, so the first that does not
 	// settles it (the text first, which needs no cutting).
-	if r.Contains != "" && !strings.Contains(row, r.Contains) {
+	if r.Contains != "" && !contains(row, r.Contains) {
 		return false
 	}
 	rest := strings.TrimPrefix(row, "- ")
