@@ -160,8 +160,12 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 type compiled struct {
 	p *Pattern
 	// compares and scans hold bit i when the pattern sets patternTable[i]:
-	// scans for the fields that scan, compares for the others.
+	// scans for the fields that scan, compares for the others; but for
+	// the agent, which most patterns set: agent is the pattern's, compared
+	// first and without a call of the table's (the field is
+	// `e.Agent == p.Agent`).
 	compares, scans uint64
+	agent           string
 	// work and row are the pattern's Work reference and its status row
 	// pattern's resolved against the trace whose first entry is of and
 	// that had n entries, once an entry got as far as them: a reference
@@ -208,7 +212,8 @@ func (p *Pattern) compile() compiled {
 		}
 	}
 	c.scans = c.compares & scanningFields
-	c.compares &^= scanningFields
+	c.compares &^= scanningFields | agentField
+	c.agent = p.Agent
 	return c
 }
 
@@ -274,6 +279,9 @@ func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {
 // a pattern of none), which a caller has tested: the fields past the
 // kind.
 func (c *compiled) matchFields(t *trace.Trace, e *trace.Entry) bool {
+	if c.agent != "" && e.Agent != c.agent {
+		return false
+	}
 	for b := c.compares; b != 0; b &= b - 1 {
 		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
 			return false
@@ -312,8 +320,8 @@ func (c *compiled) matchStatus(t *trace.Trace, e *trace.Entry) bool {
 }
 
 // scanningFields holds bit i when patternTable[i] scans; eventField,
-// workField and statusField are the bits of those fields.
-var scanningFields, eventField, workField, statusField uint64
+// workField, statusField and agentField are the bits of those fields.
+var scanningFields, eventField, workField, statusField, agentField uint64
 
 // A compiled pattern keeps one bit per field.
 func init() {
@@ -331,6 +339,8 @@ func init() {
 			workField = 1 << i
 		case "status":
 			statusField = 1 << i
+		case "agent":
+			agentField = 1 << i
 		}
 	}
 }

@@ -23,11 +23,13 @@ func fieldByField(p *Pattern, t *trace.Trace, e *trace.Entry) bool {
 }
 
 // A compiled pattern resolves its Work references once for a trace and
-// matches as if it resolved them at every entry: matched against entries
-// of traces in which the reference resolves to different Work or to none,
-// one trace after another and back, and of a trace that grew between two
-// entries (so that a reference it did not resolve resolves now).
-func TestCompiledPatternResolvesAsEachEntryWould(t *testing.T) {
+// compares its agent first, outside the table, and matches as if it asked
+// the table of every field, resolving the references at every entry:
+// matched against entries of several agents and of traces in which the
+// reference resolves to different Work or to none, one trace after
+// another and back, and of a trace that grew between two entries (so that
+// a reference it did not resolve resolves now).
+func TestCompiledPatternMatchesAsTheTableFieldByField(t *testing.T) {
 	started := func(id string) trace.Entry {
 		return trace.Entry{Kind: trace.ToolResult, Agent: "boss", Run: "boss#1", Call: &core.ToolCall{ID: "c-" + id, Name: "research"}, Ref: &core.WorkRef{Kind: core.WorkRefKind, ID: id}}
 	}
@@ -39,6 +41,10 @@ func TestCompiledPatternResolvesAsEachEntryWould(t *testing.T) {
 	}
 	rows := []string{"- w-1 · research · running 1s", "- w-2 · research · running 2s"}
 	all := []trace.Entry{request(rows...), call("w-1"), call("w-2"), started("w-3"), request(rows[1])}
+	for _, e := range all[:3] {
+		e.Agent = "helper"
+		all = append(all, e)
+	}
 	traces := []*trace.Trace{
 		{Entries: []trace.Entry{started("w-1"), request(rows...), call("w-1"), call("w-2")}},
 		{Entries: []trace.Entry{started("w-2"), request(rows[0]), call("w-2")}},
@@ -54,6 +60,11 @@ func TestCompiledPatternResolvesAsEachEntryWould(t *testing.T) {
 		{Status: &RowPattern{Label: "research"}},
 		{Work: ref, Status: &RowPattern{Work: Ref{Tool: "research", N: 2}}},
 		{Kind: trace.ToolCall, Action: "result", Work: Ref{Tool: "research", Agent: "boss"}},
+		{Agent: "boss"},
+		{Agent: "helper", Kind: trace.Request},
+		{Agent: "helper", Work: ref},
+		{Agent: "boss", Kind: trace.ToolCall, Action: "result", Work: ref},
+		{Agent: "nobody"},
 	}
 	for pi, p := range patterns {
 		c := p.compile()
