@@ -176,7 +176,12 @@ func requestDiff(p *Pattern, c *compiled, req *core.Request, explain bool) (bool
 		return p.Match(t, e), p.Mismatches(t, e)
 	}
 	if c != nil {
-		return c.match(t, e), nil
+		// A copy: matching keeps what it resolved of the trace in the
+		// compiled pattern (compiled.resolve), and c is the condition's,
+		// asked of request after request by runs at once, the trace
+		// built each time in storage reused.
+		m := *c
+		return m.match(t, e), nil
 	}
 	return p.Match(t, e), nil
 }

@@ -160,8 +160,47 @@ func (p *Pattern) diff(t *trace.Trace, e *trace.Entry, explain bool) (bool, []st
 type compiled struct {
 	p *Pattern
 	// compares and scans hold bit i when the pattern sets patternTable[i]:
-	// scans for the fields that scan, compares for the others.
+	// scans for the fields that scan, compares for the others; but for
+	// the agent, which most patterns set: agent is the pattern's, compared
+	// first and without a call of the table's (the field is
+	// `e.Agent == p.Agent`).
 	compares, scans uint64
+	agent           string
+	// work and row are the pattern's Work reference and its status row
+	// pattern's resolved against the trace whose first entry is of and
+	// that had n entries, once an entry got as far as them: a reference
+	// resolves to the same Work for every entry of a trace, and is
+	// resolved once for them all, not entry by entry. Matching writes
+	// them: a compiled pattern is matched in a copy of its own (as
+	// Result.compile returns one), never where others may match it too
+	// (a script's condition, see requestDiff), and for one scan of a trace
+	// at a time.
+	of        *trace.Entry
+	n         int
+	work, row resolved
+}
+
+// resolved is a Work reference resolved: the id and whether it resolves,
+// when done.
+type resolved struct {
+	id       string
+	ok, done bool
+}
+
+// resolve returns ref resolved against t, as ref.Resolve(t) does, from
+// what c resolved of t before (at, c.work or c.row) when it can.
+func (c *compiled) resolve(t *trace.Trace, ref Ref, at *resolved) (string, bool) {
+	if t == nil || len(t.Entries) == 0 {
+		return ref.Resolve(t)
+	}
+	if of := &t.Entries[0]; c.of != of || c.n != len(t.Entries) {
+		c.of, c.n, c.work, c.row = of, len(t.Entries), resolved{}, resolved{}
+	}
+	if !at.done {
+		at.id, at.ok = ref.Resolve(t)
+		at.done = true
+	}
+	return at.id, at.ok
 }
 
 // compile picks out the fields p sets.
@@ -173,7 +212,8 @@ func (p *Pattern) compile() compiled {
 		}
 	}
 	c.scans = c.compares & scanningFields
-	c.compares &^= scanningFields
+	c.compares &^= scanningFields | agentField
+	c.agent = p.Agent
 	return c
 }
 
@@ -239,22 +279,49 @@ func (c *compiled) match(t *trace.Trace, e *trace.Entry) bool {
 // a pattern of none), which a caller has tested: the fields past the
 // kind.
 func (c *compiled) matchFields(t *trace.Trace, e *trace.Entry) bool {
+	if c.agent != "" && e.Agent != c.agent {
+		return false
+	}
 	for b := c.compares; b != 0; b &= b - 1 {
 		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
 			return false
 		}
 	}
 	for b := c.scans; b != 0; b &= b - 1 {
-		if !patternTable[bits.TrailingZeros64(b)].match(c.p, t, e) {
+		i := bits.TrailingZeros64(b)
+		var ok bool
+		switch uint64(1) << i {
+		case workField:
+			id, resolves := c.resolve(t, c.p.Work, &c.work)
+			ok = resolves && isAbout(e, id)
+		case statusField:
+			ok = c.matchStatus(t, e)
+		default:
+			ok = patternTable[i].match(c.p, t, e)
+		}
+		if !ok {
 			return false
 		}
 	}
 	return true
 }
 
-// scanningFields holds bit i when patternTable[i] scans; eventField is
-// the bit of the event field.
-var scanningFields, eventField uint64
+// matchStatus is the status field's match, with the row pattern's Work
+// reference resolved once for the trace.
+func (c *compiled) matchStatus(t *trace.Trace, e *trace.Entry) bool {
+	r, id := c.p.Status, ""
+	if !r.Work.IsZero() {
+		var ok bool
+		if id, ok = c.resolve(t, r.Work, &c.row); !ok {
+			return false
+		}
+	}
+	return r.matchRows(e.Status(), id)
+}
+
+// scanningFields holds bit i when patternTable[i] scans; eventField,
+// workField, statusField and agentField are the bits of those fields.
+var scanningFields, eventField, workField, statusField, agentField uint64
 
 // A compiled pattern keeps one bit per field.
 func init() {
@@ -265,8 +332,15 @@ func init() {
 		if patternTable[i].scans {
 			scanningFields |= 1 << i
 		}
-		if patternTable[i].key == "event" {
+		switch patternTable[i].key {
+		case "event":
 			eventField = 1 << i
+		case "work":
+			workField = 1 << i
+		case "status":
+			statusField = 1 << i
+		case "agent":
+			agentField = 1 << i
 		}
 	}
 }
@@ -555,7 +629,7 @@ var patternTable = []patternField{
 				return true
 			}
 			id, ok := p.Work.Resolve(t)
-			return ok && (e.Work == id || e.Ref != nil && e.Ref.ID == id)
+			return ok && isAbout(e, id)
 		},
 		why: func(p *Pattern, t *trace.Trace, e *trace.Entry) ([]string, int) {
 			id, ok := p.Work.Resolve(t)
@@ -825,6 +899,12 @@ func contains(s, sub string) bool {
 	return false
 }
 
+// isAbout reports whether e concerns Work id: a work call or transition
+// of it, or a work.ref of it returned.
+func isAbout(e *trace.Entry, id string) bool {
+	return e.Work == id || e.Ref != nil && e.Ref.ID == id
+}
+
 func (r *RowPattern) matchAny(t *trace.Trace, rows []string) bool {
 	id := ""
 	if !r.Work.IsZero() {
@@ -833,6 +913,12 @@ func (r *RowPattern) matchAny(t *trace.Trace, rows []string) bool {
 			return false
 		}
 	}
+	return r.matchRows(rows, id)
+}
+
+// matchRows reports whether a row matches, its Work reference resolved to
+// id ("" when it has none).
+func (r *RowPattern) matchRows(rows []string, id string) bool {
 	for _, row := range rows {
 		if r.match(row, id) {
 			return true
@@ -844,31 +930,53 @@ func (r *RowPattern) matchAny(t *trace.Trace, rows []string) bool {
 // match reads a rendered row "- id · label · state Ns[ · Result available]".
 func (r *RowPattern) match(row, id string) bool {
 	// The fields are cut one at a time, as strings.Split would cut them,
-	// without building the slice of them.
-	const sep = " · "
+	// without building the slice of them, and each is compared as soon as
+	// it is cut: a row matches when it has an id and a label field and
+	// every field the pattern sets holds, so the first that does not
+	// settles it (the text first, which needs no cutting).
+	if r.Contains != "" && !contains(row, r.Contains) {
+		return false
+	}
 	rest := strings.TrimPrefix(row, "- ")
-	rowID, rest, ok := strings.Cut(rest, sep)
-	if !ok {
+	rowID, rest, ok := cutRowField(rest)
+	if !ok || id != "" && rowID != id {
 		return false
 	}
-	label, rest, ok := strings.Cut(rest, sep)
-	if !ok {
+	label, rest, ok := cutRowField(rest)
+	if !ok || r.Label != "" && label != r.Label {
 		return false
 	}
-	third, rest, more := strings.Cut(rest, sep)
-	state, _, _ := strings.Cut(third, " ")
-	fourth, _, _ := strings.Cut(rest, sep)
-	available := more && fourth == "Result available"
-	switch {
-	case id != "" && rowID != id:
-	case r.Label != "" && label != r.Label:
-	case r.State != "" && state != r.State:
-	case r.ResultAvailable != nil && available != *r.ResultAvailable:
-	case r.Contains != "" && !strings.Contains(row, r.Contains):
-	default:
-		return true
+	third, rest, more := cutRowField(rest)
+	if r.State != "" {
+		if state, _, _ := strings.Cut(third, " "); state != r.State {
+			return false
+		}
 	}
-	return false
+	if r.ResultAvailable != nil {
+		fourth, _, _ := cutRowField(rest)
+		if available := more && fourth == "Result available"; available != *r.ResultAvailable {
+			return false
+		}
+	}
+	return true
+}
+
+// cutRowField is strings.Cut(s, " · "), the separator of a status row's
+// fields: it looks for the middle dot's first byte (0xC2), which a row's
+// ids, labels and states seldom have, with strings.IndexByte, where
+// strings.Index's search of a short row costs several times more.
+func cutRowField(s string) (before, after string, found bool) {
+	const sep = " · "
+	for i := 1; i+len(sep)-2 < len(s); i++ {
+		j := strings.IndexByte(s[i:len(s)-len(sep)+2], sep[1])
+		if j < 0 {
+			break
+		}
+		if i += j; s[i-1:i+len(sep)-1] == sep {
+			return s[:i-1], s[i+len(sep)-1:], true
+		}
+	}
+	return s, "", false
 }
 
 // String describes the pattern the way a failure message should.
