@@ -91,7 +91,7 @@ type Platform struct {
 	// the observer when it is an EventReader.
 	observeFunc ObserverFunc
 	reader      EventReader
-	sessions    map[string]*session
+	sessions    sessionTable[*session]
 	order       []*session
 	// records holds every event of every log below, in chunks that never
 	// move, so that a log is a list of pointers: an event is stored once
@@ -209,7 +209,6 @@ func New(opts Options) (*Platform, error) {
 		exec:         opts.Core.Executor,
 		store:        opts.Store,
 		instance:     opts.Instance,
-		sessions:     map[string]*session{},
 		parked:       map[string]eventLog{},
 		records:      slab.Sized[record](8, 128), // a platform with a few events pays for a few
 		texts:        slab.Sized[string](16, 512),
@@ -462,7 +461,7 @@ func sortedSlots(m map[*timerSlot]struct{}) []*timerSlot {
 // on the way to its record.
 func (p *Platform) emitLocked(e *Event) {
 	if e.Session != "" {
-		if s := p.sessions[e.Session]; s != nil {
+		if s := p.sessions.get(e.Session); s != nil {
 			p.emitOnLocked(s, e)
 			return
 		}
@@ -544,7 +543,7 @@ func (p *Platform) Events(session string) []Event {
 	if session == "" {
 		return p.platLog.events(nil, "")
 	}
-	if s := p.sessions[session]; s != nil {
+	if s := p.sessions.get(session); s != nil {
 		return s.log.events(nil, s.id)
 	}
 	return p.parked[session].events(nil, session)

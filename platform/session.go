@@ -301,7 +301,7 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	if p.closing {
 		return ErrClosed
 	}
-	if p.sessions[id] != nil {
+	if p.sessions.get(id) != nil {
 		return fmt.Errorf("session %s is live", id)
 	}
 	s := newRoot(id, tmpl, opts)
@@ -346,10 +346,10 @@ func (p *Platform) addLocked(s *session) {
 	if s.budget <= 0 {
 		s.budget = p.opts.MaxIterations
 	}
-	p.sessions[s.id] = s
+	p.sessions.set(s.id, s)
 	s.added, s.platform = true, p
 	p.order = append(p.order, s)
-	if par := p.sessions[s.parent]; par != nil {
+	if par := p.sessions.get(s.parent); par != nil {
 		par.children = append(par.children, s.id)
 	}
 	p.emitOnLocked(s, &Event{Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
@@ -398,7 +398,7 @@ func (p *Platform) Send(sessionID, text string) error {
 // close. A worker, delegated child, task attempt or scheduled run is
 // refused, since it ends with what started it, never behind its back.
 func (p *Platform) rootLocked(sessionID, what string) (*session, error) {
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	if s == nil {
 		return nil, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
 	}
@@ -614,7 +614,7 @@ func (p *Platform) afterTurnLocked(s *session, end turnEnd) func() {
 func (p *Platform) Session(id string) (SessionInfo, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.sessions[id]
+	s := p.sessions.get(id)
 	if s == nil {
 		return SessionInfo{}, false
 	}
@@ -657,7 +657,7 @@ type TreeNode struct {
 func (p *Platform) Tree(id string) (*TreeNode, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.sessions[id]
+	s := p.sessions.get(id)
 	if s == nil {
 		return nil, fmt.Errorf("%w %s", ErrUnknownSession, id)
 	}
@@ -666,7 +666,7 @@ func (p *Platform) Tree(id string) (*TreeNode, error) {
 		n := &TreeNode{ID: s.id, Kind: s.kind, Agent: s.agentName, State: s.state, Depth: s.depth, Role: s.role,
 			Task: s.task, Schedule: s.schedule}
 		for _, c := range s.children {
-			if cs := p.sessions[c]; cs != nil {
+			if cs := p.sessions.get(c); cs != nil {
 				n.Children = append(n.Children, walk(cs))
 			}
 		}
