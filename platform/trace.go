@@ -161,12 +161,24 @@ func appendQuoted(b []byte, v string) []byte {
 // or past 0x7f (c+1 carries into, or c has, the top bit), a quote or a
 // backslash (c^'"' or c^'\\' is zero) sets that byte's top bit in bad,
 // and no other byte sets any (a borrow or carry across bytes comes only
-// from a byte that is flagged itself). The bytes after the last eight are
-// read one by one.
+// from a byte that is flagged itself). A text of eight bytes or more ends
+// with the eight bytes that end it, read once more where they overlap the
+// eights before them (a byte looked at twice says the same both times); a
+// shorter one is read byte by byte.
 func quotesAsIs(v string) bool {
+	if len(v) < 8 {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	for ; len(v) >= 8; v = v[8:] {
-		w := v[:8] // one load of eight bytes, not eight checked ones
+	last := len(v) - 8
+	for i := 0; ; i += 8 {
+		i = min(i, last)
+		w := v[i : i+8] // one load of eight bytes, not eight checked ones
 		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		q, bs := x^(ones*'"'), x^(ones*'\\')
@@ -174,11 +186,9 @@ func quotesAsIs(v string) bool {
 		if bad&tops != 0 {
 			return false
 		}
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
+		if i == last {
+			return true
 		}
 	}
-	return true
 }
+

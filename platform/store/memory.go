@@ -67,9 +67,15 @@ var (
 )
 
 func cloneSchedule(s *Schedule) Schedule {
-	c := *s
-	c.Authority = s.Authority.Clone()
+	var c Schedule
+	cloneScheduleTo(&c, s)
 	return c
+}
+
+// cloneScheduleTo writes a copy of s that shares no slice with it to c.
+func cloneScheduleTo(c, s *Schedule) {
+	*c = *s
+	c.Authority = s.Authority.Clone()
 }
 
 func cloneTask(t *Task) Task {
@@ -377,7 +383,10 @@ func (m *Memory) AppendDue(_ context.Context, dst []Schedule, now time.Time) ([]
 	n := len(dst)
 	for _, s := range m.srows {
 		if s.State == ScheduleActive && !s.NextRun.IsZero() && !s.NextRun.After(now) {
-			dst = append(dst, cloneSchedule(s))
+			// Cloned where it goes: append(dst, cloneSchedule(s)) copies
+			// the row twice, to the stack first.
+			dst = slices.Grow(dst, 1)[:len(dst)+1]
+			cloneScheduleTo(&dst[len(dst)-1], s)
 		}
 	}
 	if len(dst)-n > 1 {
