@@ -104,15 +104,13 @@ type Platform struct {
 	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
-	// lastQuick is the last variant found in quick, and its key.
-	lastQuick struct {
-		key quickKey
-		a   *core.Agent
-	}
-	actors  int         // actors started and not yet ended
-	drained core.Signal // closed when closing and the last actor ended
-	slotSeq uint64      // orders the timer slots (begin stops them in order)
-	timers  map[*timerSlot]struct{}
+	// lastQuick are the two variants last found in quick, and their keys,
+	// the latest first.
+	lastQuick [2]quickFound
+	actors    int         // actors started and not yet ended
+	drained   core.Signal // closed when closing and the last actor ended
+	slotSeq   uint64      // orders the timer slots (begin stops them in order)
+	timers    map[*timerSlot]struct{}
 
 	delegations  map[string]*delegation // by child session id
 	findings     []Finding

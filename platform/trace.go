@@ -191,4 +191,3 @@ func quotesAsIs(v string) bool {
 		}
 	}
 }
-
