@@ -136,7 +136,7 @@ func reachesUser(s *session, maxDepth int) bool {
 
 // canDelegate: below the depth cap, and not a leaf child.
 func canDelegate(s *session, maxDepth int) bool {
-	if s.depth >= maxDepth {
+	if int(s.depth) >= maxDepth {
 		return false
 	}
 	return s.kind != KindDelegate || s.role == RoleOrchestrator
