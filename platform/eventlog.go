@@ -75,12 +75,11 @@ func text(e *Event, i int) *string {
 	return (*string)(unsafe.Add(unsafe.Pointer(e), textOffsets[i]))
 }
 
-// setIf is field i's bit when v is set.
+// setIf is field i's bit when v is set, with no branch (keepLocked asks
+// it of every text field): the sign of -len(v), which is negative for any
+// text that is not empty, moved to bit i.
 func setIf(i int, v string) uint16 {
-	if v == "" {
-		return 0
-	}
-	return 1 << i
+	return uint16(uint(-len(v))>>63) << i
 }
 
 // keepLocked stores an event, numbered and stamped, as a record in the

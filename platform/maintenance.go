@@ -155,7 +155,7 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 				}
 			}
 		}
-		rs := p.sessions[root]
+		rs := p.sessions.get(root)
 		orphaned := rs == nil || rs.state.Terminal()
 		kept := b.notes[:0]
 		for _, n := range b.notes {
@@ -181,7 +181,7 @@ func (p *Platform) SweepBoard(now time.Time) (claims, notes int) {
 // liveOr returns id if that session is live, else "" (the platform log), so
 // that sweeper events about gone trees do not pile up as parked events.
 func (p *Platform) liveOr(id string) string {
-	if p.sessions[id] != nil {
+	if p.sessions.get(id) != nil {
 		return id
 	}
 	return ""
@@ -197,7 +197,7 @@ func (p *Platform) SweepInbox() int {
 		if it.State != InboxPending {
 			continue
 		}
-		if s := p.sessions[it.Session]; s != nil && !s.over() {
+		if s := p.sessions.get(it.Session); s != nil && !s.over() {
 			continue
 		}
 		it.State = InboxNonActionable
@@ -301,7 +301,7 @@ func (p *Platform) Trajectories() []Trajectory {
 				continue
 			}
 			e := r.event(s.id)
-			c := p.sessions[e.Child]
+			c := p.sessions.get(e.Child)
 			if c == nil {
 				continue
 			}

@@ -91,7 +91,7 @@ type Platform struct {
 	// the observer when it is an EventReader.
 	observeFunc ObserverFunc
 	reader      EventReader
-	sessions    map[string]*session
+	sessions    sessionTable[*session]
 	order       []*session
 	// records holds every event of every log below, in chunks that never
 	// move, so that a log is a list of pointers: an event is stored once
@@ -104,15 +104,13 @@ type Platform struct {
 	parked   map[string]eventLog // events for sessions not live here
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
-	// lastQuick is the last variant found in quick, and its key.
-	lastQuick struct {
-		key quickKey
-		a   *core.Agent
-	}
-	actors  int         // actors started and not yet ended
-	drained core.Signal // closed when closing and the last actor ended
-	slotSeq uint64      // orders the timer slots (begin stops them in order)
-	timers  map[*timerSlot]struct{}
+	// lastQuick are the two variants last found in quick, and their keys,
+	// the latest first.
+	lastQuick [2]quickFound
+	actors    int         // actors started and not yet ended
+	drained   core.Signal // closed when closing and the last actor ended
+	slotSeq   uint64      // orders the timer slots (begin stops them in order)
+	timers    map[*timerSlot]struct{}
 
 	delegations  map[string]*delegation // by child session id
 	findings     []Finding
@@ -209,7 +207,6 @@ func New(opts Options) (*Platform, error) {
 		exec:         opts.Core.Executor,
 		store:        opts.Store,
 		instance:     opts.Instance,
-		sessions:     map[string]*session{},
 		parked:       map[string]eventLog{},
 		records:      slab.Sized[record](8, 128), // a platform with a few events pays for a few
 		texts:        slab.Sized[string](16, 512),
@@ -462,7 +459,7 @@ func sortedSlots(m map[*timerSlot]struct{}) []*timerSlot {
 // on the way to its record.
 func (p *Platform) emitLocked(e *Event) {
 	if e.Session != "" {
-		if s := p.sessions[e.Session]; s != nil {
+		if s := p.sessions.get(e.Session); s != nil {
 			p.emitOnLocked(s, e)
 			return
 		}
@@ -544,7 +541,7 @@ func (p *Platform) Events(session string) []Event {
 	if session == "" {
 		return p.platLog.events(nil, "")
 	}
-	if s := p.sessions[session]; s != nil {
+	if s := p.sessions.get(session); s != nil {
 		return s.log.events(nil, s.id)
 	}
 	return p.parked[session].events(nil, session)

@@ -123,7 +123,7 @@ func (p *Platform) Loop(sessionID, command string) (store.Schedule, error) {
 		return store.Schedule{}, err
 	}
 	p.mu.Lock()
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	p.mu.Unlock()
 	if s == nil {
 		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
@@ -135,7 +135,7 @@ func (p *Platform) Loop(sessionID, command string) (store.Schedule, error) {
 // cron_create does.
 func (p *Platform) Cron(sessionID, spec, prompt string) (store.Schedule, error) {
 	p.mu.Lock()
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	p.mu.Unlock()
 	if s == nil {
 		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
@@ -155,7 +155,7 @@ func (p *Platform) Cron(sessionID, spec, prompt string) (store.Schedule, error) 
 // cron_create with at or in does.
 func (p *Platform) Once(sessionID string, at time.Time, prompt string) (store.Schedule, error) {
 	p.mu.Lock()
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	p.mu.Unlock()
 	if s == nil {
 		return store.Schedule{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
@@ -193,7 +193,7 @@ func (p *Platform) createSchedule(s *session, sch store.Schedule) (store.Schedul
 		// (its events wait for it to be reopened); its channel is known
 		// only while it is live.
 		sch.Origin = s.root
-		if o := p.sessions[s.root]; o != nil {
+		if o := p.sessions.get(s.root); o != nil {
 			sch.Channel = o.channel
 		}
 	}
@@ -814,7 +814,7 @@ func (p *Platform) fire(sch store.Schedule, now time.Time, lease store.Lease) {
 	// live here (another process, or one that crashed and did not reopen
 	// it): a row from before roots were recorded falls back to the origin.
 	run.root = cmp.Or(sch.Root, sch.Origin, run.id)
-	if o := p.sessions[sch.Origin]; o != nil {
+	if o := p.sessions.get(sch.Origin); o != nil {
 		run.parent, run.root, run.depth = o.id, o.root, o.depth+1
 	}
 	p.addLocked(run)

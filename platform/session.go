@@ -71,7 +71,6 @@ type session struct {
 	agentName        string
 	tmpl             *core.Agent
 	user, channel    string
-	depth            int
 	role             Role
 	excluded         []string
 	allowed          []string // nil: everything
@@ -83,6 +82,10 @@ type session struct {
 	// spawned: the session spawned a durable task (so its end may strand
 	// a blocked one).
 	spawned bool
+	// depth is how many sessions are above it in its tree. It is 32 bits,
+	// beside the flags: a session of 760 bytes is one of the allocator's
+	// 768-byte objects with its header, 8 more bytes one of 896.
+	depth int32
 	// platform is the Platform it is live on (addLocked), which the
 	// platform's tools, shared by every Platform, find through it.
 	platform *Platform
@@ -301,7 +304,7 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	if p.closing {
 		return ErrClosed
 	}
-	if p.sessions[id] != nil {
+	if p.sessions.get(id) != nil {
 		return fmt.Errorf("session %s is live", id)
 	}
 	s := newRoot(id, tmpl, opts)
@@ -346,10 +349,10 @@ func (p *Platform) addLocked(s *session) {
 	if s.budget <= 0 {
 		s.budget = p.opts.MaxIterations
 	}
-	p.sessions[s.id] = s
+	p.sessions.set(s.id, s)
 	s.added, s.platform = true, p
 	p.order = append(p.order, s)
-	if par := p.sessions[s.parent]; par != nil {
+	if par := p.sessions.get(s.parent); par != nil {
 		par.children = append(par.children, s.id)
 	}
 	p.emitOnLocked(s, &Event{Type: EventSessionCreated, Kind: s.kind, Agent: s.agentName,
@@ -398,7 +401,7 @@ func (p *Platform) Send(sessionID, text string) error {
 // close. A worker, delegated child, task attempt or scheduled run is
 // refused, since it ends with what started it, never behind its back.
 func (p *Platform) rootLocked(sessionID, what string) (*session, error) {
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	if s == nil {
 		return nil, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
 	}
@@ -614,12 +617,12 @@ func (p *Platform) afterTurnLocked(s *session, end turnEnd) func() {
 func (p *Platform) Session(id string) (SessionInfo, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.sessions[id]
+	s := p.sessions.get(id)
 	if s == nil {
 		return SessionInfo{}, false
 	}
 	info := SessionInfo{ID: s.id, Parent: s.parent, Root: s.root, Kind: s.kind, Agent: s.agentName, User: s.user,
-		Channel: s.channel, Depth: s.depth, Role: s.role, State: s.state, Turns: s.turns, Task: s.task,
+		Channel: s.channel, Depth: int(s.depth), Role: s.role, State: s.state, Turns: s.turns, Task: s.task,
 		Attempt: s.attempt, Schedule: s.schedule, Output: s.output, Children: slices.Clone(s.children),
 		History: slices.Clone(s.history)}
 	if a, err := p.variantLocked(s); err == nil {
@@ -657,16 +660,16 @@ type TreeNode struct {
 func (p *Platform) Tree(id string) (*TreeNode, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.sessions[id]
+	s := p.sessions.get(id)
 	if s == nil {
 		return nil, fmt.Errorf("%w %s", ErrUnknownSession, id)
 	}
 	var walk func(s *session) *TreeNode
 	walk = func(s *session) *TreeNode {
-		n := &TreeNode{ID: s.id, Kind: s.kind, Agent: s.agentName, State: s.state, Depth: s.depth, Role: s.role,
+		n := &TreeNode{ID: s.id, Kind: s.kind, Agent: s.agentName, State: s.state, Depth: int(s.depth), Role: s.role,
 			Task: s.task, Schedule: s.schedule}
 		for _, c := range s.children {
-			if cs := p.sessions[c]; cs != nil {
+			if cs := p.sessions.get(c); cs != nil {
 				n.Children = append(n.Children, walk(cs))
 			}
 		}

@@ -31,7 +31,7 @@ type TaskReceipt struct {
 // SpawnTask creates a durable task as session would with spawn_task.
 func (p *Platform) SpawnTask(sessionID string, t store.Task) (store.Task, error) {
 	p.mu.Lock()
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	p.mu.Unlock()
 	if s == nil {
 		return store.Task{}, fmt.Errorf("%w %s", ErrUnknownSession, sessionID)
@@ -281,7 +281,7 @@ func (p *Platform) startAttempt(c store.Claim) {
 	// The attempt runs with the spawner's authority from the row, so that
 	// it has no more after a crash, when the spawner is gone, than before.
 	s.inherit(t.Authority)
-	if sp := p.sessions[t.Spawner]; sp != nil {
+	if sp := p.sessions.get(t.Spawner); sp != nil {
 		s.parent, s.depth, s.budget = sp.id, sp.depth+1, sp.budget
 	}
 	p.addLocked(s)
@@ -377,7 +377,7 @@ func (p *Platform) taskEventsLocked(t store.Task, f store.Finish, n int, child s
 		p.emitLocked(&Event{Session: t.Spawner, Type: EventTaskBlocked, Task: t.ID, Attempt: n, Child: child,
 			Text: t.BlockReason})
 		p.notifyLocked(t.Spawner, notice{Event: EventTaskBlocked, TaskID: t.ID, Reason: t.BlockReason})
-		if sp := p.sessions[t.Spawner]; sp != nil && sp.over() {
+		if sp := p.sessions.get(t.Spawner); sp != nil && sp.over() {
 			p.strandLocked(t, StrandedSpawnerGone, "")
 		}
 	case store.TaskReady:

@@ -147,7 +147,7 @@ var platformTools = sync.OnceValue(func() map[string]*core.Tool {
 	}
 	out := make(map[string]*core.Tool, len(defs))
 	for _, name := range keys.Sorted(defs) {
-		d := defs[name]
+		d, once := defs[name], actsOnce[name]
 		out[name] = &core.Tool{
 			Description: d.desc,
 			Input:       core.MustSchema(d.schema),
@@ -160,7 +160,7 @@ var platformTools = sync.OnceValue(func() map[string]*core.Tool {
 				// The arguments are handed on by value: a call through
 				// d.run would move them to the heap, one allocation a call.
 				args := toolArgs{input: input}
-				if !actsOnce[name] {
+				if !once {
 					return d.run(p, ctx, s, call, args)
 				}
 				return p.once(ctx, s, name, &args, func() (any, error) { return d.run(p, ctx, s, call, args) })

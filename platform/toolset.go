@@ -136,7 +136,7 @@ func reachesUser(s *session, maxDepth int) bool {
 
 // canDelegate: below the depth cap, and not a leaf child.
 func canDelegate(s *session, maxDepth int) bool {
-	if s.depth >= maxDepth {
+	if int(s.depth) >= maxDepth {
 		return false
 	}
 	return s.kind != KindDelegate || s.role == RoleOrchestrator
@@ -162,16 +162,8 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	var quick quickKey
 	if s.allowed == nil && len(s.excluded) == 0 {
 		quick = quickKey{tmpl: s.tmpl, kind: s.kind, schedule: s.scheduleKind, delegates: canDelegate(s, p.opts.MaxDelegationDepth)}
-		// The last one found is compared first: a loop's runs are one
-		// kind of session after another, and hashing the key is most of
-		// a map lookup's cost.
-		if p.lastQuick.a != nil && p.lastQuick.key == quick {
-			s.variant = p.lastQuick.a
-			return s.variant, nil
-		}
-		if a := p.quick[quick]; a != nil {
+		if a := p.quickVariantLocked(quick); a != nil {
 			s.variant = a
-			p.lastQuick.key, p.lastQuick.a = quick, a
 			return a, nil
 		}
 	}
@@ -218,6 +210,32 @@ func (p *Platform) variantLocked(s *session) (*core.Agent, error) {
 	}
 	s.variant = &a
 	return &a, nil
+}
+
+// quickVariantLocked returns the variant quick holds at k, nil when none
+// was made. The two last found are compared first: a loop's runs are one
+// kind of session after another, two loops' runs take turns, and hashing
+// the key is most of a map lookup's cost.
+func (p *Platform) quickVariantLocked(k quickKey) *core.Agent {
+	last := &p.lastQuick
+	switch {
+	case last[0].a != nil && last[0].key == k:
+	case last[1].a != nil && last[1].key == k:
+		last[0], last[1] = last[1], last[0]
+	default:
+		a := p.quick[k]
+		if a == nil {
+			return nil
+		}
+		last[0], last[1] = quickFound{k, a}, last[0]
+	}
+	return last[0].a
+}
+
+// quickFound is a variant found in quick, and its key.
+type quickFound struct {
+	key quickKey
+	a   *core.Agent
 }
 
 // quickKey is what decides the toolset of a session without an allowlist

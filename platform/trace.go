@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"slices"
 	"strconv"
 	"sync"
 
@@ -37,12 +36,8 @@ func TraceObserver(rec *trace.Recorder) Observer {
 type traceObserver struct {
 	rec *trace.Recorder
 	mu  sync.Mutex
-	// The sessions' agents: a session named as the platform's sequential
-	// ids name them (session-n, n small) at n in numbered, any other in
-	// named (made when one comes). A week of loops creates some 240
-	// sessions: a slice of their agents, not a map grown as they come.
-	numbered []string
-	named    map[string]string
+	// agents are the sessions' agents.
+	agents sessionTable[string]
 	// The two sessions last looked up and their agents, the latest first:
 	// a run's events mostly come one after another, with its origin's
 	// between them, and a session's id is the same string each time.
@@ -57,76 +52,18 @@ func (o *traceObserver) ReadEvent(e *Event) {
 	o.mu.Lock()
 	switch {
 	case e.Type == EventSessionCreated || e.Type == EventSessionRestored:
-		o.learn(e.Session, e.Agent)
+		o.agents.set(e.Session, e.Agent)
 		o.last, o.prev = [2]string{e.Session, e.Agent}, o.last
 	case e.Session == o.last[0]:
 	case e.Session == o.prev[0]:
 		o.last, o.prev = o.prev, o.last
 	default:
-		o.last, o.prev = [2]string{e.Session, o.agentOf(e.Session)}, o.last
+		o.last, o.prev = [2]string{e.Session, o.agents.get(e.Session)}, o.last
 	}
 	agent := o.last[1]
 	detail := o.text.Close(e.appendText(o.text.Open(256)))
 	o.mu.Unlock()
 	o.rec.AddDetail(e.Time, TraceKind, e.Session, agent, string(e.Type), detail)
-}
-
-// learn notes that session runs agent. The caller holds o.mu.
-func (o *traceObserver) learn(session, agent string) {
-	n, ok := sessionNumber(session)
-	if !ok {
-		if o.named == nil {
-			o.named = map[string]string{}
-		}
-		o.named[session] = agent
-		return
-	}
-	if n >= len(o.numbered) {
-		o.numbered = slices.Grow(o.numbered, n+1-len(o.numbered))
-		o.numbered = o.numbered[:cap(o.numbered)]
-	}
-	o.numbered[n] = agent
-}
-
-// agentOf returns the agent session runs, or "" when none was learnt. The
-// caller holds o.mu.
-func (o *traceObserver) agentOf(session string) string {
-	n, ok := sessionNumber(session)
-	if !ok {
-		return o.named[session]
-	}
-	if n < len(o.numbered) {
-		return o.numbered[n]
-	}
-	return ""
-}
-
-// maxNumbered bounds the sessions kept by number: an id source that
-// numbers sessions from far off keeps them by name.
-const maxNumbered = 1 << 12
-
-// sessionNumber returns n for a session id "session-n" that spells n as
-// strconv.Itoa does (no sign, no leading zero), with n below maxNumbered:
-// the ids a platform's sequential ids give. Each such id has its own n,
-// and every other id is kept by name.
-func sessionNumber(id string) (int, bool) {
-	const prefix = "session-"
-	if len(id) <= len(prefix) || len(id) > len(prefix)+4 || id[:len(prefix)] != prefix {
-		return 0, false
-	}
-	digits := id[len(prefix):]
-	if digits[0] == '0' && len(digits) > 1 {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(digits); i++ {
-		c := digits[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, n < maxNumbered
 }
 
 // String renders an event on one line: the log, the type, then the fields
@@ -224,12 +161,24 @@ func appendQuoted(b []byte, v string) []byte {
 // or past 0x7f (c+1 carries into, or c has, the top bit), a quote or a
 // backslash (c^'"' or c^'\\' is zero) sets that byte's top bit in bad,
 // and no other byte sets any (a borrow or carry across bytes comes only
-// from a byte that is flagged itself). The bytes after the last eight are
-// read one by one.
+// from a byte that is flagged itself). A text of eight bytes or more ends
+// with the eight bytes that end it, read once more where they overlap the
+// eights before them (a byte looked at twice says the same both times); a
+// shorter one is read byte by byte.
 func quotesAsIs(v string) bool {
+	if len(v) < 8 {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	for ; len(v) >= 8; v = v[8:] {
-		w := v[:8] // one load of eight bytes, not eight checked ones
+	last := len(v) - 8
+	for i := 0; ; i += 8 {
+		i = min(i, last)
+		w := v[i : i+8] // one load of eight bytes, not eight checked ones
 		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		q, bs := x^(ones*'"'), x^(ones*'\\')
@@ -237,11 +186,8 @@ func quotesAsIs(v string) bool {
 		if bad&tops != 0 {
 			return false
 		}
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
+		if i == last {
+			return true
 		}
 	}
-	return true
 }

@@ -42,7 +42,7 @@ func (p *Platform) toolSpawnWorker(_ context.Context, s *session, _ core.ToolCal
 
 // workerOfLocked finds a worker the caller spawned.
 func (p *Platform) workerOfLocked(s *session, id string) (*session, error) {
-	w := p.sessions[id]
+	w := p.sessions.get(id)
 	if w == nil || w.kind != KindWorker || w.parent != s.id {
 		return nil, modelErr("not_found", "%s is not one of your workers", id)
 	}
@@ -141,7 +141,7 @@ type notice struct {
 // that will never run again (a finished delegated child, task attempt or
 // scheduled run) is not woken: the event on its log is the notice.
 func (p *Platform) notifyLocked(sessionID string, n notice) {
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	if s == nil || s.over() {
 		return
 	}

@@ -73,7 +73,7 @@ func (p *Platform) Findings() []Finding {
 // seeding a workspace).
 func (p *Platform) WriteFile(sessionID, file, content string) error {
 	p.mu.Lock()
-	s := p.sessions[sessionID]
+	s := p.sessions.get(sessionID)
 	p.mu.Unlock()
 	if s == nil {
 		return ErrUnknownSession
@@ -111,7 +111,7 @@ func (p *Platform) writeFile(s *session, file, content string) (map[string]any, 
 	if prev != nil && prev.Writer != s.id {
 		p.mu.Lock()
 		siblings := false
-		if o := p.sessions[prev.Writer]; o != nil && o.parent != "" && o.parent == s.parent {
+		if o := p.sessions.get(prev.Writer); o != nil && o.parent != "" && o.parent == s.parent {
 			siblings = true
 		}
 		f := Finding{Kind: FindingOverwrite, Root: s.root, Path: rel, Writer: s.id, Previous: prev.Writer, Siblings: siblings, At: now}
@@ -193,7 +193,7 @@ func (p *Platform) toolCreateArtifact(_ context.Context, s *session, _ core.Tool
 	// A delegated child's artifacts propagate up to its parent's thread,
 	// and on up while the parent is itself a delegated child.
 	for cur := s; cur.kind == KindDelegate; {
-		par := p.sessions[cur.parent]
+		par := p.sessions.get(cur.parent)
 		if par == nil {
 			break
 		}
@@ -347,7 +347,7 @@ func (p *Platform) Answer(item, text string) error {
 		if it.State != InboxPending {
 			return errors.New("inbox item " + item + " is " + string(it.State))
 		}
-		s := p.sessions[it.Session]
+		s := p.sessions.get(it.Session)
 		if s == nil || s.over() {
 			return errors.New("inbox item " + item + ": its session is gone")
 		}

@@ -36,7 +36,9 @@ type Memory struct {
 	nextKnown bool
 	// writes counts the writes to schedule rows (ScheduleWrites).
 	writes atomic.Uint64
-	leases map[string]Lease
+	// leases are kept by address, so that a renewal (the ticker's, at
+	// every pass) writes the lease in place, not into the map again.
+	leases map[string]*Lease
 
 	files map[string]file
 }
@@ -53,7 +55,7 @@ func NewMemory() *Memory {
 		children:  map[string][]string{},
 		attempts:  map[string][]Attempt{},
 		schedules: map[string]*Schedule{},
-		leases:    map[string]Lease{},
+		leases:    map[string]*Lease{},
 		files:     map[string]file{},
 	}
 }
@@ -65,9 +67,15 @@ var (
 )
 
 func cloneSchedule(s *Schedule) Schedule {
-	c := *s
-	c.Authority = s.Authority.Clone()
+	var c Schedule
+	cloneScheduleTo(&c, s)
 	return c
+}
+
+// cloneScheduleTo writes a copy of s that shares no slice with it to c.
+func cloneScheduleTo(c, s *Schedule) {
+	*c = *s
+	c.Authority = s.Authority.Clone()
 }
 
 func cloneTask(t *Task) Task {
@@ -375,7 +383,10 @@ func (m *Memory) AppendDue(_ context.Context, dst []Schedule, now time.Time) ([]
 	n := len(dst)
 	for _, s := range m.srows {
 		if s.State == ScheduleActive && !s.NextRun.IsZero() && !s.NextRun.After(now) {
-			dst = append(dst, cloneSchedule(s))
+			// Cloned where it goes: append(dst, cloneSchedule(s)) copies
+			// the row twice, to the stack first.
+			dst = slices.Grow(dst, 1)[:len(dst)+1]
+			cloneScheduleTo(&dst[len(dst)-1], s)
 		}
 	}
 	if len(dst)-n > 1 {
@@ -388,7 +399,7 @@ func (m *Memory) AppendDue(_ context.Context, dst []Schedule, now time.Time) ([]
 func (m *Memory) Fire(_ context.Context, lease Lease, id string, expect, next, now time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !lease.holds(m.leases[lease.Name], now) {
+	if cur := m.leases[lease.Name]; cur == nil || !lease.holds(*cur, now) {
 		return false, nil
 	}
 	s, ok := m.schedules[id]
@@ -478,11 +489,14 @@ func (m *Memory) TryLead(_ context.Context, name, holder string, now time.Time, 
 	defer m.mu.Unlock()
 	cur, ok := m.leases[name]
 	if !ok {
-		cur = Lease{Name: name}
+		cur = &Lease{Name: name}
 	}
-	l, led := takeLease(cur, holder, now, ttl)
+	l, led := takeLease(*cur, holder, now, ttl)
 	if led {
-		m.leases[name] = l
+		*cur = l
+		if !ok {
+			m.leases[name] = cur
+		}
 	}
 	return l, led, nil
 }
