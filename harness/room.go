@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"time"
-
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -52,14 +50,11 @@ func (m *room) drop(o *Outcome) {
 }
 
 // kept is what a run in a room keeps for the next run to reuse: the
-// outcome it made (newOutcome), the functions the simulator calls back
-// (made once: they call the run, whatever it runs), and the backing of
-// its lists and maps, emptied.
+// outcome it made (newOutcome) and the backing of its lists and maps,
+// emptied.
 type kept struct {
 	out   *outcome
 	prov  *scripted.Provider // the run's script, to refork
-	jump  func(from, to time.Time)
-	step  func(a *sim.Actor)
 	spare runSpare
 }
 

@@ -229,16 +229,8 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		}
 	}
 	r.triggers, r.platEvents = k.spare.triggers, k.spare.plat
-	onJump, onStep := k.jump, k.step
-	if onJump == nil {
-		onJump, onStep = r.onJump, func(a *sim.Actor) { r.checker.step(a) }
-		if r.kept != nil {
-			r.kept.jump, r.kept.step = onJump, onStep
-		}
-	}
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
-		OnJump:    onJump,
-		OnStep:    onStep,
+		Hooks:     (*runHooks)(r),
 		Pool:      opts.Coroutines,
 		Decisions: decisionSizes.hint(sc),
 	})
@@ -352,6 +344,13 @@ func (o *ordinals) of(run string) int {
 type runObserver run
 
 func (o *runObserver) Observe(e core.Event) { (*run)(o).observe(&e) }
+
+// runHooks is a run as its simulator's hooks: steps go to the run's
+// checker, jumps to onJump, with no closures to allocate.
+type runHooks run
+
+func (h *runHooks) Step(a *sim.Actor)       { h.checker.step(a) }
+func (h *runHooks) Jump(from, to time.Time) { (*run)(h).onJump(from, to) }
 
 // onJump records a clock jump. A platform run holds it back until
 // something happens after it (deferJump).
