@@ -142,7 +142,7 @@ func (r *run) outcome() *outcome {
 func (r *run) newOutcome(name string, seed int64) *outcome {
 	k := r.kept
 	if k == nil || k.out == nil {
-		o := newOutcome(name, seed)
+		o := newOutcome(name, seed, nil)
 		if k != nil {
 			k.out = o
 		}

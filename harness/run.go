@@ -302,7 +302,13 @@ func (r *run) start(out *Outcome) {
 	r.sim.Go("main", func() {
 		defer r.mainDone.Close()
 		pr, _ := r.rt.Parallel(context.Background(), core.ParallelRun{ID: sc.Run.ID, Agents: sc.Run.Agents, Context: sc.Run.Context, Model: sc.Run.Model})
-		if pr != nil {
+		switch {
+		case pr == nil:
+		case out.Outputs == nil:
+			// The outcome's first outputs: the map Parallel made for the
+			// caller, which it keeps nothing of.
+			out.Outputs = pr.Results
+		default: // the map of the outputs of an earlier run in the room, emptied
 			for name, res := range pr.Results {
 				out.Outputs[name] = res
 			}
@@ -473,6 +479,9 @@ func (r *run) finish(out *Outcome) {
 	if out.Findings == nil {
 		out.Findings = r.keeps().spare.findings
 	}
+	if out.Outputs == nil { // no results came (see start): none, in a map as in any outcome
+		out.Outputs = map[string]*core.RunResult{}
+	}
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
 	decisionSizes.remember(r.sc, len(r.sim.Decisions()))
@@ -540,7 +549,7 @@ func (r *run) finish(out *Outcome) {
 // illFormed is the outcome of a Go scenario that Check refused: nothing
 // runs, and the one verdict says why, with the loader's words.
 func illFormed(sc *scenarios.Scenario, opts Options, err error) *Outcome {
-	o := newOutcome(sc.Name, opts.Seed)
+	o := newOutcome(sc.Name, opts.Seed, map[string]*core.RunResult{})
 	out := &o.Outcome
 	out.Trace = &trace.Trace{Name: sc.Name, Seed: &o.seed}
 	out.Verdicts = []Verdict{{Description: "the scenario is well-formed", Cause: true,
@@ -557,9 +566,10 @@ type outcome struct {
 	texts  slab.Texts
 }
 
-// newOutcome is the empty outcome of a run of the named scenario.
-func newOutcome(name string, seed int64) *outcome {
-	o := &outcome{result: scenarios.Result{Scenario: name, Seed: seed, Outputs: map[string]*core.RunResult{}}, seed: seed}
+// newOutcome is the empty outcome of a run of the named scenario, whose
+// outputs go in outputs (nil for a run's first: see run.start).
+func newOutcome(name string, seed int64, outputs map[string]*core.RunResult) *outcome {
+	o := &outcome{result: scenarios.Result{Scenario: name, Seed: seed, Outputs: outputs}, seed: seed}
 	o.Result = &o.result
 	return o
 }
@@ -570,12 +580,12 @@ func newOutcome(name string, seed int64) *outcome {
 // Verdicts go in room's backing when it has room for them.
 func judge(sc *scenarios.Scenario, out *Outcome, room []Verdict) {
 	if n := len(sc.Expectations) + len(out.ScriptFailures); n > 0 {
-		// Room for these verdicts and the two a run may add after them
-		// (preparation, and the simulation's settling).
+		// Room for these verdicts: the two a run that fails may add after
+		// them (preparation, and the simulation's settling) grow the list.
 		if out.Verdicts == nil {
 			out.Verdicts = room[:0]
 		}
-		out.Verdicts = slices.Grow(out.Verdicts, n+2)
+		out.Verdicts = slices.Grow(out.Verdicts, n)
 	}
 	sc.JudgeAll(out.Result, func(i int, f *scenarios.Failure) {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: f})
