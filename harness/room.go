@@ -50,11 +50,13 @@ func (m *room) drop(o *Outcome) {
 }
 
 // kept is what a run in a room keeps for the next run to reuse: the
-// outcome it made (newOutcome) and the backing of its lists and maps,
+// outcome it made (newOutcome), its main actor's function (made once: it
+// calls the run, whatever it runs) and the backing of its lists and maps,
 // emptied.
 type kept struct {
 	out   *outcome
 	prov  *scripted.Provider // the run's script, to refork
+	main  func()
 	spare runSpare
 }
 

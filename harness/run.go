@@ -278,7 +278,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		}
 	}
 	if out.PrepareErr == nil {
-		r.start(out)
+		r.start()
 		err := r.sim.Run(func() bool { return r.crashed })
 		switch {
 		case r.crashed:
@@ -296,28 +296,43 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	return out
 }
 
-func (r *run) start(out *Outcome) {
+// start arms the faults and starts the run's main actor (main): a
+// method value made once in a room, and kept for its next runs.
+func (r *run) start() {
 	r.armAll()
-	sc := r.sc
-	r.sim.Go("main", func() {
-		defer r.mainDone.Close()
-		pr, _ := r.rt.Parallel(context.Background(), core.ParallelRun{ID: sc.Run.ID, Agents: sc.Run.Agents, Context: sc.Run.Context, Model: sc.Run.Model})
-		switch {
-		case pr == nil:
-		case out.Outputs == nil:
-			// The outcome's first outputs: the map Parallel made for the
-			// caller, which it keeps nothing of.
-			out.Outputs = pr.Results
-		default: // the map of the outputs of an earlier run in the room, emptied
-			for name, res := range pr.Results {
-				out.Outputs[name] = res
-			}
+	k := r.kept
+	if k == nil {
+		r.sim.Go("main", r.main)
+		return
+	}
+	if k.main == nil {
+		k.main = r.main
+	}
+	r.sim.Go("main", k.main)
+}
+
+// main is the run's main actor: the scenario's top-level agents in
+// parallel, their outputs in the outcome, then the runtime settled (when
+// the scenario says so) and closed.
+func (r *run) main() {
+	defer r.mainDone.Close()
+	sc, out := r.sc, &r.out.Outcome
+	pr, _ := r.rt.Parallel(context.Background(), core.ParallelRun{ID: sc.Run.ID, Agents: sc.Run.Agents, Context: sc.Run.Context, Model: sc.Run.Model})
+	switch {
+	case pr == nil:
+	case out.Outputs == nil:
+		// The outcome's first outputs: the map Parallel made for the
+		// caller, which it keeps nothing of.
+		out.Outputs = pr.Results
+	default: // the map of the outputs of an earlier run in the room, emptied
+		for name, res := range pr.Results {
+			out.Outputs[name] = res
 		}
-		if sc.Options.Settle {
-			r.rt.Settle()
-		}
-		_ = r.rt.Close()
-	})
+	}
+	if sc.Options.Settle {
+		r.rt.Settle()
+	}
+	_ = r.rt.Close()
 }
 
 // ordinals number each agent's runs in the order they start: a run's
