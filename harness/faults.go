@@ -354,6 +354,7 @@ func (r *run) arm(source, yields int, delay time.Duration) {
 	if f.Action != "" {
 		name += " " + f.Action
 	}
+	r.watchMain()
 	r.sim.Go(name, func() {
 		if r.sim.Wait("fault due", tr.due.C(), r.mainDone.C()) == 1 {
 			return

@@ -99,7 +99,7 @@ func (r *run) startPlatform(out *Outcome) error {
 	}
 	pr.horizon = r.sim.Clock().Now().Add(horizon)
 	r.sim.Go("platform", func() {
-		defer r.mainDone.Close()
+		defer r.endMain()
 		if err := r.setUp(); err != nil {
 			out.Err = err
 			r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Note, Detail: "setup failed: " + err.Error()})
@@ -271,6 +271,7 @@ func (r *run) armActions() {
 	for i := range r.plat.sc.Actions {
 		a := &r.plat.sc.Actions[i]
 		tr := r.newTrigger(a.After, scenarios.Ref{})
+		r.watchMain()
 		r.sim.Go("platform action "+string(a.Kind), func() {
 			if r.sim.Wait("action due", tr.due.C(), r.mainDone.C()) == 1 {
 				return

@@ -172,7 +172,7 @@ type run struct {
 	// neither keeps nor counts them.
 	ordinals *ordinals
 	triggers []*trigger
-	mainDone core.Signal
+	mainDone core.Signal // the main actor's end, once watchMain made it
 	crashed  bool
 	// A platform run records a clock jump only before the next entry.
 	jumpPending bool
@@ -234,7 +234,6 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		Pool:      opts.Coroutines,
 		Decisions: decisionSizes.hint(sc),
 	})
-	r.mainDone = core.NewSignal(r.sim)
 	r.prov = sc.ProviderIn(k.prov, scripted.Options{})
 	r.model = r.prov
 	if opts.Provider != nil {
@@ -315,7 +314,7 @@ func (r *run) start() {
 // parallel, their outputs in the outcome, then the runtime settled (when
 // the scenario says so) and closed.
 func (r *run) main() {
-	defer r.mainDone.Close()
+	defer r.endMain()
 	sc, out := r.sc, &r.out.Outcome
 	pr, _ := r.rt.Parallel(context.Background(), core.ParallelRun{ID: sc.Run.ID, Agents: sc.Run.Agents, Context: sc.Run.Context, Model: sc.Run.Model})
 	switch {
@@ -333,6 +332,23 @@ func (r *run) main() {
 		r.rt.Settle()
 	}
 	_ = r.rt.Close()
+}
+
+// watchMain makes mainDone, the signal of the main actor's end, for the
+// actors that wait on it (a fault's, a platform action's), before the
+// first of them starts, which is before the main actor: a run without any
+// makes none.
+func (r *run) watchMain() {
+	if r.mainDone.C() == nil {
+		r.mainDone = core.NewSignal(r.sim)
+	}
+}
+
+// endMain closes mainDone, when watchMain made it.
+func (r *run) endMain() {
+	if r.mainDone.C() != nil {
+		r.mainDone.Close()
+	}
 }
 
 // ordinals number each agent's runs in the order they start: a run's
