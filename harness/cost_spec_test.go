@@ -42,6 +42,14 @@ var _ = Describe("The cost of a run", func() {
 	)
 })
 
+var _ = Describe("A run's state", func() {
+	It("with the allocation's 8-byte header, fits the allocator's 1,792-byte size class", func() {
+		// A word more makes it 2,048 bytes: what only a platform run or a
+		// crash needs is the platform run's or Run's own.
+		Expect(int(harness.RunSize) + 8).To(BeNumerically("<=", 1792))
+	})
+})
+
 var _ = Describe("The cost of a campaign's run", func() {
 	BeforeEach(func() {
 		if fixture.RaceDetector {

@@ -44,6 +44,12 @@ type platformRun struct {
 	findings []platform.Finding
 	posts    []platform.Post
 	horizon  time.Time
+	// events are the run's platform events in the order the trace
+	// recorded them, checked the invariants have seen; jumpFrom is where
+	// the pending clock jump started (run.jumpPending).
+	events   []platEvent
+	checked  int
+	jumpFrom time.Time
 }
 
 type namedSession struct {
@@ -77,7 +83,8 @@ func (r *run) startPlatform(out *Outcome) error {
 	if err != nil {
 		return fmt.Errorf("platform store %s: %w", backend, err)
 	}
-	pr := &platformRun{sc: r.sc.Platform, store: durable, closeStore: closeStore, ids: &core.SequentialIDs{}, tasks: map[string]string{}}
+	pr := &platformRun{sc: r.sc.Platform, store: durable, closeStore: closeStore, ids: &core.SequentialIDs{}, tasks: map[string]string{},
+		events: r.keeps().spare.plat}
 	r.plat = pr
 	if err := r.newProcess(); err != nil {
 		return err
@@ -207,8 +214,9 @@ func (r *run) platformEvent(rec platform.EventReader, e *platform.Event) {
 	}
 	if e.Task != "" {
 		// The platform invariants are about tasks: keep only their events.
-		r.platEvents = append(r.platEvents, platEvent{entry: r.rec.Len() - 1})
-		r.platEvents[len(r.platEvents)-1].ev = *e
+		pr := r.plat
+		pr.events = append(pr.events, platEvent{entry: r.rec.Len() - 1})
+		pr.events[len(pr.events)-1].ev = *e
 	}
 	if len(r.triggers) > 0 {
 		r.checkTriggers()
@@ -563,7 +571,7 @@ func (r *run) runPlatform() *Outcome {
 	if r.plat != nil {
 		out.Crashed = r.plat.crashes > 0
 	}
-	r.finish(out)
+	r.finish(out, nil)
 	if r.plat != nil {
 		if err := r.plat.closeStore(); err != nil && out.Err == nil {
 			out.Err = err
@@ -584,7 +592,7 @@ func (r *run) add(at time.Time, e trace.Entry) {
 // entry from the last recorded time.
 func (r *run) deferJump(from, to time.Time) {
 	if !r.jumpPending {
-		r.jumpPending, r.jumpFrom = true, from
+		r.jumpPending, r.plat.jumpFrom = true, from
 	}
 }
 
@@ -595,7 +603,7 @@ func (r *run) flushJump() {
 	}
 	r.jumpPending = false
 	to := r.sim.Clock().Now()
-	if to.After(r.jumpFrom) {
-		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(r.jumpFrom, to)})
+	if from := r.plat.jumpFrom; to.After(from) {
+		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(from, to)})
 	}
 }

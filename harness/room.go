@@ -87,8 +87,10 @@ func (r *run) empty() {
 		fired:    clearSlice(r.faults.fired),
 		enabled:  r.faults.enabled[:0],
 		triggers: clearSlice(r.triggers),
-		plat:     clearSlice(r.platEvents),
 		facts:    r.own.state.emptied(),
+	}
+	if r.plat != nil {
+		k.spare.plat = clearSlice(r.plat.events)
 	}
 	if o := r.ordinals; o != nil {
 		*o = ordinals{}

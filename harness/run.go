@@ -159,13 +159,12 @@ func (o *Outcome) Passed() bool {
 
 // run is the state of one simulated run.
 type run struct {
-	sc    *scenarios.Scenario
-	opts  Options
-	sim   *sim.Sim
-	rec   *trace.Recorder
-	rt    *core.Runtime
-	prov  *scripted.Provider
-	model core.Provider // what answers after the faults: the script, or Options.Provider
+	sc   *scenarios.Scenario
+	opts Options
+	sim  *sim.Sim
+	rec  *trace.Recorder
+	rt   *core.Runtime
+	prov *scripted.Provider
 
 	// ordinals is nil unless a provider fault may fire (Faults.mayInject):
 	// nothing else reads a run's ordinals, and a run without such a fault
@@ -176,8 +175,7 @@ type run struct {
 	crashed  bool
 	// A platform run records a clock jump only before the next entry.
 	jumpPending bool
-	logs        *logLines       // the runtime's log, with Options.CheckLogs
-	lost        []core.WorkInfo // the Work at the moment of a crash
+	logs        *logLines // the runtime's log, with Options.CheckLogs
 	checker     *checker
 
 	// What the run hands the runtime, allocated with the run: its
@@ -199,12 +197,8 @@ type run struct {
 	// the run.
 	faults Faults
 
-	// plat is set for a platform scenario; platEvents are its events in
-	// the order the trace recorded them.
-	plat        *platformRun
-	platEvents  []platEvent
-	platChecked int       // platEvents the invariants have seen
-	jumpFrom    time.Time // where the pending jump started
+	// plat is set for a platform scenario.
+	plat *platformRun
 }
 
 // Run simulates a scenario under a seed and checks its expectations and the
@@ -228,17 +222,13 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 			r.ordinals = new(ordinals)
 		}
 	}
-	r.triggers, r.platEvents = k.spare.triggers, k.spare.plat
+	r.triggers = k.spare.triggers
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
 		Hooks:     (*runHooks)(r),
 		Pool:      opts.Coroutines,
 		Decisions: decisionSizes.hint(sc),
 	})
 	r.prov = sc.ProviderIn(k.prov, scripted.Options{})
-	r.model = r.prov
-	if opts.Provider != nil {
-		r.model = opts.Provider
-	}
 	if sc.Platform != nil {
 		return r.runPlatform()
 	}
@@ -276,12 +266,13 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 			break
 		}
 	}
+	var lost []core.WorkInfo // the Work at the moment of a crash
 	if out.PrepareErr == nil {
 		r.start()
 		err := r.sim.Run(func() bool { return r.crashed })
 		switch {
 		case r.crashed:
-			r.recordLoss()
+			lost = r.recordLoss()
 			r.sim.Kill()
 			out.Crashed = true
 		case err != nil:
@@ -291,7 +282,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		}
 		r.checker.end(r.sim.Clock().Now(), nil)
 	}
-	r.finish(out)
+	r.finish(out, lost)
 	return out
 }
 
@@ -481,8 +472,9 @@ func (r *run) defectAfter(e *core.Event) {
 
 // recordLoss writes down, before a crash kills them, what the process
 // loses: every actor that was running or waiting and every Work item that
-// had not finished. The Work items as they were are the run's Works.
-func (r *run) recordLoss() {
+// had not finished. The Work items as they were, which it returns, are the
+// run's Works.
+func (r *run) recordLoss() []core.WorkInfo {
 	now := r.sim.Clock().Now()
 	for _, a := range r.sim.Live() {
 		where := "before it started"
@@ -494,17 +486,19 @@ func (r *run) recordLoss() {
 		}
 		r.rec.Add(now, trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("crash ends actor %q %s", a.Name, where)})
 	}
-	r.lost = r.rt.Works()
-	for _, w := range r.lost {
+	lost := r.rt.Works()
+	for _, w := range lost {
 		if !w.State.Terminal() {
 			r.rec.Add(now, trace.Entry{Kind: trace.Note, Run: w.Owner, Work: w.Ref.ID, Label: w.Label,
 				Detail: fmt.Sprintf("crash loses %s %s (%s, owner %s) and its result and control", w.Ref.ID, w.Label, w.State, w.Owner)})
 		}
 	}
+	return lost
 }
 
 // finish builds the result: normalized trace, Work, findings, verdicts.
-func (r *run) finish(out *Outcome) {
+// lost is the Work as a crash found it (recordLoss).
+func (r *run) finish(out *Outcome, lost []core.WorkInfo) {
 	// The recorder is done: normalize its entries where they are rather
 	// than copy them.
 	if out.Findings == nil {
@@ -530,7 +524,7 @@ func (r *run) finish(out *Outcome) {
 		works = r.rt.Works()
 	}
 	if r.crashed {
-		works = r.lost // not what the actors did to them while they unwound
+		works = lost // not what the actors did to them while they unwound
 	}
 	if r.plat != nil {
 		out.Platform = r.plat.result(id)
