@@ -2,6 +2,7 @@ package harness
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform"
@@ -53,3 +54,7 @@ func (m *Room) Options(opts Options) Options {
 
 // Drop gives back the run of o, when Run made it last in the room.
 func (m *Room) Drop(o *Outcome) { m.r.drop(o) }
+
+// RunSize is the size of a run's state, which Run allocates for each run
+// outside a campaign's room.
+const RunSize = unsafe.Sizeof(run{})

@@ -90,8 +90,8 @@ type Faults struct {
 	// the scenario's. enabled says which the mix keeps (all, without
 	// a swarm).
 	list    []scenarios.Fault
-	own     int
 	enabled []bool
+	own     int32
 	// onProvider is set when a fault of list acts on provider steps:
 	// without one (and without a plan), a step has nothing to draw and
 	// takes no lock. list and plan are only read once init made them.
@@ -127,7 +127,7 @@ func (f *Faults) init(sc *scenarios.Scenario, opts Options, enabled []bool, fire
 	// The scenario's faults are only read: the run shares them, clipped,
 	// so that a swarm's extra fault is appended to a copy of its own.
 	f.list = slices.Clip(sc.Faults)
-	f.own = len(sc.Faults)
+	f.own = int32(len(sc.Faults))
 	room := len(f.list)
 	if room > 0 && opts.Swarm && opts.Plan == nil {
 		room++ // the swarm's latency fault, when it draws one
@@ -187,7 +187,7 @@ func onProvider(k scenarios.FaultKind) bool {
 // plays the model for, cannot.
 func (f *Faults) InsideRuntime() []string {
 	var out []string
-	for i, ft := range f.list[:f.own] {
+	for i, ft := range f.list[:int(f.own)] {
 		switch ft.Kind {
 		case scenarios.FaultAction:
 			out = append(out, fmt.Sprintf("fault %d (%s %s)", i+1, ft.Action, ft.Work))
@@ -265,7 +265,7 @@ func (f *Faults) next(agent string, run, step, from int) (PlannedFault, int, boo
 			continue
 		}
 		pf := PlannedFault{Source: i, Kind: ft.Kind, Agent: agent, Run: run, Step: step}
-		if i >= f.own {
+		if i >= int(f.own) {
 			pf.Source = -1
 		}
 		switch ft.Kind {
@@ -354,6 +354,7 @@ func (r *run) arm(source, yields int, delay time.Duration) {
 	if f.Action != "" {
 		name += " " + f.Action
 	}
+	r.watchMain()
 	r.sim.Go(name, func() {
 		if r.sim.Wait("fault due", tr.due.C(), r.mainDone.C()) == 1 {
 			return
@@ -459,7 +460,7 @@ type faultProvider struct{ r *run }
 // ReadsRequestsOnly passes on what the model says (core.RequestReader):
 // injecting faults reads the request and writes nothing.
 func (p *faultProvider) ReadsRequestsOnly() bool {
-	r, ok := p.r.model.(core.RequestReader)
+	r, ok := p.r.model().(core.RequestReader)
 	return ok && r.ReadsRequestsOnly()
 }
 
@@ -471,7 +472,15 @@ func (p *faultProvider) Step(ctx context.Context, req *core.Request) (*core.Resp
 			return nil, err
 		}
 	}
-	return r.model.Step(ctx, req)
+	return r.model().Step(ctx, req)
+}
+
+// model is what answers after the faults: Options.Provider, or the script.
+func (r *run) model() core.Provider {
+	if p := r.opts.Provider; p != nil {
+		return p
+	}
+	return r.prov
 }
 
 // Fault records a fault's entry at the simulator's time.

@@ -91,7 +91,7 @@ type Facts struct {
 	// (nil for facts that have none); works and owners count what of its
 	// Work facts and owners' sets are taken.
 	room          *factsRoom
-	works, owners int
+	works, owners int32 // at most the room's few
 	// texts, when set, holds the keys of CallStarted (the run's texts).
 	texts *slab.Texts
 }
@@ -404,7 +404,7 @@ func (s *Facts) learn(e *trace.Entry) {
 	case trace.Work:
 		w := s.Works[e.Work]
 		if w == nil {
-			if s.room != nil && s.works < len(s.room.works) {
+			if s.room != nil && int(s.works) < len(s.room.works) {
 				w = &s.room.works[s.works]
 				s.works++
 				*w = WorkFacts{Owner: e.Run, order: len(s.Order)}
@@ -486,7 +486,7 @@ func (s *Facts) awaitResult(id string, w *WorkFacts) {
 // newOwner is an empty set of an owner's unreturned outputs: one of the
 // room's, or a new one.
 func (s *Facts) newOwner() *needles {
-	if s.room == nil || s.owners == len(s.room.owners) {
+	if s.room == nil || int(s.owners) == len(s.room.owners) {
 		return &needles{}
 	}
 	set := &s.room.owners[s.owners]

@@ -185,10 +185,13 @@ func (s *Facts) learnPlatform(e *platform.Event) {
 // platform checks the platform event that entry (0-based) records, if the
 // run kept it (the events about tasks).
 func (c *checker) platform(entry int) {
-	r := c.r
-	for r.platChecked < len(r.platEvents) && r.platEvents[r.platChecked].entry <= entry {
-		pe := &r.platEvents[r.platChecked]
-		r.platChecked++
+	pr := c.r.plat
+	if pr == nil {
+		return
+	}
+	for pr.checked < len(pr.events) && pr.events[pr.checked].entry <= entry {
+		pe := &pr.events[pr.checked]
+		pr.checked++
 		if c.state.Tasks == nil {
 			c.state.Tasks = map[string]*TaskFacts{}
 		}

@@ -44,6 +44,12 @@ type platformRun struct {
 	findings []platform.Finding
 	posts    []platform.Post
 	horizon  time.Time
+	// events are the run's platform events in the order the trace
+	// recorded them, checked the invariants have seen; jumpFrom is where
+	// the pending clock jump started (run.jumpPending).
+	events   []platEvent
+	checked  int
+	jumpFrom time.Time
 }
 
 type namedSession struct {
@@ -77,7 +83,8 @@ func (r *run) startPlatform(out *Outcome) error {
 	if err != nil {
 		return fmt.Errorf("platform store %s: %w", backend, err)
 	}
-	pr := &platformRun{sc: r.sc.Platform, store: durable, closeStore: closeStore, ids: &core.SequentialIDs{}, tasks: map[string]string{}}
+	pr := &platformRun{sc: r.sc.Platform, store: durable, closeStore: closeStore, ids: &core.SequentialIDs{}, tasks: map[string]string{},
+		events: r.keeps().spare.plat}
 	r.plat = pr
 	if err := r.newProcess(); err != nil {
 		return err
@@ -99,7 +106,7 @@ func (r *run) startPlatform(out *Outcome) error {
 	}
 	pr.horizon = r.sim.Clock().Now().Add(horizon)
 	r.sim.Go("platform", func() {
-		defer r.mainDone.Close()
+		defer r.endMain()
 		if err := r.setUp(); err != nil {
 			out.Err = err
 			r.add(r.sim.Clock().Now(), trace.Entry{Kind: trace.Note, Detail: "setup failed: " + err.Error()})
@@ -207,8 +214,9 @@ func (r *run) platformEvent(rec platform.EventReader, e *platform.Event) {
 	}
 	if e.Task != "" {
 		// The platform invariants are about tasks: keep only their events.
-		r.platEvents = append(r.platEvents, platEvent{entry: r.rec.Len() - 1})
-		r.platEvents[len(r.platEvents)-1].ev = *e
+		pr := r.plat
+		pr.events = append(pr.events, platEvent{entry: r.rec.Len() - 1})
+		pr.events[len(pr.events)-1].ev = *e
 	}
 	if len(r.triggers) > 0 {
 		r.checkTriggers()
@@ -271,6 +279,7 @@ func (r *run) armActions() {
 	for i := range r.plat.sc.Actions {
 		a := &r.plat.sc.Actions[i]
 		tr := r.newTrigger(a.After, scenarios.Ref{})
+		r.watchMain()
 		r.sim.Go("platform action "+string(a.Kind), func() {
 			if r.sim.Wait("action due", tr.due.C(), r.mainDone.C()) == 1 {
 				return
@@ -562,7 +571,7 @@ func (r *run) runPlatform() *Outcome {
 	if r.plat != nil {
 		out.Crashed = r.plat.crashes > 0
 	}
-	r.finish(out)
+	r.finish(out, nil)
 	if r.plat != nil {
 		if err := r.plat.closeStore(); err != nil && out.Err == nil {
 			out.Err = err
@@ -583,7 +592,7 @@ func (r *run) add(at time.Time, e trace.Entry) {
 // entry from the last recorded time.
 func (r *run) deferJump(from, to time.Time) {
 	if !r.jumpPending {
-		r.jumpPending, r.jumpFrom = true, from
+		r.jumpPending, r.plat.jumpFrom = true, from
 	}
 }
 
@@ -594,7 +603,7 @@ func (r *run) flushJump() {
 	}
 	r.jumpPending = false
 	to := r.sim.Clock().Now()
-	if to.After(r.jumpFrom) {
-		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(r.jumpFrom, to)})
+	if from := r.plat.jumpFrom; to.After(from) {
+		r.rec.Add(to, trace.Entry{Kind: trace.Clock, Detail: r.jumped(from, to)})
 	}
 }

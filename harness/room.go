@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"time"
-
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -52,14 +50,13 @@ func (m *room) drop(o *Outcome) {
 }
 
 // kept is what a run in a room keeps for the next run to reuse: the
-// outcome it made (newOutcome), the functions the simulator calls back
-// (made once: they call the run, whatever it runs), and the backing of
-// its lists and maps, emptied.
+// outcome it made (newOutcome), its main actor's function (made once: it
+// calls the run, whatever it runs) and the backing of its lists and maps,
+// emptied.
 type kept struct {
 	out   *outcome
 	prov  *scripted.Provider // the run's script, to refork
-	jump  func(from, to time.Time)
-	step  func(a *sim.Actor)
+	main  func()
 	spare runSpare
 }
 
@@ -90,8 +87,10 @@ func (r *run) empty() {
 		fired:    clearSlice(r.faults.fired),
 		enabled:  r.faults.enabled[:0],
 		triggers: clearSlice(r.triggers),
-		plat:     clearSlice(r.platEvents),
 		facts:    r.own.state.emptied(),
+	}
+	if r.plat != nil {
+		k.spare.plat = clearSlice(r.plat.events)
 	}
 	if o := r.ordinals; o != nil {
 		*o = ordinals{}
@@ -147,7 +146,7 @@ func (r *run) outcome() *outcome {
 func (r *run) newOutcome(name string, seed int64) *outcome {
 	k := r.kept
 	if k == nil || k.out == nil {
-		o := newOutcome(name, seed)
+		o := newOutcome(name, seed, nil)
 		if k != nil {
 			k.out = o
 		}

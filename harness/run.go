@@ -159,25 +159,23 @@ func (o *Outcome) Passed() bool {
 
 // run is the state of one simulated run.
 type run struct {
-	sc    *scenarios.Scenario
-	opts  Options
-	sim   *sim.Sim
-	rec   *trace.Recorder
-	rt    *core.Runtime
-	prov  *scripted.Provider
-	model core.Provider // what answers after the faults: the script, or Options.Provider
+	sc   *scenarios.Scenario
+	opts Options
+	sim  *sim.Sim
+	rec  *trace.Recorder
+	rt   *core.Runtime
+	prov *scripted.Provider
 
 	// ordinals is nil unless a provider fault may fire (Faults.mayInject):
 	// nothing else reads a run's ordinals, and a run without such a fault
 	// neither keeps nor counts them.
 	ordinals *ordinals
 	triggers []*trigger
-	mainDone core.Signal
+	mainDone core.Signal // the main actor's end, once watchMain made it
 	crashed  bool
 	// A platform run records a clock jump only before the next entry.
 	jumpPending bool
-	logs        *logLines       // the runtime's log, with Options.CheckLogs
-	lost        []core.WorkInfo // the Work at the moment of a crash
+	logs        *logLines // the runtime's log, with Options.CheckLogs
 	checker     *checker
 
 	// What the run hands the runtime, allocated with the run: its
@@ -199,12 +197,8 @@ type run struct {
 	// the run.
 	faults Faults
 
-	// plat is set for a platform scenario; platEvents are its events in
-	// the order the trace recorded them.
-	plat        *platformRun
-	platEvents  []platEvent
-	platChecked int       // platEvents the invariants have seen
-	jumpFrom    time.Time // where the pending jump started
+	// plat is set for a platform scenario.
+	plat *platformRun
 }
 
 // Run simulates a scenario under a seed and checks its expectations and the
@@ -228,26 +222,13 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 			r.ordinals = new(ordinals)
 		}
 	}
-	r.triggers, r.platEvents = k.spare.triggers, k.spare.plat
-	onJump, onStep := k.jump, k.step
-	if onJump == nil {
-		onJump, onStep = r.onJump, func(a *sim.Actor) { r.checker.step(a) }
-		if r.kept != nil {
-			r.kept.jump, r.kept.step = onJump, onStep
-		}
-	}
+	r.triggers = k.spare.triggers
 	r.sim = sim.New(sim.Options{Seed: opts.Seed, Replay: opts.Replay, ReplayStrict: opts.ReplayStrict,
-		OnJump:    onJump,
-		OnStep:    onStep,
+		Hooks:     (*runHooks)(r),
 		Pool:      opts.Coroutines,
 		Decisions: decisionSizes.hint(sc),
 	})
-	r.mainDone = core.NewSignal(r.sim)
 	r.prov = sc.ProviderIn(k.prov, scripted.Options{})
-	r.model = r.prov
-	if opts.Provider != nil {
-		r.model = opts.Provider
-	}
 	if sc.Platform != nil {
 		return r.runPlatform()
 	}
@@ -285,12 +266,13 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 			break
 		}
 	}
+	var lost []core.WorkInfo // the Work at the moment of a crash
 	if out.PrepareErr == nil {
-		r.start(out)
+		r.start()
 		err := r.sim.Run(func() bool { return r.crashed })
 		switch {
 		case r.crashed:
-			r.recordLoss()
+			lost = r.recordLoss()
 			r.sim.Kill()
 			out.Crashed = true
 		case err != nil:
@@ -300,26 +282,64 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		}
 		r.checker.end(r.sim.Clock().Now(), nil)
 	}
-	r.finish(out)
+	r.finish(out, lost)
 	return out
 }
 
-func (r *run) start(out *Outcome) {
+// start arms the faults and starts the run's main actor (main): a
+// method value made once in a room, and kept for its next runs.
+func (r *run) start() {
 	r.armAll()
-	sc := r.sc
-	r.sim.Go("main", func() {
-		defer r.mainDone.Close()
-		pr, _ := r.rt.Parallel(context.Background(), core.ParallelRun{ID: sc.Run.ID, Agents: sc.Run.Agents, Context: sc.Run.Context, Model: sc.Run.Model})
-		if pr != nil {
-			for name, res := range pr.Results {
-				out.Outputs[name] = res
-			}
+	k := r.kept
+	if k == nil {
+		r.sim.Go("main", r.main)
+		return
+	}
+	if k.main == nil {
+		k.main = r.main
+	}
+	r.sim.Go("main", k.main)
+}
+
+// main is the run's main actor: the scenario's top-level agents in
+// parallel, their outputs in the outcome, then the runtime settled (when
+// the scenario says so) and closed.
+func (r *run) main() {
+	defer r.endMain()
+	sc, out := r.sc, &r.out.Outcome
+	pr, _ := r.rt.Parallel(context.Background(), core.ParallelRun{ID: sc.Run.ID, Agents: sc.Run.Agents, Context: sc.Run.Context, Model: sc.Run.Model})
+	switch {
+	case pr == nil:
+	case out.Outputs == nil:
+		// The outcome's first outputs: the map Parallel made for the
+		// caller, which it keeps nothing of.
+		out.Outputs = pr.Results
+	default: // the map of the outputs of an earlier run in the room, emptied
+		for name, res := range pr.Results {
+			out.Outputs[name] = res
 		}
-		if sc.Options.Settle {
-			r.rt.Settle()
-		}
-		_ = r.rt.Close()
-	})
+	}
+	if sc.Options.Settle {
+		r.rt.Settle()
+	}
+	_ = r.rt.Close()
+}
+
+// watchMain makes mainDone, the signal of the main actor's end, for the
+// actors that wait on it (a fault's, a platform action's), before the
+// first of them starts, which is before the main actor: a run without any
+// makes none.
+func (r *run) watchMain() {
+	if r.mainDone.C() == nil {
+		r.mainDone = core.NewSignal(r.sim)
+	}
+}
+
+// endMain closes mainDone, when watchMain made it.
+func (r *run) endMain() {
+	if r.mainDone.C() != nil {
+		r.mainDone.Close()
+	}
 }
 
 // ordinals number each agent's runs in the order they start: a run's
@@ -352,6 +372,13 @@ func (o *ordinals) of(run string) int {
 type runObserver run
 
 func (o *runObserver) Observe(e core.Event) { (*run)(o).observe(&e) }
+
+// runHooks is a run as its simulator's hooks: steps go to the run's
+// checker, jumps to onJump, with no closures to allocate.
+type runHooks run
+
+func (h *runHooks) Step(a *sim.Actor)       { h.checker.step(a) }
+func (h *runHooks) Jump(from, to time.Time) { (*run)(h).onJump(from, to) }
 
 // onJump records a clock jump. A platform run holds it back until
 // something happens after it (deferJump).
@@ -445,8 +472,9 @@ func (r *run) defectAfter(e *core.Event) {
 
 // recordLoss writes down, before a crash kills them, what the process
 // loses: every actor that was running or waiting and every Work item that
-// had not finished. The Work items as they were are the run's Works.
-func (r *run) recordLoss() {
+// had not finished. The Work items as they were, which it returns, are the
+// run's Works.
+func (r *run) recordLoss() []core.WorkInfo {
 	now := r.sim.Clock().Now()
 	for _, a := range r.sim.Live() {
 		where := "before it started"
@@ -458,21 +486,26 @@ func (r *run) recordLoss() {
 		}
 		r.rec.Add(now, trace.Entry{Kind: trace.Note, Detail: fmt.Sprintf("crash ends actor %q %s", a.Name, where)})
 	}
-	r.lost = r.rt.Works()
-	for _, w := range r.lost {
+	lost := r.rt.Works()
+	for _, w := range lost {
 		if !w.State.Terminal() {
 			r.rec.Add(now, trace.Entry{Kind: trace.Note, Run: w.Owner, Work: w.Ref.ID, Label: w.Label,
 				Detail: fmt.Sprintf("crash loses %s %s (%s, owner %s) and its result and control", w.Ref.ID, w.Label, w.State, w.Owner)})
 		}
 	}
+	return lost
 }
 
 // finish builds the result: normalized trace, Work, findings, verdicts.
-func (r *run) finish(out *Outcome) {
+// lost is the Work as a crash found it (recordLoss).
+func (r *run) finish(out *Outcome, lost []core.WorkInfo) {
 	// The recorder is done: normalize its entries where they are rather
 	// than copy them.
 	if out.Findings == nil {
 		out.Findings = r.keeps().spare.findings
+	}
+	if out.Outputs == nil { // no results came (see start): none, in a map as in any outcome
+		out.Outputs = map[string]*core.RunResult{}
 	}
 	norm := r.rec.Trace()
 	traceSizes.remember(r.sc, len(norm.Entries))
@@ -491,7 +524,7 @@ func (r *run) finish(out *Outcome) {
 		works = r.rt.Works()
 	}
 	if r.crashed {
-		works = r.lost // not what the actors did to them while they unwound
+		works = lost // not what the actors did to them while they unwound
 	}
 	if r.plat != nil {
 		out.Platform = r.plat.result(id)
@@ -541,7 +574,7 @@ func (r *run) finish(out *Outcome) {
 // illFormed is the outcome of a Go scenario that Check refused: nothing
 // runs, and the one verdict says why, with the loader's words.
 func illFormed(sc *scenarios.Scenario, opts Options, err error) *Outcome {
-	o := newOutcome(sc.Name, opts.Seed)
+	o := newOutcome(sc.Name, opts.Seed, map[string]*core.RunResult{})
 	out := &o.Outcome
 	out.Trace = &trace.Trace{Name: sc.Name, Seed: &o.seed}
 	out.Verdicts = []Verdict{{Description: "the scenario is well-formed", Cause: true,
@@ -558,9 +591,10 @@ type outcome struct {
 	texts  slab.Texts
 }
 
-// newOutcome is the empty outcome of a run of the named scenario.
-func newOutcome(name string, seed int64) *outcome {
-	o := &outcome{result: scenarios.Result{Scenario: name, Seed: seed, Outputs: map[string]*core.RunResult{}}, seed: seed}
+// newOutcome is the empty outcome of a run of the named scenario, whose
+// outputs go in outputs (nil for a run's first: see run.start).
+func newOutcome(name string, seed int64, outputs map[string]*core.RunResult) *outcome {
+	o := &outcome{result: scenarios.Result{Scenario: name, Seed: seed, Outputs: outputs}, seed: seed}
 	o.Result = &o.result
 	return o
 }
@@ -571,12 +605,12 @@ func newOutcome(name string, seed int64) *outcome {
 // Verdicts go in room's backing when it has room for them.
 func judge(sc *scenarios.Scenario, out *Outcome, room []Verdict) {
 	if n := len(sc.Expectations) + len(out.ScriptFailures); n > 0 {
-		// Room for these verdicts and the two a run may add after them
-		// (preparation, and the simulation's settling).
+		// Room for these verdicts: the two a run that fails may add after
+		// them (preparation, and the simulation's settling) grow the list.
 		if out.Verdicts == nil {
 			out.Verdicts = room[:0]
 		}
-		out.Verdicts = slices.Grow(out.Verdicts, n+2)
+		out.Verdicts = slices.Grow(out.Verdicts, n)
 	}
 	sc.JudgeAll(out.Result, func(i int, f *scenarios.Failure) {
 		out.Verdicts = append(out.Verdicts, Verdict{Description: sc.Claim(i), Failure: f})

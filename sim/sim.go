@@ -84,13 +84,15 @@ type Sim struct {
 	// room, with the allocation's header, fit a size class of 3 KiB.
 	driving int32
 	strict  bool
+	// stepHooked and jumpHooked say whether hooks wants to be told of
+	// steps and of jumps (in driving's word too).
+	stepHooked, jumpHooked bool
 	// live counts the actors in actors that have not finished; nextID is
 	// the last actor's ID.
 	live, nextID int32
 
-	// Hooks.
-	onStep func(a *Actor)
-	onJump func(from, to time.Time)
+	// hooks are told of steps and jumps (Options.Hooks, OnStep, OnJump).
+	hooks Hooks
 	// onPoll is a test hook (export_test.go), told of every poll of a
 	// waiting actor's signals.
 	onPoll func(actor string)
@@ -207,6 +209,10 @@ type Options struct {
 	OnStep func(a *Actor)
 	// OnJump is called when virtual time jumps.
 	OnJump func(from, to time.Time)
+	// Hooks, when set, is told of every step and jump as OnStep and
+	// OnJump are (after them, when they are set too): a caller that calls
+	// back one value of its own hands it here, and makes no closures.
+	Hooks Hooks
 	// Start is where the clock starts; default Epoch.
 	Start time.Time
 	// Pool, when set, lends the Sim its actors' coroutines and its room
@@ -236,7 +242,8 @@ func New(opts Options) *Sim {
 		s = new(Sim) // its room comes from the pool, when first needed
 	}
 	s.seed, s.replay, s.strict = opts.Seed, opts.Replay, opts.ReplayStrict
-	s.onStep, s.onJump, s.limit, s.pool = opts.OnStep, opts.OnJump, opts.StepLimit, opts.Pool
+	s.hooks, s.stepHooked, s.jumpHooked = hooksOf(opts)
+	s.limit, s.pool = opts.StepLimit, opts.Pool
 	s.sched = *NewRandIn(&s.schedSrc, opts.Seed, streamSchedule)
 	if s.limit <= 0 {
 		s.limit = 1_000_000
@@ -628,10 +635,10 @@ func (s *Sim) RunFor(d time.Duration) error {
 		}
 	}
 	if horizon > s.clock.nowNs {
-		if s.onJump != nil {
+		if s.jumpHooked {
 			from := s.clock.Now()
 			s.clock.jump(horizon)
-			s.onJump(from, s.clock.Now())
+			s.hooks.Jump(from, s.clock.Now())
 		} else {
 			s.clock.jump(horizon)
 		}
@@ -685,13 +692,13 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 		if s.clock.timers[0].idle != nil && s.clock.skipIdle(horizon, bounded) {
 			return true, nil // the rounds skipped were all there was by horizon
 		}
-		if s.onJump == nil {
+		if !s.jumpHooked {
 			s.clock.fireDue()
 			return true, nil
 		}
 		from := s.clock.Now()
 		if s.clock.fireDue() {
-			s.onJump(from, s.clock.Now())
+			s.hooks.Jump(from, s.clock.Now())
 		}
 		return true, nil
 	}
@@ -710,9 +717,9 @@ func (s *Sim) next(horizon int64, bounded bool) (bool, error) {
 	if done {
 		s.remove(a)
 	}
-	if s.onStep != nil {
+	if s.stepHooked {
 		a.Done = done
-		s.onStep(&a.Actor)
+		s.hooks.Step(&a.Actor)
 	}
 	if done {
 		// After the hook, which is handed the actor: compact leaves it
