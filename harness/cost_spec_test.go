@@ -37,8 +37,8 @@ var _ = Describe("The cost of a run", func() {
 			allocs := testing.AllocsPerRun(20, func() { harness.Run(sc, harness.Options{Seed: seed}) })
 			Expect(allocs).To(BeNumerically("<=", bound), "allocations per run of %s at seed %d", name, seed)
 		},
-		Entry("research-coordinator", "research-coordinator", int64(1), 90),
-		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 87),
+		Entry("research-coordinator", "research-coordinator", int64(1), 89),
+		Entry("cancel-vs-complete", "cancel-vs-complete", int64(7), 85),
 	)
 })
 

@@ -260,7 +260,8 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 	r.checker = &r.own
 	r.own.init(r, invs, k.spare.facts)
 	out := &o.Outcome
-	for _, name := range keys.Sorted(sc.Run.Agents) {
+	var names [4]string // a run's top-level agents: one or a few
+	for _, name := range keys.AppendSorted(names[:0], sc.Run.Agents) {
 		if err := r.rt.Prepare(sc.Run.Agents[name]); err != nil {
 			out.PrepareErr = err
 			break

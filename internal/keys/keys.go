@@ -11,10 +11,17 @@ import (
 
 // Sorted returns the keys of m in ascending order, in one allocation.
 func Sorted[M ~map[K]V, K cmp.Ordered, V any](m M) []K {
-	out := make([]K, 0, len(m))
+	return AppendSorted(make([]K, 0, len(m)), m)
+}
+
+// AppendSorted appends the keys of m to dst and sorts what it appended,
+// so that a caller with room of its own (an array on its stack, for the
+// few keys it expects) lists them with no allocation.
+func AppendSorted[M ~map[K]V, K cmp.Ordered, V any](dst []K, m M) []K {
+	n := len(dst)
 	for k := range m {
-		out = append(out, k)
+		dst = append(dst, k)
 	}
-	slices.Sort(out)
-	return out
+	slices.Sort(dst[n:])
+	return dst
 }
