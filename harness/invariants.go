@@ -508,35 +508,10 @@ func checkLegal(s *Facts, e *trace.Entry) string {
 	if w := s.Works[e.Work]; w != nil && w.State != e.From() {
 		return fmt.Sprintf("%s moved from %s, but it was %s", e.Work, e.From(), w.State)
 	}
-	if !legal(lifecycle.State(e.From()), lifecycle.State(e.To())) {
+	if !lifecycle.Legal(lifecycle.State(e.From()), lifecycle.State(e.To())) {
 		return fmt.Sprintf("%s moved %s → %s, which the lifecycle does not allow", e.Work, e.From(), e.To())
 	}
 	return ""
-}
-
-// legalMoves is lifecycle.Legal of each pair of lifecycle.States, by
-// their places in the list, asked once: Legal reads the lifecycle's table
-// through (a map's range, some 600 instructions), and checkLegal asks at
-// every transition of every run.
-var legalMoves = func() (m [][]bool) {
-	for _, from := range lifecycle.States {
-		row := make([]bool, len(lifecycle.States))
-		for j, to := range lifecycle.States {
-			row[j] = lifecycle.Legal(from, to)
-		}
-		m = append(m, row)
-	}
-	return m
-}()
-
-// legal is lifecycle.Legal, read from legalMoves for two Work states (and
-// asked of the lifecycle for anything else).
-func legal(from, to lifecycle.State) bool {
-	i, j := slices.Index(lifecycle.States, from), slices.Index(lifecycle.States, to)
-	if i < 0 || j < 0 {
-		return lifecycle.Legal(from, to)
-	}
-	return legalMoves[i][j]
 }
 
 func checkTerminal(s *Facts, e *trace.Entry) string {

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/crux-sim/crux-sim/internal/fsm"
@@ -57,5 +58,59 @@ func TestReachableFollowsMovesThroughTheStatesBetween(t *testing.T) {
 	}
 	if !chain.Reachable("done", "done") {
 		t.Error("a state reaches itself")
+	}
+}
+
+// legalByReading and reachableByReading are Legal and Reachable as their
+// docs define them, read from the table's moves at each ask.
+func legalByReading(t *fsm.Table[int, int], from, to int) bool {
+	for edge, next := range t.Moves {
+		if edge.From == from && next == to {
+			return true
+		}
+	}
+	return false
+}
+
+func reachableByReading(t *fsm.Table[int, int], from, to int) bool {
+	seen := map[int]bool{from: true}
+	frontier := []int{from}
+	for len(frontier) > 0 {
+		s := frontier[0]
+		frontier = frontier[1:]
+		if s == to {
+			return true
+		}
+		for edge, next := range t.Moves {
+			if edge.From == s && !seen[next] {
+				seen[next] = true
+				frontier = append(frontier, next)
+			}
+		}
+	}
+	return false
+}
+
+// Legal and Reachable, worked out once from the moves, answer as reading
+// the moves at each ask would, for every pair of states of random tables
+// (states with no move among them, and asked of states no move names).
+func TestLegalAndReachableAnswerAsReadingTheMovesWould(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		states, events := 1+rng.IntN(7), 1+rng.IntN(3)
+		table := &fsm.Table[int, int]{Name: "random", Moves: map[fsm.Edge[int, int]]int{}}
+		for range rng.IntN(states * events * 2) {
+			table.Moves[fsm.Edge[int, int]{From: rng.IntN(states), On: rng.IntN(events)}] = rng.IntN(states)
+		}
+		for from := -1; from <= states; from++ {
+			for to := -1; to <= states; to++ {
+				if got, want := table.Legal(from, to), legalByReading(table, from, to); got != want {
+					t.Fatalf("%v: Legal(%d, %d) = %t, want %t", table.Moves, from, to, got, want)
+				}
+				if got, want := table.Reachable(from, to), reachableByReading(table, from, to); got != want {
+					t.Fatalf("%v: Reachable(%d, %d) = %t, want %t", table.Moves, from, to, got, want)
+				}
+			}
+		}
 	}
 }
