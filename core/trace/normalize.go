@@ -102,7 +102,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		words = js.scan.idWords(run, work)
 	}
 	renamesRuns, renamesWork := len(run) > 0, len(work) > 0
-	var lastCall, lastFixed *core.ToolCall
+	var calls sharedCalls
 	lastRun, lastRunName, prevRun, prevRunName := "", "", "", ""
 	lastRunWord, prevRunWord := false, false // whether the runs are words whole
 	for i := range t.Entries {
@@ -129,9 +129,7 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 		if renamesWork && e.Work != "" {
 			e.Work = work.of(e.Work)
 		}
-		if e.Kind == ToolResult {
-			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
-		}
+		js.fixResult(e)
 		if js.renames {
 			// (With no run renamed, a detail's run needs no name.)
 			e.Detail = fixDetail(e.Detail, raw, e.Run, renamesRuns && lastRunWord, run, work, words, &js.out)
@@ -159,26 +157,9 @@ func (t *Trace) normalizeInto(dst []Entry) func(id string) string {
 				p.Status, p.Messages = status, msgs
 			}
 		case *ResponsePart:
-			if calls := fixCalls(p.Calls, call, &js); !sameSlice(calls, p.Calls) {
-				if !inPlace {
-					p = e.EditResponse()
-				}
-				p.Calls = calls
-			}
+			fixResponse(e, p, call, &js, inPlace)
 		}
-		// A call's entry and its result's share the call: they share its
-		// normalized copy too.
-		if e.Call != nil && e.Call == lastCall {
-			e.Call = lastFixed
-		} else if e.Call != nil {
-			lastCall = e.Call
-			if cid, args := call.of(e.Call.ID), workArgs(e.Call, &js); cid != e.Call.ID || args != e.Call.Arguments {
-				c := *e.Call
-				c.ID, c.Arguments = cid, args
-				e.Call = &c
-			}
-			lastFixed = e.Call
-		}
+		calls.fix(e, call, &js)
 		if e.Ref != nil {
 			if rid := work.of(e.Ref.ID); rid != e.Ref.ID {
 				r := *e.Ref
@@ -202,15 +183,13 @@ var generalOnly = false
 // they are. It does what the general loop does with nothing to rename,
 // without its checks of each entry's ids.
 func (js *jsonFixer) fixDocuments(src, dst []Entry, inPlace bool) {
-	var lastCall, lastFixed *core.ToolCall
+	var calls sharedCalls
 	for i := range src {
 		if !inPlace {
 			dst[i] = src[i]
 		}
 		e := &dst[i]
-		if e.Kind == ToolResult {
-			e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
-		}
+		js.fixResult(e)
 		switch p := e.Part.(type) {
 		case *RequestPart:
 			if msgs := fixMessages(p.Messages, nil, js); !sameSlice(msgs, p.Messages) {
@@ -220,28 +199,60 @@ func (js *jsonFixer) fixDocuments(src, dst []Entry, inPlace bool) {
 				p.Messages = msgs
 			}
 		case *ResponsePart:
-			if calls := fixCalls(p.Calls, nil, js); !sameSlice(calls, p.Calls) {
-				if !inPlace {
-					p = e.EditResponse()
-				}
-				p.Calls = calls
-			}
+			fixResponse(e, p, nil, js, inPlace)
 		}
-		if e.Call == nil {
-			continue
-		}
-		if e.Call == lastCall {
-			e.Call = lastFixed
-			continue
-		}
-		lastCall = e.Call
-		if args := workArgs(e.Call, js); args != e.Call.Arguments {
-			c := *e.Call
-			c.Arguments = args
-			e.Call = &c
-		}
-		lastFixed = e.Call
+		calls.fix(e, nil, js)
 	}
+}
+
+// fixResult normalizes a tool result's content: the work tool's JSON
+// (its projections, receipts and work.refs), or another tool's, whose
+// content is never rewritten.
+func (js *jsonFixer) fixResult(e *Entry) {
+	if e.Kind == ToolResult { // the test inline, for the entries of other kinds
+		js.fixContent(e)
+	}
+}
+
+func (js *jsonFixer) fixContent(e *Entry) {
+	e.Content = js.fix(e.Content, e.Action != "" || e.Ref != nil || (e.Call != nil && e.Call.Name == core.WorkToolName))
+}
+
+// fixResponse normalizes a response's calls, in a copy of the part when
+// the trace is not normalized in place (its parts are shared with the
+// trace normalized from).
+func fixResponse(e *Entry, p *ResponsePart, call names, js *jsonFixer, inPlace bool) {
+	if calls := fixCalls(p.Calls, call, js); !sameSlice(calls, p.Calls) {
+		if !inPlace {
+			p = e.EditResponse()
+		}
+		p.Calls = calls
+	}
+}
+
+// sharedCalls normalizes entries' calls: a call's entry and its result's
+// share the call, and share its normalized copy too.
+type sharedCalls struct{ last, fixed *core.ToolCall }
+
+// fix normalizes e's call (its id by call, the work tool's arguments).
+func (sc *sharedCalls) fix(e *Entry, call names, js *jsonFixer) {
+	switch { // inline, for the entries without a call or with the last one
+	case e.Call == nil:
+	case e.Call == sc.last:
+		e.Call = sc.fixed
+	default:
+		sc.fixNew(e, call, js)
+	}
+}
+
+func (sc *sharedCalls) fixNew(e *Entry, call names, js *jsonFixer) {
+	sc.last = e.Call
+	if cid, args := call.of(e.Call.ID), workArgs(e.Call, js); cid != e.Call.ID || args != e.Call.Arguments {
+		c := *e.Call
+		c.ID, c.Arguments = cid, args
+		e.Call = &c
+	}
+	sc.fixed = e.Call
 }
 
 type idKind int
