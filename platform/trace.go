@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/crux-sim/crux-sim/core/trace"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 	"github.com/crux-sim/crux-sim/internal/slab"
 )
 
@@ -144,50 +145,10 @@ func appendField(b []byte, key, v string) []byte {
 // appendQuoted appends v as a Go string literal, as strconv.Quote writes
 // it.
 func appendQuoted(b []byte, v string) []byte {
-	if quotesAsIs(v) {
+	if jsonenc.Printable(v) { // strconv.Quote writes it unchanged (its rune-by-rune walk is most of a line's cost)
 		b = append(b, '"')
 		b = append(b, v...)
 		return append(b, '"')
 	}
 	return strconv.AppendQuote(b, v)
-}
-
-// quotesAsIs reports whether strconv.Quote writes v between its quotes
-// unchanged: printable ASCII with no quote and no backslash, as most
-// event texts are (Quote's rune-by-rune walk is the rest of the line's
-// cost).
-//
-// It reads eight bytes at a time: a byte below 0x20 (c-0x20 borrows), at
-// or past 0x7f (c+1 carries into, or c has, the top bit), a quote or a
-// backslash (c^'"' or c^'\\' is zero) sets that byte's top bit in bad,
-// and no other byte sets any (a borrow or carry across bytes comes only
-// from a byte that is flagged itself). A text of eight bytes or more ends
-// with the eight bytes that end it, read once more where they overlap the
-// eights before them (a byte looked at twice says the same both times); a
-// shorter one is read byte by byte.
-func quotesAsIs(v string) bool {
-	if len(v) < 8 {
-		for i := 0; i < len(v); i++ {
-			if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-				return false
-			}
-		}
-		return true
-	}
-	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	last := len(v) - 8
-	for i := 0; ; i += 8 {
-		i = min(i, last)
-		w := v[i : i+8] // one load of eight bytes, not eight checked ones
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		q, bs := x^(ones*'"'), x^(ones*'\\')
-		bad := (x - ones*0x20) | (x + ones) | x | (q-ones)&^q | (bs-ones)&^bs
-		if bad&tops != 0 {
-			return false
-		}
-		if i == last {
-			return true
-		}
-	}
 }

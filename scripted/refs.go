@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/jsonenc"
 )
 
 // WorkOf is a symbolic reference, usable anywhere in a call's Args, to the
@@ -174,7 +175,7 @@ func parseWorkRef(content string) (core.WorkRef, bool) {
 	if rest, ok := strings.CutPrefix(content, head); ok {
 		id, rest, ok1 := strings.Cut(rest, target)
 		targetID, ok2 := strings.CutSuffix(rest, tail)
-		if ok1 && ok2 && plainJSONString(id) && plainJSONString(targetID) {
+		if ok1 && ok2 && jsonenc.Printable(id) && jsonenc.Printable(targetID) {
 			return core.WorkRef{Kind: core.WorkRefKind, ID: id, TargetID: targetID,
 				Guarantees: core.Guarantees{Execution: core.ProcessLocal, Rejoin: core.ProcessLocal}}, true
 		}
@@ -187,17 +188,6 @@ func parseWorkRef(content string) (core.WorkRef, bool) {
 		return core.WorkRef{}, false
 	}
 	return ref, true
-}
-
-// plainJSONString reports whether s is the content of a JSON string that
-// decodes to itself: printable ASCII without a quote or a backslash.
-func plainJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // resolve replaces symbolic references in v.

@@ -163,6 +163,27 @@ func Plain(s string) bool {
 	return EscapedBytes(Word(s[len(s)-8:])) == 0
 }
 
+// Printable reports whether s is printable ASCII without a quote or a
+// backslash: no byte of SpecialBytes. Such a string is the content of a
+// JSON string that decodes to itself, and strconv.Quote writes it between
+// its quotes unchanged. It reads s as Plain does.
+func Printable(s string) bool {
+	if len(s) < 8 {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i+8 < len(s); i += 8 {
+		if SpecialBytes(Word(s[i:i+8])) != 0 {
+			return false
+		}
+	}
+	return SpecialBytes(Word(s[len(s)-8:])) == 0
+}
+
 // Word reads the first eight bytes of b as a little-endian word (one load).
 func Word(b string) uint64 {
 	_ = b[7]

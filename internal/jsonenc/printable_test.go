@@ -1,17 +1,19 @@
-package platform
+package jsonenc
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 )
 
-// quotesAsIs, eight bytes at a time, says what a byte-by-byte look says:
+// Printable, eight bytes at a time, says what a byte-by-byte look says:
 // that the text is printable ASCII with no quote and no backslash, which
-// strconv.Quote writes between its quotes unchanged. Every byte value
+// strconv.Quote writes between its quotes unchanged and which, between
+// quotes, is a JSON string that decodes to itself. Every byte value
 // stands at every place of an eight-byte block and of the bytes after it,
 // among printable ones, and random texts mix both.
-func TestQuotesAsIsIsPrintableASCIIWithNoQuoteOrBackslash(t *testing.T) {
+func TestPrintableIsPrintableASCIIWithNoQuoteOrBackslash(t *testing.T) {
 	check := func(v string) {
 		t.Helper()
 		want := true
@@ -20,11 +22,15 @@ func TestQuotesAsIsIsPrintableASCIIWithNoQuoteOrBackslash(t *testing.T) {
 				want = false
 			}
 		}
-		if got := quotesAsIs(v); got != want {
-			t.Fatalf("quotesAsIs(%q) = %v, want %v", v, got, want)
+		if got := Printable(v); got != want {
+			t.Fatalf("Printable(%q) = %v, want %v", v, got, want)
 		}
 		if want && strconv.Quote(v) != `"`+v+`"` {
 			t.Fatalf("strconv.Quote(%q) = %s, not the text between quotes", v, strconv.Quote(v))
+		}
+		var back string
+		if want && (json.Unmarshal([]byte(`"`+v+`"`), &back) != nil || back != v) {
+			t.Fatalf("%q between quotes decodes to %q, not itself", v, back)
 		}
 	}
 	base := []byte("abcdefghijklmnopqrstu")
