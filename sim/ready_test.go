@@ -101,7 +101,7 @@ var _ = Describe("the ready queue", func() {
 		Expect(woke).NotTo(ContainElement(false))
 		Expect(polls).To(BeZero())
 
-		chans := make([]chan struct{}, 7) // the first seven watched signals are made with the Sim
+		chans := make([]chan struct{}, 7) // the first seven watched signals come with the Sim's room
 		for i := range chans {
 			chans[i] = make(chan struct{})
 		}
@@ -113,6 +113,7 @@ var _ = Describe("the ready queue", func() {
 			for _, c := range chans {
 				s.Closed(c)
 			}
+			_ = s.Settle() // its room goes back, for the next Sim
 		})
 		Expect(n).To(BeNumerically("<=", 1), "the Sim alone")
 	})

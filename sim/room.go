@@ -1,14 +1,19 @@
 package sim
 
+import "sync"
+
 // room is a Sim's working memory: the first backings of its actors, its
 // ready set's tree, its watched signals, its idle coroutines and its timer
 // heap, its first three actors, and, once given back, the actors its Sims
-// made (zeroed, for the next to reuse). Without a pool it is made with the Sim
-// and stays with it. With a pool (Options.Pool) a Sim takes a room from the
-// pool when it first needs one (its first actor or watched signal) and
-// gives it back once it is empty and the call that drives it returns (see
-// giveRoom), with whatever the Sim grew its backings to: a campaign's next
-// run starts in memory the last one warmed, and makes none of it.
+// made (zeroed, for the next to reuse). A Sim takes a room when it first
+// needs one (its first actor or watched signal): from its pool
+// (Options.Pool), or without one from the rooms that Sims without a pool
+// gave back (freeRooms), and gives it back once it is empty and the call
+// that drives it returns (see giveRoom), with whatever the Sim grew its
+// backings to: a campaign's next run starts in memory the last one
+// warmed, and makes none of it. A room is memory only: no goroutine comes
+// with it (the coroutines of a Sim without a pool end before its room goes
+// back, see leave), so the rooms nobody takes are the collector's.
 //
 // Why nothing that a caller can still hold is reused. A room holds only
 // what the Sim never hands out: its actor structs (OnStep is handed an
@@ -78,21 +83,33 @@ func (s *Sim) useRoom(r *room) {
 	}
 }
 
-// takeRoom gives a Sim without a room one, the pool's or a new one.
+// takeRoom gives a Sim without a room one: the pool's, or without a pool
+// one that an earlier Sim gave back (freeRooms), or a new one.
 func (s *Sim) takeRoom() {
-	r := s.pool.takeRoom()
+	var r *room
+	if s.pool != nil {
+		r = s.pool.takeRoom()
+	} else if x, ok := freeRooms.Get().(*room); ok {
+		r = x
+	}
 	if r == nil {
 		r = new(room).init()
 	}
 	s.useRoom(r)
 }
 
+// freeRooms holds the rooms that Sims without a pool gave back, for the
+// next such Sim: memory only (a Sim without a pool ends its coroutines
+// before its room goes back, see leave), which the collector frees when
+// no Sim takes it.
+var freeRooms sync.Pool
+
 // giveRoom gives the room back to the pool if the Sim is empty and nobody
 // drives it (see room). The backings go back cleared, so that a kept room
 // keeps no actor, closure or coroutine of the run alive.
 func (s *Sim) giveRoom() {
 	r := s.room
-	if r == nil || s.pool == nil || s.driving > 0 || s.live > 0 {
+	if r == nil || s.driving > 0 || s.live > 0 {
 		return
 	}
 	s.watched.orphan(func(w *watchedSignal) {
@@ -133,6 +150,10 @@ func (s *Sim) giveRoom() {
 	s.actors, s.actorSlab, s.idle, s.polled = nil, nil, nil, nil
 	s.spare, s.slab, s.ready = nil, nil, readySet{}
 	s.room = nil
+	if s.pool == nil {
+		freeRooms.Put(r)
+		return
+	}
 	s.pool.giveRoom(r)
 }
 

@@ -59,9 +59,9 @@ type Sim struct {
 	idle []*coroutine
 	pool *Pool
 	// room is the working memory the slices above start in (see room):
-	// made with the Sim without a pool; with one, taken from the pool when
-	// the Sim first needs it and given back once the Sim is empty and its
-	// driver has returned, nil in between.
+	// taken (from the pool, or from those Sims without a pool gave back)
+	// when the Sim first needs it and given back once the Sim is empty and
+	// its driver has returned, nil in between.
 	room *room
 	// polled holds the waiting actors that wait on a signal nobody said
 	// it will close: they are polled on every step, as every waiting actor
@@ -218,7 +218,8 @@ type Options struct {
 	// Pool, when set, lends the Sim its actors' coroutines and its room
 	// (its working memory) and keeps them once the call that drives the
 	// Sim returns, for the next Sim (see Pool). Without one, the Sim's
-	// coroutines end when that call returns.
+	// coroutines end when that call returns, and its room goes back to
+	// the Sims without a pool.
 	Pool *Pool
 	// Decisions is the room the list of decisions starts with, when more
 	// than the Sim's own: a caller that knows about how many choices a
@@ -228,19 +229,7 @@ type Options struct {
 
 // New returns a simulator whose clock reads Options.Start (default Epoch).
 func New(opts Options) *Sim {
-	var s *Sim
-	if opts.Pool == nil {
-		// The Sim and its room, made together: the room is never given
-		// back.
-		x := new(struct {
-			Sim
-			room room
-		})
-		s = &x.Sim
-		s.room = x.room.init()
-	} else {
-		s = new(Sim) // its room comes from the pool, when first needed
-	}
+	s := new(Sim) // its room comes when first needed (takeRoom)
 	s.seed, s.replay, s.strict = opts.Seed, opts.Replay, opts.ReplayStrict
 	s.hooks, s.stepHooked, s.jumpHooked = hooksOf(opts)
 	s.limit, s.pool = opts.StepLimit, opts.Pool
@@ -256,9 +245,6 @@ func New(opts Options) *Sim {
 	s.decisions = s.decisions0[:0]
 	if opts.Decisions > len(s.decisions0) {
 		s.decisions = make([]Decision, 0, opts.Decisions)
-	}
-	if s.room != nil {
-		s.useRoom(s.room)
 	}
 	return s
 }
