@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"sync"
+
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/scenarios"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -26,6 +28,9 @@ type room struct {
 // a new one. A nil room makes a new run every time.
 func (m *room) take() *run {
 	if m == nil {
+		if r, ok := freeRuns.Get().(*run); ok {
+			return r
+		}
 		return &run{}
 	}
 	r := m.spare
@@ -46,6 +51,27 @@ func (m *room) take() *run {
 func (m *room) drop(o *Outcome) {
 	if r := m.lent; r != nil && r.kept.out != nil && &r.kept.out.Outcome == o {
 		m.spare, m.lent = r, nil
+	}
+}
+
+// freeRuns holds the state of runs outside a room that have returned,
+// zeroed, for the next such run to fill instead of fresh memory. Nothing
+// an outcome holds is in a run's own struct (its outcome, trace, lists and
+// maps are allocations of their own, which a run outside a room never
+// reuses), and once Run has returned nothing runs that reads it: every
+// actor has ended, and the simulator, which still names the run as its
+// hooks, is never driven again. Only the harness's own invariants are
+// handed pointers into it (the Facts, an End), and they keep none.
+var freeRuns sync.Pool
+
+// release gives the state of a run outside a room back to freeRuns once
+// Run is done with it, zeroed, so that it keeps nothing of the run alive;
+// not when the run checked invariants of the caller's, which may have kept
+// the Facts or the End they were handed.
+func (m *room) release(r *run) {
+	if m == nil && r.opts.Invariants == nil {
+		*r = run{}
+		freeRuns.Put(r)
 	}
 }
 

@@ -284,6 +284,7 @@ func Run(sc *scenarios.Scenario, opts Options) *Outcome {
 		r.checker.end(r.sim.Clock().Now(), nil)
 	}
 	r.finish(out, lost)
+	opts.room.release(r)
 	return out
 }
 
