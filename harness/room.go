@@ -25,7 +25,8 @@ type room struct {
 }
 
 // take returns the run for Run to fill: the one given back, emptied, or
-// a new one. A nil room makes a new run every time.
+// a new one. A nil room takes the state a run outside a room left
+// (freeRuns), or makes a new one.
 func (m *room) take() *run {
 	if m == nil {
 		if r, ok := freeRuns.Get().(*run); ok {
