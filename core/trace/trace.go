@@ -395,13 +395,9 @@ func (r *Recorder) begin(start time.Time) {
 		r.inputs = sizedChunks[byte](256, 16<<10)
 	}
 	// The first chunks are the recorder's own (a reset hands them out
-	// again: nothing taken from them is in use any more).
+	// again: nothing taken from them is in use any more, and Reset has
+	// cleared them; a new recorder's are zero).
 	f := &r.first
-	clear(f.requests[:])
-	clear(f.responses[:])
-	clear(f.runs[:])
-	clear(f.works[:])
-	clear(f.rows[:])
 	r.requests.free, r.responses.free, r.runs.free = f.requests[:], f.responses[:], f.runs[:]
 	r.works.free, r.rows.free, r.inputs.free = f.works[:], f.rows[:], f.inputs[:]
 }
@@ -425,6 +421,12 @@ func (r *Recorder) Reset(start time.Time) {
 	r.works.reset()
 	r.rows.reset()
 	r.inputs.reset()
+	f := &r.first
+	clear(f.requests[:])
+	clear(f.responses[:])
+	clear(f.runs[:])
+	clear(f.works[:])
+	clear(f.rows[:])
 	r.begin(start)
 }
 
