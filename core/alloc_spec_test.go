@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -288,7 +287,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 	// makes its own table of sleep reasons only when a sleep needs it.
 	It("a runtime made and closed is one allocation of at most 512 bytes", func() {
 		obs, ids := core.ObserverFunc(func(core.Event) {}), &core.SequentialIDs{}
-		n := bytesPerRun(50, func() {
+		_, n := shared.Cost(50, func() {
 			rt := core.New(core.Options{Provider: readingProvider(nil), IDs: ids, Observer: obs})
 			_ = rt.Close()
 		})
@@ -302,7 +301,7 @@ var _ = Describe("the runtime's allocations per run", func() {
 		defer rt.Close()
 		ctx := context.Background()
 		var res *core.RunResult
-		n := bytesPerRun(50, func() {
+		_, n := shared.Cost(50, func() {
 			var err error
 			if res, err = rt.Run(ctx, a, "hello"); err != nil || res.Output.Raw != finalAnswer {
 				Fail("the run did not end with the final answer")
@@ -439,19 +438,6 @@ func answersAtOnce(ids *core.SequentialIDs, use ...core.Middleware) (*core.Agent
 		return final, nil
 	}), IDs: ids})
 	return a, rt
-}
-
-// bytesPerRun is how many bytes f allocates a call, over n calls after a
-// first one.
-func bytesPerRun(n int, f func()) uint64 {
-	f()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range n {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
 }
 
 // A run's history starts with the room the agent's latest run took, so

@@ -1,7 +1,6 @@
 package harness_test
 
 import (
-	"runtime"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -112,20 +111,14 @@ var _ = Describe("The cost of a campaign job's run", func() {
 			run, end := newJob(sc, seed)
 			defer end()
 			Expect(run()).To(BeTrue())
-			Expect(run()).To(BeTrue())
 			const runs = 50
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
 			passed := 0
-			for range runs {
+			allocs, bytes := fixture.Cost(runs, func() {
 				if run() {
 					passed++
 				}
-			}
-			runtime.ReadMemStats(&after)
-			Expect(passed).To(Equal(runs))
-			allocs := float64(after.Mallocs-before.Mallocs) / runs
-			bytes := float64(after.TotalAlloc-before.TotalAlloc) / runs
+			})
+			Expect(passed).To(Equal(runs + 1)) // and the one to warm up
 			Expect(allocs).To(BeNumerically("<=", allocsBound), "allocations per run of %s at seed %d", name, seed)
 			Expect(bytes).To(BeNumerically("<=", bytesBound), "bytes per run of %s at seed %d", name, seed)
 		},

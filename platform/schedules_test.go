@@ -2,7 +2,6 @@ package platform_test
 
 import (
 	"encoding/json"
-	"runtime"
 	"testing"
 	"time"
 
@@ -427,29 +426,15 @@ func allocsAnHour(e *env, root string) float64 {
 	return allocs
 }
 
-// costAnHour is allocsAnHour with the bytes those allocations take,
-// measured over six hours after one to warm up. As testing.AllocsPerRun
-// does, it measures on one P, so that the runs take from and give to the
-// same per-P caches of the runtime's pools; and it collects first, so that
-// no collection empties those pools in the middle of the hours (one would
-// whenever the specs before this one left the heap near its goal, and
-// the rooms taken again would count as this run's bytes).
+// costAnHour is allocsAnHour with the bytes those allocations take: the
+// cost an hour of six hours after one to warm up (fixture.Cost).
 func costAnHour(e *env, root string) (allocs, bytes float64) {
 	GinkgoHelper()
 	e.runFor(2 * time.Hour)
 	before := len(ofType(e.p.Events(root), platform.EventScheduleFired))
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	e.runFor(time.Hour)
 	const hours = 6
-	var m0, m1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m0)
-	for range hours {
-		e.runFor(time.Hour)
-	}
-	runtime.ReadMemStats(&m1)
+	allocs, bytes = fixture.Cost(hours, func() { e.runFor(time.Hour) })
 	Expect(len(ofType(e.p.Events(root), platform.EventScheduleFired))-before).To(Equal(1+hours), "one run an hour")
-	allocs, bytes = float64(m1.Mallocs-m0.Mallocs)/hours, float64(m1.TotalAlloc-m0.TotalAlloc)/hours
 	return allocs, bytes
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,19 +319,14 @@ func TestAppendingToAForksScriptLeavesTheOthersUntouched(t *testing.T) {
 
 func TestAForkCopiesNoTurn(t *testing.T) {
 	// Bytes a fork allocates, over many forks.
-	forkBytes := func(turns int) uint64 {
+	forkBytes := func(turns int) float64 {
 		base := scripted.New().Script("coordinator", make([]scripted.Turn, turns)...)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range 100 {
-			_ = base.Fork()
-		}
-		runtime.ReadMemStats(&after)
-		return (after.TotalAlloc - before.TotalAlloc) / 100
+		_, n := fixture.Cost(100, func() { _ = base.Fork() })
+		return n
 	}
 	// Sixty turns more would be about 8 KiB more, copied.
 	if few, many := forkBytes(2), forkBytes(62); many > few+512 {
-		t.Errorf("a fork of a 62-turn script allocates %d bytes, of a 2-turn one %d: the turns were copied", many, few)
+		t.Errorf("a fork of a 62-turn script allocates %.0f bytes, of a 2-turn one %.0f: the turns were copied", many, few)
 	}
 }
 

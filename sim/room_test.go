@@ -3,7 +3,6 @@ package sim_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -266,25 +265,19 @@ var _ = Describe("a Sim's room on a pool", func() {
 				panic(err)
 			}
 		}
-		bytes := func(pool *sim.Pool) uint64 {
-			run(pool) // warm
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for range 100 {
-				run(pool)
-			}
-			runtime.ReadMemStats(&after)
-			return (after.TotalAlloc - before.TotalAlloc) / 100
+		bytes := func(pool *sim.Pool) float64 {
+			_, n := fixture.Cost(100, func() { run(pool) })
+			return n
 		}
 		pool := sim.NewPool(0)
 		defer pool.Close()
 		// The Sim (in its size class), and what is not the Sim's: two
 		// signals' channels, the actors' closures, the sleep's reason and
 		// the closure that closes its signal (some 500 bytes).
-		Expect(bytes(pool)).To(BeNumerically("<=", sim.SimSize+768), "the room (%d bytes) was made", sim.RoomSize)
+		Expect(bytes(pool)).To(BeNumerically("<=", float64(sim.SimSize+768)), "the room (%d bytes) was made", sim.RoomSize)
 		// Without a pool the run makes its coroutines (iter.Pull's, some
 		// 100 bytes each) but not its room: the Sim before it gave its
 		// room back to the Sims without a pool.
-		Expect(bytes(nil)).To(BeNumerically("<", sim.SimSize+sim.RoomSize), "without a pool, the room (%d bytes) was made", sim.RoomSize)
+		Expect(bytes(nil)).To(BeNumerically("<", float64(sim.SimSize+sim.RoomSize)), "without a pool, the room (%d bytes) was made", sim.RoomSize)
 	})
 })
