@@ -56,6 +56,12 @@ func BenchmarkRunCancelVsCompletePooled(b *testing.B) { benchmarkRunPooled(b, "c
 // without the seeds or the campaign's bookkeeping).
 func BenchmarkJobCancelVsComplete(b *testing.B) { benchmarkJob(b, "cancel-vs-complete", 7) }
 
+// BenchmarkJobResearchCoordinator is the research coordinator's run as a
+// campaign job's: what BenchmarkRunResearchCoordinator costs once every
+// run reuses the memory and the coroutines of the run before it, the
+// bound of what reusing them could save a run outside a campaign.
+func BenchmarkJobResearchCoordinator(b *testing.B) { benchmarkJob(b, "research-coordinator", 1) }
+
 func benchmarkJob(b *testing.B, name string, seed int64) {
 	sc, err := scenarios.Builtin(name)
 	if err != nil {
