@@ -101,14 +101,21 @@ func parseLoop(command string, now time.Time) (store.Schedule, error) {
 		return store.Schedule{}, errors.New("usage: /loop [interval] <prompt>")
 	}
 	sch := store.Schedule{Kind: store.ScheduleDynamic, Prompt: rest, NextRun: now, ExpiresAt: now.Add(DynamicLoopLifetime)}
-	if first, after, ok := strings.Cut(rest, " "); ok {
-		if d, err := core.ParseDuration(first); err == nil {
-			if d < MinLoopWait {
-				return store.Schedule{}, fmt.Errorf("/loop interval %s is below the 1m minimum", first)
-			}
-			sch.Kind, sch.Interval, sch.Prompt = store.ScheduleLoop, d, strings.TrimSpace(after)
-			sch.ExpiresAt = now.Add(FixedLoopLifetime)
+	// The first word, up to any space, tab or newline, is the interval
+	// when it reads as one; the prompt that follows is not optional.
+	first, after := rest, ""
+	if i := strings.IndexAny(rest, " \t\n\r"); i >= 0 {
+		first, after = rest[:i], strings.TrimSpace(rest[i:])
+	}
+	if d, err := core.ParseDuration(first); err == nil {
+		if after == "" {
+			return store.Schedule{}, fmt.Errorf("/loop interval %s has no prompt (usage: /loop [interval] <prompt>)", first)
 		}
+		if d < MinLoopWait {
+			return store.Schedule{}, fmt.Errorf("/loop interval %s is below the 1m minimum", first)
+		}
+		sch.Kind, sch.Interval, sch.Prompt = store.ScheduleLoop, d, after
+		sch.ExpiresAt = now.Add(FixedLoopLifetime)
 	}
 	return sch, nil
 }
@@ -273,6 +280,10 @@ func (p *Platform) toolCronList(_ context.Context, s *session, _ core.ToolCall, 
 	if err != nil {
 		return nil, err
 	}
+	// The store reads no user as every user's (an operator's listing); a
+	// session lists its own user's rows only, and one with no user those
+	// made with none.
+	rows = slices.DeleteFunc(rows, func(r store.Schedule) bool { return r.User != s.user })
 	if rows == nil {
 		rows = []store.Schedule{}
 	}

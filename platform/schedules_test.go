@@ -116,6 +116,36 @@ var _ = Describe("Scheduled sessions and loops", func() {
 		Expect(sched(id).Reason).To(Equal("once"))
 	})
 
+	It("cron_list from a session with no user lists no user's schedules", func() {
+		id, ok := createVia(map[string]any{"prompt": "ada's private report", "cron": "0 * * * *"})
+		Expect(ok).To(BeTrue())
+		e.model.Script("writer", calls(use("cron_list", map[string]any{})), say("listed"))
+		nobody := e.root("writer", func(o *platform.SessionOptions) { o.User = "" })
+		e.send(nobody, "what is scheduled?")
+		e.settle()
+		list, ok := toolResult(e.info(nobody), "cron_list")
+		Expect(ok).To(BeTrue(), list)
+		Expect(jsonOf(list)["schedules"]).To(BeEmpty())
+		Expect(list).NotTo(ContainSubstring(id))
+	})
+
+	It("/loop with an interval and no prompt is refused, not read as a dynamic loop of that text", func() {
+		for _, cmd := range []string{"/loop 10m", "/loop 10m   ", "/loop\t2h"} {
+			_, err := e.p.Loop(root, cmd)
+			Expect(err).To(MatchError(ContainSubstring("no prompt")), cmd)
+		}
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows).To(BeEmpty())
+	})
+
+	It("/loop reads an interval followed by a tab or a newline as the interval", func() {
+		row, err := e.p.Loop(root, "/loop 30m\tcheck the queue")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(row.Kind).To(Equal(store.ScheduleLoop))
+		Expect(row.Interval).To(Equal(30 * time.Minute))
+		Expect(row.Prompt).To(Equal("check the queue"))
+	})
+
 	It("cron_list and cron_delete list and remove the user's own schedules only", func() {
 		id, ok := createVia(map[string]any{"prompt": "hourly", "cron": "0 * * * *"})
 		Expect(ok).To(BeTrue())
