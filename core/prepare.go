@@ -364,7 +364,7 @@ func (pp *preparation) tool(owner *Agent, name string, entry ToolEntry) (*prepar
 			return fail(fmt.Errorf("%w: Backgroundable(nil)", ErrInvalidAgent))
 		}
 		in := e.agent.Prompt.Input
-		if in.IsObject() && in.Declares(BackgroundFlag) {
+		if in.IsObject() && in.authors(BackgroundFlag) {
 			return fail(fmt.Errorf("%w (child %q)", ErrReservedField, e.agent.ID))
 		}
 		if agentDescription(e.agent) == "" {
@@ -384,7 +384,7 @@ func (pp *preparation) tool(owner *Agent, name string, entry ToolEntry) (*prepar
 			return fail(fmt.Errorf("%w: BackgroundTool without a Run function", ErrInvalidAgent))
 		}
 		in := e.tool.Input
-		if in.IsObject() && in.Declares(BackgroundFlag) {
+		if in.IsObject() && in.authors(BackgroundFlag) {
 			return fail(fmt.Errorf("%w (tool %q)", ErrReservedField, e.id))
 		}
 		pt := &preparedTool{name: name, kind: kindBgTool, tool: e.tool, target: e.id}

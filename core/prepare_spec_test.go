@@ -123,6 +123,39 @@ var _ = Describe("Backgroundable and preparation", func() {
 		Expect(f.model.Requests()).To(BeEmpty())
 	}, within)
 
+	It("fails preparation when a backgroundable child's object input schema authors run_in_background anywhere it applies to the object", func(ctx SpecContext) {
+		for _, schema := range []string{
+			`{"type":["object"],"properties":{"question":{"type":"string"},"run_in_background":{"type":"boolean"}}}`,
+			`{"type":"object","required":["run_in_background"]}`,
+			`{"type":"object","patternProperties":{"^run_in_background$":{"type":"string"}}}`,
+			`{"type":"object","patternProperties":{"_in_":{"type":"string"}}}`,
+			`{"type":"object","allOf":[{"properties":{"run_in_background":{"type":"string"}}}]}`,
+			`{"type":"object","anyOf":[{"required":["question"]},{"required":["run_in_background"]}]}`,
+			`{"type":"object","properties":{"question":{"type":"string"}},"dependentRequired":{"question":["run_in_background"]}}`,
+			`{"type":"object","if":{"required":["question"]},"then":{"$ref":"#/$defs/flag"},"$defs":{"flag":{"properties":{"run_in_background":{"const":true}}}}}`,
+			`{"type":"object","allOf":[{"$ref":"#/$defs/a"}],"$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"},{"properties":{"run_in_background":{}}}]}}}`,
+		} {
+			f := newFixture(ctx)
+			child := shared.ResearchAgent()
+			child.Prompt.Input = core.MustSchema(schema)
+			Expect(f.rt.Prepare(shared.Coordinator(child))).To(MatchError(core.ErrReservedField), schema)
+			Expect(f.model.Requests()).To(BeEmpty())
+		}
+	}, within)
+
+	It("prepares a backgroundable child whose object input schema only names run_in_background where it does not apply to the object", func(ctx SpecContext) {
+		for _, schema := range []string{
+			`{"type":"object","properties":{"question":{"type":"string"},"note":{"type":"object","properties":{"run_in_background":{"type":"boolean"}}}}}`,
+			`{"type":"object","properties":{"question":{"type":"string"}},"$defs":{"unused":{"properties":{"run_in_background":{}}}}}`,
+			`{"type":"object","properties":{"question":{"type":"string"}},"patternProperties":{"^x-":{"type":"string"}}}`,
+		} {
+			f := newFixture(ctx)
+			child := shared.ResearchAgent()
+			child.Prompt.Input = core.MustSchema(schema)
+			Expect(f.rt.Prepare(shared.Coordinator(child))).To(Succeed(), schema)
+		}
+	}, within)
+
 	It("fails preparation, before any provider call, when an authored tool on the agent is named work and the agent has a backgroundable child", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		a := shared.Coordinator(shared.ResearchAgent())

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -112,7 +115,8 @@ func (s *Schema) JSON() json.RawMessage {
 func (s *Schema) MarshalJSON() ([]byte, error) { return slices.Clone(s.raw), nil }
 
 // IsObject reports whether the schema describes a JSON object: its "type"
-// is "object", or it has no type but declares properties.
+// is "object" (or a list of types holding "object" alone), or it has no
+// type but declares properties.
 func (s *Schema) IsObject() bool {
 	if s == nil {
 		return false
@@ -124,11 +128,123 @@ func (s *Schema) IsObject() bool {
 	switch t := m["type"].(type) {
 	case string:
 		return t == "object"
+	case []any:
+		return len(t) > 0 && !slices.ContainsFunc(t, func(v any) bool { return v != "object" })
 	case nil:
 		_, hasProps := m["properties"]
 		return hasProps
 	}
 	return false
+}
+
+// authors reports whether an object schema says anything of the named
+// property of the object it describes, so that a property of that name
+// added beside it would meet constraints it never meant for it: it names
+// the property in properties, required or dependentRequired, matches it
+// with a patternProperties pattern, or does one of these in a subschema
+// that applies to the same object (allOf, anyOf, oneOf, not, if, then,
+// else, dependentSchemas, or a reference within the document). A
+// property of a nested object, or a definition nothing refers to, does
+// not count.
+func (s *Schema) authors(property string) bool {
+	return authorsIn(s.doc, s.doc, property, map[string]bool{})
+}
+
+func authorsIn(root, doc any, property string, seen map[string]bool) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	if props, ok := m["properties"].(map[string]any); ok {
+		if _, named := props[property]; named {
+			return true
+		}
+	}
+	if namesProperty(m["required"], property) {
+		return true
+	}
+	if deps, ok := m["dependentRequired"].(map[string]any); ok {
+		for _, names := range deps {
+			if namesProperty(names, property) {
+				return true
+			}
+		}
+	}
+	if patterns, ok := m["patternProperties"].(map[string]any); ok {
+		for pattern := range patterns {
+			// The schema compiled, so its patterns did; RE2 reads a plain
+			// property pattern as ECMA-262 does.
+			if re, err := regexp.Compile(pattern); err == nil && re.MatchString(property) {
+				return true
+			}
+		}
+	}
+	for _, k := range [...]string{"allOf", "anyOf", "oneOf"} {
+		subs, _ := m[k].([]any)
+		for _, sub := range subs {
+			if authorsIn(root, sub, property, seen) {
+				return true
+			}
+		}
+	}
+	for _, k := range [...]string{"not", "if", "then", "else"} {
+		if authorsIn(root, m[k], property, seen) {
+			return true
+		}
+	}
+	if deps, ok := m["dependentSchemas"].(map[string]any); ok {
+		for _, sub := range deps {
+			if authorsIn(root, sub, property, seen) {
+				return true
+			}
+		}
+	}
+	if ref, ok := m["$ref"].(string); ok && strings.HasPrefix(ref, "#") && !seen[ref] {
+		seen[ref] = true
+		if target, ok := jsonPointer(root, ref[1:]); ok {
+			return authorsIn(root, target, property, seen)
+		}
+	}
+	return false
+}
+
+// namesProperty reports whether v, a list of property names, holds name.
+func namesProperty(v any, name string) bool {
+	names, _ := v.([]any)
+	return slices.Contains(names, any(name))
+}
+
+// jsonPointer resolves a JSON pointer ("/$defs/a", "" for the root) in a
+// decoded document.
+func jsonPointer(doc any, ptr string) (any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	if ptr[0] != '/' {
+		return nil, false // an anchor name, not a pointer
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if t, err := url.PathUnescape(tok); err == nil {
+			tok = t
+		}
+		switch v := doc.(type) {
+		case map[string]any:
+			var ok bool
+			if doc, ok = v[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil, false
+			}
+			doc = v[i]
+		default:
+			return nil, false
+		}
+	}
+	return doc, true
 }
 
 // Declares reports whether an object schema declares the named property.
