@@ -57,6 +57,21 @@ var _ = Describe("Isolation", func() {
 		}
 	}, within)
 
+	It("hands a foreground child its input as the call sent it: only a backgroundable child's flag is taken out", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := &core.Agent{ID: "fg", Description: "a foreground child", Prompt: core.Prompt{ID: "fg", System: "fg",
+			Input: core.MustSchema(`{"type":"object"}`)}}
+		parent := &core.Agent{ID: "parent", Prompt: core.Prompt{ID: "parent", System: "parent"}, Tools: core.Tools{"fg": child}}
+		f.model.Script("parent", scripted.Calls(scripted.Use("fg", map[string]any{"a": 1, "run_in_background": true})), scripted.Say("done"))
+		f.model.Script("fg", scripted.Say("child done"))
+
+		_, err := f.run(parent, nil)
+		Expect(err).NotTo(HaveOccurred())
+		reqs := f.model.RequestsFor("fg")
+		Expect(reqs).To(HaveLen(1))
+		Expect(reqs[0].Messages[0].Content).To(MatchJSON(`{"a":1,"run_in_background":true}`))
+	}, within)
+
 	It("gives a child no authority over its parent's Work: its own work tool cannot see the parent's ids", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		// The research child has a backgroundable child of its own, so

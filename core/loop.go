@@ -1012,8 +1012,9 @@ func (rt *Runtime) runBackground(ctx context.Context, w *work) (*Output, error) 
 }
 
 // childInput is a child call's input, read from its arguments: the
-// arguments are the call's own (decoded for it alone), so the background
-// flag is taken out of them in place.
+// arguments are the call's own (decoded for it alone), so a backgroundable
+// child's flag is taken out of them in place. A foreground child's tool
+// has no such flag: its input is the arguments as they came.
 func childInput(pt *preparedTool, args any) any {
 	m, _ := args.(map[string]any)
 	if !pt.hasInput {
@@ -1022,7 +1023,9 @@ func childInput(pt *preparedTool, args any) any {
 	if pt.wrapped {
 		return m["input"]
 	}
-	delete(m, BackgroundFlag)
+	if pt.kind != kindForeground {
+		delete(m, BackgroundFlag)
+	}
 	return m
 }
 
