@@ -436,6 +436,29 @@ var _ = Describe("Boundaries: crashes do not reroute files", func() {
 		}
 	})
 
+	It("after a crash a loop run whose origin was not reopened runs at the delegation depth it ran at before", func() {
+		e := newEnv()
+		root := e.root("scout")
+		e.send(root, "/loop 1h lead the review")
+		e.runner(func(req *core.Request, n int) *core.Response {
+			if req.Step == 1 {
+				return toolCall("delegate_task", map[string]any{"goal": "review", "agent": "researcher", "role": "orchestrator"})
+			}
+			return &core.Response{Text: "reviewed"}
+		})
+		e.model.Answer("researcher", func(*core.Request) (*core.Response, error) { return &core.Response{Text: "led"}, nil })
+		e.runFor(30 * time.Minute)
+		Expect(e.model.RequestsFor("researcher")).To(HaveLen(1))
+		e.crash("proc-2") // the origin is not reopened
+		e.runFor(time.Hour)
+
+		reqs := e.model.RequestsFor("researcher")
+		Expect(reqs).To(HaveLen(2), "a run before the crash and one after")
+		for i, req := range reqs {
+			Expect(toolNames(req)).NotTo(ContainElement("delegate_task"), "run %d: its orchestrator child is at depth 2, the cap", i+1)
+		}
+	})
+
 	It("workspace cleanup never deletes the prefix of a root that still owns an active schedule, whichever session made it", func() {
 		e := newEnv()
 		root := e.root("coordinator")

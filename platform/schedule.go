@@ -195,11 +195,13 @@ func (p *Platform) createSchedule(s *session, sch store.Schedule) (store.Schedul
 	sch.User, sch.Agent, sch.Root = s.user, s.agentName, s.root
 	sch.Authority = authority(s, p.opts.MaxDelegationDepth)
 	sch.Origin = s.id
+	// A run is a level below its origin, live or not (see fire).
+	sch.Authority.Depth = int(s.depth) + 1
 	if reachesUser(s, p.opts.MaxDelegationDepth) {
 		// The user's conversation is the tree's root, live here or not
 		// (its events wait for it to be reopened); its channel is known
 		// only while it is live.
-		sch.Origin = s.root
+		sch.Origin, sch.Authority.Depth = s.root, 1
 		if o := p.sessions.get(s.root); o != nil {
 			sch.Channel = o.channel
 		}
@@ -821,6 +823,9 @@ func (p *Platform) fire(sch store.Schedule, now time.Time, lease store.Lease) {
 	run := &session{id: p.ids.NewID(IDSession), kind: KindScheduled, agentName: sch.Agent, tmpl: tmpl, user: sch.User,
 		channel: "scheduled", schedule: sch.ID, scheduleKind: sch.Kind, origin: sch.Origin, originChannel: sch.Channel}
 	run.inherit(sch.Authority)
+	// The run is at the depth its row gives it even when the origin is not
+	// live here (0 on a row written before the depth was kept).
+	run.depth = int32(sch.Authority.Depth)
 	// The run works in its tree's workspace even when the origin is not
 	// live here (another process, or one that crashed and did not reopen
 	// it): a row from before roots were recorded falls back to the origin.

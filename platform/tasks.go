@@ -53,6 +53,7 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 	t.Spawner, t.Root, t.User, t.CreatedAt = s.id, s.root, s.user, p.clock.Now()
 	p.mu.Lock()
 	t.Authority = authority(s, p.opts.MaxDelegationDepth)
+	t.Authority.Depth = int(s.depth) + 1 // an attempt runs a level below its spawner
 	p.mu.Unlock()
 	var row store.Task
 	err := p.durable(func() error {
@@ -278,9 +279,13 @@ func (p *Platform) startAttempt(c store.Claim) {
 	}
 	s := &session{id: p.ids.NewID(IDSession), root: t.Root, kind: KindTask, agentName: t.Agent, tmpl: tmpl,
 		user: t.User, channel: "task", depth: 1, task: t.ID, attempt: c.Attempt.N}
-	// The attempt runs with the spawner's authority from the row, so that
-	// it has no more after a crash, when the spawner is gone, than before.
+	// The attempt runs with the spawner's authority from the row, and at
+	// the depth the row gives it, so that it has no more after a crash,
+	// when the spawner is gone, than before.
 	s.inherit(t.Authority)
+	if t.Authority.Depth > 0 {
+		s.depth = int32(t.Authority.Depth)
+	}
 	if sp := p.sessions.get(t.Spawner); sp != nil {
 		s.parent, s.depth, s.budget = sp.id, sp.depth+1, sp.budget
 	}

@@ -108,6 +108,27 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		Expect(done[0].Task).To(Equal(id))
 	})
 
+	It("an attempt after a crash runs at the delegation depth its spawner gave it: an orchestrator's task is never offered delegate_task", func() {
+		e.model.Script("coordinator",
+			calls(use("delegate_task", map[string]any{"goal": "lead", "agent": "researcher", "role": "orchestrator"})), say("done"))
+		e.model.Script("researcher",
+			calls(use("spawn_task", map[string]any{"prompt": "write it up", "agent": "writer"})), say("spawned"))
+		e.model.ScriptRun("writer", 1, scripted.Turn{Text: "never reported", Latency: 2 * time.Hour})
+		e.model.ScriptRun("writer", 2, complete("written on retry", nil), say("ok"))
+		e.send(root, "go")
+		e.runFor(5 * time.Minute)
+		Expect(toolNames(e.model.RequestsFor("researcher")[0])).To(ContainElement("delegate_task"), "an orchestrator at depth 1")
+
+		e.crash("proc-2")
+		e.runFor(2 * time.Hour)
+		reqs := e.model.RequestsFor("writer")
+		Expect(len(reqs)).To(BeNumerically(">=", 2))
+		for i, req := range reqs {
+			Expect(toolNames(req)).NotTo(ContainElement("delegate_task"), "request %d: the attempt runs at depth 2, the cap", i)
+			Expect(toolNames(req)).To(ContainElement("worker_complete"))
+		}
+	})
+
 	It("a simulator driver can crash the process from outside any actor, and nothing durable is written after it", func() {
 		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "never", Latency: time.Hour})
 		id := spawn("long")

@@ -63,17 +63,21 @@ type ContextEntry struct {
 // more authority than its creator had, even after a crash when the creator
 // is gone. Excluded are tool names the session never gets (a bare name is
 // an authored tool and a platform tool alike; "platform:NAME" is the
-// platform's tool only); when Restricted, Allowed is an allowlist. The zero
-// value restricts nothing.
+// platform's tool only); when Restricted, Allowed is an allowlist. Depth is
+// the delegation depth the row's sessions run at, what their creator gave
+// them: the depth cap holds for them whether or not the creator is live
+// (0 on rows written before it was kept). The zero value restricts
+// nothing.
 type Authority struct {
 	Excluded   []string `json:"excluded,omitempty"`
 	Restricted bool     `json:"restricted,omitempty"`
 	Allowed    []string `json:"allowed"`
+	Depth      int      `json:"depth,omitempty"`
 }
 
 // Clone returns a copy that shares no slice with a.
 func (a Authority) Clone() Authority {
-	return Authority{Excluded: slices.Clone(a.Excluded), Restricted: a.Restricted, Allowed: slices.Clone(a.Allowed)}
+	return Authority{Excluded: slices.Clone(a.Excluded), Restricted: a.Restricted, Allowed: slices.Clone(a.Allowed), Depth: a.Depth}
 }
 
 // Task is one durable task row.
