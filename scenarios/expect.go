@@ -138,36 +138,58 @@ func (o InOrder) Describe() string { return "in order: " + listPatterns(o) }
 // InAnyOrder claims each pattern matches a distinct entry, in any order.
 type InAnyOrder []Pattern
 
-// Check implements Expectation.
+// Check implements Expectation. It holds when some assignment gives
+// every pattern an entry of its own: the entries each pattern matches are
+// found first, then patterns take entries in turn, and a pattern that
+// finds its entries taken moves an earlier one to another of its entries
+// where it can (an augmenting path), so a general pattern listed before a
+// narrow one never takes the one entry the narrow one needs.
 func (u InAnyOrder) Check(r *Result) *Failure {
 	t := r.Trace
-	used := make([]bool, len(t.Entries))
+	cands := make([][]int, len(u))
 	for i := range u {
-		found := -1
 		c := r.compile(&u[i])
 		if at, m, all := r.among(&c); all {
 			for j := range t.Entries {
-				if !used[j] && c.match(t, &t.Entries[j]) {
-					found = j
-					break
+				if c.match(t, &t.Entries[j]) {
+					cands[i] = append(cands[i], j)
 				}
 			}
 		} else {
 			for _, j := range at {
-				if !used[j] && m.matchFields(t, &t.Entries[j]) {
-					found = int(j)
-					break
+				if m.matchFields(t, &t.Entries[j]) {
+					cands[i] = append(cands[i], int(j))
 				}
 			}
 		}
-		if found < 0 {
-			if taken := firstMatch(r, &u[i], 0); taken >= 0 {
-				return fail(taken, "pattern %d of %d, %s, matches only entries that other patterns already matched, such as #%d; each pattern needs an entry of its own", i+1, len(u), &u[i], taken+1)
-			}
+		if len(cands[i]) == 0 {
 			at, near := nearMiss(t, &u[i], 0)
 			return fail(at, "pattern %d of %d, %s, matches no entry; %s", i+1, len(u), &u[i], near)
 		}
-		used[found] = true
+	}
+	owner := map[int]int{} // entry -> the pattern it is assigned to
+	var seen map[int]bool
+	var assign func(i int) bool
+	assign = func(i int) bool {
+		for _, j := range cands[i] {
+			if seen[j] {
+				continue
+			}
+			seen[j] = true
+			if k, taken := owner[j]; !taken || assign(k) {
+				owner[j] = i
+				return true
+			}
+		}
+		return false
+	}
+	for i := range u {
+		// A pattern that cannot be given an entry now cannot be later
+		// either: no complete assignment exists.
+		if seen = map[int]bool{}; !assign(i) {
+			taken := cands[i][0]
+			return fail(taken, "pattern %d of %d, %s, matches only entries that other patterns already matched, such as #%d; each pattern needs an entry of its own", i+1, len(u), &u[i], taken+1)
+		}
 	}
 	return nil
 }

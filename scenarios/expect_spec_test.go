@@ -71,6 +71,14 @@ var _ = Describe("Expectations", func() {
 			Expect(check(run, InAnyOrder{requestOf(4), requestOf(1)})).To(BeEmpty())
 		})
 
+		It("holds whenever some assignment gives each pattern an entry of its own, not only the first-come one", func() {
+			anyRequest := Pattern{Kind: trace.Request, Agent: coordinator}
+			Expect(check(run, InAnyOrder{anyRequest, requestOf(1)})).To(BeEmpty())
+			Expect(check(run, InAnyOrder{anyRequest, anyRequest, anyRequest, requestOf(1)})).To(BeEmpty())
+			Expect(check(run, InAnyOrder{anyRequest, anyRequest, anyRequest, anyRequest, requestOf(1)})).To(HavePrefix(
+				"pattern 5 of 5, request agent=research-coordinator step=1, matches only entries that other patterns already matched"))
+		})
+
 		It("fails when two patterns would need the same entry", func() {
 			once := Pattern{Kind: trace.ToolResult, Tool: "research"}
 			Expect(check(run, InAnyOrder{once, once})).To(HavePrefix(
