@@ -132,6 +132,21 @@ var _ = Describe("schedule files", func() {
 		Expect(err.Error()).NotTo(ContainSubstring("not, a"))
 	})
 
+	It("names the line and column of a malformed schedule file: bad JSON, a value of the wrong type, an unknown key", func() {
+		dir := GinkgoT().TempDir()
+		for _, c := range []struct{ doc, at string }{
+			{"{\n  \"version\": 1\n  \"seed\": 3\n}\n", ":3:3: "},
+			{"{\n  \"version\": 1,\n  \"seed\": \"three\"\n}\n", ":3:17: "},
+			{"{\n  \"version\": 1,\n  \"seeed\": 3\n}\n", ":3:3: "},
+		} {
+			path := filepath.Join(dir, "bad.json")
+			Expect(os.WriteFile(path, []byte(c.doc), 0o644)).To(Succeed())
+			_, err := harness.ReadSchedule(path)
+			Expect(err).To(MatchError(harness.ErrSchedule))
+			Expect(err.Error()).To(ContainSubstring(path+c.at), c.doc)
+		}
+	})
+
 	It("refuses a schedule file over its limit without reading it, within a byte budget", func() {
 		path := filepath.Join(GinkgoT().TempDir(), "huge.json")
 		f, err := os.Create(path)

@@ -142,6 +142,9 @@ func ReadSchedule(path string) (*ScheduleFile, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
+		if line, col, ok := inputfile.JSONPosition(b, err, dec.InputOffset()); ok {
+			return nil, fmt.Errorf("%w %s:%d:%d: not a schedule file: %v", ErrSchedule, path, line, col, err)
+		}
 		return nil, fmt.Errorf("%w %s: not a schedule file: %v", ErrSchedule, path, err)
 	}
 	if s.Version != ScheduleVersion {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/htmlreport"
+	"github.com/crux-sim/crux-sim/internal/inputfile"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
@@ -361,20 +363,28 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// readSummary reads a --json summary, as --merge takes it.
+// readSummary reads a --json summary, as --merge takes it: a regular file
+// within the schedule files' limit (a summary carries the failures'
+// schedules), and a malformed one is named by line and column.
 func readSummary(path string) (fuzzSummary, error) {
 	var s fuzzSummary
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path, inputfile.Limit{Bytes: harness.MaxScheduleSize, What: "a fuzz summary", Raise: "--max-file-size"})
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := json.Unmarshal(b, &s); err != nil || s.Version != 1 {
-		return s, fmt.Errorf("%s: not a crux-sim fuzz summary (version 1)", path)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&s); err != nil {
+		if line, col, ok := inputfile.JSONPosition(b, err, dec.InputOffset()); ok {
+			return s, fmt.Errorf("%s:%d:%d: not a crux-sim fuzz summary: %v", path, line, col, err)
+		}
+		return s, fmt.Errorf("%s: not a crux-sim fuzz summary: %v", path, err)
+	}
+	if s.Version != 1 {
+		return s, fmt.Errorf("%s: not a crux-sim fuzz summary of version 1 (version %d)", path, s.Version)
 	}
 	return s, nil
 }
 
-// mergeSummaries combines the --json summaries of a sharded campaign.
 func mergeSummaries(out io.Writer, files []string) error {
 	if len(files) == 0 {
 		return usagef("--merge needs the summary files to merge")

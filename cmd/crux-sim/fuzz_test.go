@@ -133,3 +133,27 @@ func TestFuzzJSONDashWritesTheSummaryToStandardOutput(t *testing.T) {
 		t.Errorf("fuzz --json - wrote a file named -")
 	}
 }
+
+// A summary --merge cannot read is named by file, line and column, and a
+// path that is not a regular file (/dev/zero) is refused before a byte of
+// it is read.
+func TestFuzzMergeNamesTheLineAndColumnOfAMalformedSummary(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\n  \"version\": 1,\n  \"schedules\" 40\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCLI(t, "fuzz", "--merge", bad); code != 2 || !strings.Contains(out, bad+":3:15: not a crux-sim fuzz summary") {
+		t.Errorf("a malformed summary exited %d:\n%s", code, out)
+	}
+	wrong := filepath.Join(dir, "wrong.json")
+	if err := os.WriteFile(wrong, []byte("{\n  \"version\": 1,\n  \"schedules\": \"forty\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCLI(t, "fuzz", "--merge", wrong); code != 2 || !strings.Contains(out, wrong+":3:22: ") {
+		t.Errorf("a summary with a value of the wrong type exited %d:\n%s", code, out)
+	}
+	if code, out := runCLI(t, "fuzz", "--merge", "/dev/zero"); code != 2 || !strings.Contains(out, "not a regular file") {
+		t.Errorf("merging /dev/zero exited %d:\n%s", code, out)
+	}
+}

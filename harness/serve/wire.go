@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/crux-sim/crux-sim/internal/inputfile"
 )
 
 // The Chat Completions wire format, decoded into exactly the fields the
@@ -69,12 +71,12 @@ func decodeRequest(body []byte) (*chatRequest, error) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			line, col := lineCol(body, se.Offset)
+			line, col := inputfile.LineCol(body, se.Offset)
 			return nil, fmt.Errorf("the body is not JSON: line %d, column %d: %v", line, col, se)
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			line, col := lineCol(body, te.Offset)
+			line, col := inputfile.LineCol(body, te.Offset)
 			return nil, fmt.Errorf("the body is not a chat completion request: line %d, column %d: %s is %s, want %s", line, col, orBody(te.Field), te.Value, te.Type)
 		}
 		return nil, fmt.Errorf("the body is not a chat completion request: %v", err)
@@ -142,26 +144,6 @@ func contentText(raw json.RawMessage) (string, error) {
 		return b.String(), nil
 	}
 	return "", fmt.Errorf("want a string, null or an array of content parts, found %s", clip(string(raw), 40))
-}
-
-// lineCol turns a byte offset (just past the problem, as encoding/json
-// reports it) into a 1-based line and column.
-func lineCol(body []byte, off int64) (int, int) {
-	if off > int64(len(body)) {
-		off = int64(len(body))
-	}
-	if off > 0 {
-		off--
-	}
-	line, col := 1, 1
-	for _, c := range body[:off] {
-		if c == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return line, col
 }
 
 func clip(s string, n int) string {
