@@ -552,6 +552,23 @@ func checkSecrets(s *Facts, e *trace.Entry) string {
 	return ""
 }
 
+// returnedAlike reports whether a result call returned the text of the
+// needle at i to its owner already, as another Work's output: a needle
+// leaves the set (not live) when its Work is rejoined. Only a text some
+// needle matched is asked about, so the scan costs nothing on a run whose
+// texts carry no child output.
+func (s *Facts) returnedAlike(set *needles, i int) bool {
+	text := set.list[i].s
+	for j := range set.list {
+		if nd := &set.list[j]; !nd.live && j != i && nd.s == text {
+			if w := s.Works[nd.tag]; w != nil && w.Rejoined {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func isProjection(content string) bool {
 	return strings.HasPrefix(content, `{"work":{"kind":"work.ref"`)
 }
@@ -567,10 +584,20 @@ func checkOutputOnlyThroughResult(s *Facts, e *trace.Entry) string {
 	if set == nil || set.live == 0 {
 		return ""
 	}
+	// A text a result call already handed the owner for another of its
+	// Work is known to it, whichever child's it is: two children that
+	// answer alike leak nothing when the owner reads one, then the other.
+	unknown := func(i int) bool { return !s.returnedAlike(set, i) }
 	if e.Kind == trace.ToolResult {
 		i := set.first(e.Content, func(i int) bool {
-			// The result call that returns the output is how it may arrive.
-			return e.Action != "result" || e.Work != set.list[i].tag || e.Content != set.list[i].s
+			// The result call that returns the output is how it may arrive:
+			// this Work's, or another's that answered alike.
+			if e.Action == "result" && e.Content == set.list[i].s {
+				if w := s.Works[e.Work]; e.Work == set.list[i].tag || w != nil && w.Owner == e.Run && w.Output == e.Content {
+					return false
+				}
+			}
+			return unknown(i)
 		})
 		if i < 0 {
 			return ""
@@ -585,10 +612,10 @@ func checkOutputOnlyThroughResult(s *Facts, e *trace.Entry) string {
 		}
 	}
 	for _, m := range e.Messages() {
-		consider(set.first(m.Content, nil))
+		consider(set.first(m.Content, unknown))
 	}
 	for _, row := range e.Status() {
-		consider(set.first(row, nil))
+		consider(set.first(row, unknown))
 	}
 	if best < 0 {
 		return ""

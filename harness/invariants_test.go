@@ -37,6 +37,41 @@ func childEnded(e trace.Entry) bool {
 const projection = `{"work":{"kind":"work.ref","id":"w-1","targetId":"research-agent","guarantees":{"execution":"process-local","rejoin":"process-local"}},"targetLabel":"research","state":"running","attachment":"attached","attempt":1,"createdAt":"2026-01-01T00:00:00.000Z","resultAvailable":false}`
 
 var _ = Describe("invariants", func() {
+	It("output-only-through-result and output-only-via-result hold when two children answer alike and each is read in turn", func() {
+		sc := load(`name: twins
+agents:
+  r:
+    description: Research one question
+    prompt: {id: r, system: research, input: {type: object, properties: {question: {type: string}}, required: [question]}, template: "{{.question}}"}
+  a:
+    description: Coordinates
+    prompt: {id: a, system: coordinate}
+    tools:
+      research: {background: r}
+run:
+  agents: {a: a}
+script:
+  a:
+    - calls:
+        - {tool: research, args: {question: one, run_in_background: true}}
+        - {tool: research, args: {question: two, run_in_background: true}}
+    - call: work
+      args: {action: result, id: {work-of: "research#2"}}
+    - call: work
+      args: {action: result, id: {work-of: "research#1"}}
+    - text: both read
+  r:
+    - {repeat: true, latency: 1s, text: No findings for this question.}
+expect:
+  - output-only-via-result: research
+`)
+		for seed := int64(1); seed <= 3; seed++ {
+			o := harness.Run(sc, harness.Options{Seed: seed})
+			Expect(o.Violations).To(BeEmpty(), "seed %d:\n%s", seed, transcript(o))
+			Expect(o.Passed()).To(BeTrue(), "seed %d:\n%s", seed, transcript(o))
+		}
+	})
+
 	It("hold on every built-in under seeds 1..100", func() {
 		for _, b := range scenarios.Builtins() {
 			for seed := int64(1); seed <= 100; seed++ {

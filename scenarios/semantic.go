@@ -82,6 +82,10 @@ func (o OutputOnlyViaResult) checkWork(t *trace.Trace, owner, id string, refAt i
 		}
 		return fail(at, "%s ended %s, so its output never reached its owner %s through work result (set allow-unread if the Work may not complete)", id, orNone(state), owner)
 	}
+	// known: a result call returned the same text to the owner as another
+	// Work's output, so the owner has it, whichever child's it is; from
+	// then on only this Work's own result is looked for.
+	known := false
 	for j := refAt; j < len(t.Entries); j++ {
 		e := &t.Entries[j]
 		if e.Run != owner {
@@ -92,11 +96,21 @@ func (o OutputOnlyViaResult) checkWork(t *trace.Trace, owner, id string, refAt i
 			if !strings.Contains(e.Content, output) {
 				continue
 			}
-			if e.Action == "result" && e.Work == id && e.Content == output {
-				return nil
+			if e.Action == "result" && e.Content == output {
+				if e.Work == id {
+					return nil
+				}
+				known = true
+				continue
+			}
+			if known {
+				continue
 			}
 			return fail(j, "the exact output of %s reached its owner %s in entry #%d, a %s result, before any work result call returned it", id, owner, j+1, e.Call.Name)
 		case trace.Request:
+			if known {
+				continue
+			}
 			for _, m := range e.Messages() {
 				if strings.Contains(m.Content, output) {
 					return fail(j, "the exact output of %s reached its owner %s in a request message (entry #%d) before any work result call returned it", id, owner, j+1)
