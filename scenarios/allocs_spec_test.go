@@ -215,8 +215,10 @@ var _ = Describe("Rendering a template prompt", func() {
 var _ = Describe("Rendering a template of plain fields", func() {
 	load := func(tmpl string) func(any) (string, error) {
 		GinkgoHelper()
+		// A context every template renders: a loader refuses a run whose
+		// context does not render its agents' prompts.
 		src := "name: fields\nagents:\n  a:\n    prompt:\n      template: " + strconv.Quote(tmpl) +
-			"\nrun:\n  agents: {a: a}\n  context: {question: why}\nscript:\n  a:\n    - text: done\n"
+			"\nrun:\n  agents: {a: a}\n  context: {question: why, lang: en, nested: {deep: x}}\nscript:\n  a:\n    - text: done\n"
 		sc, err := Load("fields.yaml", []byte(src))
 		Expect(err).NotTo(HaveOccurred())
 		return sc.Run.Agents["a"].Prompt.Render

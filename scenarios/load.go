@@ -178,13 +178,52 @@ func (l *loader) run(n *node) TopLevel {
 			l.runNames[scalarString(k)] = id
 		}
 	}
-	if cn := f["context"]; cn != nil {
+	cn := f["context"]
+	if cn != nil {
 		r.Context = cn.toAny()
 	}
+	l.checkContext(n, cn, an, r)
 	if r.ID == "" {
 		r.ID = "run"
 	}
 	return r
+}
+
+// checkContext refuses a run whose context no run could start from: each
+// top-level agent gets the context as its input, so a context its input
+// schema rejects, or one its prompt's template cannot render, fails every
+// run the same way, and is bad input (as a script that does not fit is),
+// not a run that passes for want of an expectation that saw it.
+func (l *loader) checkContext(run, cn, an *node, r TopLevel) {
+	if an == nil || an.kind != mapNode {
+		return
+	}
+	at := cn
+	if at == nil {
+		at = run
+	}
+	for _, k := range an.keys {
+		name := scalarString(k)
+		a := r.Agents[name]
+		if a == nil {
+			continue
+		}
+		if in := a.Prompt.Input; in != nil {
+			if err := in.Validate(r.Context); err != nil {
+				if cn == nil {
+					l.errorf(at, "run has no context, but run agent %q (agent %q) takes an input its schema checks: %v", name, a.ID, err)
+				} else {
+					l.errorf(at, "run context is not a valid input of run agent %q (agent %q): %v", name, a.ID, err)
+				}
+				continue
+			}
+		}
+		if a.Prompt.Render != nil {
+			if _, err := a.Prompt.Render(r.Context); err != nil {
+				l.errorf(at, "run context does not render the prompt of run agent %q (agent %q): %v", name, a.ID, err)
+			}
+		}
+	}
 }
 
 func (l *loader) options(n *node) Options {
