@@ -89,8 +89,28 @@ func (d *Divergence) Error() string {
 		return fmt.Sprintf("%s: replay mismatch: %s differs from the cassette at %s\n  cassette: %s\n  run:      %s%s",
 			loc, who, field, clip(d.Recorded), clip(d.Live), edited)
 	default:
-		return fmt.Sprintf("%s: replay %s: %s%s", loc, d.Kind, d.Reason, edited)
+		sides := ""
+		if d.Recorded != "" || d.Live != "" {
+			sides = fmt.Sprintf("\n  cassette: %s\n  run:      %s", clip(d.Recorded), clip(d.Live))
+		}
+		return fmt.Sprintf("%s: replay %s: %s%s%s", loc, d.Kind, d.Reason, sides, edited)
 	}
+}
+
+// describe is one side of a missing or extra divergence: a request in
+// brief (its step, how many messages it has, and the last of them, as a
+// mismatch shows a message: redacted, ids renamed by n).
+func (r *Replayer) describe(n *normalizer, step int, req *core.Request) string {
+	if req == nil || len(req.Messages) == 0 {
+		return fmt.Sprintf("step %d, no messages", step)
+	}
+	c := comparer{red: r.red}
+	last := c.renderMessage(n, toWireMessage(req.Messages[len(req.Messages)-1], r.red))
+	plural := "s"
+	if len(req.Messages) == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("step %d, %d message%s, the last %s", step, len(req.Messages), plural, last)
 }
 
 func clip(s string) string {
@@ -228,7 +248,9 @@ func (r *Replayer) Step(ctx context.Context, req *core.Request) (*core.Response,
 		last := q.xs[len(q.xs)-1]
 		d := &Divergence{Kind: Missing, File: r.c.File, Line: last.Line, Agent: req.Agent, Ordinal: q.ordinal, Step: req.Step,
 			Request: req, Reason: fmt.Sprintf("%s run %d made request step %d, but the cassette has no more exchanges of that run (its last, step %d, is at line %d)",
-				req.Agent, q.ordinal, req.Step, last.Step, last.Line)}
+				req.Agent, q.ordinal, req.Step, last.Step, last.Line),
+			Recorded: fmt.Sprintf("(no exchange: the run's last recorded request is step %d)", last.Step),
+			Live:     r.describe(q.liveN.clone(), req.Step, req)}
 		r.divergences = append(r.divergences, d)
 		r.mu.Unlock()
 		return nil, d
@@ -286,7 +308,8 @@ func (r *Replayer) claim(req *core.Request) (*queue, *Divergence) {
 			line = last.xs[len(last.xs)-1].Line
 		}
 		return nil, &Divergence{Kind: Missing, File: r.c.File, Line: line, Agent: req.Agent, Ordinal: len(qs) + 1, Step: req.Step,
-			Request: req, Reason: reason}
+			Request: req, Reason: reason, Recorded: fmt.Sprintf("(no exchange: no run %d of %s was recorded)", len(qs)+1, req.Agent),
+			Live: r.describe(newNormalizer(r.opts.IDPattern), req.Step, req)}
 	}
 	pick := free[0]
 	for _, q := range free {
@@ -329,8 +352,12 @@ func (r *Replayer) Extra() []*Divergence {
 			} else if n > 1 {
 				reason += fmt.Sprintf(", nor were %d more exchange(s) of that run", n-1)
 			}
+			live := fmt.Sprintf("(no request: the run ended before step %d)", x.Step)
+			if !q.claimed {
+				live = "(no request: the run never started)"
+			}
 			out = append(out, &Divergence{Kind: Extra, File: r.c.File, Line: x.Line, Agent: x.Agent, Ordinal: q.ordinal, Step: x.Step,
-				Remaining: n, Exchange: x, Reason: reason})
+				Remaining: n, Exchange: x, Reason: reason, Recorded: r.describe(q.rec.clone(), x.Step, x.Request), Live: live})
 		}
 	}
 	slices.SortFunc(out, func(a, b *Divergence) int { return a.Exchange.Seq - b.Exchange.Seq })

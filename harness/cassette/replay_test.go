@@ -124,7 +124,9 @@ var _ = Describe("Replaying", func() {
 		Expect(d.Kind).To(Equal(cassette.Missing))
 		Expect(d.Step).To(Equal(4))
 		Expect(d.Line).To(Equal(lineOf(buf.Bytes(), `"kind":"request"`, `"agent":"research-coordinator"`, `"step":3`)))
-		Expect(d.Error()).To(Equal(fmt.Sprintf("short.cassette:%d: replay missing: research-coordinator run 1 made request step 4, but the cassette has no more exchanges of that run (its last, step 3, is at line %d)", d.Line, d.Line)))
+		Expect(d.Error()).To(HavePrefix(fmt.Sprintf("short.cassette:%d: replay missing: research-coordinator run 1 made request step 4, but the cassette has no more exchanges of that run (its last, step 3, is at line %d)\n", d.Line, d.Line)))
+		// Both sides: what the cassette has there (nothing) and the run's request.
+		Expect(d.Error()).To(MatchRegexp(`\n  cassette: \(no exchange: the run's last recorded request is step 3\)\n  run:      step 4, \d+ messages, the last tool answering \S+: `))
 		Expect(rep.Extra()).To(BeEmpty())
 	})
 
@@ -154,7 +156,8 @@ var _ = Describe("Replaying", func() {
 		Expect(extra[0].Step).To(Equal(2))
 		Expect(extra[0].Remaining).To(Equal(1))
 		Expect(extra[0].Line).To(Equal(len(lines(buf.Bytes())) - 2))
-		Expect(extra[0].Error()).To(Equal(fmt.Sprintf("long.cassette:%d: replay extra: research-agent run 1 step 2 was recorded but never requested", extra[0].Line)))
+		Expect(extra[0].Error()).To(HavePrefix(fmt.Sprintf("long.cassette:%d: replay extra: research-agent run 1 step 2 was recorded but never requested\n", extra[0].Line)))
+		Expect(extra[0].Error()).To(MatchRegexp(`\n  cassette: step 2, \d+ messages?, the last user: .+\n  run:      \(no request: the run ended before step 2\)$`))
 		Expect(rep.Err()).To(Equal(extra[0]))
 	})
 
