@@ -84,6 +84,10 @@ type Defects struct {
 	// LeakOutputInStatus appends a completed child's output to its status
 	// row, breaking "child output never enters the status block".
 	LeakOutputInStatus bool
+	// LeakOutputInLog writes child output and failure text into the
+	// request log, as LogContent asks, breaking "the log never carries
+	// child content" (the harness catches it with Options.CheckLogs).
+	LeakOutputInLog bool
 }
 
 // Defaults.
@@ -147,7 +151,7 @@ func New(opts Options) *Runtime {
 	rt := &Runtime{opts: opts}
 	var logObs Observer
 	if opts.Logger != nil {
-		logObs = NewLogObserver(opts.Logger, opts.LogContent)
+		logObs = NewLogObserver(opts.Logger, opts.LogContent || opts.Testing.Defects.LeakOutputInLog)
 	}
 	rt.observer = Observers(opts.Observer, logObs)
 	rt.registry.rt = rt

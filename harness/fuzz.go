@@ -52,6 +52,9 @@ type CampaignOptions struct {
 	Swarm bool
 	// Testing plants defects in the runtime under test (core.Testing).
 	Testing core.Testing
+	// CheckLogs checks every run's redacted request log too
+	// (Options.CheckLogs), shrinking and the schedules it writes included.
+	CheckLogs bool
 	// Store is the durable store of platform runs, shrinking included
 	// (Options.Store).
 	Store store.Backend
@@ -255,7 +258,7 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 					}
 					cache[j.target] = sc
 				}
-				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, Store: opts.Store, Coroutines: jobOpts.coroutines, room: jobRoom})
+				o := Run(sc, Options{Seed: j.seed, Swarm: opts.Swarm, Testing: opts.Testing, CheckLogs: opts.CheckLogs, Store: opts.Store, Coroutines: jobOpts.coroutines, room: jobRoom})
 				if o.Crashed {
 					crashed.Add(1)
 					if o.Platform != nil {

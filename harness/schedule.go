@@ -47,6 +47,9 @@ type ScheduleFile struct {
 	Signature string `json:"signature"`
 	// Defects are the defects planted in the runtime when it failed.
 	Defects core.Defects `json:"defects,omitzero"`
+	// CheckLogs: the failure was found checking the request log too
+	// (Options.CheckLogs), and its replay checks it.
+	CheckLogs bool `json:"checkLogs,omitempty"`
 	Plan    Plan         `json:"plan"`
 	// Choices are the scheduling choices, index into the runnable actors
 	// at each step; past the end the first runnable actor goes.
@@ -62,7 +65,7 @@ type ScheduleFile struct {
 // Options replays the schedule.
 func (s *ScheduleFile) Options() Options {
 	plan := s.Plan
-	return Options{Seed: s.Seed, Replay: s.Choices, ReplayStrict: true, Plan: &plan, Testing: core.Testing{Defects: s.Defects}}
+	return Options{Seed: s.Seed, Replay: s.Choices, ReplayStrict: true, Plan: &plan, Testing: core.Testing{Defects: s.Defects}, CheckLogs: s.CheckLogs}
 }
 
 // Replay runs the schedule on the scenario.
@@ -112,9 +115,9 @@ func (s *ScheduleFile) WriteFile(path string) error {
 
 // newSchedule starts the schedule of a failing run of sc, found by
 // replaying target.
-func newSchedule(sc *scenarios.Scenario, target string, failed *Outcome, sig string, d core.Defects) *ScheduleFile {
+func newSchedule(sc *scenarios.Scenario, target string, failed *Outcome, sig string, d core.Defects, checkLogs bool) *ScheduleFile {
 	s := &ScheduleFile{Version: ScheduleVersion, Scenario: sc.Name, Target: target, Digest: sc.Digest, Seed: failed.Seed,
-		Signature: sig, Defects: d, Plan: failed.Fired, Choices: choices(failed.Decisions)}
+		Signature: sig, Defects: d, CheckLogs: checkLogs, Plan: failed.Fired, Choices: choices(failed.Decisions)}
 	if isFileSource(sc) {
 		if abs, err := filepath.Abs(sc.Source); err == nil {
 			s.targetFile = abs

@@ -14,7 +14,7 @@ func Shrink(sc *scenarios.Scenario, target string, failed *Outcome, opts Campaig
 		budget = 2000
 	}
 	sig := Signature(failed)
-	best := newSchedule(sc, target, failed, sig, opts.Testing.Defects)
+	best := newSchedule(sc, target, failed, sig, opts.Testing.Defects, opts.CheckLogs)
 	f := &CampaignFailure{Scenario: sc.Name, Target: target, Seed: failed.Seed, Signature: sig, Outcome: failed}
 
 	try := func(cand *ScheduleFile) bool {

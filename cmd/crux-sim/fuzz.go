@@ -60,6 +60,7 @@ func newFuzzCmd() *cobra.Command {
 		jsonOut      string
 		merge        bool
 		defectNames  []string
+		checkLogs    bool
 		durable      storeFlag
 	)
 	cmd := &cobra.Command{
@@ -120,14 +121,14 @@ failures, artifacts, output) are those of --jobs 1.
 				return err
 			}
 			opts := harness.CampaignOptions{Seeds: seeds, Start: start, Jobs: jobs, Budget: budget, Shard: shard,
-				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}, Store: backend, MaxFailures: campaignMaxFailures}
+				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}, CheckLogs: checkLogs, Store: backend, MaxFailures: campaignMaxFailures}
 			if err := opts.CheckSeeds(); err != nil {
 				return usagef("%v", err)
 			}
 			if opts.Jobs <= 0 {
 				opts.Jobs = runtime.NumCPU()
 			}
-			c := &campaign{args: args, opts: opts, report: failureReporter{dir: outDir, swarm: !noSwarm, defects: defectNames, store: backend, targets: args},
+			c := &campaign{args: args, opts: opts, report: failureReporter{dir: outDir, swarm: !noSwarm, checkLogs: checkLogs, defects: defectNames, store: backend, targets: args},
 				storeSpec: durable.spec, stderr: cmd.ErrOrStderr()}
 			bar := newProgress(cmd.ErrOrStderr(), opts.ShardSchedules(len(args)), budget)
 			if bar != nil {
@@ -184,10 +185,11 @@ failures, artifacts, output) are those of --jobs 1.
 	f.DurationVar(&budget, "time", 0, "stop after this much wall time, such as 30s or 10m (default: no limit)")
 	f.StringVar(&shardFlag, "shard", "", "run only shard i of n, as i/n")
 	f.BoolVar(&noSwarm, "no-swarm", false, "run the scenarios' own faults only, without per-seed fault mixes")
+	f.BoolVar(&checkLogs, "check-logs", false, "also check every run's redacted request log for child content (slower), as run --check-logs does")
 	f.StringVar(&outDir, "out", "crux-sim-failures", "where to write shrunk schedules and reports of failures")
 	f.StringVar(&jsonOut, "json", "", "also write a machine-readable summary to this file (for --merge), or - for standard output")
 	f.BoolVar(&merge, "merge", false, "merge the --json summaries given as arguments instead of fuzzing")
-	f.StringSliceVar(&defectNames, "defect", nil, "plant a known defect in the runtime to check the fuzzer catches it: cancel-overwrites-terminal, leak-output-in-status")
+	f.StringSliceVar(&defectNames, "defect", nil, "plant a known defect in the runtime to check the fuzzer catches it: cancel-overwrites-terminal, leak-output-in-status, leak-output-in-log (with --check-logs)")
 	_ = f.MarkHidden("defect")
 	durable.register(f)
 	return cmd
@@ -216,8 +218,10 @@ func parseDefects(names []string) (core.Defects, error) {
 			m.CancelOverwritesTerminal = true
 		case "leak-output-in-status":
 			m.LeakOutputInStatus = true
+		case "leak-output-in-log":
+			m.LeakOutputInLog = true
 		default:
-			return m, usagef("--defect %q: known defects are cancel-overwrites-terminal and leak-output-in-status", n)
+			return m, usagef("--defect %q: known defects are cancel-overwrites-terminal, leak-output-in-status and leak-output-in-log", n)
 		}
 	}
 	return m, nil
@@ -247,11 +251,12 @@ func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.Pr
 // failureReporter prints a campaign's failures and writes their
 // artifacts: the shrunk schedule, its transcript and its HTML timeline.
 type failureReporter struct {
-	dir     string // where the artifacts go ("": nowhere)
-	swarm   bool
-	defects []string
-	store   store.Backend
-	targets []string // the campaign's targets, as the command line names them
+	dir       string // where the artifacts go ("": nowhere)
+	swarm     bool
+	checkLogs bool
+	defects   []string
+	store     store.Backend
+	targets   []string // the campaign's targets, as the command line names them
 }
 
 // reportedFailure is a failure as the campaign reports it: its FAIL block,
@@ -269,7 +274,7 @@ type reportedFailure struct {
 func (r failureReporter) report(f *harness.CampaignFailure, stage string) (reportedFailure, error) {
 	var out strings.Builder
 	rf := reportedFailure{Target: slices.Index(r.targets, f.Target), Summary: fuzzFailure{Scenario: f.Scenario, Seed: f.Seed,
-		Signature: f.Signature, Reproduce: reproduce(f.Seed, r.swarm, r.defects, r.store, f.Target), Shrunk: f.Schedule.Describe()}}
+		Signature: f.Signature, Reproduce: reproduce(f.Seed, r.swarm, r.defects, r.store, f.Target, r.checkLogs), Shrunk: f.Schedule.Describe()}}
 	err := r.write(&out, f, stage, &rf.Summary)
 	rf.Block = out.String()
 	return rf, err

@@ -157,3 +157,33 @@ func TestFuzzMergeNamesTheLineAndColumnOfAMalformedSummary(t *testing.T) {
 		t.Errorf("merging /dev/zero exited %d:\n%s", code, out)
 	}
 }
+
+// fuzz --check-logs checks every run's request log, as run --check-logs
+// does: a runtime that logs child output (a planted defect) fails the
+// campaign only with it, and the failure's command and schedule replay
+// checking the log too.
+func TestFuzzCheckLogsCatchesChildContentInTheLog(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"fuzz", "--seeds", "3", "--jobs", "1", "--out", dir, "--defect", "leak-output-in-log", "research-coordinator"}
+	if code, out := runCLI(t, args...); code != 0 {
+		t.Fatalf("without --check-logs the log is not read, so the campaign passes; it exited %d:\n%s", code, out)
+	}
+	code, out := runCLI(t, append([]string{"fuzz", "--check-logs"}, args[1:]...)...)
+	if code != 1 || !strings.Contains(out, "no-child-content-in-logs") {
+		t.Fatalf("with --check-logs the leak must fail the campaign; it exited %d:\n%s", code, out)
+	}
+	if !regexp.MustCompile(`reproduce: crux-sim run --seed \d+ --swarm --check-logs --defect leak-output-in-log research-coordinator`).MatchString(out) {
+		t.Errorf("the reproduce command does not check the log:\n%s", out)
+	}
+	schedules, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(schedules) != 1 {
+		t.Fatalf("want one shrunk schedule in %s, found %v", dir, schedules)
+	}
+	raw, _ := os.ReadFile(schedules[0])
+	if !strings.Contains(string(raw), `"checkLogs": true`) {
+		t.Errorf("the schedule does not say it checks the log:\n%s", raw)
+	}
+	if code, out := runCLI(t, "run", "--replay", schedules[0]); code != 1 || !strings.Contains(out, "no-child-content-in-logs") {
+		t.Errorf("replaying the schedule must fail the same way; it exited %d:\n%s", code, out)
+	}
+}

@@ -74,6 +74,8 @@ type workerSpec struct {
 	Shard   harness.Shard `json:"shard"`
 	Swarm   bool          `json:"swarm"`
 	Defects []string      `json:"defects,omitempty"`
+	// CheckLogs is --check-logs.
+	CheckLogs bool `json:"checkLogs,omitempty"`
 	// Store is the --store flag as given.
 	Store string `json:"store,omitempty"`
 	// Out is where failures' artifacts go; Stage prefixes the names of
@@ -310,7 +312,7 @@ func (c *campaign) startWorker(exe string, i, n int, stage string, stderr *locke
 		return nil, err
 	}
 	spec := workerSpec{Version: workerProtocol, Targets: c.args, Seeds: c.opts.Seeds, Start: c.opts.Start, Shard: w.shard,
-		Swarm: c.opts.Swarm, Defects: c.report.defects, Store: c.storeSpec, Out: c.report.dir, Stage: stage + "w" + strconv.Itoa(i) + "-",
+		Swarm: c.opts.Swarm, CheckLogs: c.opts.CheckLogs, Defects: c.report.defects, Store: c.storeSpec, Out: c.report.dir, Stage: stage + "w" + strconv.Itoa(i) + "-",
 		MaxFailures: c.opts.MaxFailures, MaxScenarioSize: scenarios.MaxFileSize, MaxScheduleSize: harness.MaxScheduleSize}
 	line, err := json.Marshal(spec)
 	if err != nil {
@@ -578,8 +580,8 @@ func (spec workerSpec) campaign(progress func(int64)) (*campaign, error) {
 		return nil, err
 	}
 	opts := harness.CampaignOptions{Seeds: spec.Seeds, Start: spec.Start, Jobs: 1, Shard: spec.Shard, Swarm: spec.Swarm,
-		Testing: core.Testing{Defects: defects}, Store: backend, MaxFailures: spec.MaxFailures, Progress: progress}
-	return &campaign{args: spec.Targets, opts: opts, report: failureReporter{dir: spec.Out, swarm: spec.Swarm, defects: spec.Defects,
+		Testing: core.Testing{Defects: defects}, CheckLogs: spec.CheckLogs, Store: backend, MaxFailures: spec.MaxFailures, Progress: progress}
+	return &campaign{args: spec.Targets, opts: opts, report: failureReporter{dir: spec.Out, swarm: spec.Swarm, checkLogs: spec.CheckLogs, defects: spec.Defects,
 		store: backend, targets: spec.Targets}}, nil
 }
 

@@ -80,7 +80,7 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			in := htmlreport.FromOutcome(o)
 			in.Source = source
 			if command == "" {
-				command = reproduce(sched.seed, sched.swarm, sched.defects, sched.store.b, args[0])
+				command = reproduce(sched.seed, sched.swarm, sched.defects, sched.store.b, args[0], false)
 			}
 			in.Command = command
 			if err := writeReport(cmd.OutOrStdout(), out, in); err != nil {

@@ -45,7 +45,7 @@ line of it carries child output or failure text.`,
 			if err != nil {
 				return err
 			}
-			opts.CheckLogs = checkLogs
+			opts.CheckLogs = opts.CheckLogs || checkLogs // a schedule found checking logs replays checking them
 			failed := false
 			var docs []json.RawMessage
 			for _, sc := range scs {
@@ -230,10 +230,13 @@ func (f *scheduleFlags) loadArgs(args []string) ([]*scenarios.Scenario, error) {
 }
 
 // reproduce is the crux-sim run command for a seed's schedule of a target.
-func reproduce(seed int64, swarm bool, defects []string, durable store.Backend, target string) string {
+func reproduce(seed int64, swarm bool, defects []string, durable store.Backend, target string, checkLogs bool) string {
 	cmd := "crux-sim run --seed " + strconv.FormatInt(seed, 10)
 	if swarm {
 		cmd += " --swarm"
+	}
+	if checkLogs {
+		cmd += " --check-logs"
 	}
 	if !durable.IsZero() {
 		cmd += " --store " + shellQuote(durable.String())

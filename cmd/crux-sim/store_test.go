@@ -59,11 +59,11 @@ func TestAReproduceCommandNamesTheStoreWithoutItsPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := reproduce(7, true, nil, b, "task-dag-crash")
+	got := reproduce(7, true, nil, b, "task-dag-crash", false)
 	if want := "crux-sim run --seed 7 --swarm --store postgres://crux:xxxxx@db:5432/tests task-dag-crash"; got != want {
 		t.Errorf("reproduce = %q, want %q", got, want)
 	}
-	if got := reproduce(7, false, nil, store.Backend{}, "task-dag-crash"); got != "crux-sim run --seed 7 task-dag-crash" {
+	if got := reproduce(7, false, nil, store.Backend{}, "task-dag-crash", false); got != "crux-sim run --seed 7 task-dag-crash" {
 		t.Errorf("without a store, reproduce = %q", got)
 	}
 }
