@@ -135,6 +135,42 @@ type CampaignFailure struct {
 	Schedule *ScheduleFile
 	// ShrinkRuns counts the replays shrinking took.
 	ShrinkRuns int
+	// AlsoSeeds are the other seeds at which the scenario failed with the
+	// same signature, in order (the first MaxAlsoSeeds of them), and
+	// AlsoMore how many more did: each is reproduced as Seed is, with its
+	// own seed.
+	AlsoSeeds []int64
+	AlsoMore  int64
+}
+
+// MaxAlsoSeeds bounds the seeds a failure lists besides its own.
+const MaxAlsoSeeds = 1000
+
+// AddAlso adds seeds at which the failure failed too, and more that
+// were counted but not listed (AddSeeds).
+func (f *CampaignFailure) AddAlso(seeds []int64, more int64) {
+	f.AlsoSeeds, f.AlsoMore = AddSeeds(f.Seed, f.AlsoSeeds, f.AlsoMore, seeds, more)
+}
+
+// AddSeeds adds seeds to list, the other seeds of a failure found at own,
+// and more to its count of seeds past the list: the list stays in order,
+// without own or duplicates, and at most MaxAlsoSeeds long (what it drops
+// counts in more). A campaign's workers and shards merge their lists so.
+func AddSeeds(own int64, list []int64, more int64, seeds []int64, addMore int64) ([]int64, int64) {
+	for _, s := range seeds {
+		if s == own {
+			continue
+		}
+		if i, found := slices.BinarySearch(list, s); !found {
+			list = slices.Insert(list, i, s)
+		}
+	}
+	more += addMore
+	if n := len(list); n > MaxAlsoSeeds {
+		more += int64(n - MaxAlsoSeeds)
+		list = list[:MaxAlsoSeeds]
+	}
+	return list, more
 }
 
 // CampaignResult sums a campaign up.
@@ -231,7 +267,8 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 	var done, failing, crashed, crashes atomic.Int64
 	var mu sync.Mutex
 	res := &CampaignResult{}
-	seen := map[string]bool{} // one failure per scenario and signature
+	seen := map[string]bool{}    // one failure per scenario and signature
+	also := map[string][]int64{} // the other seeds of each, as found
 
 	var wg sync.WaitGroup
 	for range opts.Jobs {
@@ -278,8 +315,12 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 				failing.Add(1)
 				sig := Signature(o)
 				mu.Lock()
-				dup := seen[sc.Name+"\x00"+sig]
-				seen[sc.Name+"\x00"+sig] = true
+				key := sc.Name + "\x00" + sig
+				dup := seen[key]
+				seen[key] = true
+				if dup {
+					also[key] = append(also[key], j.seed)
+				}
 				mu.Unlock()
 				if dup {
 					// A failure like one already found: nothing keeps it.
@@ -305,6 +346,9 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 	res.Schedules, res.Failing = done.Load(), failing.Load()
 	res.Crashed, res.Crashes = crashed.Load(), crashes.Load()
 	res.Elapsed = time.Since(start)
+	for _, f := range res.Failures {
+		f.AddAlso(also[f.Scenario+"\x00"+f.Signature], 0)
+	}
 	sortFailures(res.Failures)
 	return res
 }

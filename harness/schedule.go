@@ -50,7 +50,7 @@ type ScheduleFile struct {
 	// CheckLogs: the failure was found checking the request log too
 	// (Options.CheckLogs), and its replay checks it.
 	CheckLogs bool `json:"checkLogs,omitempty"`
-	Plan    Plan         `json:"plan"`
+	Plan      Plan `json:"plan"`
 	// Choices are the scheduling choices, index into the runnable actors
 	// at each step; past the end the first runnable actor goes.
 	Choices []int `json:"choices"`

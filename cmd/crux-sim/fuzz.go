@@ -47,6 +47,38 @@ type fuzzFailure struct {
 	Reproduce string `json:"reproduce"`
 	Schedule  string `json:"schedule,omitempty"`
 	Shrunk    string `json:"shrunk"`
+	// AlsoSeeds are the other seeds at which the scenario failed the same
+	// way (the first harness.MaxAlsoSeeds), AlsoMore how many more did.
+	AlsoSeeds []int64 `json:"alsoSeeds,omitempty"`
+	AlsoMore  int64   `json:"alsoMore,omitempty"`
+}
+
+// alsoShown is how many of a failure's other seeds its FAIL block prints.
+const alsoShown = 20
+
+// alsoLine says at which other seeds a failure failed too, and how to
+// reproduce each: "" when at none.
+func (f *fuzzFailure) alsoLine() string {
+	if len(f.AlsoSeeds) == 0 && f.AlsoMore == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("  also at:   seed")
+	if len(f.AlsoSeeds)+int(f.AlsoMore) > 1 {
+		b.WriteString("s")
+	}
+	shown := f.AlsoSeeds[:min(len(f.AlsoSeeds), alsoShown)]
+	for i, s := range shown {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %d", s)
+	}
+	if more := f.AlsoMore + int64(len(f.AlsoSeeds)-len(shown)); more > 0 {
+		fmt.Fprintf(&b, " and %d more (all in --json)", more)
+	}
+	b.WriteString("; reproduce each with the command above and its --seed\n")
+	return b.String()
 }
 
 func newFuzzCmd() *cobra.Command {
@@ -74,7 +106,9 @@ Each failure is shrunk to a short schedule (scheduling choices and the faults
 that fired) and written as a replayable file; the command that reproduces it
 is printed. The last line reads "N schedules, F failing schedules, D distinct
 failures, R schedules/s": F schedules failed, and they came to D distinct
-failures (one per scenario and signature), each shrunk and reported above.
+failures (one per scenario and signature), each shrunk and reported above,
+with the other seeds that failed the same way ("also at"; not listed when the
+campaign stopped early, since which seeds ran first depends on timing).
 Exit 1 if anything failed.
 
 Shards split the seed space: --shard i/n runs the seeds s with
@@ -148,7 +182,13 @@ failures, artifacts, output) are those of --jobs 1.
 				summary.Scenarios = append(summary.Scenarios, sc.Name)
 			}
 			for _, f := range rep.failures {
+				if res.Stopped != "" {
+					// Which other seeds ran before an early stop depends on
+					// timing and on the number of jobs: none is listed.
+					f.Summary.AlsoSeeds, f.Summary.AlsoMore = nil, 0
+				}
 				io.WriteString(out, f.Block)
+				io.WriteString(out, f.Summary.alsoLine())
 				summary.Failures = append(summary.Failures, f.Summary)
 			}
 			if res.Stopped != "" {
@@ -274,7 +314,8 @@ type reportedFailure struct {
 func (r failureReporter) report(f *harness.CampaignFailure, stage string) (reportedFailure, error) {
 	var out strings.Builder
 	rf := reportedFailure{Target: slices.Index(r.targets, f.Target), Summary: fuzzFailure{Scenario: f.Scenario, Seed: f.Seed,
-		Signature: f.Signature, Reproduce: reproduce(f.Seed, r.swarm, r.defects, r.store, f.Target, r.checkLogs), Shrunk: f.Schedule.Describe()}}
+		Signature: f.Signature, Reproduce: reproduce(f.Seed, r.swarm, r.defects, r.store, f.Target, r.checkLogs), Shrunk: f.Schedule.Describe(),
+		AlsoSeeds: f.AlsoSeeds, AlsoMore: f.AlsoMore}}
 	err := r.write(&out, f, stage, &rf.Summary)
 	rf.Block = out.String()
 	return rf, err
@@ -413,6 +454,7 @@ func mergeSummaries(out io.Writer, files []string) error {
 	}
 	for _, f := range total.Failures {
 		fmt.Fprintf(out, "FAIL %s seed %d: %s\n  reproduce: %s\n", f.Scenario, f.Seed, f.Signature, f.Reproduce)
+		io.WriteString(out, f.alsoLine())
 		if f.Schedule != "" {
 			fmt.Fprintf(out, "  replay:    crux-sim run --replay %s\n", shellQuote(f.Schedule))
 		}

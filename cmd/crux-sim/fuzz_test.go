@@ -187,3 +187,44 @@ func TestFuzzCheckLogsCatchesChildContentInTheLog(t *testing.T) {
 		t.Errorf("replaying the schedule must fail the same way; it exited %d:\n%s", code, out)
 	}
 }
+
+// A campaign reports every failing seed: the first of a distinct failure
+// is shrunk and reproduced, and the others are listed with it, in the text
+// and in the --json summary, whether one job or several found them.
+func TestFuzzReportsEveryFailingSeed(t *testing.T) {
+	for _, jobs := range []string{"1", "2"} {
+		dir := t.TempDir()
+		summary := filepath.Join(dir, "s.json")
+		code, out := runCLI(t, "fuzz", "--seeds", "40", "--jobs", jobs, "--out", dir, "--json", summary,
+			"--defect", "cancel-overwrites-terminal", "cancel-vs-complete")
+		if code != 1 {
+			t.Fatalf("--jobs %s exited %d:\n%s", jobs, code, out)
+		}
+		raw, err := os.ReadFile(summary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s fuzzSummary
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		listed := int64(0)
+		seeds := map[int64]bool{}
+		for _, f := range s.Failures {
+			listed += 1 + int64(len(f.AlsoSeeds)) + f.AlsoMore
+			seeds[f.Seed] = true
+			for _, a := range f.AlsoSeeds {
+				if seeds[a] {
+					t.Errorf("--jobs %s: seed %d is listed twice", jobs, a)
+				}
+				seeds[a] = true
+			}
+		}
+		if s.Failing < 2 || listed != s.Failing {
+			t.Errorf("--jobs %s: %d failing schedules, %d listed:\n%s", jobs, s.Failing, listed, out)
+		}
+		if !strings.Contains(out, "  also at:   seeds ") {
+			t.Errorf("--jobs %s: the other failing seeds are not printed:\n%s", jobs, out)
+		}
+	}
+}

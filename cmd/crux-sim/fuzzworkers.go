@@ -415,14 +415,21 @@ func (c *campaign) merge(workers []*worker, stage string, start time.Time, budge
 		}
 		return a.Target - b.Target
 	})
-	seen := map[string]bool{}
+	seen := map[string]int{} // the kept failure of each scenario and signature
 	var kept []found
 	for _, f := range all {
 		key := f.Summary.Scenario + "\x00" + f.Summary.Signature
-		if seen[key] || len(kept) >= c.opts.MaxFailures {
+		if i, dup := seen[key]; dup {
+			// Another worker's failure like one kept: its seeds are the
+			// kept one's too.
+			k := &kept[i].Summary
+			k.AlsoSeeds, k.AlsoMore = harness.AddSeeds(k.Seed, k.AlsoSeeds, k.AlsoMore, append([]int64{f.Summary.Seed}, f.Summary.AlsoSeeds...), f.Summary.AlsoMore)
 			continue
 		}
-		seen[key] = true
+		if len(kept) >= c.opts.MaxFailures {
+			continue
+		}
+		seen[key] = len(kept)
 		kept = append(kept, f)
 	}
 	switch {
