@@ -58,3 +58,6 @@ func (m *Room) Drop(o *Outcome) { m.r.drop(o) }
 // RunSize is the size of a run's state, which Run allocates for each run
 // outside a campaign's room.
 const RunSize = unsafe.Sizeof(run{})
+
+// RequestedWait is requestedWait, for its spec.
+var RequestedWait = requestedWait

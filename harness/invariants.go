@@ -728,14 +728,69 @@ func checkCaps(s *Facts, e *trace.Entry, slack time.Duration) string {
 		// The key is looked up from bytes on the stack, not concatenated.
 		var room [64]byte
 		key := append(append(append(room[:0], e.Run...), '/'), e.Call.ID...)
-		if start, ok := s.CallStarted[string(key)]; ok && e.At-start > core.MaxResultWait+slack {
+		start, ok := s.CallStarted[string(key)]
+		if !ok {
+			break
+		}
+		// A result waits for the requested timeout, capped at 30 seconds.
+		limit, what := core.MaxResultWait, "cap"
+		if t, asked := requestedWait(e.Call.Arguments); asked && t < limit {
+			limit, what = max(t, 0), "its timeout"
+		}
+		if e.At-start > limit+slack {
 			if slack > 0 {
-				return fmt.Sprintf("a result call of %s waited %s (cap %s, and %s for real time)", e.Run, e.At-start, core.MaxResultWait, slack)
+				return fmt.Sprintf("a result call of %s waited %s (%s %s, and %s for real time)", e.Run, e.At-start, what, limit, slack)
 			}
-			return fmt.Sprintf("a result call of %s waited %s (cap %s)", e.Run, e.At-start, core.MaxResultWait)
+			return fmt.Sprintf("a result call of %s waited %s (%s %s)", e.Run, e.At-start, what, limit)
 		}
 	}
 	return ""
+}
+
+// requestedWait is the timeout a work result call's arguments ask for,
+// when they ask for one the runtime reads (a call with a bad one is
+// answered with an error, which caps does not look at). The value is read
+// where it stands, without decoding the arguments: caps runs on every
+// entry of every run, and a timeout is a plain string. Of repeated keys the
+// last counts, as the runtime's decoder reads them; an escaped one is
+// decoded.
+func requestedWait(args string) (time.Duration, bool) {
+	const key = `"timeout"`
+	val, found := "", false
+	for rest := args; ; {
+		i := strings.Index(rest, key)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(key):]
+		after := strings.TrimLeft(rest, " \t\r\n")
+		if !strings.HasPrefix(after, ":") {
+			continue
+		}
+		after = strings.TrimLeft(after[1:], " \t\r\n")
+		if !strings.HasPrefix(after, `"`) {
+			val, found = "", false // null, or not a string: no timeout the runtime reads
+			continue
+		}
+		end := strings.IndexByte(after[1:], '"')
+		if end < 0 {
+			return 0, false
+		}
+		if v := after[1 : 1+end]; !strings.Contains(v, `\`) {
+			val, found = v, true
+			continue
+		}
+		var v string // escaped: decoded, as rarely as a model writes one
+		if dec := json.NewDecoder(strings.NewReader(after)); dec.Decode(&v) != nil {
+			return 0, false
+		}
+		val, found = v, true
+	}
+	if !found {
+		return 0, false
+	}
+	d, err := core.ParseDuration(val)
+	return d, err == nil
 }
 
 func abbreviate(s string) string {

@@ -135,6 +135,18 @@ expect:
 					Call:    &core.ToolCall{ID: "call-98", Name: "work"},
 					Content: `{"workId":"w-1","id":"send-1","cursor":"3","acceptedAt":"2026-01-01T00:00:00.000Z","outcome":"accepted"}`}}
 			}), `"cursor":"3"`),
+		Entry("caps: a result call answers by the timeout it asked for", "caps",
+			func() func(trace.Entry) []trace.Entry {
+				call := &core.ToolCall{ID: "call-97", Name: "work", Arguments: `{"action":"result","id":"w-1","timeout":"1s"}`}
+				started := once(transitionTo("running"), func(e trace.Entry) []trace.Entry {
+					return []trace.Entry{{Kind: trace.ToolCall, Run: coordinator, Agent: "research-coordinator", Step: 2, Call: call}}
+				})
+				answered := once(childEnded, func(e trace.Entry) []trace.Entry {
+					return []trace.Entry{{Kind: trace.ToolResult, Run: coordinator, Agent: "research-coordinator", Step: 2, Action: "result",
+						Work: "w-1", Call: call, Content: projection}}
+				})
+				return func(e trace.Entry) []trace.Entry { return append(started(e), answered(e)...) }
+			}(), "call-97"),
 		Entry("caps: a status block has at most 12 rows", "caps",
 			once(func(e trace.Entry) bool { return e.Kind == trace.Request && e.Run == coordinator }, func(e trace.Entry) []trace.Entry {
 				rows := make([]string, 13)
