@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
@@ -435,6 +436,11 @@ func (s *Facts) learn(e *trace.Entry) {
 		if len(secret) >= minSecretLen {
 			s.Secrets = append(s.Secrets, secret)
 			s.secrets.add(secret[:min(len(secret), leakPrefix)], len(s.Secrets)-1, "")
+			// A client that puts the content in a JSON string of its own
+			// writes it escaped: a JSON output's quotes as \".
+			if esc, ok := s.escapedPrefix(secret); ok {
+				s.secrets.add(esc, len(s.Secrets)-1, "")
+			}
 		}
 	case trace.ToolCall:
 		if s.texts != nil {
@@ -546,7 +552,7 @@ func checkSecrets(s *Facts, e *trace.Entry) string {
 		// A status row cuts labels, so a leak may be only a prefix: the
 		// set holds each secret's first leakPrefix bytes.
 		if i := s.secrets.first(t, nil); i >= 0 {
-			return fmt.Sprintf("%s of %s carries child content %q", where, e.Run, abbreviate(s.Secrets[i]))
+			return fmt.Sprintf("%s of %s carries child content %q", where, e.Run, abbreviate(s.Secrets[s.secrets.list[i].order]))
 		}
 	}
 	return ""
@@ -567,6 +573,43 @@ func (s *Facts) returnedAlike(set *needles, i int) bool {
 		}
 	}
 	return false
+}
+
+// escapedPrefix is the first leakPrefix bytes of s as a JSON string's
+// content (between its quotes, with the escapes every JSON encoder
+// writes: quotes, backslashes and control characters), when that differs
+// from s; written in the run's texts when it has them.
+func (s *Facts) escapedPrefix(secret string) (string, bool) {
+	var room [leakPrefix + 6]byte
+	b := room[:0]
+	escaped := false
+	for _, r := range secret {
+		if len(b) >= leakPrefix {
+			break
+		}
+		switch {
+		case r == '"' || r == '\\':
+			b, escaped = append(b, '\\', byte(r)), true
+		case r == '\n':
+			b, escaped = append(b, `\n`...), true
+		case r == '\t':
+			b, escaped = append(b, `\t`...), true
+		case r == '\r':
+			b, escaped = append(b, `\r`...), true
+		case r < 0x20:
+			b, escaped = fmt.Appendf(b, `\u%04x`, r), true
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	if !escaped {
+		return "", false
+	}
+	b = b[:min(len(b), leakPrefix)]
+	if s.texts != nil {
+		return s.texts.Join(string(b)), true // the conversion does not escape: Join copies
+	}
+	return string(b), true
 }
 
 func isProjection(content string) bool {

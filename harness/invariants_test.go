@@ -1,7 +1,9 @@
 package harness_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -119,6 +121,13 @@ expect:
 				return []trace.Entry{{Kind: trace.Request, Run: coordinator, Agent: "research-coordinator", Step: 9,
 					Part: &trace.RequestPart{Status: []string{"- w-1 · research · completed 5s · " + e.Content}}}}
 			}), "status - w-1 · research · completed 5s · {"),
+		Entry("no-child-content-in-status: a projection never carries child output, not even as a JSON string of its own", "no-child-content-in-status",
+			once(childEnded, func(e trace.Entry) []trace.Entry {
+				note, _ := json.Marshal(e.Content)
+				return []trace.Entry{{Kind: trace.ToolResult, Run: coordinator, Agent: "research-coordinator", Step: 2, Action: "result", Work: "w-1",
+					Call:    &core.ToolCall{ID: "call-96", Name: "work"},
+					Content: strings.TrimSuffix(projection, "}") + `,"note":` + string(note) + "}"}}
+			}), "call-96"),
 		Entry("output-only-through-result: the owner's requests carry the output only after work result returned it", "output-only-through-result",
 			once(childEnded, func(e trace.Entry) []trace.Entry {
 				return []trace.Entry{{Kind: trace.Request, Run: coordinator, Agent: "research-coordinator", Step: 9,

@@ -62,11 +62,11 @@ func (c *checker) checkLogs() {
 		line := logs.lines[c.logSeen]
 		// The set finds the secrets whose first bytes the line carries;
 		// a leak in a log line is the whole secret.
-		i := c.state.secrets.first(line, func(i int) bool { return strings.Contains(line, c.state.Secrets[i]) })
+		i := c.state.secrets.first(line, func(i int) bool { return strings.Contains(line, c.state.Secrets[c.state.secrets.list[i].order]) })
 		if i >= 0 && len(c.violations) < maxViolations {
 			c.violations = append(c.violations, Violation{Invariant: logInvariant, Seed: c.r.opts.Seed,
 				Step: c.r.sim.Steps(), Message: fmt.Sprintf("log line %d carries child content %q: %s",
-					c.logSeen+1, abbreviate(c.state.Secrets[i]), abbreviate(line))})
+					c.logSeen+1, abbreviate(c.state.Secrets[c.state.secrets.list[i].order]), abbreviate(line))})
 		}
 	}
 }
