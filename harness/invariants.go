@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/lifecycle"
@@ -583,23 +582,23 @@ func (s *Facts) escapedPrefix(secret string) (string, bool) {
 	var room [leakPrefix + 6]byte
 	b := room[:0]
 	escaped := false
-	for _, r := range secret {
-		if len(b) >= leakPrefix {
-			break
-		}
-		switch {
-		case r == '"' || r == '\\':
-			b, escaped = append(b, '\\', byte(r)), true
-		case r == '\n':
+	// Byte by byte: bytes past ASCII pass through as they are (an encoder
+	// that writes UTF-8 writes them so), and only the first leakPrefix
+	// bytes are needed.
+	for i := 0; i < len(secret) && len(b) < leakPrefix; i++ {
+		switch c := secret[i]; {
+		case c == '"' || c == '\\':
+			b, escaped = append(b, '\\', c), true
+		case c == '\n':
 			b, escaped = append(b, `\n`...), true
-		case r == '\t':
+		case c == '\t':
 			b, escaped = append(b, `\t`...), true
-		case r == '\r':
+		case c == '\r':
 			b, escaped = append(b, `\r`...), true
-		case r < 0x20:
-			b, escaped = fmt.Appendf(b, `\u%04x`, r), true
+		case c < 0x20:
+			b, escaped = fmt.Appendf(b, `\u%04x`, c), true
 		default:
-			b = utf8.AppendRune(b, r)
+			b = append(b, c)
 		}
 	}
 	if !escaped {
