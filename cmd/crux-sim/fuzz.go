@@ -409,6 +409,30 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// mergeFailures makes the shards' failures the campaign's: one per
+// scenario and signature, as a campaign unsharded keeps (the one at the
+// lowest seed, which it would have found first), with every other seed of
+// the shards' failing the same way among its other seeds.
+func mergeFailures(fs []fuzzFailure) []fuzzFailure {
+	slices.SortStableFunc(fs, func(a, b fuzzFailure) int {
+		return harness.FailureOrder(a.Scenario, a.Seed, b.Scenario, b.Seed)
+	})
+	kept := map[string]int{}
+	var out []fuzzFailure
+	for _, f := range fs {
+		key := f.Scenario + "\x00" + f.Signature
+		i, dup := kept[key]
+		if !dup {
+			kept[key] = len(out)
+			out = append(out, f)
+			continue
+		}
+		k := &out[i]
+		k.AlsoSeeds, k.AlsoMore = harness.AddSeeds(k.Seed, k.AlsoSeeds, k.AlsoMore, append([]int64{f.Seed}, f.AlsoSeeds...), f.AlsoMore)
+	}
+	return out
+}
+
 // readSummary reads a --json summary, as --merge takes it: a regular file
 // within the schedule files' limit (a summary carries the failures'
 // schedules), and a malformed one is named by line and column.
@@ -452,6 +476,7 @@ func mergeSummaries(out io.Writer, files []string) error {
 		total.Failures = append(total.Failures, s.Failures...)
 		longest = max(longest, s.ElapsedSeconds)
 	}
+	total.Failures = mergeFailures(total.Failures)
 	for _, f := range total.Failures {
 		fmt.Fprintf(out, "FAIL %s seed %d: %s\n  reproduce: %s\n", f.Scenario, f.Seed, f.Signature, f.Reproduce)
 		io.WriteString(out, f.alsoLine())

@@ -99,8 +99,21 @@ func TestFuzzShardsMerge(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("merging failing shards exited %d:\n%s", code, out)
 	}
-	if !regexp.MustCompile(`2 shards: 40 schedules, \d+ failing schedules, 2 distinct failures`).MatchString(out) || strings.Count(out, "reproduce: ") != 2 {
-		t.Errorf("the merge does not add the shards up:\n%s", out)
+	// The merge reports what the campaign unsharded does: the same
+	// schedules, failing schedules and distinct failures, each at its
+	// lowest seed, with the same other seeds.
+	_, whole := runCLI(t, "fuzz", "--seeds", "40", "--jobs", "1", "--out", "", "--defect", "cancel-overwrites-terminal", "cancel-vs-complete")
+	m := regexp.MustCompile(`(?m)^(\d+ schedules, \d+ failing schedules, \d+ distinct failures?)`).FindStringSubmatch(whole)
+	if m == nil {
+		t.Fatalf("the unsharded campaign printed:\n%s", whole)
+	}
+	if !strings.Contains(out, "2 shards: "+m[1]) {
+		t.Errorf("the merge does not add the shards up to %q:\n%s", m[1], out)
+	}
+	for _, line := range []string{"FAIL cancel-vs-complete seed ", "  also at:   "} {
+		if got, want := lineStarting(out, line), lineStarting(whole, line); got != want {
+			t.Errorf("merged %q, unsharded %q", got, want)
+		}
 	}
 	if code, out := runCLI(t, "fuzz", "--merge", summaries[0], summaries[0]); code != 2 || !strings.Contains(out, "appears twice") {
 		t.Errorf("merging a shard twice exited %d:\n%s", code, out)
@@ -227,4 +240,14 @@ func TestFuzzReportsEveryFailingSeed(t *testing.T) {
 			t.Errorf("--jobs %s: the other failing seeds are not printed:\n%s", jobs, out)
 		}
 	}
+}
+
+// lineStarting is the first line of out that starts with prefix.
+func lineStarting(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
 }
