@@ -290,12 +290,20 @@ type Trajectory struct {
 }
 
 // Trajectories gathers the successful expert-delegation and
-// skill-invocation trajectories of the live sessions' event logs.
-func (p *Platform) Trajectories() []Trajectory {
+// skill-invocation trajectories of the live sessions' event logs, of every
+// tenant.
+func (p *Platform) Trajectories() []Trajectory { return p.trajectories(nil) }
+
+// trajectories gathers those of the sessions whose tree's root keep takes
+// (nil: every one).
+func (p *Platform) trajectories(keep func(root string) bool) []Trajectory {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []Trajectory
 	for _, s := range p.order {
+		if keep != nil && !keep(s.root) {
+			continue
+		}
 		for _, r := range s.log {
 			if r.typ != EventDelegationComplete {
 				continue
@@ -335,8 +343,11 @@ func (p *Platform) Trajectories() []Trajectory {
 // ExportTrajectories writes Trajectories as JSONL and returns how many
 // lines it wrote.
 func (p *Platform) ExportTrajectories(w io.Writer) (int, error) {
+	return exportJSONL(w, p.Trajectories())
+}
+
+func exportJSONL(w io.Writer, trs []Trajectory) (int, error) {
 	enc := json.NewEncoder(w)
-	trs := p.Trajectories()
 	for i, t := range trs {
 		if err := enc.Encode(t); err != nil {
 			return i, err
@@ -346,12 +357,17 @@ func (p *Platform) ExportTrajectories(w io.Writer) (int, error) {
 }
 
 // CollectTraining is the on-demand training collector: it exports the
-// trajectories as a JSONL file in the tenant's bucket (the store's files,
-// under tenants/{tenant}/training/) and returns its key. Its
-// responsibility ends at the file.
+// trajectories of the tenant's trees (SessionOptions.Tenant), and of the
+// trees that name no tenant, as a JSONL file in the tenant's bucket (the
+// store's files, under tenants/{tenant}/training/) and returns its key.
+// Another tenant's trees never reach it. Its responsibility ends at the
+// file.
 func (p *Platform) CollectTraining(tenant string) (string, int, error) {
 	var buf bytes.Buffer
-	n, err := p.ExportTrajectories(&buf)
+	n, err := exportJSONL(&buf, p.trajectories(func(root string) bool {
+		t := p.tenants[root] // under p.mu, which trajectories holds
+		return t == "" || t == tenant
+	}))
 	if err != nil {
 		return "", n, err
 	}

@@ -193,6 +193,40 @@ var _ = Describe("Platform maintenance jobs", func() {
 		Expect(del[0].Time.Sub(epoch)%(6*time.Hour)).To(BeZero(), "on the 6-hour cadence")
 	})
 
+	It("the training collector exports a tenant's trees to that tenant's bucket only, and trees that name no tenant to every one", func() {
+		e.model.Script("researcher", say("found it"), say("found it"), say("found it"))
+		e.model.Script("coordinator", calls(use("delegate_task", map[string]any{"goal": "ada's secret goal", "agent": "researcher"})), say("done"))
+		acme := e.root("coordinator", func(o *platform.SessionOptions) { o.Tenant = "acme" })
+		e.send(acme, "go")
+		e.settle()
+		e.model.Script("coordinator", calls(use("delegate_task", map[string]any{"goal": "bob's secret goal", "agent": "researcher"})), say("done"))
+		globex := e.root("coordinator", func(o *platform.SessionOptions) { o.User, o.Tenant = "bob", "globex" })
+		e.send(globex, "go")
+		e.settle()
+		e.model.Script("coordinator", calls(use("delegate_task", map[string]any{"goal": "a shared goal", "agent": "researcher"})), say("done"))
+		shared := e.root("coordinator", func(o *platform.SessionOptions) { o.User = "cy" })
+		e.send(shared, "go")
+		e.settle()
+
+		goals := func(tenant string) []string {
+			key, _, err := e.p.CollectTraining(tenant)
+			Expect(err).NotTo(HaveOccurred())
+			data, _, err := e.store.GetFile(nil, key)
+			Expect(err).NotTo(HaveOccurred())
+			var out []string
+			sc := bufio.NewScanner(bytes.NewReader(data))
+			for sc.Scan() {
+				var t platform.Trajectory
+				Expect(json.Unmarshal(sc.Bytes(), &t)).To(Succeed())
+				out = append(out, t.Goal)
+			}
+			return out
+		}
+		Expect(goals("acme")).To(ConsistOf("ada's secret goal", "a shared goal"))
+		Expect(goals("globex")).To(ConsistOf("bob's secret goal", "a shared goal"))
+		Expect(e.p.Trajectories()).To(HaveLen(3), "Trajectories is every tenant's")
+	})
+
 	It("the training collector exports successful delegation and skill trajectories as JSONL to the tenant bucket", func() {
 		e.close()
 		skill := &core.Tool{Description: "summarise text", Run: func(context.Context, core.ToolCall, any) (any, error) {

@@ -188,4 +188,9 @@ type SessionOptions struct {
 	AllowedTools []string
 	// MaxIterations overrides Options.MaxIterations.
 	MaxIterations int
+	// Tenant is the tenant the session's tree belongs to: the training
+	// collector exports its trajectories to that tenant's bucket only. A
+	// tree with none is the platform's one tenant's: every collection
+	// exports it (a platform that serves one tenant sets none).
+	Tenant string
 }

@@ -102,6 +102,7 @@ type Platform struct {
 	names    slab.Texts // the sessions' actor names
 	platLog  eventLog
 	parked   map[string]eventLog // events for sessions not live here
+	tenants  map[string]string   // the tenant of each root that has one (SessionOptions.Tenant)
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
 	// lastQuick are the two variants last found in quick, and their keys,

@@ -287,6 +287,7 @@ func (p *Platform) NewSession(opts SessionOptions) (string, error) {
 		return "", err
 	}
 	p.addLocked(s)
+	p.setTenantLocked(id, opts.Tenant)
 	return id, nil
 }
 
@@ -309,10 +310,22 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	}
 	s := newRoot(id, tmpl, opts)
 	p.addLocked(s)
+	p.setTenantLocked(id, opts.Tenant)
 	s.log = append(s.log, p.parked[id]...)
 	delete(p.parked, id)
 	p.emitLocked(&Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
 	return nil
+}
+
+// setTenantLocked records the tenant of a root's tree, when it has one.
+func (p *Platform) setTenantLocked(root, tenant string) {
+	if tenant == "" {
+		return
+	}
+	if p.tenants == nil {
+		p.tenants = map[string]string{}
+	}
+	p.tenants[root] = tenant
 }
 
 // rootTemplate is the agent a root session runs.
