@@ -96,6 +96,10 @@ type Outcome struct {
 	Verdicts []Verdict
 	// Violations are invariant violations, with the step they happened at.
 	Violations []Violation
+	// Log is the runtime's redacted request log, a line an entry, when
+	// Options.CheckLogs ran it: what the recipe's debugging advice says to
+	// read when a coordinator never rejoins its Work.
+	Log []string
 	// Decisions is the schedule: every scheduling choice in order.
 	Decisions []sim.Decision
 	// Misfit is the first choice of Options.Replay that was out of range
@@ -558,6 +562,9 @@ func (r *run) finish(out *Outcome, lost []core.WorkInfo) {
 	out.Steps = r.sim.Steps()
 	out.Elapsed = r.sim.Clock().Elapsed()
 	out.Violations = r.checker.violations
+	if r.logs != nil {
+		out.Log = r.logs.lines
+	}
 	if len(r.faults.fired) > 0 { // none fired: nil, as in a run not reused
 		out.Fired = Plan{Faults: r.faults.fired}
 	}

@@ -71,3 +71,26 @@ func TestRunCheckLogsPassesOnABuiltinAndPrintsTheSameReport(t *testing.T) {
 		t.Errorf("--check-logs changed what run prints:\n%s\n----\n%s", stdout, plain)
 	}
 }
+
+// run --show-log prints the runtime's redacted request log on standard
+// error, what the recipe says to read when a coordinator never rejoins:
+// the research call, the returned work.ref and the later work calls, and
+// never the child's output. The report on standard output is unchanged.
+func TestRunShowLogPrintsTheRedactedRequestLogApartFromTheReport(t *testing.T) {
+	code, stdout, stderr := cli("run", "--show-log", "--seed", "1", "research-coordinator")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	_, plain, _ := cli("run", "--seed", "1", "research-coordinator")
+	if stdout != plain {
+		t.Errorf("--show-log changed what run prints:\n%s\n----\n%s", stdout, plain)
+	}
+	for _, want := range []string{"-- research-coordinator: the runtime's redacted request log --", "tool=research call=call-1 work_ref=w-1", "work_action=result work_id=w-1"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the log lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "Chlorophyll") {
+		t.Errorf("the log carries the child's output:\n%s", stderr)
+	}
+}

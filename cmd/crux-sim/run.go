@@ -20,7 +20,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var sched scheduleFlags
 	var format string
-	var checkDeterminism, checkLogs bool
+	var checkDeterminism, checkLogs, showLog bool
 	cmd := &cobra.Command{
 		Use:   "run [--seed N] [--format text|json] [--swarm] [--replay FILE] [--store STORE] [--check-determinism] NAME|FILE|-...",
 		Short: "Run scenarios and print each transcript and a pass/fail line per expectation",
@@ -32,7 +32,10 @@ The same scenario and seed always print the same transcript;
 --check-determinism runs each scenario twice to prove it, and fails (exit 1)
 naming the first line that differs if they are not byte for byte the same.
 --check-logs also runs the runtime's redacted request log and checks that no
-line of it carries child output or failure text.`,
+line of it carries child output or failure text; --show-log runs it too and
+prints it on standard error after each scenario's report (tool names,
+work.refs, work calls and status rows, never child output): what to read when
+a coordinator never rejoins its Work.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usagef("--format must be text or json, not %q", format)
@@ -45,7 +48,7 @@ line of it carries child output or failure text.`,
 			if err != nil {
 				return err
 			}
-			opts.CheckLogs = opts.CheckLogs || checkLogs // a schedule found checking logs replays checking them
+			opts.CheckLogs = opts.CheckLogs || checkLogs || showLog // a schedule found checking logs replays checking them
 			failed := false
 			var docs []json.RawMessage
 			for _, sc := range scs {
@@ -57,6 +60,12 @@ line of it carries child output or failure text.`,
 				}
 				if !o.Passed() {
 					failed = true
+				}
+				if showLog {
+					fmt.Fprintf(cmd.ErrOrStderr(), "-- %s: the runtime's redacted request log --\n", sc.Name)
+					for _, line := range o.Log {
+						fmt.Fprintln(cmd.ErrOrStderr(), line)
+					}
 				}
 				if checkDeterminism {
 					if err := harness.SameRun(o, harness.Run(sc, opts)); err != nil {
@@ -96,6 +105,7 @@ line of it carries child output or failure text.`,
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&checkDeterminism, "check-determinism", false, "run each scenario twice and fail unless both runs are byte for byte the same")
 	cmd.Flags().BoolVar(&checkLogs, "check-logs", false, "also check the runtime's redacted request log for child content (slower)")
+	cmd.Flags().BoolVar(&showLog, "show-log", false, "print the runtime's redacted request log on standard error after each report (checks it too)")
 	return cmd
 }
 
