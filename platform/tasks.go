@@ -206,8 +206,33 @@ func (p *Platform) armPollLocked() {
 		p.kickDispatchLocked()
 		p.armReapLocked()
 		p.armPollLocked()
+		running := make([]string, 0, len(p.runningTasks))
+		for id := range p.runningTasks {
+			running = append(running, id)
+		}
 		p.mu.Unlock()
+		slices.Sort(running) // the same order every run
+		p.stopRevoked(running)
 	})
+}
+
+// stopRevoked stops this process's attempts whose claim the store no
+// longer holds for it: the spawner cancelled the task from another process
+// (which cannot reach the attempt's session), or the lease lapsed and
+// another process took the task. The poll notices within one interval, so
+// a cancel interrupts the in-flight child session wherever it runs.
+func (p *Platform) stopRevoked(ids []string) {
+	for _, id := range ids {
+		t, err := p.store.GetTask(p.ctx(), id)
+		if err != nil || t.State == store.TaskRunning && t.ClaimedBy == p.instance {
+			continue
+		}
+		p.mu.Lock()
+		if as := p.runningTasks[id]; as != nil && as.state != StateStopped {
+			p.stopLocked(as, errTaskCancel)
+		}
+		p.unlock()
+	}
 }
 
 // kickDispatchLocked makes sure the dispatcher actor runs (again).

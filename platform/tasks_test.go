@@ -419,3 +419,45 @@ var _ = Describe("Durable tasks on a shared SQL store", func() {
 		Expect(db.Close()).To(Succeed())
 	})
 })
+
+var _ = Describe("Durable tasks across processes", func() {
+	It("cancelling a task that runs in another process interrupts its in-flight session there, within one task poll", func() {
+		e := newEnv(func(o *platform.Options) { o.MaxRunningTasks, o.TaskPollInterval = 1, time.Minute })
+		second, err := platform.New(func() platform.Options { o := e.opts; o.Instance = "proc-2"; return o }())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(second.Close()).To(Succeed()) })
+		root := e.root("coordinator")
+		e.model.ScriptRun("researcher", 1, scripted.Turn{Text: "still busy", Latency: 2 * time.Hour})
+		e.model.ScriptRun("writer", 1,
+			scripted.Turn{Latency: 20 * time.Minute, Calls: []scripted.Call{scripted.Use("write_file", map[string]any{"path": "late.md", "content": "written by a cancelled task"})}},
+			complete("done", nil))
+		_, err = e.p.SpawnTask(root, store.Task{Prompt: "keep proc-1 busy", Agent: "researcher"})
+		Expect(err).NotTo(HaveOccurred())
+		t2, err := e.p.SpawnTask(root, store.Task{Prompt: "write it up", Agent: "writer"})
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(90 * time.Second)
+		row, _ := e.p.Task(t2.ID)
+		Expect(row.State).To(Equal(store.TaskRunning))
+		Expect(row.ClaimedBy).To(Equal("proc-2"))
+
+		e.model.Script("coordinator", calls(use("cancel_task", map[string]any{"task_id": t2.ID})), say("cancelled"))
+		e.send(root, "cancel the write-up")
+		e.runFor(time.Hour)
+
+		row, _ = e.p.Task(t2.ID)
+		Expect(row.State).To(Equal(store.TaskCancelled))
+		_, err = e.p.ReadFile(root, "late.md")
+		Expect(err).To(HaveOccurred(), "the attempt was interrupted before it wrote")
+		as, err := second.Attempts(t2.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(as).To(HaveLen(1))
+		var stopped []time.Duration
+		for _, ev := range second.Events(as[0].Session) {
+			if ev.Type == platform.EventSessionState && ev.Status == string(platform.StateStopped) {
+				stopped = append(stopped, ev.Time.Sub(epoch))
+			}
+		}
+		Expect(stopped).To(HaveLen(1), "%v", second.Events(as[0].Session))
+		Expect(stopped[0]).To(BeNumerically("<=", 90*time.Second+2*time.Minute), "within one poll of the cancel")
+	})
+})
