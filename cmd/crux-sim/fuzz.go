@@ -417,18 +417,29 @@ func mergeFailures(fs []fuzzFailure) []fuzzFailure {
 	slices.SortStableFunc(fs, func(a, b fuzzFailure) int {
 		return harness.FailureOrder(a.Scenario, a.Seed, b.Scenario, b.Seed)
 	})
+	return keepDistinct(fs, func(f *fuzzFailure) *fuzzFailure { return f }, 0)
+}
+
+// keepDistinct keeps, of failures in the campaign's order, the first of
+// each scenario and signature, at most max of them (0: no limit), and adds
+// the seeds of every later one like it to the one kept: a campaign's
+// workers and a sharded campaign's summaries merge so.
+func keepDistinct[T any](fs []T, summary func(*T) *fuzzFailure, max int) []T {
 	kept := map[string]int{}
-	var out []fuzzFailure
-	for _, f := range fs {
+	var out []T
+	for i := range fs {
+		f := summary(&fs[i])
 		key := f.Scenario + "\x00" + f.Signature
-		i, dup := kept[key]
-		if !dup {
-			kept[key] = len(out)
-			out = append(out, f)
+		if j, dup := kept[key]; dup {
+			k := summary(&out[j])
+			k.AlsoSeeds, k.AlsoMore = harness.AddSeeds(k.Seed, k.AlsoSeeds, k.AlsoMore, append([]int64{f.Seed}, f.AlsoSeeds...), f.AlsoMore)
 			continue
 		}
-		k := &out[i]
-		k.AlsoSeeds, k.AlsoMore = harness.AddSeeds(k.Seed, k.AlsoSeeds, k.AlsoMore, append([]int64{f.Seed}, f.AlsoSeeds...), f.AlsoMore)
+		if max > 0 && len(out) >= max {
+			continue
+		}
+		kept[key] = len(out)
+		out = append(out, fs[i])
 	}
 	return out
 }

@@ -415,23 +415,8 @@ func (c *campaign) merge(workers []*worker, stage string, start time.Time, budge
 		}
 		return a.Target - b.Target
 	})
-	seen := map[string]int{} // the kept failure of each scenario and signature
-	var kept []found
-	for _, f := range all {
-		key := f.Summary.Scenario + "\x00" + f.Summary.Signature
-		if i, dup := seen[key]; dup {
-			// Another worker's failure like one kept: its seeds are the
-			// kept one's too.
-			k := &kept[i].Summary
-			k.AlsoSeeds, k.AlsoMore = harness.AddSeeds(k.Seed, k.AlsoSeeds, k.AlsoMore, append([]int64{f.Summary.Seed}, f.Summary.AlsoSeeds...), f.Summary.AlsoMore)
-			continue
-		}
-		if len(kept) >= c.opts.MaxFailures {
-			continue
-		}
-		seen[key] = len(kept)
-		kept = append(kept, f)
-	}
+	// Another worker's failure like one kept: its seeds are the kept one's.
+	kept := keepDistinct(all, func(f *found) *fuzzFailure { return &f.Summary }, c.opts.MaxFailures)
 	switch {
 	case len(kept) >= c.opts.MaxFailures:
 		rep.res.Stopped = harness.StoppedAfter(len(kept))
