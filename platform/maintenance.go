@@ -299,11 +299,12 @@ func (p *Platform) Trajectories() []Trajectory { return p.trajectories(nil) }
 func (p *Platform) trajectories(keep func(root string) bool) []Trajectory {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	trees := p.order
+	if keep != nil {
+		trees = slices.DeleteFunc(slices.Clone(p.order), func(s *session) bool { return !keep(s.root) })
+	}
 	var out []Trajectory
-	for _, s := range p.order {
-		if keep != nil && !keep(s.root) {
-			continue
-		}
+	for _, s := range trees {
 		for _, r := range s.log {
 			if r.typ != EventDelegationComplete {
 				continue
@@ -320,7 +321,7 @@ func (p *Platform) trajectories(keep func(root string) bool) []Trajectory {
 	if len(p.opts.Skills) == 0 {
 		return out
 	}
-	for _, s := range p.order {
+	for _, s := range trees {
 		for i, m := range s.history {
 			if m.Role != core.RoleTool || m.IsError || !slices.Contains(p.opts.Skills, m.ToolName) {
 				continue

@@ -227,6 +227,40 @@ var _ = Describe("Platform maintenance jobs", func() {
 		Expect(e.p.Trajectories()).To(HaveLen(3), "Trajectories is every tenant's")
 	})
 
+	It("the training collector exports a tenant's skill invocations to that tenant's bucket only", func() {
+		e.close()
+		skill := &core.Tool{Description: "look a price up", Run: func(_ context.Context, c core.ToolCall, _ any) (any, error) {
+			return "49", nil
+		}}
+		e = newEnv(func(o *platform.Options) {
+			o.Skills = []string{"price"}
+			o.Agents["shop"] = &core.Agent{ID: "shop", Tools: core.Tools{"price": skill}}
+		})
+		for _, tenant := range []string{"acme", "globex", ""} {
+			e.model.Script("shop", calls(use("price", map[string]any{"product": tenant + "-product"})), say("done"))
+			root := e.root("shop", func(o *platform.SessionOptions) { o.Tenant = tenant })
+			e.send(root, "go")
+			e.settle()
+		}
+		args := func(tenant string) []string {
+			key, _, err := e.p.CollectTraining(tenant)
+			Expect(err).NotTo(HaveOccurred())
+			data, _, err := e.store.GetFile(nil, key)
+			Expect(err).NotTo(HaveOccurred())
+			var out []string
+			sc := bufio.NewScanner(bytes.NewReader(data))
+			for sc.Scan() {
+				var t platform.Trajectory
+				Expect(json.Unmarshal(sc.Bytes(), &t)).To(Succeed())
+				Expect(t.Type).To(Equal("skill"))
+				out = append(out, t.Arguments)
+			}
+			return out
+		}
+		Expect(args("acme")).To(ConsistOf(`{"product":"acme-product"}`, `{"product":"-product"}`))
+		Expect(args("globex")).To(ConsistOf(`{"product":"globex-product"}`, `{"product":"-product"}`))
+	})
+
 	It("the training collector exports successful delegation and skill trajectories as JSONL to the tenant bucket", func() {
 		e.close()
 		skill := &core.Tool{Description: "summarise text", Run: func(context.Context, core.ToolCall, any) (any, error) {
