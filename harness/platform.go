@@ -482,12 +482,13 @@ func (pr *platformRun) result(id func(string) string) *scenarios.PlatformResult 
 }
 
 // training reads the rows of every JSONL file the training collector
-// wrote, in key order.
-func (pr *platformRun) training() []platform.Trajectory {
+// wrote (tenants/{tenant}/training/...), in key order.
+func (pr *platformRun) training() []scenarios.TrainingRow {
 	files, _ := pr.store.ListFiles(bg, "tenants/")
-	var out []platform.Trajectory
+	var out []scenarios.TrainingRow
 	for _, f := range files {
-		if !strings.Contains(f.Key, "/training/") {
+		tenant, rest, _ := strings.Cut(strings.TrimPrefix(f.Key, "tenants/"), "/")
+		if !strings.HasPrefix(rest, "training/") {
 			continue
 		}
 		data, _, err := pr.store.GetFile(bg, f.Key)
@@ -496,8 +497,8 @@ func (pr *platformRun) training() []platform.Trajectory {
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		for {
-			var t platform.Trajectory
-			if dec.Decode(&t) != nil {
+			t := scenarios.TrainingRow{Tenant: tenant}
+			if dec.Decode(&t.Trajectory) != nil {
 				break
 			}
 			out = append(out, t)

@@ -280,3 +280,54 @@ var _ = Describe("the platform invariants", func() {
 		Expect(o.Violations).To(BeEmpty())
 	})
 })
+
+var _ = Describe("the training collector's tenants in a scenario file", func() {
+	// Two roots of two tenants each call the skill; the collector runs for
+	// each tenant. A root's tenant decides whose bucket its trajectories
+	// reach, and a training expectation can name the bucket it reads.
+	const twoTenants = `name: two-tenants
+agents:
+  acme-shop:
+    tools: &tools
+      price-lookup:
+        tool:
+          input: {type: object, properties: {product: {type: string}}}
+          result: {price: 49}
+  globex-shop:
+    tools: *tools
+platform:
+  horizon: 1h
+  skills: [price-lookup]
+  sessions:
+    - {agent: acme-shop, tenant: acme, send: "price of cache-pro?"}
+    - {agent: globex-shop, tenant: globex, send: "price of disk-max?"}
+  actions:
+    - {collect-training: {tenant: acme}, at: 30m}
+    - {collect-training: {tenant: globex}, at: 30m}
+script:
+  acme-shop:
+    - call: price-lookup
+      args: {product: cache-pro}
+    - text: 49 dollars
+  globex-shop:
+    - call: price-lookup
+      args: {product: disk-max}
+    - text: 49 dollars
+expect:
+  - name: each tenant's bucket holds only its own root's trajectory
+    training: {tenant: acme, contains: cache-pro, rows: 1}
+  - training: {tenant: acme, contains: disk-max, rows: 0}
+  - training: {tenant: globex, contains: disk-max, rows: 1}
+  - training: {tenant: globex, rows: 1}
+  - training: {rows: 2}
+`
+
+	It("a session's tenant is the bucket its tree's trajectories are exported to, and a training expectation reads one tenant's", func() {
+		o := harness.Run(load(twoTenants), harness.Options{Seed: 1})
+		Expect(o.Passed()).To(BeTrue(), transcript(o))
+		Expect(o.Platform.Training).To(HaveLen(2))
+		for _, t := range o.Platform.Training {
+			Expect(t.Arguments).To(ContainSubstring(map[string]string{"acme": "cache-pro", "globex": "disk-max"}[t.Tenant]), t.Tenant)
+		}
+	})
+})

@@ -263,6 +263,7 @@ func (l *loader) platformSession(n *node, what string) Session {
 	if s.User == "" {
 		s.User = "user"
 	}
+	s.Tenant = l.str(f["tenant"], what+" tenant")
 	s.Channel = l.str(f["channel"], what+" channel")
 	if cn := f["channel"]; cn != nil && !slices.Contains(channelNames, s.Channel) {
 		l.errorf(cn, "%s channel %q is not a channel%s", what, s.Channel, suggest(s.Channel, channelNames))
@@ -340,7 +341,7 @@ func (l *loader) platformExpectation(kind string, v *node, what string) Expectat
 		return ParentsFirst{}
 	case "training":
 		f := l.fields(v, what, trainingKeys...)
-		x := TrainingRows{Type: l.str(f["type"], what+" type"), Agent: l.agentRef(f["agent"], what+" agent"),
+		x := TrainingRows{Tenant: l.str(f["tenant"], what+" tenant"), Type: l.str(f["type"], what+" type"), Agent: l.agentRef(f["agent"], what+" agent"),
 			Contains: l.str(f["contains"], what+" contains"), Min: 1, Max: -1}
 		if tn := f["type"]; tn != nil && x.Type != "delegation" && x.Type != "skill" {
 			l.errorf(tn, "%s type %q is not a trajectory type; it is delegation or skill", what, x.Type)

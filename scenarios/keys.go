@@ -23,7 +23,7 @@ var (
 		"reap-grace", "lost-task-grace", "task-poll-interval", "schedule-poll-interval", "schedule-recovery-interval",
 		"leader-ttl", "allow-cron-every", "board-sweep-interval", "note-ttl", "claim-ttl", "inbox-sweep-interval",
 		"workspace-sweep-interval", "workspace-grace", "store"}
-	sessionKeys = []string{"name", "agent", "user", "channel", "excluded-tools", "allowed-tools", "max-iterations", "send"}
+	sessionKeys = []string{"name", "agent", "user", "tenant", "channel", "excluded-tools", "allowed-tools", "max-iterations", "send"}
 	taskKeys    = []string{"name", "session", "prompt", "title", "agent", "parents", "max-attempts"}
 	cronKeys    = []string{"session", "cron", "at", "prompt"}
 	// actionKinds are the single keys of a platform action; actionKeys
@@ -54,7 +54,7 @@ var (
 	prepareFailsKeys  = []string{"contains"}
 	tasksEndKeys      = []string{"task", "in"}
 	findingKeys       = []string{"contains"}
-	trainingKeys      = []string{"type", "agent", "contains", "rows", "min", "max"}
+	trainingKeys      = []string{"tenant", "type", "agent", "contains", "rows", "min", "max"}
 	statusRowKeys     = []string{"work", "label", "state", "result-available", "contains"}
 	modeNames         = []string{"top", "foreground", "background"}
 )

@@ -150,7 +150,14 @@ type PlatformResult struct {
 	Crashes int
 	// Training are the rows of every JSONL file the training collector
 	// wrote, in order.
-	Training []platform.Trajectory
+	Training []TrainingRow
+}
+
+// TrainingRow is a row of a training collector's JSONL file, with the
+// tenant whose bucket the file is in.
+type TrainingRow struct {
+	Tenant string
+	platform.Trajectory
 }
 
 func (r *Result) platformResult() (*PlatformResult, *Failure) {
@@ -299,11 +306,12 @@ func (x FindingReported) Check(r *Result) *Failure {
 func (x FindingReported) Describe() string { return fmt.Sprintf("a finding contains %q", x.Contains) }
 
 // TrainingRows claims how many rows of the training collector's JSONL
-// exports match: of a Type (delegation or skill), of an Agent, whose JSON
-// line Contains a text. Min and Max bound the count (Max -1: no bound).
+// exports match: in a Tenant's bucket, of a Type (delegation or skill), of
+// an Agent, whose JSON line Contains a text. Min and Max bound the count
+// (Max -1: no bound).
 type TrainingRows struct {
-	Type, Agent, Contains string
-	Min, Max              int
+	Tenant, Type, Agent, Contains string
+	Min, Max                      int
 }
 
 // Check implements Expectation.
@@ -315,9 +323,10 @@ func (x TrainingRows) Check(r *Result) *Failure {
 	n := 0
 	rows := make([]string, len(pr.Training))
 	for i, t := range pr.Training {
-		rows[i] = fmt.Sprintf("%s of %s (%s%s) → %q", t.Type, t.Agent, t.Goal, t.Skill, t.Response+t.Result)
-		b, _ := json.Marshal(t)
-		if x.Type != "" && t.Type != x.Type || x.Agent != "" && t.Agent != x.Agent || !strings.Contains(string(b), x.Contains) {
+		rows[i] = fmt.Sprintf("%s: %s of %s (%s%s) → %q", t.Tenant, t.Type, t.Agent, t.Goal, t.Skill, t.Response+t.Result)
+		b, _ := json.Marshal(t.Trajectory)
+		if x.Tenant != "" && t.Tenant != x.Tenant || x.Type != "" && t.Type != x.Type || x.Agent != "" && t.Agent != x.Agent ||
+			!strings.Contains(string(b), x.Contains) {
 			continue
 		}
 		n++
@@ -343,6 +352,9 @@ func (x TrainingRows) Describe() string {
 	}
 	if x.Contains != "" {
 		what += fmt.Sprintf(" containing %q", x.Contains)
+	}
+	if x.Tenant != "" {
+		return fmt.Sprintf("%s %s are exported for tenant %s", bounds(x.Min, x.Max), what, x.Tenant)
 	}
 	return fmt.Sprintf("%s %s are exported", bounds(x.Min, x.Max), what)
 }
