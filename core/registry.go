@@ -247,15 +247,26 @@ func (r *registry) startLocked(w *work) {
 
 // runChild is the body of a background child's actor.
 func (r *registry) runChild(ctx context.Context, w *work) {
-	var out *Output
-	var err error
-	if w.run != nil {
-		out, err = w.run(ctx, w)
-	} else {
-		out, err = r.rt.runBackground(ctx, w)
-	}
+	out, err := r.runWork(ctx, w)
 	r.rt.opts.Executor.Yield(Point{Kind: PointWorkTransition, Work: w.ref.ID, Agent: w.ref.TargetID, Event: "finish"})
 	r.finish(w, ctx, out, err)
+}
+
+// runWork runs what the Work runs: a background tool's run, or the child
+// agent's. A panic in it fails the Work, as any other failure of the child
+// does, and is never the end of the process: the child runs on an actor of
+// its own, where nothing else would recover it. (An agent's run recovers
+// its own panics; a background tool's has no run around it.)
+func (r *registry) runWork(ctx context.Context, w *work) (out *Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, errorf("background work %s (%s) panicked: %v", w.ref.ID, w.label(), p)
+		}
+	}()
+	if w.run != nil {
+		return w.run(ctx, w)
+	}
+	return r.rt.runBackground(ctx, w)
 }
 
 func (r *registry) finish(w *work, ctx context.Context, out *Output, err error) {

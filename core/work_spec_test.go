@@ -692,6 +692,40 @@ var _ = Describe("result", func() {
 		}
 	}, within)
 
+	DescribeTable("fails Work whose child panics, answering result with its status, never the panic text, while the owner's run goes on",
+		func(ctx SpecContext, tool string) {
+			f := newFixture(ctx)
+			f.allowScriptFailures = true
+			research := shared.ResearchAgent()
+			research.Tools = core.Tools{"lookup": &core.Tool{Description: "Look a term up",
+				Run: func(context.Context, core.ToolCall, any) (any, error) { panic("PANIC-MARKER: a nil map") }}}
+			coordinator := shared.Coordinator(research)
+			coordinator.Tools["index"] = core.BackgroundTool("indexer", &core.Tool{Description: "Index the corpus",
+				Run: func(context.Context, core.ToolCall, any) (any, error) { panic("PANIC-MARKER: a nil map") }})
+			call := bg(shared.Question)
+			if tool == "index" {
+				call = scripted.Use("index", map[string]any{"run_in_background": true})
+			}
+			f.model.Script(shared.ResearchID, scripted.Calls(scripted.Use("lookup", map[string]any{})))
+			f.model.Script(shared.CoordinatorID,
+				scripted.Calls(call),
+				scripted.Calls(scripted.Use("work", map[string]any{"action": "result", "id": scripted.WorkOf(tool)})),
+				scripted.Say("ok"))
+
+			res, err := f.run(coordinator, shared.Ask(shared.Question))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Output.Raw).To(Equal("ok"))
+			msg := toolResults(res.Messages, "work")[0]
+			Expect(msg.IsError).To(BeFalse())
+			Expect(obj(msg.Content)["state"]).To(Equal("failed"))
+			for _, req := range f.model.RequestsFor(shared.CoordinatorID) {
+				Expect(snapshot(req)).NotTo(ContainSubstring("PANIC-MARKER"))
+			}
+		},
+		Entry("a background tool", "index", within),
+		Entry("a background child agent", "research", within),
+	)
+
 	It("stops waiting when the tool call is aborted, and the aborted run's Work is cancelled with it", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		child := f.model.hold(shared.ResearchID, 1)
