@@ -514,6 +514,11 @@ func (p *Platform) runSession(s *session) {
 		p.mu.Lock()
 		if p.closing || s.state.Terminal() || len(s.pending) == 0 {
 			s.active = false
+			// An attempt stopped before its first turn has no turn's end
+			// to give its running slot back: its actor's end does.
+			if s.state.Terminal() && p.releaseAttemptLocked(s) {
+				p.kickDispatchLocked()
+			}
 			p.unlock()
 			return
 		}

@@ -334,10 +334,7 @@ func (p *Platform) startAttempt(c store.Claim) {
 // taskTurnEnded turns an attempt's end into its outcome. The durable write
 // happens outside the lock, in the returned function.
 func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
-	p.cancelSlotLocked(s.taskSlot)
-	if p.runningTasks[s.task] == s {
-		delete(p.runningTasks, s.task)
-	}
+	p.releaseAttemptLocked(s)
 	if errors.Is(end.cause, errTaskCancel) {
 		// cancel_task already wrote the cancellation.
 		p.kickDispatchLocked()
@@ -392,6 +389,26 @@ func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
 		}
 		p.kickDispatchLocked()
 	}
+}
+
+// releaseAttemptLocked gives back the running slot that attempt session s
+// holds (and stops its task timeout). It is the one place a slot is
+// released, however the attempt ends: its turn ended (taskTurnEnded), or
+// its session was stopped (cancel_task, a revoked claim) before its first
+// turn, so that its actor ends with no turn (runSession). It reports
+// whether s still held the slot: a second call, or one for another kind of
+// session, does nothing.
+func (p *Platform) releaseAttemptLocked(s *session) bool {
+	if s.kind != KindTask {
+		return false
+	}
+	p.cancelSlotLocked(s.taskSlot)
+	s.taskSlot = nil
+	if p.runningTasks[s.task] != s {
+		return false
+	}
+	delete(p.runningTasks, s.task)
+	return true
 }
 
 // taskEventsLocked reports an attempt's outcome on the spawner's log and

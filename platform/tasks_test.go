@@ -461,3 +461,36 @@ var _ = Describe("Durable tasks across processes", func() {
 		Expect(stopped[0]).To(BeNumerically("<=", 90*time.Second+2*time.Minute), "within one poll of the cancel")
 	})
 })
+
+var _ = Describe("Durable tasks' running slots", func() {
+	It("a task cancelled after its claim, before its attempt's first turn, gives its running slot back: the next ready task runs", func() {
+		// Seed 189 orders the actors so that cancel_task lands after the
+		// dispatcher claimed task-1 and started its attempt session, but
+		// before that session's first turn.
+		e := seededEnv(189, func(o *platform.Options) { o.MaxRunningTasks = 1 })
+		e.model.Script("coordinator",
+			calls(use("spawn_task", map[string]any{"prompt": "a", "agent": "researcher"})),
+			calls(use("cancel_task", map[string]any{"task_id": "task-1"})),
+			calls(use("spawn_task", map[string]any{"prompt": "b", "agent": "writer"})),
+			say("done"), scripted.Turn{Text: "ok", Repeat: true})
+		e.model.Script("researcher", scripted.Turn{Text: "a done", Repeat: true})
+		e.model.Script("writer", scripted.Turn{Text: "b done", Repeat: true})
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.runFor(3 * time.Hour)
+
+		c := ofType(e.p.Events(root), platform.EventTaskCancelled)
+		Expect(c).To(HaveLen(1))
+		Expect(c[0].Status).To(Equal("running"), "cancelled while running")
+		as, err := e.p.Attempts("task-1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(as).To(HaveLen(1))
+		Expect(e.info(as[0].Session).Turns).To(BeZero(), "the interleaving under test: the attempt was stopped before its first turn")
+		Expect(e.info(as[0].Session).State).To(Equal(platform.StateStopped))
+		Expect(e.p.Task("task-2")).To(HaveField("State", store.TaskDone),
+			"task-2 never claimed: the cancelled attempt still holds the only running slot")
+		lost, err := e.p.LostTasks(e.sim.Clock().Now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lost).To(BeEmpty())
+	})
+})
