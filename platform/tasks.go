@@ -293,13 +293,24 @@ func (p *Platform) startAttempt(c store.Claim) {
 
 	p.mu.Lock()
 	tmpl := p.opts.Agents[t.Agent]
-	if tmpl == nil || p.closing {
+	if p.closing {
 		p.unlock()
 		_ = p.durable(func() error {
 			_, _, err := p.store.FinishAttempt(p.ctx(), t.ID, c.Attempt.N, p.instance,
 				store.Finish{Outcome: store.OutcomeErrored, Error: "unknown agent " + t.Agent, At: p.clock.Now()})
 			return err
 		})
+		return
+	}
+	if tmpl == nil {
+		// The attempt fails at its claim (the agent is not configured
+		// here, as after a release that renamed it): the claim started it
+		// and its end is reported as any attempt's, so the spawner hears
+		// of the retries and of the failure.
+		p.emitLocked(&Event{Session: t.Spawner, Type: EventTaskStarted, Task: t.ID, Attempt: c.Attempt.N})
+		p.unlock()
+		p.finishAttempt(t.ID, c.Attempt.N, "",
+			store.Finish{Outcome: store.OutcomeErrored, Error: fmt.Sprintf("unknown agent %q", t.Agent), At: p.clock.Now()})
 		return
 	}
 	s := &session{id: p.ids.NewID(IDSession), root: t.Root, kind: KindTask, agentName: t.Agent, tmpl: tmpl,
@@ -360,35 +371,41 @@ func (p *Platform) taskTurnEnded(s *session, end turnEnd) func() {
 	} else {
 		p.setStateLocked(s, StateFailed)
 	}
-	taskID, n := s.task, s.attempt
-	return func() {
-		var t store.Task
-		var promoted []string
-		err := p.durable(func() error {
-			var err error
-			t, promoted, err = p.store.FinishAttempt(p.ctx(), taskID, n, p.instance, f)
-			return err
-		})
-		var spawners []string
-		for _, c := range promoted {
-			ct, _ := p.store.GetTask(p.ctx(), c)
-			spawners = append(spawners, ct.Spawner)
-		}
-		var stranded []store.Task
-		if err == nil {
-			stranded = p.strandedBy(t)
-		}
-		p.mu.Lock()
-		defer p.unlock()
-		if err == nil {
-			p.taskEventsLocked(t, f, n, s.id)
-			for i, c := range promoted {
-				p.emitLocked(&Event{Session: spawners[i], Type: EventTaskPromoted, Task: c})
-			}
-			p.strandChildrenLocked(t, stranded)
-		}
-		p.kickDispatchLocked()
+	taskID, n, child := s.task, s.attempt, s.id
+	return func() { p.finishAttempt(taskID, n, child, f) }
+}
+
+// finishAttempt writes the outcome f of attempt n of task taskID (run by
+// session child, if it got one) and reports it: the task.* events on the
+// spawner's log, the tasks it promoted and those it strands. It is called
+// outside the lock.
+func (p *Platform) finishAttempt(taskID string, n int, child string, f store.Finish) {
+	var t store.Task
+	var promoted []string
+	err := p.durable(func() error {
+		var err error
+		t, promoted, err = p.store.FinishAttempt(p.ctx(), taskID, n, p.instance, f)
+		return err
+	})
+	var spawners []string
+	for _, c := range promoted {
+		ct, _ := p.store.GetTask(p.ctx(), c)
+		spawners = append(spawners, ct.Spawner)
 	}
+	var stranded []store.Task
+	if err == nil {
+		stranded = p.strandedBy(t)
+	}
+	p.mu.Lock()
+	defer p.unlock()
+	if err == nil {
+		p.taskEventsLocked(t, f, n, child)
+		for i, c := range promoted {
+			p.emitLocked(&Event{Session: spawners[i], Type: EventTaskPromoted, Task: c})
+		}
+		p.strandChildrenLocked(t, stranded)
+	}
+	p.kickDispatchLocked()
 }
 
 // releaseAttemptLocked gives back the running slot that attempt session s

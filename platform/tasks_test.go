@@ -35,6 +35,16 @@ func onNotice(tool string, args map[string]any) scripted.Turn {
 	}}
 }
 
+// lastUserOf is the last user message in a session's history.
+func lastUserOf(info platform.SessionInfo) string {
+	for i := len(info.History) - 1; i >= 0; i-- {
+		if info.History[i].Role == core.RoleUser {
+			return info.History[i].Content
+		}
+	}
+	return ""
+}
+
 func complete(summary string, meta map[string]any) scripted.Turn {
 	args := map[string]any{"summary": summary}
 	if meta != nil {
@@ -380,6 +390,33 @@ var _ = Describe("Durable tasks (spawn_task)", func() {
 		Expect(as).To(HaveLen(1))
 		Expect(as[0].Outcome).To(Equal(store.OutcomeCancelled))
 		Expect(ofType(e.p.Events(root), platform.EventTaskCancelled)[0].Child).To(Equal(child))
+	})
+})
+
+var _ = Describe("Durable tasks that fail at claim time", func() {
+	It("task.failed marks the transition: a task whose agent is unknown after a restart reports each claimed attempt (task.started, task.retry, task.failed) to its spawner, which wakes", func() {
+		e := newEnv()
+		root := e.root("coordinator")
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "x", Agent: "researcher"})
+		Expect(err).NotTo(HaveOccurred())
+		delete(e.opts.Agents, "researcher") // the next release renamed the agent
+		e.opts.Instance = "proc-2"
+		e.p, _, err = e.p.Restart(e.opts, []platform.Root{{ID: root, Options: platform.SessionOptions{Agent: "coordinator", User: "ada"}}})
+		Expect(err).NotTo(HaveOccurred())
+		e.model.Script("coordinator", scripted.Turn{Text: "noted", Repeat: true})
+		e.runFor(time.Hour)
+
+		Expect(e.p.Task(t.ID)).To(HaveField("State", store.TaskFailed))
+		log := e.p.Events(root)
+		Expect(ofType(log, platform.EventTaskStarted)).To(HaveLen(3), "%v", types(log))
+		Expect(ofType(log, platform.EventTaskRetry)).To(HaveLen(2), "%v", types(log))
+		failed := ofType(log, platform.EventTaskFailed)
+		Expect(failed).To(HaveLen(1), "%v", types(log))
+		Expect(failed[0].Attempt).To(Equal(3))
+		Expect(failed[0].Status).To(Equal(string(store.OutcomeErrored)))
+		Expect(failed[0].Error).To(ContainSubstring(`unknown agent "researcher"`))
+		Expect(e.info(root).Turns).To(Equal(1), "the task.failed notice wakes the spawner")
+		Expect(lastUserOf(e.info(root))).To(ContainSubstring(string(platform.EventTaskFailed)))
 	})
 })
 
