@@ -259,8 +259,9 @@ func (p *Platform) Instance() string { return p.instance }
 
 // Close stops the timers, interrupts every turn and waits until every actor
 // has ended, then closes the runtime. Unlike Crash it is orderly, but it
-// writes nothing either: a task attempt interrupted by Close is left to be
-// reaped like a crashed one, because the process is going away.
+// writes nothing either: the dispatcher claims no task once Close began,
+// and a task attempt interrupted by Close (or claimed as it began) is left
+// to be reaped like a crashed one, because the process is going away.
 //
 // Close waits through the executor, so it may be called from an actor or,
 // under a simulator, from its driver (whose wait runs the simulation).

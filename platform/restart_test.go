@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -45,6 +46,46 @@ var _ = Describe("Crash and restart", func() {
 		row, _ := next.Task(t.ID)
 		Expect(row.State).To(Equal(store.TaskRunning), "the crashed attempt is in the store until its lease lapses")
 		Expect(row.ClaimedBy).To(Equal("proc-1"))
+	})
+})
+
+var _ = Describe("Close", func() {
+	It("writes nothing: a task the dispatcher is about to claim as the platform closes is neither claimed nor failed, and the next process runs it", func() {
+		// The agent's tool has an operator actor close the platform; seed
+		// 3 orders the actors so that Close lands while the dispatcher is
+		// between its closing check and its claim of the task just
+		// spawned.
+		var e *env
+		shutdown := &core.Tool{Description: "shut down", Run: func(context.Context, core.ToolCall, any) (any, error) {
+			e.sim.Go("operator", func() {
+				defer GinkgoRecover()
+				Expect(e.p.Close()).To(Succeed())
+			})
+			return "closing", nil
+		}}
+		e = seededEnv(3, func(o *platform.Options) {
+			o.Agents["ops"] = &core.Agent{ID: "ops", Tools: core.Tools{"shutdown": shutdown}}
+		})
+		e.model.Script("ops", calls(use("spawn_task", map[string]any{"prompt": "a", "agent": "researcher", "max_attempts": 1}),
+			use("shutdown", map[string]any{})), say("bye"))
+		e.model.Script("researcher", say("a done"))
+		root := e.root("ops")
+		e.send(root, "go")
+		e.settle()
+
+		as, err := e.p.Attempts("task-1")
+		Expect(err).NotTo(HaveOccurred())
+		for _, a := range as {
+			Expect(a.Outcome).NotTo(Equal(store.OutcomeErrored), "Close wrote attempt %d as %s: %q", a.N, a.Outcome, a.Error)
+		}
+		Expect(as).To(BeEmpty(), "nothing was claimed after Close")
+		Expect(e.p.Task("task-1")).To(HaveField("State", store.TaskReady))
+
+		e.opts.Instance = "proc-2"
+		e.p, err = platform.New(e.opts)
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(time.Hour)
+		Expect(e.p.Task("task-1")).To(HaveField("State", store.TaskDone))
 	})
 })
 

@@ -257,6 +257,15 @@ func (p *Platform) dispatch() {
 		}
 		p.mu.Unlock()
 		p.exec.Yield(core.Point{Kind: PointTaskClaim, Event: "claim"})
+		p.mu.Lock()
+		if p.closing {
+			// Close came during the yield: no claim, which would be a
+			// durable write after it.
+			p.dispatching = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
 		var c store.Claim
 		ok := false
 		err := p.durable(func() error {
@@ -294,12 +303,10 @@ func (p *Platform) startAttempt(c store.Claim) {
 	p.mu.Lock()
 	tmpl := p.opts.Agents[t.Agent]
 	if p.closing {
+		// Close came between the dispatcher's last look and its claim.
+		// Close writes nothing, so the claimed attempt is left to be
+		// reaped like a crashed one when its lease lapses.
 		p.unlock()
-		_ = p.durable(func() error {
-			_, _, err := p.store.FinishAttempt(p.ctx(), t.ID, c.Attempt.N, p.instance,
-				store.Finish{Outcome: store.OutcomeErrored, Error: "unknown agent " + t.Agent, At: p.clock.Now()})
-			return err
-		})
 		return
 	}
 	if tmpl == nil {
