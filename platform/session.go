@@ -390,22 +390,24 @@ func (p *Platform) newChildLocked(parent *session, kind Kind, agent string) (*se
 }
 
 // Send queues a user message for a root session and wakes it. A message
-// of the form "/loop [interval] <prompt>" creates a loop instead.
+// of the form "/loop [interval] <prompt>" creates a loop instead. Either
+// is a user message: only a live root session that is not closed (or
+// otherwise terminal) takes it.
 func (p *Platform) Send(sessionID, text string) error {
-	if IsLoopCommand(text) {
-		_, err := p.Loop(sessionID, strings.TrimSpace(text))
-		return err
-	}
 	p.mu.Lock()
-	defer p.unlock()
 	s, err := p.rootLocked(sessionID, "take user messages")
-	if err != nil {
-		return err
+	if err == nil && s.state.Terminal() {
+		err = fmt.Errorf("session %s is %s", sessionID, s.state)
 	}
-	if s.state.Terminal() {
-		return fmt.Errorf("session %s is %s", sessionID, s.state)
+	if err != nil || IsLoopCommand(text) {
+		p.unlock()
+		if err == nil {
+			_, err = p.Loop(sessionID, strings.TrimSpace(text))
+		}
+		return err
 	}
 	p.enqueueLocked(s, text)
+	p.unlock()
 	return nil
 }
 

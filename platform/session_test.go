@@ -135,6 +135,29 @@ var _ = Describe("Root sessions", func() {
 		Expect(e.info(root).State).To(Equal(platform.StateClosed))
 		Expect(e.p.CloseSession("no-such-session")).To(MatchError(platform.ErrUnknownSession))
 	})
+
+	It("only a live root session takes user messages, /loop included: a closed root and a worker refuse it, and nothing is scheduled", func() {
+		e := newEnv()
+		e.model.Script("coordinator", calls(use("spawn_worker", map[string]any{"task": "look", "agent": "writer"})), say("spawned"), say("thanks"))
+		e.model.Script("writer", say("found it"))
+		root := e.root("coordinator")
+		e.send(root, "go")
+		e.settle()
+		worker := e.info(root).Children[0]
+		Expect(e.p.Send(worker, "hello")).To(MatchError(ContainSubstring("only root sessions take user messages")))
+		Expect(e.p.Send(worker, "/loop 1h ping")).To(MatchError(ContainSubstring("only root sessions take user messages")))
+
+		Expect(e.p.CloseSession(root)).To(Succeed())
+		Expect(e.p.Send(root, "hello")).To(MatchError("session " + root + " is closed"))
+		Expect(e.p.Send(root, "/loop 1h ping")).To(MatchError("session " + root + " is closed"))
+		Expect(e.p.Send("no-such-session", "/loop 1h ping")).To(MatchError(platform.ErrUnknownSession))
+
+		rows, err := e.p.Schedules("ada")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rows).To(BeEmpty(), "a refused /loop scheduled nothing")
+		e.runFor(3 * time.Hour)
+		Expect(ofType(e.p.Events(root), platform.EventLoopResult)).To(BeEmpty())
+	})
 })
 
 // These specs are about the context a turn's tools get: a turn's context
