@@ -49,6 +49,11 @@ var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 // Options.AllowCronEvery allows it.
 var ErrCronEvery = errors.New("@every is not a 5-field cron expression; write the cadence in 5 fields (such as \"*/15 * * * *\"), or allow @every with the platform's AllowCronEvery option")
 
+// ErrCronNever: a cadence's cron expression matches no time in the years
+// ahead (such as "0 0 30 2 *", February 30th), so a schedule on it would
+// never run.
+var ErrCronNever = errors.New("the cron expression never matches (no such date, such as February 30th), so it would never run; write one that matches a real date")
+
 // ParseCron parses a schedule's cadence by the 5-field cron rule (see
 // cronParser). "@every <duration>" is no cron expression: it is refused
 // unless allowEvery (Options.AllowCronEvery) says otherwise.
@@ -151,11 +156,26 @@ func (p *Platform) Cron(sessionID, spec, prompt string) (store.Schedule, error) 
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("cron %q: %w", spec, err)
 	}
+	next, err := firstRun(sched, p.clock.Now())
+	if err != nil {
+		return store.Schedule{}, fmt.Errorf("cron %q: %w", spec, err)
+	}
 	if err := checkCommand(prompt); err != nil {
 		return store.Schedule{}, err
 	}
-	return p.createSchedule(s, store.Schedule{Kind: store.ScheduleCron, Cron: spec, Prompt: prompt,
-		NextRun: sched.Next(p.clock.Now())})
+	return p.createSchedule(s, store.Schedule{Kind: store.ScheduleCron, Cron: spec, Prompt: prompt, NextRun: next})
+}
+
+// firstRun is a new cron schedule's first run after now. A cadence that
+// never matches (the cron library finds no match in the years ahead) is
+// refused with ErrCronNever: stored, it would stay active with no next
+// run, never firing and never expiring.
+func firstRun(sched cron.Schedule, now time.Time) (time.Time, error) {
+	next := sched.Next(now)
+	if next.IsZero() {
+		return time.Time{}, ErrCronNever
+	}
+	return next, nil
 }
 
 // Once schedules prompt for a session's user to run once at at, as
@@ -253,7 +273,11 @@ func (p *Platform) toolCronCreate(_ context.Context, s *session, _ core.ToolCall
 		if err != nil {
 			return nil, modelErr("invalid_arguments", "cron %q: %v", in.Cron, err)
 		}
-		sch.Kind, sch.Cron, sch.NextRun = store.ScheduleCron, in.Cron, spec.Next(now)
+		next, err := firstRun(spec, now)
+		if err != nil {
+			return nil, modelErr("invalid_arguments", "cron %q: %v", in.Cron, err)
+		}
+		sch.Kind, sch.Cron, sch.NextRun = store.ScheduleCron, in.Cron, next
 	case in.At != "":
 		at, err := time.Parse(time.RFC3339, in.At)
 		if err != nil {

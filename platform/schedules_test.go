@@ -104,6 +104,22 @@ var _ = Describe("Scheduled sessions and loops", func() {
 		Expect(rows).To(BeEmpty())
 	})
 
+	It("a cron expression that never matches (Feb 30) is refused, as a model-facing error from cron_create, not stored active with no next run", func() {
+		out, ok := createVia(map[string]any{"prompt": "never", "cron": "0 0 30 2 *"})
+		Expect(ok).To(BeFalse(), "cron_create accepted Feb 30: %s", out)
+		Expect(out).To(ContainSubstring("invalid_arguments"))
+		Expect(out).To(ContainSubstring("never matches"))
+		Expect(out).NotTo(ContainSubstring("0001-01-01"))
+		_, err := e.p.Cron(root, "0 0 30 2 *", "never")
+		Expect(err).To(MatchError(platform.ErrCronNever))
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows).To(BeEmpty())
+		// Feb 29 matches, in the next leap year.
+		s, err := e.p.Cron(root, "0 0 29 2 *", "leap day")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.NextRun).To(Equal(time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC)))
+	})
+
 	It("cron_create with a one-shot time fires once and completes", func() {
 		id, ok := createVia(map[string]any{"prompt": "remind me", "in": "2h"})
 		Expect(ok).To(BeTrue(), id)
