@@ -303,6 +303,23 @@ var _ = Describe("Boundaries: failover is prompt", func() {
 		_, err = e.p.Cron(root, "@hourly", "tick")
 		Expect(err).NotTo(HaveOccurred())
 	})
+
+	It("a cadence is a 5-field cron expression: a TZ= or CRON_TZ= prefix is refused, so it cannot carry @every past the rule", func() {
+		root := e.root("scout")
+		for _, spec := range []string{"TZ=UTC @every 1s", "CRON_TZ=UTC @every 1m", "TZ=Europe/Paris 0 9 * * *", "CRON_TZ=UTC 0 9 * * *"} {
+			_, err := e.p.Cron(root, spec, "tick")
+			Expect(err).To(MatchError(platform.ErrCronTZ), spec)
+		}
+		e.model.Script("scout", calls(use("cron_create", map[string]any{"prompt": "tick", "cron": "CRON_TZ=UTC @every 1m"})), say("no"))
+		e.send(root, "schedule it")
+		e.settle()
+		out, ok := toolResult(e.info(root), "cron_create")
+		Expect(ok).To(BeFalse(), "cron_create accepted CRON_TZ=UTC @every 1m: %s", out)
+		Expect(out).To(ContainSubstring("invalid_arguments"))
+		Expect(out).To(ContainSubstring("5-field"))
+		rows, _ := e.p.Schedules("ada")
+		Expect(rows).To(BeEmpty())
+	})
 })
 
 var _ = Describe("Boundaries: no task is stranded in silence", func() {

@@ -57,7 +57,7 @@
 //
 // Schedules ([Platform.Cron], [Platform.Once], cron_create, [Platform.Loop]
 // for "/loop") are rows in the store, on a 5-field cron cadence ([ParseCron]:
-// @every only with [Options.AllowCronEvery]) or one-shot. One persistent
+// @every only with [Options.AllowCronEvery], no TZ= prefix) or one-shot. One persistent
 // timer, the scheduled-work ticker, wakes at the earliest due row this
 // process knows of and at least every [Options.SchedulePollInterval], so
 // that other processes' rows and a dead leader are noticed within a poll;

@@ -49,6 +49,11 @@ var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 // Options.AllowCronEvery allows it.
 var ErrCronEvery = errors.New("@every is not a 5-field cron expression; write the cadence in 5 fields (such as \"*/15 * * * *\"), or allow @every with the platform's AllowCronEvery option")
 
+// ErrCronTZ: a cadence starts with a time zone ("TZ=..." or
+// "CRON_TZ=..."), which is no part of a 5-field cron expression. A
+// schedule's cadence is read in the time zone of the platform's clock.
+var ErrCronTZ = errors.New("a TZ= or CRON_TZ= prefix is not part of a 5-field cron expression; write the 5 fields alone (such as \"0 9 * * *\"): cadences follow the platform clock's time zone")
+
 // ErrCronNever: a cadence's cron expression matches no time in the years
 // ahead (such as "0 0 30 2 *", February 30th), so a schedule on it would
 // never run.
@@ -56,9 +61,16 @@ var ErrCronNever = errors.New("the cron expression never matches (no such date, 
 
 // ParseCron parses a schedule's cadence by the 5-field cron rule (see
 // cronParser). "@every <duration>" is no cron expression: it is refused
-// unless allowEvery (Options.AllowCronEvery) says otherwise.
+// unless allowEvery (Options.AllowCronEvery) says otherwise. Nor is the
+// cron library's time zone prefix ("TZ=<zone> " or "CRON_TZ=<zone> "):
+// it is refused (ErrCronTZ), so that what a cadence says is its 5 fields
+// alone, read in the time zone of the platform's clock.
 func ParseCron(spec string, allowEvery bool) (cron.Schedule, error) {
-	if strings.HasPrefix(strings.TrimSpace(spec), "@every") && !allowEvery {
+	trimmed := strings.TrimSpace(spec)
+	if strings.HasPrefix(trimmed, "TZ=") || strings.HasPrefix(trimmed, "CRON_TZ=") {
+		return nil, ErrCronTZ
+	}
+	if strings.HasPrefix(trimmed, "@every") && !allowEvery {
 		return nil, ErrCronEvery
 	}
 	return cronParser.Parse(spec)
