@@ -129,4 +129,24 @@ var _ = Describe("Events across processes sharing a store", func() {
 		Expect(woken).NotTo(BeNil(), "the reopened spawner is woken by the outcome, as it would have been where it lived")
 		Expect(lastUser(woken)).To(ContainSubstring(t.ID))
 	})
+
+	It("workspace cleanup never deletes the workspace of a tree that is live in another process sharing the store, and deletes it once that process is gone", func() {
+		e := newEnv(polling)
+		sweeping := e.another("proc-2", func(o *platform.Options) { o.NoSweepers = false })
+		idle := e.root("writer") // no task, no schedule, never written again
+		Expect(e.p.WriteFile(idle, "notes.md", "kept while the session lives")).To(Succeed())
+
+		e.runFor(30 * time.Hour)
+		Expect(sweeping.ReadFile(idle, "notes.md")).To(Equal("kept while the session lives"),
+			"proc-1 still has the session: its tree is not orphaned")
+		Expect(ofType(sweeping.Events(""), platform.EventWorkspaceDeleted)).To(BeEmpty())
+
+		e.p.Crash() // the session is gone with its process; its presence lapses within three task polls
+		e.runFor(6 * time.Hour)
+		_, err := sweeping.ReadFile(idle, "notes.md")
+		Expect(err).To(MatchError(store.ErrNotFound), "orphaned now, and written more than the grace ago")
+		del := ofType(sweeping.Events(""), platform.EventWorkspaceDeleted)
+		Expect(del).To(HaveLen(1))
+		Expect(del[0].Path).To(Equal(platform.WorkspacePrefix(idle)))
+	})
 })
