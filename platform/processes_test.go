@@ -1,12 +1,16 @@
 package platform_test
 
 import (
+	"context"
+	"database/sql"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scripted"
@@ -38,10 +42,50 @@ func busyElsewhere(e *env, root string) {
 	Expect(err).NotTo(HaveOccurred())
 }
 
+// sharedStores are the durable stores processes share in these specs:
+// the memory store (nil: the env's own), SQLite and PostgreSQL (when the
+// test server is there; fixture.Postgres skips the spec otherwise).
+var sharedStores = []struct {
+	name string
+	open func() store.Store
+}{
+	{"the memory store", func() store.Store { return nil }},
+	{"SQLite", func() store.Store {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(GinkgoT().TempDir(), "p.db")+
+			"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(db.Close)
+		s, err := store.NewSQL(context.Background(), db, store.SQLOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		return s
+	}},
+	{"PostgreSQL", func() store.Store {
+		s, err := store.OpenPostgres(context.Background(), fixture.Postgres(GinkgoT()), store.PostgresOptions{Fresh: true, MaxConns: 2})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(s.Close)
+		return s
+	}},
+}
+
 var _ = Describe("Events across processes sharing a store", func() {
+	for _, b := range sharedStores {
+		Context("on "+b.name, func() {
+			eventsAcrossProcesses(b.open)
+		})
+	}
+})
+
+func eventsAcrossProcesses(open func() store.Store) {
+	var shared store.Store
+	// Opened before the env, so that its connections are there before
+	// the env's goroutine check starts, and closed after it.
+	BeforeEach(func() { shared = open() })
 	// Processes sharing a store poll it; attempts may run for hours.
 	polling := func(o *platform.Options) {
 		o.MaxRunningTasks, o.TaskPollInterval, o.TaskTimeout = 1, time.Minute, 4*time.Hour
+		if shared != nil {
+			o.Store = shared
+		}
 	}
 
 	It("a task attempt's outcome reaches its spawner in the process where the spawner is live, in order, and wakes it within one task poll", func() {
@@ -149,4 +193,4 @@ var _ = Describe("Events across processes sharing a store", func() {
 		Expect(del).To(HaveLen(1))
 		Expect(del[0].Path).To(Equal(platform.WorkspacePrefix(idle)))
 	})
-})
+}
