@@ -298,7 +298,8 @@ type Root struct {
 // crashes (Crash: every process-local thing is lost), a new Platform is
 // made from opts on p's store (opts.Store is ignored), and the given root
 // sessions are reopened under their ids (RestoreSession), so that their
-// tasks' ownership checks and parked events find them. It returns the new
+// tasks' ownership checks and the events addressed to them (parked here, or
+// in their mailboxes in the store) find them. It returns the new
 // process and the ids of the roots it reopened; a root that cannot be
 // reopened (its agent is unknown to opts) is left out.
 func (p *Platform) Restart(opts Options, roots []Root) (*Platform, []string, error) {

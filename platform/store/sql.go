@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -1038,6 +1039,9 @@ func (s *SQL) PostMail(ctx context.Context, m Mail) (Mail, error) {
 	return m, err
 }
 
+// takeMailChunk is how many sessions one query of TakeMail names.
+const takeMailChunk = 500
+
 // TakeMail implements Mailboxes: it reads the mailboxes' rows (locking
 // them where the dialect locks) and deletes each, in one transaction, and
 // returns a row only if its delete removed it, so that a mail another
@@ -1050,23 +1054,30 @@ func (s *SQL) TakeMail(ctx context.Context, sessions []string) ([]Mail, error) {
 	}
 	err := s.tx(ctx, "take mail", "", func(tx *sql.Tx) error {
 		out = out[:0]
-		args := make([]any, len(sessions))
-		for i, id := range sessions {
-			args[i] = id
+		var found []Mail
+		// The sessions in chunks, within the databases' limits on bind
+		// parameters; one transaction takes them all.
+		for chunk := range slices.Chunk(sessions, takeMailChunk) {
+			args := make([]any, len(chunk))
+			for i, id := range chunk {
+				args[i] = id
+			}
+			q := "SELECT seq, addressee, sender, posted_at, body FROM {t}mail WHERE addressee IN (" +
+				strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ") + ") ORDER BY seq{fu}"
+			rows, err := tx.QueryContext(ctx, s.sql(q), args...)
+			got, err := scanRows(rows, err, func(r *sql.Rows) (Mail, error) {
+				var m Mail
+				var at int64
+				err := r.Scan(&m.Seq, &m.Session, &m.From, &at, &m.Body)
+				m.At = fromNanos(at)
+				return m, err
+			})
+			if err != nil {
+				return err
+			}
+			found = append(found, got...)
 		}
-		q := "SELECT seq, addressee, sender, posted_at, body FROM {t}mail WHERE addressee IN (" +
-			strings.TrimSuffix(strings.Repeat("?, ", len(sessions)), ", ") + ") ORDER BY seq{fu}"
-		rows, err := tx.QueryContext(ctx, s.sql(q), args...)
-		found, err := scanRows(rows, err, func(r *sql.Rows) (Mail, error) {
-			var m Mail
-			var at int64
-			err := r.Scan(&m.Seq, &m.Session, &m.From, &at, &m.Body)
-			m.At = fromNanos(at)
-			return m, err
-		})
-		if err != nil {
-			return err
-		}
+		slices.SortFunc(found, func(a, b Mail) int { return cmp.Compare(a.Seq, b.Seq) })
 		for _, m := range found {
 			res, err := tx.ExecContext(ctx, s.sql("DELETE FROM {t}mail WHERE seq = ?"), m.Seq)
 			if err != nil {

@@ -631,6 +631,23 @@ var _ = Describe("Mailboxes and presence", func() {
 				Expect(later.Seq).To(BeNumerically(">", 0))
 			})
 
+			It("one take hands over the mail of as many sessions as a process has, in the order it was posted", func() {
+				const sessions = 620 // more than one query's worth of names
+				ids := make([]string, sessions)
+				for i := range sessions {
+					ids[i] = fmt.Sprintf("s-%03d", i)
+				}
+				for i := sessions - 1; i >= 0; i-- {
+					post(ids[i], "proc-2", fmt.Sprint(i))
+				}
+				got, err := s.TakeMail(ctx, ids)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(HaveLen(sessions))
+				for i, m := range got {
+					Expect(m.Body).To(Equal(fmt.Sprint(sessions-1-i)), "mail %d", i)
+				}
+			})
+
 			It("mail taken by processes racing on one mailbox goes to exactly one of them", func() {
 				const mails, procs = 60, 6
 				for i := range mails {
