@@ -192,6 +192,11 @@ func (c *checker) platform(entry int) {
 	for pr.checked < len(pr.events) && pr.events[pr.checked].entry <= entry {
 		pe := &pr.events[pr.checked]
 		pr.checked++
+		if pe.ev.From != "" {
+			// Another process's event, delivered from the session's
+			// mailbox: the invariants saw it where it was emitted.
+			continue
+		}
 		if c.state.Tasks == nil {
 			c.state.Tasks = map[string]*TaskFacts{}
 		}

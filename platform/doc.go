@@ -81,12 +81,30 @@
 // executor, from an actor or from a simulator's driver alike. A new
 // Platform on the same store reaps the crashed attempts once their lease
 // (the task timeout) lapses by [Options.ReapGrace], and retries them.
-// Sessions are process-local; [Platform.RestoreSession] reopens a root under
-// its old id so that ownership checks and parked events find it.
-// [Platform.Restart] is the whole of it: crash, a new process on the store,
+// A session lives in one process; [Platform.RestoreSession] reopens a root
+// under its old id so that ownership checks and the events addressed to it
+// find it. [Platform.Restart] is the whole of it: crash, a new process on the store,
 // the roots reopened. [Platform.LostTasks] is the liveness rule that goes
 // with it: the tasks nothing will ever move again, seen from the live
 // process.
+//
+// # Processes sharing a store
+//
+// Several Platforms may share one store (the memory store in one program,
+// SQLite, or PostgreSQL across machines), each with its own
+// [Options.Instance] and an [Options.TaskPollInterval]. Any of them claims
+// ready tasks, and what happens to a session reaches it wherever it lives:
+// an event for a session that is not live in the emitting process (a task
+// attempt's outcome for its spawner, a loop.result for its origin) is
+// posted to the session's mailbox in the store ([store.Mailboxes]) with
+// the notice that wakes it, and the process where the session is live
+// takes its mail at its task poll and delivers it as a local event would
+// be, in the order it was posted, exactly once ([Event.From] names the
+// sender). Mail for a session live nowhere waits for RestoreSession, so it
+// survives the crash of its sender. The same poll records which trees
+// have live sessions in this process, for three polls, and the workspace
+// sweeper of every process keeps those trees' files. A cancel reaches an
+// attempt running in another process at that process's poll too.
 //
 // # Determinism
 //

@@ -168,6 +168,11 @@ type Event struct {
 	Siblings bool   `json:"siblings,omitempty"`
 	Text     string `json:"text,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// From is set on an event another process emitted for this session
+	// while it was not live there, and this process delivered from the
+	// session's mailbox: the instance that emitted it. That process's
+	// observer saw the event when it was emitted; this is its delivery.
+	From string `json:"from,omitempty"`
 	// Metadata is structured data: worker_complete's metadata.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// Parents are a created task's parent tasks (task.created).

@@ -209,9 +209,10 @@ func (p *Platform) SweepInbox() int {
 }
 
 // SweepWorkspaces is the platform workspace cleanup job: it deletes the
-// workspace prefix of every root that is no longer live, has no unfinished
-// task and no active schedule, and was last written at least
-// WorkspaceGrace ago. It returns the prefixes it deleted.
+// workspace prefix of every root that is no longer live (here, or in
+// another process sharing the store that recorded its presence at its
+// task polls), has no unfinished task and no active schedule, and was last
+// written at least WorkspaceGrace ago. It returns the prefixes it deleted.
 func (p *Platform) SweepWorkspaces(now time.Time) []string {
 	metas, err := p.store.ListFiles(p.ctx(), "sessions/")
 	if err != nil {
@@ -242,6 +243,13 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 		if s.State == store.ScheduleActive {
 			busy[cmp.Or(s.Root, s.Origin)] = true
 		}
+	}
+	// A tree with a session that is not terminal is live: here, or in
+	// another process that shares the store and has recorded its
+	// presence within its last task polls.
+	present, _ := p.store.Present(p.ctx(), now)
+	for _, root := range present {
+		busy[root] = true
 	}
 	p.mu.Lock()
 	for _, s := range p.order {

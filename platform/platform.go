@@ -97,12 +97,17 @@ type Platform struct {
 	// move, so that a log is a list of pointers: an event is stored once
 	// and a log that grows copies 8 bytes per event, not the whole record;
 	// texts holds the records' set text fields (see record).
-	records  slab.Slab[record]
-	texts    slab.Slab[string]
-	names    slab.Texts // the sessions' actor names
-	platLog  eventLog
-	parked   map[string]eventLog // events for sessions not live here
-	tenants  map[string]string   // the tenant of each root that has one (SessionOptions.Tenant)
+	records slab.Slab[record]
+	texts   slab.Slab[string]
+	names   slab.Texts // the sessions' actor names
+	platLog eventLog
+	parked  map[string]eventLog // events for sessions not live here, as this process sent them
+	// sent are the mails this process posted to each session not live
+	// here (their store numbers), and boxes the sessions here whose mail
+	// it takes at its task polls (see mail.go).
+	sent     map[string][]int64
+	boxes    []*session
+	tenants  map[string]string // the tenant of each root that has one (SessionOptions.Tenant)
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent
 	// lastQuick are the two variants last found in quick, and their keys,
@@ -294,7 +299,8 @@ type Root struct {
 // crashes (Crash: every process-local thing is lost), a new Platform is
 // made from opts on p's store (opts.Store is ignored), and the given root
 // sessions are reopened under their ids (RestoreSession), so that their
-// tasks' ownership checks and parked events find them. It returns the new
+// tasks' ownership checks and the events addressed to them (parked here, or
+// in their mailboxes in the store) find them. It returns the new
 // process and the ids of the roots it reopened; a root that cannot be
 // reopened (its agent is unknown to opts) is left out.
 func (p *Platform) Restart(opts Options, roots []Root) (*Platform, []string, error) {
@@ -471,6 +477,7 @@ func (p *Platform) emitLocked(e *Event) {
 		p.platLog = append(p.platLog, kept)
 	} else {
 		p.parked[e.Session] = append(p.parked[e.Session], kept)
+		p.postEventLocked(e)
 	}
 }
 

@@ -253,6 +253,9 @@ func (p *Platform) writeSchedule(sch store.Schedule) (store.Schedule, error) {
 		return store.Schedule{}, err
 	}
 	p.mu.Lock()
+	if o := p.sessions.get(sch.Origin); o != nil {
+		p.openMailboxLocked(o)
+	}
 	p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleCreated, Schedule: sch.ID, Status: string(sch.Kind),
 		Text: sch.Prompt})
 	p.armTickerLocked()

@@ -82,6 +82,9 @@ type session struct {
 	// spawned: the session spawned a durable task (so its end may strand
 	// a blocked one).
 	spawned bool
+	// mailbox: this process takes the session's mail at its task polls
+	// (openMailboxLocked).
+	mailbox bool
 	// depth is how many sessions are above it in its tree. It is 32 bits,
 	// beside the flags: a session of 760 bytes is one of the allocator's
 	// 768-byte objects with its header, 8 more bytes one of 896.
@@ -287,6 +290,7 @@ func (p *Platform) NewSession(opts SessionOptions) (string, error) {
 		return "", err
 	}
 	p.addLocked(s)
+	p.openMailboxLocked(s)
 	p.setTenantLocked(id, opts.Tenant)
 	return id, nil
 }
@@ -313,7 +317,13 @@ func (p *Platform) RestoreSession(id string, opts SessionOptions) error {
 	p.setTenantLocked(id, opts.Tenant)
 	s.log = append(s.log, p.parked[id]...)
 	delete(p.parked, id)
+	p.restoreMailLocked(s)
+	p.openMailboxLocked(s)
 	p.emitLocked(&Event{Session: id, Type: EventSessionRestored, Kind: s.kind, Agent: s.agentName, Channel: s.channel})
+	if p.opts.TaskPollInterval > 0 {
+		// Its tree is present at once: its workspace may be old.
+		p.sharePresenceLocked()
+	}
 	return nil
 }
 

@@ -75,6 +75,7 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 	}
 	p.mu.Lock()
 	s.spawned = true
+	p.openMailboxLocked(s)
 	p.emitLocked(&Event{Session: s.id, Type: EventTaskCreated, Task: row.ID, Parents: row.Parents, Status: string(row.State),
 		Text: row.Title})
 	if row.State == store.TaskReady {
@@ -213,6 +214,8 @@ func (p *Platform) armPollLocked() {
 		p.mu.Unlock()
 		slices.Sort(running) // the same order every run
 		p.stopRevoked(running)
+		p.takeMail()
+		p.sharePresence()
 	})
 }
 

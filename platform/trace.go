@@ -131,6 +131,7 @@ func (e *Event) appendText(b []byte) []byte {
 	if len(e.Metadata) > 0 {
 		b = append(append(b, " metadata="...), e.Metadata...)
 	}
+	b = appendField(b, " from=", e.From)
 	return b
 }
 

@@ -142,10 +142,16 @@ type notice struct {
 // scheduled run) is not woken: the event on its log is the notice.
 func (p *Platform) notifyLocked(sessionID string, n notice) {
 	s := p.sessions.get(sessionID)
-	if s == nil || s.over() {
+	if s != nil && s.over() {
 		return
 	}
 	b, _ := json.Marshal(n)
+	if s == nil {
+		// Live in another process, or in none yet: its mailbox wakes it
+		// where it is live (see mail.go).
+		p.postLocked(sessionID, mailBody{Wake: string(b)})
+		return
+	}
 	s.queue(string(b))
 	p.wakeLocked(s)
 }

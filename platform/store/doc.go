@@ -3,8 +3,8 @@
 // session workspaces. It is what survives a simulated crash, and what
 // several processes share.
 //
-// [Store] is three small interfaces, [Tasks], [Schedules] and [Files]. Two
-// implementations:
+// [Store] is four small interfaces, [Tasks], [Schedules], [Files] and
+// [Mailboxes]. Two implementations:
 //
 //   - [Memory], the embedded default: maps and one mutex, no server.
 //   - [SQL], on database/sql, for several processes sharing one database:
@@ -32,6 +32,14 @@
 // and a fire names the lease it happens under ([Schedules.Fire]), so a
 // leader whose lease has passed on fires nothing, and a schedule fires at
 // most once for one due time.
+//
+// A session's events reach it through the store when it is live in another
+// process, or in none (its process crashed): [Mailboxes.PostMail] appends
+// to its mailbox, and the process where it is live takes the mail
+// ([Mailboxes.TakeMail]), each mail exactly once and in the order posted,
+// in one transaction. [Mailboxes.SetPresence] records, with a lease, which
+// trees have live sessions in some process, so that a process's workspace
+// sweeper leaves another process's live trees alone.
 //
 // One conformance suite runs on all three stores (Memory, SQLite and
 // PostgreSQL, the last when CRUX_SIM_POSTGRES_DSN names a server), and a

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -41,6 +42,12 @@ type Memory struct {
 	leases map[string]*Lease
 
 	files map[string]file
+
+	// mail holds each session's mailbox, oldest first; mailSeq numbers
+	// the posts. presence is each root's instances and until when.
+	mail     map[string][]Mail
+	mailSeq  int64
+	presence map[string]map[string]time.Time
 }
 
 type file struct {
@@ -57,6 +64,8 @@ func NewMemory() *Memory {
 		schedules: map[string]*Schedule{},
 		leases:    map[string]*Lease{},
 		files:     map[string]file{},
+		mail:      map[string][]Mail{},
+		presence:  map[string]map[string]time.Time{},
 	}
 }
 
@@ -556,4 +565,69 @@ func (m *Memory) DeletePrefix(_ context.Context, prefix string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// ---- mailboxes and presence ----
+
+// PostMail implements Mailboxes.
+func (m *Memory) PostMail(_ context.Context, mail Mail) (Mail, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mailSeq++
+	mail.Seq = m.mailSeq
+	m.mail[mail.Session] = append(m.mail[mail.Session], mail)
+	return mail, nil
+}
+
+// TakeMail implements Mailboxes.
+func (m *Memory) TakeMail(_ context.Context, sessions []string) ([]Mail, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Mail
+	for _, id := range sessions {
+		if box, ok := m.mail[id]; ok {
+			out = append(out, box...)
+			delete(m.mail, id)
+		}
+	}
+	slices.SortFunc(out, func(a, b Mail) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
+
+// SetPresence implements Mailboxes.
+func (m *Memory) SetPresence(_ context.Context, instance string, roots []string, until time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for root, held := range m.presence {
+		delete(held, instance)
+		if len(held) == 0 {
+			delete(m.presence, root)
+		}
+	}
+	for _, root := range roots {
+		held := m.presence[root]
+		if held == nil {
+			held = map[string]time.Time{}
+			m.presence[root] = held
+		}
+		held[instance] = until
+	}
+	return nil
+}
+
+// Present implements Mailboxes.
+func (m *Memory) Present(_ context.Context, now time.Time) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for root, held := range m.presence {
+		for _, until := range held {
+			if until.After(now) {
+				out = append(out, root)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

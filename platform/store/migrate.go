@@ -10,7 +10,7 @@ import (
 // SchemaVersion is the version of the SQL store's schema that this build
 // reads and writes. [NewSQL] brings an older database up to it and refuses
 // a newer one ([ErrSchemaVersion]).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // ErrSchemaVersion: the database's schema is newer than this build knows,
 // or its version record is damaged. Nothing was changed.
@@ -41,6 +41,13 @@ var migrations = []migration{
 	}},
 	{2, "leases carry a fencing token; rows are numbered in creation order by an index or a sequence", []string{
 		`ALTER TABLE {t}leases ADD COLUMN token BIGINT NOT NULL DEFAULT 0`,
+	}},
+	{3, "sessions' mailboxes, and the presence of trees with live sessions in some process", []string{
+		`CREATE TABLE IF NOT EXISTS {t}mail (seq BIGINT PRIMARY KEY, addressee TEXT NOT NULL, sender TEXT NOT NULL,
+			posted_at BIGINT NOT NULL, body TEXT NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS {t}mail_addressee ON {t}mail (addressee, seq)`,
+		`CREATE TABLE IF NOT EXISTS {t}presence (root TEXT NOT NULL, instance TEXT NOT NULL, until BIGINT NOT NULL,
+			PRIMARY KEY (root, instance))`,
 	}},
 }
 

@@ -42,6 +42,7 @@ var PostgreSQL = &Dialect{
 			`CREATE SEQUENCE IF NOT EXISTS {t}schedules_seq`,
 			`SELECT setval('{t}schedules_seq', COALESCE((SELECT MAX(seq) FROM {t}schedules), 0) + 1, false)`,
 		},
+		3: {`CREATE SEQUENCE IF NOT EXISTS {t}mail_seq`},
 	},
 	transient: func(err error) bool {
 		var pe *pgconn.PgError

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -1024,4 +1026,97 @@ func (s *SQL) ListFiles(ctx context.Context, prefix string) ([]FileMeta, error) 
 func (s *SQL) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 	n, err := s.deletePrefix(ctx, prefix)
 	return n, wrap("delete files under", prefix, err)
+}
+
+// ---- mailboxes and presence ----
+
+// PostMail implements Mailboxes.
+func (s *SQL) PostMail(ctx context.Context, m Mail) (Mail, error) {
+	err := s.tx(ctx, "post mail to", m.Session, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, s.sql(`INSERT INTO {t}mail (seq, addressee, sender, posted_at, body)
+			VALUES ({seq:mail}, ?, ?, ?, ?) RETURNING seq`), m.Session, m.From, nanos(m.At), m.Body).Scan(&m.Seq)
+	})
+	return m, err
+}
+
+// takeMailChunk is how many sessions one query of TakeMail names.
+const takeMailChunk = 500
+
+// TakeMail implements Mailboxes: it reads the mailboxes' rows (locking
+// them where the dialect locks) and deletes each, in one transaction, and
+// returns a row only if its delete removed it, so that a mail another
+// taker removed first is never returned twice, whatever the isolation
+// level.
+func (s *SQL) TakeMail(ctx context.Context, sessions []string) ([]Mail, error) {
+	var out []Mail
+	if len(sessions) == 0 {
+		return nil, nil
+	}
+	err := s.tx(ctx, "take mail", "", func(tx *sql.Tx) error {
+		out = out[:0]
+		var found []Mail
+		// The sessions in chunks, within the databases' limits on bind
+		// parameters; one transaction takes them all.
+		for chunk := range slices.Chunk(sessions, takeMailChunk) {
+			args := make([]any, len(chunk))
+			for i, id := range chunk {
+				args[i] = id
+			}
+			q := "SELECT seq, addressee, sender, posted_at, body FROM {t}mail WHERE addressee IN (" +
+				strings.TrimSuffix(strings.Repeat("?, ", len(chunk)), ", ") + ") ORDER BY seq{fu}"
+			rows, err := tx.QueryContext(ctx, s.sql(q), args...)
+			got, err := scanRows(rows, err, func(r *sql.Rows) (Mail, error) {
+				var m Mail
+				var at int64
+				err := r.Scan(&m.Seq, &m.Session, &m.From, &at, &m.Body)
+				m.At = fromNanos(at)
+				return m, err
+			})
+			if err != nil {
+				return err
+			}
+			found = append(found, got...)
+		}
+		slices.SortFunc(found, func(a, b Mail) int { return cmp.Compare(a.Seq, b.Seq) })
+		for _, m := range found {
+			res, err := tx.ExecContext(ctx, s.sql("DELETE FROM {t}mail WHERE seq = ?"), m.Seq)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				out = append(out, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetPresence implements Mailboxes.
+func (s *SQL) SetPresence(ctx context.Context, instance string, roots []string, until time.Time) error {
+	return s.tx(ctx, "set presence of", instance, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.sql("DELETE FROM {t}presence WHERE instance = ?"), instance); err != nil {
+			return err
+		}
+		for _, root := range roots {
+			if _, err := tx.ExecContext(ctx, s.sql(`INSERT INTO {t}presence (root, instance, until) VALUES (?, ?, ?)
+				ON CONFLICT (root, instance) DO UPDATE SET until = excluded.until`), root, instance, nanos(until)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Present implements Mailboxes.
+func (s *SQL) Present(ctx context.Context, now time.Time) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.sql("SELECT DISTINCT root FROM {t}presence WHERE until > ?"), nanos(now))
+	out, err := scanStrings(rows, err)
+	slices.Sort(out) // in Go's order of strings, whatever the collation
+	return out, wrap("present roots", "", err)
 }

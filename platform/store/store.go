@@ -366,6 +366,45 @@ type Files interface {
 	DeletePrefix(ctx context.Context, prefix string) (int, error)
 }
 
+// Mail is one message to a session, kept in the store until the process
+// where the session is live takes it: how an event reaches a session that
+// is live in another process sharing the store, or in none for now (its
+// process crashed and nothing reopened it yet). Its body is the sender's,
+// opaque to the store.
+type Mail struct {
+	// Session is the addressee.
+	Session string `json:"session"`
+	// Seq orders the store's mail: the store numbers each post, a later
+	// one higher than every mail still in its mailbox.
+	Seq int64 `json:"seq"`
+	// From is the instance that posted it.
+	From string    `json:"from"`
+	At   time.Time `json:"at"`
+	Body string    `json:"body"`
+}
+
+// Mailboxes are the sessions' durable mailboxes, and the record of which
+// trees have live sessions in some process (their presence), which
+// processes sharing a store use to reach and respect each other's
+// sessions.
+type Mailboxes interface {
+	// PostMail appends m to the mailbox of m.Session and returns it as
+	// kept, numbered (m.Seq is ignored).
+	PostMail(ctx context.Context, m Mail) (Mail, error)
+	// TakeMail removes the mail of the given sessions from their
+	// mailboxes and returns it in the order it was posted (by Seq). It is
+	// atomic: of two processes taking one mailbox at once, each mail goes
+	// to one.
+	TakeMail(ctx context.Context, sessions []string) ([]Mail, error)
+	// SetPresence records that instance has live sessions in the trees of
+	// roots until the time given, replacing what instance recorded before
+	// (no roots: none).
+	SetPresence(ctx context.Context, instance string, roots []string, until time.Time) error
+	// Present returns the roots that some instance recorded as present
+	// until after now, sorted.
+	Present(ctx context.Context, now time.Time) ([]string, error)
+}
+
 // ScheduleWriteCounter is a store that counts the writes to its schedule
 // rows, whoever makes them (this process or another sharing the store),
 // and reads the count without a round trip. NextDue cannot change while
@@ -392,6 +431,7 @@ type Store interface {
 	Tasks
 	Schedules
 	Files
+	Mailboxes
 }
 
 // endAttempt records an attempt's outcome.

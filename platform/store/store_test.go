@@ -587,6 +587,105 @@ var _ = Describe("Schedules and files", func() {
 	}
 })
 
+var _ = Describe("Mailboxes and presence", func() {
+	ctx := context.Background()
+	for _, b := range backends {
+		Context(b.name, func() {
+			var s store.Store
+			BeforeEach(func() {
+				var closeDB func()
+				s, closeDB = b.make()
+				DeferCleanup(closeDB)
+			})
+			post := func(session, from, body string) store.Mail {
+				GinkgoHelper()
+				m, err := s.PostMail(ctx, store.Mail{Session: session, From: from, At: t0, Body: body})
+				Expect(err).NotTo(HaveOccurred())
+				return m
+			}
+			bodies := func(ms []store.Mail) []string {
+				out := []string{}
+				for _, m := range ms {
+					out = append(out, m.Session+":"+m.Body)
+				}
+				return out
+			}
+
+			It("a session's mail is kept until it is taken, then handed over once, in the order it was posted", func() {
+				first := post("s-a", "proc-2", `{"n":1}`)
+				post("s-b", "proc-2", `{"n":2}`)
+				third := post("s-a", "proc-3", `{"n":3}`)
+				Expect(third.Seq).To(BeNumerically(">", first.Seq))
+				got, err := s.TakeMail(ctx, []string{"s-a", "s-none"})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(bodies(got)).To(Equal([]string{`s-a:{"n":1}`, `s-a:{"n":3}`}))
+				Expect(got[0].From).To(Equal("proc-2"))
+				Expect(got[0].At.Equal(t0)).To(BeTrue())
+				again, err := s.TakeMail(ctx, []string{"s-a"})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(again).To(BeEmpty(), "taken mail is gone")
+				got, err = s.TakeMail(ctx, []string{"s-b", "s-a"})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(bodies(got)).To(Equal([]string{`s-b:{"n":2}`}))
+				later := post("s-a", "proc-2", `{"n":4}`)
+				Expect(later.Seq).To(BeNumerically(">", 0))
+			})
+
+			It("one take hands over the mail of as many sessions as a process has, in the order it was posted", func() {
+				const sessions = 620 // more than one query's worth of names
+				ids := make([]string, sessions)
+				for i := range sessions {
+					ids[i] = fmt.Sprintf("s-%03d", i)
+				}
+				for i := sessions - 1; i >= 0; i-- {
+					post(ids[i], "proc-2", fmt.Sprint(i))
+				}
+				got, err := s.TakeMail(ctx, ids)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(HaveLen(sessions))
+				for i, m := range got {
+					Expect(m.Body).To(Equal(fmt.Sprint(sessions-1-i)), "mail %d", i)
+				}
+			})
+
+			It("mail taken by processes racing on one mailbox goes to exactly one of them", func() {
+				const mails, procs = 60, 6
+				for i := range mails {
+					post("s-a", "proc-1", fmt.Sprint(i))
+				}
+				var mu sync.Mutex
+				seen := map[string]int{}
+				race(procs, func(int) {
+					for range 3 {
+						got, err := s.TakeMail(ctx, []string{"s-a"})
+						Expect(err).NotTo(HaveOccurred())
+						mu.Lock()
+						for _, m := range got {
+							seen[m.Body]++
+						}
+						mu.Unlock()
+					}
+				})
+				Expect(seen).To(HaveLen(mails))
+				for body, n := range seen {
+					Expect(n).To(Equal(1), "mail %s taken %d times", body, n)
+				}
+			})
+
+			It("a tree is present while some instance's presence for it has not lapsed; an instance's new record replaces its old one", func() {
+				Expect(s.SetPresence(ctx, "proc-1", []string{"r-2", "r-1"}, t0.Add(time.Minute))).To(Succeed())
+				Expect(s.SetPresence(ctx, "proc-2", []string{"r-1"}, t0.Add(time.Hour))).To(Succeed())
+				Expect(s.Present(ctx, t0)).To(Equal([]string{"r-1", "r-2"}))
+				Expect(s.Present(ctx, t0.Add(time.Minute))).To(Equal([]string{"r-1"}), "proc-1's lapsed; proc-2 still holds r-1")
+				Expect(s.SetPresence(ctx, "proc-1", []string{"r-3"}, t0.Add(2*time.Hour))).To(Succeed())
+				Expect(s.Present(ctx, t0)).To(Equal([]string{"r-1", "r-3"}), "proc-1 no longer holds r-2")
+				Expect(s.SetPresence(ctx, "proc-2", nil, t0.Add(time.Hour))).To(Succeed())
+				Expect(s.Present(ctx, t0.Add(time.Hour))).To(Equal([]string{"r-3"}))
+			})
+		})
+	}
+})
+
 var _ = Describe("The SQL store's errors", func() {
 	ctx := context.Background()
 	for _, d := range []struct {
@@ -722,7 +821,7 @@ var _ = Describe("The SQL store's schema", func() {
 					Expect(s.DB().QueryRowContext(ctx, "SELECT SUM(version) FROM schema_version").Scan(&after)).To(Succeed())
 					Expect(after).To(Equal(before))
 				},
-				Entry("a newer schema", "UPDATE schema_version SET version = 99", "version 99, newer than version 2"),
+				Entry("a newer schema", "UPDATE schema_version SET version = 99", "version 99, newer than version 3"),
 				Entry("a damaged version record", "INSERT INTO schema_version (version) VALUES (1)", "has 2 rows"),
 			)
 		})
