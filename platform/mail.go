@@ -23,7 +23,7 @@ import (
 // the crash of the process that sent it.
 //
 // The same poll records this process's presence (store.Mailboxes
-// SetPresence): the roots of its sessions that are not terminal, for three
+// SetPresence): the roots of its sessions that may run again, for three
 // polls, so that another process's workspace sweeper leaves those trees
 // alone.
 
@@ -162,8 +162,8 @@ func (p *Platform) restoreMailLocked(s *session) {
 	}
 }
 
-// sharePresence records the roots of this process's sessions that are
-// not terminal as present, until presencePolls task polls from now.
+// sharePresence records the roots of this process's sessions that may
+// run again (mayRunLocked) as present, until presencePolls task polls from now.
 func (p *Platform) sharePresence() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -181,9 +181,26 @@ func (p *Platform) sharePresenceLocked() {
 func (p *Platform) presentRootsLocked() []string {
 	live := map[string]bool{}
 	for _, s := range p.order {
-		if !s.state.Terminal() {
+		if p.mayRunLocked(s) {
 			live[s.root] = true
 		}
 	}
 	return keys.Sorted(live)
+}
+
+// mayRunLocked reports whether the session may run again in this process:
+// it is not over, and if it is a completed worker, the parent that could
+// wake it with send_worker_message may run again too (a worker whose parent
+// is not live here is kept, since nothing here knows it is over). A tree
+// none of whose sessions may run is not live: its workspace can be swept.
+func (p *Platform) mayRunLocked(s *session) bool {
+	if s.over() {
+		return false
+	}
+	if s.kind == KindWorker && s.state == StateCompleted {
+		if parent := p.sessions.get(s.parent); parent != nil {
+			return !parent.over()
+		}
+	}
+	return true
 }

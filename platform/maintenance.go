@@ -209,9 +209,10 @@ func (p *Platform) SweepInbox() int {
 }
 
 // SweepWorkspaces is the platform workspace cleanup job: it deletes the
-// workspace prefix of every root that is no longer live (here, or in
-// another process sharing the store that recorded its presence at its
-// task polls), has no unfinished task and no active schedule, and was last
+// workspace prefix of every root that is no longer live (none of its
+// sessions may run again here, see mayRunLocked, and no other process
+// sharing the store recorded it present at its task polls), has no
+// unfinished task and no active schedule, and was last
 // written at least WorkspaceGrace ago. It returns the prefixes it deleted.
 func (p *Platform) SweepWorkspaces(now time.Time) []string {
 	metas, err := p.store.ListFiles(p.ctx(), "sessions/")
@@ -244,7 +245,7 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 			busy[cmp.Or(s.Root, s.Origin)] = true
 		}
 	}
-	// A tree with a session that is not terminal is live: here, or in
+	// A tree with a session that may run again is live: here, or in
 	// another process that shares the store and has recorded its
 	// presence within its last task polls.
 	present, _ := p.store.Present(p.ctx(), now)
@@ -252,10 +253,8 @@ func (p *Platform) SweepWorkspaces(now time.Time) []string {
 		busy[root] = true
 	}
 	p.mu.Lock()
-	for _, s := range p.order {
-		if !s.state.Terminal() {
-			busy[s.root] = true
-		}
+	for _, root := range p.presentRootsLocked() {
+		busy[root] = true
 	}
 	p.mu.Unlock()
 	var deleted []string

@@ -165,6 +165,35 @@ var _ = Describe("Platform maintenance jobs", func() {
 		Expect(e.info(a).Output).To(Equal("eu-west it is"))
 	})
 
+	DescribeTable("a closed tree whose children will never run again is orphaned: workspace cleanup deletes its prefix",
+		func(tool string, args map[string]any, child string) {
+			e.model.Script("coordinator", calls(use(tool, args)), say("started"), say("thanks"))
+			e.model.Script(child, say("found it"))
+			root := e.root("coordinator")
+			Expect(e.p.WriteFile(root, "notes.md", "x")).To(Succeed())
+			e.send(root, "go")
+			e.settle()
+			Expect(e.info(root).Children).To(HaveLen(1), "the child ran")
+			Expect(e.p.CloseSession(root)).To(Succeed())
+			e.runFor(48 * time.Hour)
+			Expect(ofType(e.p.Events(""), platform.EventWorkspaceDeleted)).To(ContainElement(
+				HaveField("Path", platform.WorkspacePrefix(root))), "the closed tree's prefix is deleted")
+		},
+		Entry("a completed delegated child", "delegate_task", map[string]any{"goal": "look", "agent": "researcher"}, "researcher"),
+		Entry("a completed worker, which only its closed parent could wake", "spawn_worker", map[string]any{"task": "look", "agent": "writer"}, "writer"),
+	)
+
+	It("a completed worker keeps its tree's workspace while its parent is live, since the parent may wake it", func() {
+		e.model.Script("coordinator", calls(use("spawn_worker", map[string]any{"task": "look", "agent": "writer"})), say("started"), say("thanks"))
+		e.model.Script("writer", say("found it"))
+		root := e.root("coordinator")
+		Expect(e.p.WriteFile(root, "notes.md", "x")).To(Succeed())
+		e.send(root, "go")
+		e.settle()
+		e.runFor(48 * time.Hour)
+		Expect(ofType(e.p.Events(""), platform.EventWorkspaceDeleted)).To(BeEmpty())
+	})
+
 	It("platform workspace cleanup (~6 h) deletes orphaned session-workspace prefixes and keeps live or busy ones", func() {
 		live, gone, busy := e.root("writer"), e.root("writer"), e.root("coordinator")
 		for _, s := range []string{live, gone, busy} {
