@@ -13,8 +13,12 @@
 //
 // A query string in BaseURL (an api-version, a gateway's key parameter) is
 // sent as the query of every request. No error the provider returns holds
-// the base URL's user info or query, or the API key, even when an endpoint
-// echoes it back.
+// a credential it was given, even when an endpoint echoes it back: not the
+// API key (nor the key without its vendor prefix, sk-proj-…), not the base
+// URL's user info, query or credential query values (api-key, key, token,
+// sig, …), not the value of a credential header in Options.Headers
+// (Authorization, X-Api-Key, …). Each is replaced by [REDACTED], by the
+// same rule the cassette redactor follows.
 //
 // # How a semantic request is sent
 //

@@ -17,6 +17,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/secret"
 )
 
 // Defaults.
@@ -129,6 +130,9 @@ type Provider struct {
 	client   *goopenai.Client
 	clock    clockwork.Clock
 	endpoint string // for error messages: no user info, no query
+	// secrets are the credentials the provider was given, as
+	// internal/secret finds them, never to be repeated in an error.
+	secrets []string
 	// own is the transport New made when Options.HTTPClient was nil.
 	own *http.Transport
 }
@@ -188,8 +192,18 @@ func New(opts Options) *Provider {
 		client:   goopenai.NewClientWithConfig(cfg),
 		clock:    opts.Clock,
 		endpoint: endpointForErrors(opts.BaseURL),
+		secrets:  credentials(opts),
 		own:      own,
 	}
+}
+
+// credentials lists what the options hold that an error must never repeat:
+// the API key (also without its vendor prefix), the base URL's password and
+// credential query values, and credential headers.
+func credentials(opts Options) []string {
+	all := append([]string{opts.APIKey}, secret.FromURL(opts.BaseURL)...)
+	all = append(all, secret.FromHeaders(opts.Headers)...)
+	return secret.Literals(all...)
 }
 
 // Close releases the provider's idle connections: those of the transport
@@ -341,19 +355,14 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 	return c, nil
 }
 
-// minKeyLen is the shortest API key scrub replaces: a local server's dummy
-// key ("none", "x") would otherwise blank out ordinary words.
-const minKeyLen = 8
-
-// scrub removes the API key from what an endpoint said: an error body that
-// echoes the Authorization header must not carry the key into a log.
+// scrub removes the provider's credentials from what an endpoint said: an
+// error body that echoes the Authorization header or the request's URL must
+// not carry a key into a log, a transcript or a cassette. Which values are
+// secret, and which are too short to replace, is internal/secret's rule,
+// the one the cassette redactor follows too.
 func (p *Provider) scrub(e *Error) *Error {
-	if k := p.opts.APIKey; len(k) >= minKeyLen {
-		e.Message = strings.ReplaceAll(e.Message, k, "[REDACTED]")
-		e.Body = strings.ReplaceAll(e.Body, k, "[REDACTED]")
-		e.Type = strings.ReplaceAll(e.Type, k, "[REDACTED]")
-		e.Code = strings.ReplaceAll(e.Code, k, "[REDACTED]")
-		e.Param = strings.ReplaceAll(e.Param, k, "[REDACTED]")
+	for _, f := range []*string{&e.Message, &e.Body, &e.Type, &e.Code, &e.Param} {
+		*f = secret.Replace(*f, p.secrets)
 	}
 	return e
 }
