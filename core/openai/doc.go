@@ -61,7 +61,8 @@
 // for in retry-after-ms or Retry-After (up to Options.MaxRetryAfter) or
 // else an exponential backoff. A body that is not a chat completion
 // (garbage, HTML from a proxy, truncated JSON) is ErrBadResponse and shows
-// the start of the body. A cancelled context aborts the call at once, and
+// the start of the body; so is a success whose body is over 32 MiB, which
+// is not read past that bound, and the error says so. A cancelled context aborts the call at once, and
 // the error satisfies errors.Is(err, context.Canceled).
 //
 // All waiting (attempt timeouts and backoff) runs on Options.Clock, a

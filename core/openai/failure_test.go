@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -218,6 +219,18 @@ var _ = Describe("Failures over the wire", func() {
 		defer srv.Close()
 		_, err := provider(srv, openai.Options{}).Step(context.Background(), &core.Request{Agent: "a", Step: 1})
 		Expect(err).To(MatchError(openai.ErrBadResponse))
+	})
+
+	It("reports a success whose body is over the 32 MiB it reads as ErrBadResponse saying so, without retrying", func() {
+		huge := `{"choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("a", 32<<20) + `"}}]}`
+		srv := newChatServer(sequence(reply{Status: http.StatusOK, Body: huge}))
+		defer srv.Close()
+		_, err := provider(srv, openai.Options{}).Step(context.Background(), &core.Request{Agent: "a", Step: 1})
+		Expect(err).To(MatchError(openai.ErrBadResponse))
+		Expect(err.Error()).To(ContainSubstring("the response body is larger than 32 MiB"))
+		Expect(err.Error()).NotTo(ContainSubstring("EOF"), "the body is not malformed; it is too large")
+		Expect(srv.count()).To(Equal(1))
+		Expect(retries).To(BeEmpty())
 	})
 
 	It("treats a body cut short by a dropped connection as ErrConnection and retries it", func() {

@@ -298,6 +298,10 @@ func (p *Provider) wait(ctx context.Context, d time.Duration) error {
 
 var errAttemptTimeout = errors.New("attempt timed out")
 
+// errBodyTooLarge stops go-openai from decoding a success body that was
+// cut at maxBody: it would report the cut as malformed JSON.
+var errBodyTooLarge = fmt.Errorf("the response body is larger than %d MiB, the most the provider reads", maxBody>>20)
+
 // completion is a decoded response and what the transport saw of it.
 type completion struct {
 	resp goopenai.ChatCompletionResponse
@@ -311,6 +315,8 @@ type attemptMeta struct {
 	header  http.Header
 	body    []byte
 	readErr error
+	// tooLarge: the body went past maxBody; body holds its start.
+	tooLarge bool
 }
 
 type metaKey struct{}
@@ -378,6 +384,9 @@ func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error 
 	switch {
 	case timedOut:
 		e.Kind, e.Err = ErrTimeout, fmt.Errorf("no complete response within %s", p.opts.Timeout)
+	case meta.tooLarge && meta.status/100 == 2:
+		e.Kind, e.Err, e.Body = ErrBadResponse, nil, snippet(meta.body)
+		e.Message = errBodyTooLarge.Error()
 	case errors.As(err, &apiErr):
 		e.Err = nil
 		e.Type, e.Code, e.Message = apiErr.Type, codeString(apiErr.Code), apiErr.Message
@@ -510,13 +519,23 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, withoutQuery(err)
 	}
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	_ = resp.Body.Close()
+	tooLarge := len(body) > maxBody
+	if tooLarge {
+		// Only the start is kept, for diagnosis. A failure status is
+		// still classified by its status; a success cannot be read.
+		body = body[:maxBody]
+	}
 	if meta != nil {
 		meta.status, meta.header, meta.body, meta.readErr = resp.StatusCode, resp.Header, body, readErr
+		meta.tooLarge = tooLarge
 	}
 	if readErr != nil {
 		return nil, readErr
+	}
+	if tooLarge && resp.StatusCode/100 == 2 {
+		return nil, errBodyTooLarge
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
