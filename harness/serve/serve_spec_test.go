@@ -304,6 +304,28 @@ var _ = Describe("serve, driven by go-openai", func() {
 		})
 	})
 
+	Describe("methods", func() {
+		It("answers a method a route does not take with 405, an OpenAI error and the Allow header HTTP requires", func() {
+			s := serveScenario(builtin("research-coordinator"), serve.Options{})
+			for _, tc := range []struct{ method, path, allow string }{
+				{http.MethodGet, "/v1/chat/completions", "POST"},
+				{http.MethodPost, "/v1/models", "GET"},
+				{http.MethodGet, "/crux-sim/finish", "POST"},
+			} {
+				req, err := http.NewRequest(tc.method, s.http.URL+tc.path, nil)
+				Expect(err).NotTo(HaveOccurred())
+				resp, err := http.DefaultClient.Do(req)
+				Expect(err).NotTo(HaveOccurred())
+				var doc map[string]any
+				Expect(json.NewDecoder(resp.Body).Decode(&doc)).To(Succeed())
+				_ = resp.Body.Close()
+				Expect(resp.StatusCode).To(Equal(http.StatusMethodNotAllowed), "%s %s", tc.method, tc.path)
+				Expect(resp.Header.Get("Allow")).To(Equal(tc.allow), "%s %s", tc.method, tc.path)
+				Expect(errorOf(doc)["code"]).To(Equal("method_not_allowed"), "%s %s", tc.method, tc.path)
+			}
+		})
+	})
+
 	Describe("ending the session", func() {
 		It("answers POST /crux-sim/finish with the verdicts as crux-sim run --format json writes them", func(ctx SpecContext) {
 			s := serveScenario(builtin("research-coordinator"), serve.Options{})

@@ -342,6 +342,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		n, _ := s.begin()
 		s.inflight.Done()
+		w.Header().Set("Allow", http.MethodGet)
 		s.refuse(w, n, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "GET /v1/models lists the scenario's agents as models")
 		return
 	}
@@ -363,6 +364,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) finishRoute(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "POST /crux-sim/finish ends the session and answers with its verdicts")
 		return
 	}
@@ -388,6 +390,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.active.Add(1)
 	defer s.active.Add(-1)
 	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, n, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "chat completions are POSTed")
 		return
 	}
