@@ -27,9 +27,25 @@ const MinSecretLen = secret.MinLen
 // Where a pattern has a group named "secret", only that group is replaced,
 // so the text keeps saying what was there ("Authorization: [REDACTED]").
 var DefaultSecretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{8,})`),
+	bearerPattern,
 	regexp.MustCompile(`(?i)\b(?:authorization|proxy-authorization|api[-_]?key|x-api-key)\s*[:=]\s*(?P<secret>(?:(?:bearer|basic|token)\s+)?[^\s",&]+)`),
 	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`),
+}
+
+// bearerPattern finds a bearer token. "Bearer" is also an English word
+// ("bearer instruments", "a standard-bearer position"), and a model's prose
+// must reach a cassette, and its replay, as the model wrote it: so a match
+// is redacted only when it is tokenLike.
+var bearerPattern = regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{8,})`)
+
+// tokenLike tells a credential from a word: a token has a digit or one of
+// the punctuation marks tokens are made of (_ ~ + / = and the dots of a
+// JWT), or is longer than any word (24 bytes and more). A run of letters,
+// perhaps hyphenated, is a word. A random token of 8 to 23 letters alone is
+// rare; the literal secrets a recording is given are redacted whatever
+// their shape.
+func tokenLike(s string) bool {
+	return len(s) >= 24 || strings.ContainsAny(s, "0123456789_~+/=.")
 }
 
 // URLSecrets returns the credentials a base URL carries: its user info's
@@ -159,6 +175,13 @@ func redactPattern(p *regexp.Regexp, s string) string {
 		start, end := m[2*g], m[2*g+1]
 		if start < 0 || s[start:end] == Redacted {
 			continue
+		}
+		if p == bearerPattern {
+			// A full stop after a token ends the sentence, not the token.
+			end = start + len(strings.TrimRight(s[start:end], "."))
+			if !tokenLike(s[start:end]) {
+				continue
+			}
 		}
 		b.WriteString(s[last:start])
 		b.WriteString(Redacted)
