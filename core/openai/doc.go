@@ -50,6 +50,14 @@
 // which core.Response has no field for, is returned by
 // [Provider.StepWithFinishReason].
 //
+// Servers written elsewhere do not all type every field as OpenAI does. A
+// field the runtime never reads (created, the completion's id, logprobs,
+// system_fingerprint, ...) may hold any JSON; a tool-call id may be a
+// number (its text is the id); arguments sent as a JSON object instead of
+// a string are kept as the text the server wrote; usage counts may be
+// floats. Only a body whose choices are not a chat completion's is an
+// error.
+//
 // # Failures
 //
 // Every failure is an [*Error] whose Kind is a sentinel to branch on with

@@ -337,6 +337,13 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 		timer.Stop()
 	}
 	timedOut := errors.Is(context.Cause(actx), errAttemptTimeout)
+	if err != nil && !timedOut && meta.sent && meta.readErr == nil && !meta.tooLarge && meta.status/100 == 2 {
+		// A whole success body go-openai's typed decoder refused: read
+		// what the runtime needs of it, the rest may be typed any way.
+		if lr, lerr := lenientCompletion(meta.body); lerr == nil {
+			resp, err = lr, nil
+		}
+	}
 	if err != nil {
 		return nil, p.scrub(p.classify(err, meta, timedOut))
 	}
