@@ -170,24 +170,27 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Expect(res.Outcome.Trace.Entries[0].Run).To(Equal("research-coordinator#1"))
 		})
 
-		It("answers 400 with an OpenAI error naming the candidates when it cannot tell", func(ctx SpecContext) {
+		It("answers 404 model_not_found, as OpenAI answers a model it does not have, naming the candidates when it cannot tell", func(ctx SpecContext) {
 			s := serveScenario(builtin("research-coordinator"), serve.Options{})
 			_, err := s.client.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{Model: "gpt-4o-mini",
 				Messages: []goopenai.ChatCompletionMessage{{Role: "system", Content: "You are someone else."}, {Role: "user", Content: "hi"}}})
 			var apiErr *goopenai.APIError
 			Expect(errors.As(err, &apiErr)).To(BeTrue(), "%v", err)
-			Expect(apiErr.HTTPStatusCode).To(Equal(http.StatusBadRequest))
+			Expect(apiErr.HTTPStatusCode).To(Equal(http.StatusNotFound))
 			Expect(apiErr.Type).To(Equal("invalid_request_error"))
+			Expect(apiErr.Code).To(Equal("model_not_found"))
 			Expect(apiErr.Message).To(ContainSubstring("crux-sim/research-agent, crux-sim/research-coordinator"))
 
 			_, err = s.client.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{Model: "crux-sim/nobody",
 				Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: "hi"}}})
 			Expect(errors.As(err, &apiErr)).To(BeTrue())
+			Expect(apiErr.HTTPStatusCode).To(Equal(http.StatusNotFound))
+			Expect(apiErr.Code).To(Equal("model_not_found"))
 			Expect(apiErr.Message).To(ContainSubstring(`"crux-sim/nobody" names no agent`))
 
 			res := s.srv.Finish("done")
-			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 1 refused with HTTP 400: cannot tell which agent")))
-			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 2 refused with HTTP 400")))
+			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 1 refused with HTTP 404: cannot tell which agent")))
+			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 2 refused with HTTP 404")))
 		})
 
 		It("lists the agents as models", func(ctx SpecContext) {

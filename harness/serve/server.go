@@ -411,7 +411,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	agent, err := s.identify(req)
 	if err != nil {
-		s.refuse(w, n, http.StatusBadRequest, "invalid_request_error", "model_not_found", err.Error())
+		s.refuse(w, n, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 		return
 	}
 
