@@ -27,7 +27,9 @@
 //   - the agent's system text as the first message (role system);
 //   - the history in order: user messages (supervisor guidance delivered by
 //     send is a user message too), assistant messages with their
-//     tool_calls, and tool messages carrying tool_call_id;
+//     tool_calls, and tool messages carrying tool_call_id; a message
+//     whose content is empty (an empty tool result, an empty user turn)
+//     is sent with "content": "", since OpenAI refuses one without it;
 //   - the request's "Background work:" status block, when there is one, as
 //     a trailing system message (see [StatusRole]). It is regenerated for
 //     every request and never stored, and putting it last keeps everything

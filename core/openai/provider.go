@@ -317,6 +317,49 @@ type attemptMeta struct {
 	readErr error
 	// tooLarge: the body went past maxBody; body holds its start.
 	tooLarge bool
+	// fillContent: a message has empty content, which go-openai leaves
+	// out of the body; capturingDoer puts it back (see withContent).
+	fillContent bool
+}
+
+// lacksContent reports whether go-openai would send a message without its
+// content key: it omits an empty content, and OpenAI refuses a user, system
+// or tool message (or an assistant message without tool calls) that has
+// none, though an empty tool result or user turn is an ordinary thing.
+func lacksContent(msgs []goopenai.ChatCompletionMessage) bool {
+	for _, m := range msgs {
+		if m.Content == "" && len(m.MultiContent) == 0 && len(m.ToolCalls) == 0 && m.FunctionCall == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// withContent adds "content":"" to every message of a chat completion body
+// that has no content and no tool calls, and leaves the rest as it was.
+func withContent(body []byte) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(doc["messages"], &msgs); err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		_, hasContent := m["content"]
+		_, hasCalls := m["tool_calls"]
+		_, hasCall := m["function_call"]
+		if !hasContent && !hasCalls && !hasCall {
+			m["content"] = json.RawMessage(`""`)
+		}
+	}
+	raw, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	doc["messages"] = raw
+	return json.Marshal(doc)
 }
 
 type metaKey struct{}
@@ -331,7 +374,7 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 		// so that a test advances it instead of waiting for it.
 		timer = p.clock.AfterFunc(p.opts.Timeout, func() { cancel(errAttemptTimeout) })
 	}
-	meta := &attemptMeta{}
+	meta := &attemptMeta{fillContent: lacksContent(creq.Messages)}
 	resp, err := p.client.CreateChatCompletion(context.WithValue(actx, metaKey{}, meta), creq)
 	if timer != nil {
 		timer.Stop()
@@ -521,6 +564,11 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	meta, _ := req.Context().Value(metaKey{}).(*attemptMeta)
 	if meta != nil {
 		meta.sent = true
+		if meta.fillContent && req.Body != nil {
+			if err := fillContent(req); err != nil {
+				return nil, fmt.Errorf("openai: preparing the request body: %w", err)
+			}
+		}
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
@@ -546,4 +594,20 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
+}
+
+// fillContent rewrites a request's body with withContent.
+func fillContent(req *http.Request) error {
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return err
+	}
+	if body, err = withContent(body); err != nil {
+		return err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
 }

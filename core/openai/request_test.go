@@ -105,6 +105,23 @@ var _ = Describe("Sending a semantic request", func() {
 		Expect(msgs[5].text()).To(Equal("Background work:\n- w-1 · research · running 4s"))
 	})
 
+	It("sends an empty tool result or user message with its content \"\": OpenAI refuses a message without content", func() {
+		_, err := step(srv, openai.Options{Model: "m"}, &core.Request{Agent: "a", Step: 2, Messages: []core.Message{
+			{Role: core.RoleUser, Content: ""},
+			{Role: core.RoleAssistant, ToolCalls: []core.ToolCall{{ID: "call_1", Name: "log", Arguments: `{}`}}},
+			{Role: core.RoleTool, ToolCallID: "call_1", ToolName: "log", Content: ""},
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		msgs := lastBody().Messages
+		Expect(msgs).To(HaveLen(3))
+		for _, i := range []int{0, 2} {
+			Expect(msgs[i].Content).NotTo(BeNil(), "messages[%d] (%s) has no content", i, msgs[i].Role)
+			Expect(*msgs[i].Content).To(Equal(""))
+		}
+		Expect(msgs[1].ToolCalls).To(HaveLen(1), "an assistant message with tool calls needs no content")
+		Expect(msgs[2].ToolCallID).To(Equal("call_1"))
+	})
+
 	It("sends no status message when the request has no status block", func() {
 		_, err := step(srv, openai.Options{Model: "m"}, &core.Request{Agent: "a", Step: 1, System: "s",
 			Messages: []core.Message{{Role: core.RoleUser, Content: "hi"}}})
