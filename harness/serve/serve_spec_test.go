@@ -224,6 +224,12 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Entry("an unknown role", `{"model":"crux-sim/research-agent","messages":[{"role":"robot","content":"hi"}]}`, http.StatusBadRequest, `messages[0].role is "robot"`),
 			Entry("a tool message without its call id", `{"model":"crux-sim/research-agent","messages":[{"role":"tool","content":"x"}]}`, http.StatusBadRequest, "without tool_call_id"),
 			Entry("content of the wrong type", `{"model":"crux-sim/research-agent","messages":[{"role":"user","content":7}]}`, http.StatusBadRequest, "messages[0].content: want a string, null or an array"),
+			Entry("a tool message that answers no call of the assistant message before it, which OpenAI refuses",
+				`{"model":"crux-sim/research-coordinator","messages":[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"call_9","content":"x"}]}`,
+				http.StatusBadRequest, `messages[1] is a tool message for tool_call_id "call_9", which the assistant message it follows did not make`),
+			Entry("an assistant message's tool call left without its tool message, which OpenAI refuses",
+				`{"model":"crux-sim/research-coordinator","messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"call_2","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"x"},{"role":"user","content":"go on"}]}`,
+				http.StatusBadRequest, `messages[1] makes tool calls that no tool message answers before messages[3]: call_2`),
 		)
 
 		It("answers a request after the script ran dry with a 400 the client does not retry, and fails the run's script verdict", func(ctx SpecContext) {
