@@ -354,6 +354,15 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Eventually(s.srv.Done()).Should(BeClosed())
 		})
 
+		It("names in the verdicts the seed that chose the faults, not a seed no one used", func(ctx SpecContext) {
+			s := serveScenario(builtin("research-coordinator"), serve.Options{Seed: 7})
+			_, err := s.client.CreateChatCompletion(ctx, firstCoordinatorRequest("crux-sim/research-coordinator"))
+			Expect(err).NotTo(HaveOccurred())
+			code, doc := s.post("/crux-sim/finish", "")
+			Expect(code).To(Equal(http.StatusOK))
+			Expect(doc["seed"]).To(BeNumerically("==", 7))
+		})
+
 		It("ends by itself after the idle timeout with no request", func(ctx SpecContext) {
 			s := serveScenario(builtin("research-coordinator"), serve.Options{IdleTimeout: time.Minute})
 			_, err := s.client.CreateChatCompletion(ctx, firstCoordinatorRequest("crux-sim/research-coordinator"))

@@ -275,6 +275,7 @@ func (s *Server) Finish(reason string) *Result {
 	ob.Provider = s.prov
 	ob.ResultWaitSlack = ResultWaitTolerance
 	o := harness.Judge(s.sc, ob)
+	o.Seed = s.opts.Seed // the seed the faults were drawn from
 	o.Fired = harness.Plan{Faults: s.faults.Fired()}
 	o.Violations = append(o.Violations, s.sess.violations()...)
 	res := &Result{Outcome: o, Reason: reason}
