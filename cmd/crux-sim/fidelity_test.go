@@ -675,3 +675,20 @@ func TestAnInterruptedRecordingLeavesNoFile(t *testing.T) {
 	// only because the interrupt cut the call; the server saw it hang up.
 	<-cut
 }
+
+// No secret reaches any output, and a key too short to be one (a local
+// server's placeholder, such as "ollama") is not redacted: record says so
+// before any request, rather than let the user believe it was.
+func TestRecordSaysAKeyTooShortToRedactIsNotRedacted(t *testing.T) {
+	srv := httptest.NewServer(&styledModel{})
+	defer srv.Close()
+	t.Setenv("CRUX_SHORT_KEY", "ollama")
+	code, out, _ := recordFails(t, srv.URL+"/v1", "--api-key-env", "CRUX_SHORT_KEY")
+	if code != 0 {
+		t.Fatalf("record exited %d:\n%s", code, out)
+	}
+	want := "crux-sim: the key in CRUX_SHORT_KEY is shorter than 8 characters, so it is taken for a local server's placeholder: it is sent, but not redacted from the cassette or any output\n"
+	if !strings.HasPrefix(out, want) && !strings.Contains(out, "\n"+want) {
+		t.Errorf("record did not say the key is not redacted; want %q in:\n%s", want, out)
+	}
+}

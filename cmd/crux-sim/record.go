@@ -55,7 +55,9 @@ OPENAI_API_KEY); an unset or empty variable is an error before any request
 unless --no-api-key says the endpoint needs none. No secret reaches any
 output: not the key (with or without its sk- prefix, even when the model
 repeats it), not the credential query parameters of --base-url (api-key, key,
-token, sig, ... and --secret-param), not an Authorization header.
+token, sig, ... and --secret-param), not an Authorization header. A key under
+8 characters is a local server's placeholder, not a secret: record says so,
+and does not redact it.
 
 A recording that fails (a refused connection, a rejected key, an unknown
 model, a provider that keeps failing after --retries) exits 2 with the
@@ -120,6 +122,12 @@ recording.`,
 				return err
 			}
 			notices := &lockedWriter{w: cmd.ErrOrStderr()}
+			if key != "" && len(key) < cassette.MinSecretLen {
+				// Redacting a value this short ("none", "ollama") would
+				// blank ordinary words everywhere; say so rather than let
+				// the user believe it was redacted.
+				fmt.Fprintf(notices, "crux-sim: the key in %s is shorter than %d characters, so it is taken for a local server's placeholder: it is sent, but not redacted from the cassette or any output\n", keyEnv, cassette.MinSecretLen)
+			}
 			prov := openai.New(openai.Options{BaseURL: baseURL, APIKey: key, Model: model, Timeout: timeoutOption(timeout), MaxRetries: retryOption(retries), Clock: providerClock,
 				OnRetry: func(r openai.Retry) {
 					fmt.Fprintln(notices, red.String(fmt.Sprintf("crux-sim: attempt %d failed (%v); retrying in %s", r.Attempt, r.Err, r.Delay)))

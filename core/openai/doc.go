@@ -13,8 +13,12 @@
 //
 // A query string in BaseURL (an api-version, a gateway's key parameter) is
 // sent as the query of every request. No error the provider returns holds
-// the base URL's user info or query, or the API key, even when an endpoint
-// echoes it back.
+// a credential it was given, even when an endpoint echoes it back: not the
+// API key (nor the key without its vendor prefix, sk-proj-…), not the base
+// URL's user info, query or credential query values (api-key, key, token,
+// sig, …), not the value of a credential header in Options.Headers
+// (Authorization, X-Api-Key, …). Each is replaced by [REDACTED], by the
+// same rule the cassette redactor follows.
 //
 // # How a semantic request is sent
 //
@@ -23,7 +27,9 @@
 //   - the agent's system text as the first message (role system);
 //   - the history in order: user messages (supervisor guidance delivered by
 //     send is a user message too), assistant messages with their
-//     tool_calls, and tool messages carrying tool_call_id;
+//     tool_calls, and tool messages carrying tool_call_id; a message
+//     whose content is empty (an empty tool result, an empty user turn)
+//     is sent with "content": "", since OpenAI refuses one without it;
 //   - the request's "Background work:" status block, when there is one, as
 //     a trailing system message (see [StatusRole]). It is regenerated for
 //     every request and never stored, and putting it last keeps everything
@@ -46,6 +52,14 @@
 // which core.Response has no field for, is returned by
 // [Provider.StepWithFinishReason].
 //
+// Servers written elsewhere do not all type every field as OpenAI does. A
+// field the runtime never reads (created, the completion's id, logprobs,
+// system_fingerprint, ...) may hold any JSON; a tool-call id may be a
+// number (its text is the id); arguments sent as a JSON object instead of
+// a string are kept as the text the server wrote; usage counts may be
+// floats. Only a body whose choices are not a chat completion's is an
+// error.
+//
 // # Failures
 //
 // Every failure is an [*Error] whose Kind is a sentinel to branch on with
@@ -57,7 +71,8 @@
 // for in retry-after-ms or Retry-After (up to Options.MaxRetryAfter) or
 // else an exponential backoff. A body that is not a chat completion
 // (garbage, HTML from a proxy, truncated JSON) is ErrBadResponse and shows
-// the start of the body. A cancelled context aborts the call at once, and
+// the start of the body; so is a success whose body is over 32 MiB, which
+// is not read past that bound, and the error says so. A cancelled context aborts the call at once, and
 // the error satisfies errors.Is(err, context.Canceled).
 //
 // All waiting (attempt timeouts and backoff) runs on Options.Clock, a

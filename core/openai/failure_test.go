@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -220,6 +221,18 @@ var _ = Describe("Failures over the wire", func() {
 		Expect(err).To(MatchError(openai.ErrBadResponse))
 	})
 
+	It("reports a success whose body is over the 32 MiB it reads as ErrBadResponse saying so, without retrying", func() {
+		huge := `{"choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("a", 32<<20) + `"}}]}`
+		srv := newChatServer(sequence(reply{Status: http.StatusOK, Body: huge}))
+		defer srv.Close()
+		_, err := provider(srv, openai.Options{}).Step(context.Background(), &core.Request{Agent: "a", Step: 1})
+		Expect(err).To(MatchError(openai.ErrBadResponse))
+		Expect(err.Error()).To(ContainSubstring("the response body is larger than 32 MiB"))
+		Expect(err.Error()).NotTo(ContainSubstring("EOF"), "the body is not malformed; it is too large")
+		Expect(srv.count()).To(Equal(1))
+		Expect(retries).To(BeEmpty())
+	})
+
 	It("treats a body cut short by a dropped connection as ErrConnection and retries it", func() {
 		cut := reply{Raw: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"id\":\"chatcmpl-1\",\"choices\":["}
 		srv := newChatServer(sequence(cut, textReply("second time lucky")))
@@ -332,6 +345,31 @@ var _ = Describe("Failures over the wire", func() {
 		_, err := p.Step(context.Background(), &core.Request{Agent: "a", Step: 1})
 		Expect(err).To(MatchError(openai.ErrBadRequest))
 		Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
+	})
+
+	It("never repeats a credential it was given when the endpoint echoes it: the key without its prefix, the base URL's password and credential query values, credential headers", func() {
+		echoes := map[string]reply{
+			"an error object":                errorReply(http.StatusUnauthorized, "rejected Q2x9WvT4mZ7yK1nB8cR3 for bob:Hunt3rPassw0rd at api-key=AzK3yV4lu3x, token T0k3nV4lu3xyz, X-Gateway-Key Gw4yS3cr3tV4l", "invalid_request_error", "Q2x9WvT4mZ7yK1nB8cR3", nil),
+			"a body that is not an error":    {Status: http.StatusBadGateway, Body: "<html>Q2x9WvT4mZ7yK1nB8cR3 Hunt3rPassw0rd AzK3yV4lu3x T0k3nV4lu3xyz Gw4yS3cr3tV4l</html>"},
+			"an error object with a 200":     {Status: http.StatusOK, Body: `{"error":{"message":"Q2x9WvT4mZ7yK1nB8cR3 Hunt3rPassw0rd AzK3yV4lu3x T0k3nV4lu3xyz Gw4yS3cr3tV4l","type":"AzK3yV4lu3x"}}`},
+			"a success that does not decode": {Status: http.StatusOK, Body: "garbage Q2x9WvT4mZ7yK1nB8cR3 Hunt3rPassw0rd AzK3yV4lu3x T0k3nV4lu3xyz Gw4yS3cr3tV4l"},
+		}
+		for what, rep := range echoes {
+			srv := newChatServer(sequence(rep))
+			p := openai.New(openai.Options{
+				BaseURL:    "http://bob:Hunt3rPassw0rd@" + srv.Listener.Addr().String() + "/v1?api-version=2024-10-21&api-key=AzK3yV4lu3x&token=T0k3nV4lu3xyz",
+				APIKey:     "sk-proj-Q2x9WvT4mZ7yK1nB8cR3",
+				Headers:    http.Header{"X-Gateway-Key": {"Gw4yS3cr3tV4l"}, "X-Title": {"leaves-demo-app"}},
+				HTTPClient: srv.Client(), Model: "m", Clock: clock, MaxRetries: openai.NoRetries,
+			})
+			_, err := p.Step(context.Background(), &core.Request{Agent: "a", Step: 1})
+			srv.Close()
+			Expect(err).To(HaveOccurred(), what)
+			for _, secret := range []string{"Q2x9WvT4mZ7yK1nB8cR3", "Hunt3rPassw0rd", "AzK3yV4lu3x", "T0k3nV4lu3xyz", "Gw4yS3cr3tV4l"} {
+				Expect(err.Error()).NotTo(ContainSubstring(secret), "%s: %v", what, err)
+			}
+			Expect(err.Error()).To(ContainSubstring("[REDACTED]"), what)
+		}
 	})
 })
 

@@ -17,6 +17,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/internal/secret"
 )
 
 // Defaults.
@@ -129,6 +130,9 @@ type Provider struct {
 	client   *goopenai.Client
 	clock    clockwork.Clock
 	endpoint string // for error messages: no user info, no query
+	// secrets are the credentials the provider was given, as
+	// internal/secret finds them, never to be repeated in an error.
+	secrets []string
 	// own is the transport New made when Options.HTTPClient was nil.
 	own *http.Transport
 }
@@ -188,8 +192,18 @@ func New(opts Options) *Provider {
 		client:   goopenai.NewClientWithConfig(cfg),
 		clock:    opts.Clock,
 		endpoint: endpointForErrors(opts.BaseURL),
+		secrets:  credentials(opts),
 		own:      own,
 	}
+}
+
+// credentials lists what the options hold that an error must never repeat:
+// the API key (also without its vendor prefix), the base URL's password and
+// credential query values, and credential headers.
+func credentials(opts Options) []string {
+	all := append([]string{opts.APIKey}, secret.FromURL(opts.BaseURL)...)
+	all = append(all, secret.FromHeaders(opts.Headers)...)
+	return secret.Literals(all...)
 }
 
 // Close releases the provider's idle connections: those of the transport
@@ -284,6 +298,10 @@ func (p *Provider) wait(ctx context.Context, d time.Duration) error {
 
 var errAttemptTimeout = errors.New("attempt timed out")
 
+// errBodyTooLarge stops go-openai from decoding a success body that was
+// cut at maxBody: it would report the cut as malformed JSON.
+var errBodyTooLarge = fmt.Errorf("the response body is larger than %d MiB, the most the provider reads", maxBody>>20)
+
 // completion is a decoded response and what the transport saw of it.
 type completion struct {
 	resp goopenai.ChatCompletionResponse
@@ -297,6 +315,51 @@ type attemptMeta struct {
 	header  http.Header
 	body    []byte
 	readErr error
+	// tooLarge: the body went past maxBody; body holds its start.
+	tooLarge bool
+	// fillContent: a message has empty content, which go-openai leaves
+	// out of the body; capturingDoer puts it back (see withContent).
+	fillContent bool
+}
+
+// lacksContent reports whether go-openai would send a message without its
+// content key: it omits an empty content, and OpenAI refuses a user, system
+// or tool message (or an assistant message without tool calls) that has
+// none, though an empty tool result or user turn is an ordinary thing.
+func lacksContent(msgs []goopenai.ChatCompletionMessage) bool {
+	for _, m := range msgs {
+		if m.Content == "" && len(m.MultiContent) == 0 && len(m.ToolCalls) == 0 && m.FunctionCall == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// withContent adds "content":"" to every message of a chat completion body
+// that has no content and no tool calls, and leaves the rest as it was.
+func withContent(body []byte) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(doc["messages"], &msgs); err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		_, hasContent := m["content"]
+		_, hasCalls := m["tool_calls"]
+		_, hasCall := m["function_call"]
+		if !hasContent && !hasCalls && !hasCall {
+			m["content"] = json.RawMessage(`""`)
+		}
+	}
+	raw, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	doc["messages"] = raw
+	return json.Marshal(doc)
 }
 
 type metaKey struct{}
@@ -311,12 +374,19 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 		// so that a test advances it instead of waiting for it.
 		timer = p.clock.AfterFunc(p.opts.Timeout, func() { cancel(errAttemptTimeout) })
 	}
-	meta := &attemptMeta{}
+	meta := &attemptMeta{fillContent: lacksContent(creq.Messages)}
 	resp, err := p.client.CreateChatCompletion(context.WithValue(actx, metaKey{}, meta), creq)
 	if timer != nil {
 		timer.Stop()
 	}
 	timedOut := errors.Is(context.Cause(actx), errAttemptTimeout)
+	if err != nil && !timedOut && meta.sent && meta.readErr == nil && !meta.tooLarge && meta.status/100 == 2 {
+		// A whole success body go-openai's typed decoder refused: read
+		// what the runtime needs of it, the rest may be typed any way.
+		if lr, lerr := lenientCompletion(meta.body); lerr == nil {
+			resp, err = lr, nil
+		}
+	}
 	if err != nil {
 		return nil, p.scrub(p.classify(err, meta, timedOut))
 	}
@@ -341,19 +411,14 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 	return c, nil
 }
 
-// minKeyLen is the shortest API key scrub replaces: a local server's dummy
-// key ("none", "x") would otherwise blank out ordinary words.
-const minKeyLen = 8
-
-// scrub removes the API key from what an endpoint said: an error body that
-// echoes the Authorization header must not carry the key into a log.
+// scrub removes the provider's credentials from what an endpoint said: an
+// error body that echoes the Authorization header or the request's URL must
+// not carry a key into a log, a transcript or a cassette. Which values are
+// secret, and which are too short to replace, is internal/secret's rule,
+// the one the cassette redactor follows too.
 func (p *Provider) scrub(e *Error) *Error {
-	if k := p.opts.APIKey; len(k) >= minKeyLen {
-		e.Message = strings.ReplaceAll(e.Message, k, "[REDACTED]")
-		e.Body = strings.ReplaceAll(e.Body, k, "[REDACTED]")
-		e.Type = strings.ReplaceAll(e.Type, k, "[REDACTED]")
-		e.Code = strings.ReplaceAll(e.Code, k, "[REDACTED]")
-		e.Param = strings.ReplaceAll(e.Param, k, "[REDACTED]")
+	for _, f := range []*string{&e.Message, &e.Body, &e.Type, &e.Code, &e.Param} {
+		*f = secret.Replace(*f, p.secrets)
 	}
 	return e
 }
@@ -369,6 +434,9 @@ func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error 
 	switch {
 	case timedOut:
 		e.Kind, e.Err = ErrTimeout, fmt.Errorf("no complete response within %s", p.opts.Timeout)
+	case meta.tooLarge && meta.status/100 == 2:
+		e.Kind, e.Err, e.Body = ErrBadResponse, nil, snippet(meta.body)
+		e.Message = errBodyTooLarge.Error()
 	case errors.As(err, &apiErr):
 		e.Err = nil
 		e.Type, e.Code, e.Message = apiErr.Type, codeString(apiErr.Code), apiErr.Message
@@ -496,19 +564,50 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	meta, _ := req.Context().Value(metaKey{}).(*attemptMeta)
 	if meta != nil {
 		meta.sent = true
+		if meta.fillContent && req.Body != nil {
+			if err := fillContent(req); err != nil {
+				return nil, fmt.Errorf("openai: preparing the request body: %w", err)
+			}
+		}
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return nil, withoutQuery(err)
 	}
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	_ = resp.Body.Close()
+	tooLarge := len(body) > maxBody
+	if tooLarge {
+		// Only the start is kept, for diagnosis. A failure status is
+		// still classified by its status; a success cannot be read.
+		body = body[:maxBody]
+	}
 	if meta != nil {
 		meta.status, meta.header, meta.body, meta.readErr = resp.StatusCode, resp.Header, body, readErr
+		meta.tooLarge = tooLarge
 	}
 	if readErr != nil {
 		return nil, readErr
 	}
+	if tooLarge && resp.StatusCode/100 == 2 {
+		return nil, errBodyTooLarge
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
+}
+
+// fillContent rewrites a request's body with withContent.
+func fillContent(req *http.Request) error {
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return err
+	}
+	if body, err = withContent(body); err != nil {
+		return err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
 }

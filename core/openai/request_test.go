@@ -105,6 +105,23 @@ var _ = Describe("Sending a semantic request", func() {
 		Expect(msgs[5].text()).To(Equal("Background work:\n- w-1 · research · running 4s"))
 	})
 
+	It("sends an empty tool result or user message with its content \"\": OpenAI refuses a message without content", func() {
+		_, err := step(srv, openai.Options{Model: "m"}, &core.Request{Agent: "a", Step: 2, Messages: []core.Message{
+			{Role: core.RoleUser, Content: ""},
+			{Role: core.RoleAssistant, ToolCalls: []core.ToolCall{{ID: "call_1", Name: "log", Arguments: `{}`}}},
+			{Role: core.RoleTool, ToolCallID: "call_1", ToolName: "log", Content: ""},
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		msgs := lastBody().Messages
+		Expect(msgs).To(HaveLen(3))
+		for _, i := range []int{0, 2} {
+			Expect(msgs[i].Content).NotTo(BeNil(), "messages[%d] (%s) has no content", i, msgs[i].Role)
+			Expect(*msgs[i].Content).To(Equal(""))
+		}
+		Expect(msgs[1].ToolCalls).To(HaveLen(1), "an assistant message with tool calls needs no content")
+		Expect(msgs[2].ToolCallID).To(Equal("call_1"))
+	})
+
 	It("sends no status message when the request has no status block", func() {
 		_, err := step(srv, openai.Options{Model: "m"}, &core.Request{Agent: "a", Step: 1, System: "s",
 			Messages: []core.Message{{Role: core.RoleUser, Content: "hi"}}})
@@ -249,6 +266,29 @@ var _ = Describe("Reading the answer", func() {
 			{ID: "call_a", Name: "research", Arguments: `{"question":"q","run_in_background":true}`},
 			{ID: "call_b", Name: "work", Arguments: `{"action":"list"}`},
 		}))
+	})
+
+	It("reads an answer from a server that types the fields the runtime never reads its own way: created as a float, ids and usage as other numbers", func() {
+		resp, reason, err := answer(reply{Body: `{"id":17,"object":"chat.completion","created":1767225600.25,"model":"m","system_fingerprint":3,` +
+			`"choices":[{"index":"0","message":{"role":"assistant","content":null,"tool_calls":[{"id":7,"type":"function","function":{"name":"work","arguments":"{\"action\":\"list\"}"}}]},"finish_reason":"tool_calls","logprobs":[]}],` +
+			`"usage":{"prompt_tokens":12.0,"completion_tokens":3,"total_tokens":"15"}}`}, plain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reason).To(Equal("tool_calls"))
+		Expect(resp.ToolCalls).To(Equal([]core.ToolCall{{ID: "7", Name: "work", Arguments: `{"action":"list"}`}}))
+		Expect(resp.Usage).To(Equal(&core.Usage{PromptTokens: 12, CompletionTokens: 3}))
+	})
+
+	It("keeps tool-call arguments a server sends as a JSON object, as the text it wrote", func() {
+		resp, _, err := answer(reply{Body: `{"choices":[{"message":{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"work","arguments":{ "action": "result", "id": "w-1" }}}]},"finish_reason":"tool_calls"}]}`}, plain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.ToolCalls).To(Equal([]core.ToolCall{{ID: "c1", Name: "work", Arguments: `{ "action": "result", "id": "w-1" }`}}))
+	})
+
+	It("still reports JSON that is not a chat completion as ErrBadResponse", func() {
+		for _, body := range []string{`{"choices":{"message":"hi"}}`, `{"choices":[{"message":{"content":42}}]}`, `[1,2]`} {
+			_, _, err := answer(reply{Body: body}, plain)
+			Expect(err).To(MatchError(openai.ErrBadResponse), body)
+		}
 	})
 
 	It("keeps tool-call arguments that are not valid JSON verbatim instead of failing the step", func() {

@@ -8,15 +8,18 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/crux-sim/crux-sim/internal/secret"
 )
 
 // Redacted replaces every secret a Redactor finds.
-const Redacted = "[REDACTED]"
+const Redacted = secret.Redacted
 
 // MinSecretLen is the shortest literal secret a Redactor replaces. Shorter
 // values (a local server's dummy key such as "none") would match ordinary
-// text everywhere and are not secrets worth the damage.
-const MinSecretLen = 8
+// text everywhere and are not secrets worth the damage. The OpenAI adapter
+// scrubs its errors by the same rule.
+const MinSecretLen = secret.MinLen
 
 // DefaultSecretPatterns are redacted from every cassette whatever the
 // options say: bearer tokens, the values of Authorization and api-key
@@ -24,14 +27,26 @@ const MinSecretLen = 8
 // Where a pattern has a group named "secret", only that group is replaced,
 // so the text keeps saying what was there ("Authorization: [REDACTED]").
 var DefaultSecretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{8,})`),
+	bearerPattern,
 	regexp.MustCompile(`(?i)\b(?:authorization|proxy-authorization|api[-_]?key|x-api-key)\s*[:=]\s*(?P<secret>(?:(?:bearer|basic|token)\s+)?[^\s",&]+)`),
 	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`),
 }
 
-// secretQueryKeys are query parameters that carry credentials (api-key,
-// key, token, Azure SAS sig and signature parameters, passwords).
-var secretQueryKeys = regexp.MustCompile(`(?i)(key|token|secret|sig|signature|password|auth)`)
+// bearerPattern finds a bearer token. "Bearer" is also an English word
+// ("bearer instruments", "a standard-bearer position"), and a model's prose
+// must reach a cassette, and its replay, as the model wrote it: so a match
+// is redacted only when it is tokenLike.
+var bearerPattern = regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[a-z0-9._~+/=-]{8,})`)
+
+// tokenLike tells a credential from a word: a token has a digit or one of
+// the punctuation marks tokens are made of (_ ~ + / = and the dots of a
+// JWT), or is longer than any word (24 bytes and more). A run of letters,
+// perhaps hyphenated, is a word. A random token of 8 to 23 letters alone is
+// rare; the literal secrets a recording is given are redacted whatever
+// their shape.
+func tokenLike(s string) bool {
+	return len(s) >= 24 || strings.ContainsAny(s, "0123456789_~+/=.")
+}
 
 // URLSecrets returns the credentials a base URL carries: its user info's
 // password and the value of every query parameter whose name looks like a
@@ -40,40 +55,7 @@ var secretQueryKeys = regexp.MustCompile(`(?i)(key|token|secret|sig|signature|pa
 // redacted wherever it turns up, not only in the URL: in an error message
 // that quotes the URL, or in a model's answer that repeats it.
 func URLSecrets(base string, params ...*regexp.Regexp) []string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		out = append(out, pw)
-	}
-	for _, part := range strings.Split(u.RawQuery, "&") {
-		k, v, ok := strings.Cut(part, "=")
-		if !ok || v == "" || !secretQueryKey(k, params) {
-			continue
-		}
-		out = append(out, v)
-		if dec, err := url.QueryUnescape(v); err == nil && dec != v {
-			out = append(out, dec)
-		}
-	}
-	return out
-}
-
-func secretQueryKey(k string, extra []*regexp.Regexp) bool {
-	if dec, err := url.QueryUnescape(k); err == nil {
-		k = dec
-	}
-	if secretQueryKeys.MatchString(k) {
-		return true
-	}
-	for _, p := range extra {
-		if p.MatchString(k) {
-			return true
-		}
-	}
-	return false
+	return secret.FromURL(base, params...)
 }
 
 // Redactor removes secrets from strings before they are written. The zero
@@ -91,38 +73,9 @@ type Redactor struct {
 // (sk-..., sk-proj-...) is redacted without its prefix too: a model that
 // repeats a key often drops it.
 func NewRedactor(secrets []string, patterns ...*regexp.Regexp) *Redactor {
-	r := &Redactor{}
-	for _, s := range secrets {
-		if len(s) >= MinSecretLen {
-			r.secrets = append(r.secrets, s)
-			r.secrets = append(r.secrets, unprefixed(s)...)
-		}
-	}
-	// Longest first: if one secret contains another, the longer goes whole.
-	for i := 1; i < len(r.secrets); i++ {
-		for j := i; j > 0 && len(r.secrets[j]) > len(r.secrets[j-1]); j-- {
-			r.secrets[j], r.secrets[j-1] = r.secrets[j-1], r.secrets[j]
-		}
-	}
+	r := &Redactor{secrets: secret.Literals(secrets...)}
 	r.patterns = append(append(r.patterns, patterns...), DefaultSecretPatterns...)
 	return r
-}
-
-// minBodyLen is the shortest key body (what follows a vendor prefix) that
-// is redacted on its own: long enough to be the random part of a key.
-const minBodyLen = 12
-
-// unprefixed returns a key without each of its leading prefixes: sk-proj-X
-// gives proj-X and X. Only separators in the first 16 bytes count, and
-// only a body of at least minBodyLen bytes is kept.
-func unprefixed(s string) []string {
-	var out []string
-	for i := 0; i < len(s) && i < 16; i++ {
-		if (s[i] == '-' || s[i] == '_') && len(s)-i-1 >= minBodyLen {
-			out = append(out, s[i+1:])
-		}
-	}
-	return out
 }
 
 // Leaks reports whether b still holds one of the Redactor's literal
@@ -174,9 +127,7 @@ func (r *Redactor) String(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, Redacted)
-	}
+	s = secret.Replace(s, r.secrets)
 	lower := ""
 	for _, p := range r.patterns {
 		if hints, ok := defaultHints[p]; ok {
@@ -224,6 +175,13 @@ func redactPattern(p *regexp.Regexp, s string) string {
 		start, end := m[2*g], m[2*g+1]
 		if start < 0 || s[start:end] == Redacted {
 			continue
+		}
+		if p == bearerPattern {
+			// A full stop after a token ends the sentence, not the token.
+			end = start + len(strings.TrimRight(s[start:end], "."))
+			if !tokenLike(s[start:end]) {
+				continue
+			}
 		}
 		b.WriteString(s[last:start])
 		b.WriteString(Redacted)
@@ -334,7 +292,7 @@ func (r *Redactor) URL(s string) string {
 		parts := strings.Split(u.RawQuery, "&")
 		for i, part := range parts {
 			k, _, _ := strings.Cut(part, "=")
-			if secretQueryKeys.MatchString(k) {
+			if secret.CredentialName(k) {
 				parts[i] = k + "=" + Redacted
 			}
 		}

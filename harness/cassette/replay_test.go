@@ -63,6 +63,23 @@ var _ = Describe("Replaying", func() {
 		Expect(outputs).To(Equal([]string{spaced}))
 	})
 
+	It("hands the runtime prose that only looks like a credential byte for byte: the word bearer before an ordinary word is not a token", func() {
+		prose := `{"summary":"Bearer instruments and bearer securities pay the holder.","findings":["A standard-bearer position."]}`
+		b, live := recorded(cassette.RecordOptions{}, session{}, func(string) (int, string) { return 200, textCompletion(prose) })
+		Expect(string(b)).NotTo(ContainSubstring(cassette.Redacted))
+		cap := &capture{inner: cassette.NewReplayer(mustRead(b, "leaves.cassette"), cassette.ReplayOptions{})}
+		text, _, err := session{provider: cap}.run()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(text).To(Equal(live))
+		var outputs []string
+		for _, r := range cap.resps {
+			if len(r.Output) > 0 {
+				outputs = append(outputs, string(r.Output))
+			}
+		}
+		Expect(outputs).To(Equal([]string{prose}))
+	})
+
 	It("matches a run with other ids and another clock, and hands it the recorded answers in its own ids", func() {
 		b, live := recorded(cassette.RecordOptions{}, session{ids: core.RandomIDs{}}, nil)
 		Expect(string(b)).To(MatchRegexp(`"id":"w_[a-z2-7]{16}"`), "the recording used random ids")

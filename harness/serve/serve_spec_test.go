@@ -170,24 +170,27 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Expect(res.Outcome.Trace.Entries[0].Run).To(Equal("research-coordinator#1"))
 		})
 
-		It("answers 400 with an OpenAI error naming the candidates when it cannot tell", func(ctx SpecContext) {
+		It("answers 404 model_not_found, as OpenAI answers a model it does not have, naming the candidates when it cannot tell", func(ctx SpecContext) {
 			s := serveScenario(builtin("research-coordinator"), serve.Options{})
 			_, err := s.client.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{Model: "gpt-4o-mini",
 				Messages: []goopenai.ChatCompletionMessage{{Role: "system", Content: "You are someone else."}, {Role: "user", Content: "hi"}}})
 			var apiErr *goopenai.APIError
 			Expect(errors.As(err, &apiErr)).To(BeTrue(), "%v", err)
-			Expect(apiErr.HTTPStatusCode).To(Equal(http.StatusBadRequest))
+			Expect(apiErr.HTTPStatusCode).To(Equal(http.StatusNotFound))
 			Expect(apiErr.Type).To(Equal("invalid_request_error"))
+			Expect(apiErr.Code).To(Equal("model_not_found"))
 			Expect(apiErr.Message).To(ContainSubstring("crux-sim/research-agent, crux-sim/research-coordinator"))
 
 			_, err = s.client.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{Model: "crux-sim/nobody",
 				Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: "hi"}}})
 			Expect(errors.As(err, &apiErr)).To(BeTrue())
+			Expect(apiErr.HTTPStatusCode).To(Equal(http.StatusNotFound))
+			Expect(apiErr.Code).To(Equal("model_not_found"))
 			Expect(apiErr.Message).To(ContainSubstring(`"crux-sim/nobody" names no agent`))
 
 			res := s.srv.Finish("done")
-			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 1 refused with HTTP 400: cannot tell which agent")))
-			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 2 refused with HTTP 400")))
+			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 1 refused with HTTP 404: cannot tell which agent")))
+			Expect(res.Outcome.Findings).To(ContainElement(ContainSubstring("request 2 refused with HTTP 404")))
 		})
 
 		It("lists the agents as models", func(ctx SpecContext) {
@@ -221,6 +224,12 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Entry("an unknown role", `{"model":"crux-sim/research-agent","messages":[{"role":"robot","content":"hi"}]}`, http.StatusBadRequest, `messages[0].role is "robot"`),
 			Entry("a tool message without its call id", `{"model":"crux-sim/research-agent","messages":[{"role":"tool","content":"x"}]}`, http.StatusBadRequest, "without tool_call_id"),
 			Entry("content of the wrong type", `{"model":"crux-sim/research-agent","messages":[{"role":"user","content":7}]}`, http.StatusBadRequest, "messages[0].content: want a string, null or an array"),
+			Entry("a tool message that answers no call of the assistant message before it, which OpenAI refuses",
+				`{"model":"crux-sim/research-coordinator","messages":[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"call_9","content":"x"}]}`,
+				http.StatusBadRequest, `messages[1] is a tool message for tool_call_id "call_9", which the assistant message it follows did not make`),
+			Entry("an assistant message's tool call left without its tool message, which OpenAI refuses",
+				`{"model":"crux-sim/research-coordinator","messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"call_2","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"x"},{"role":"user","content":"go on"}]}`,
+				http.StatusBadRequest, `messages[1] makes tool calls that no tool message answers before messages[3]: call_2`),
 		)
 
 		It("answers a request after the script ran dry with a 400 the client does not retry, and fails the run's script verdict", func(ctx SpecContext) {
@@ -304,6 +313,28 @@ var _ = Describe("serve, driven by go-openai", func() {
 		})
 	})
 
+	Describe("methods", func() {
+		It("answers a method a route does not take with 405, an OpenAI error and the Allow header HTTP requires", func() {
+			s := serveScenario(builtin("research-coordinator"), serve.Options{})
+			for _, tc := range []struct{ method, path, allow string }{
+				{http.MethodGet, "/v1/chat/completions", "POST"},
+				{http.MethodPost, "/v1/models", "GET"},
+				{http.MethodGet, "/crux-sim/finish", "POST"},
+			} {
+				req, err := http.NewRequest(tc.method, s.http.URL+tc.path, nil)
+				Expect(err).NotTo(HaveOccurred())
+				resp, err := http.DefaultClient.Do(req)
+				Expect(err).NotTo(HaveOccurred())
+				var doc map[string]any
+				Expect(json.NewDecoder(resp.Body).Decode(&doc)).To(Succeed())
+				_ = resp.Body.Close()
+				Expect(resp.StatusCode).To(Equal(http.StatusMethodNotAllowed), "%s %s", tc.method, tc.path)
+				Expect(resp.Header.Get("Allow")).To(Equal(tc.allow), "%s %s", tc.method, tc.path)
+				Expect(errorOf(doc)["code"]).To(Equal("method_not_allowed"), "%s %s", tc.method, tc.path)
+			}
+		})
+	})
+
 	Describe("ending the session", func() {
 		It("answers POST /crux-sim/finish with the verdicts as crux-sim run --format json writes them", func(ctx SpecContext) {
 			s := serveScenario(builtin("research-coordinator"), serve.Options{})
@@ -321,6 +352,15 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got).To(MatchJSON(want))
 			Eventually(s.srv.Done()).Should(BeClosed())
+		})
+
+		It("names in the verdicts the seed that chose the faults, not a seed no one used", func(ctx SpecContext) {
+			s := serveScenario(builtin("research-coordinator"), serve.Options{Seed: 7})
+			_, err := s.client.CreateChatCompletion(ctx, firstCoordinatorRequest("crux-sim/research-coordinator"))
+			Expect(err).NotTo(HaveOccurred())
+			code, doc := s.post("/crux-sim/finish", "")
+			Expect(code).To(Equal(http.StatusOK))
+			Expect(doc["seed"]).To(BeNumerically("==", 7))
 		})
 
 		It("ends by itself after the idle timeout with no request", func(ctx SpecContext) {

@@ -275,6 +275,7 @@ func (s *Server) Finish(reason string) *Result {
 	ob.Provider = s.prov
 	ob.ResultWaitSlack = ResultWaitTolerance
 	o := harness.Judge(s.sc, ob)
+	o.Seed = s.opts.Seed // the seed the faults were drawn from
 	o.Fired = harness.Plan{Faults: s.faults.Fired()}
 	o.Violations = append(o.Violations, s.sess.violations()...)
 	res := &Result{Outcome: o, Reason: reason}
@@ -342,6 +343,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		n, _ := s.begin()
 		s.inflight.Done()
+		w.Header().Set("Allow", http.MethodGet)
 		s.refuse(w, n, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "GET /v1/models lists the scenario's agents as models")
 		return
 	}
@@ -363,6 +365,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) finishRoute(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "POST /crux-sim/finish ends the session and answers with its verdicts")
 		return
 	}
@@ -388,6 +391,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.active.Add(1)
 	defer s.active.Add(-1)
 	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, n, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "chat completions are POSTed")
 		return
 	}
@@ -408,7 +412,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	agent, err := s.identify(req)
 	if err != nil {
-		s.refuse(w, n, http.StatusBadRequest, "invalid_request_error", "model_not_found", err.Error())
+		s.refuse(w, n, http.StatusNotFound, "invalid_request_error", "model_not_found", err.Error())
 		return
 	}
 

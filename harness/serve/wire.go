@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crux-sim/crux-sim/internal/inputfile"
@@ -100,12 +101,66 @@ func decodeRequest(body []byte) (*chatRequest, error) {
 			return nil, fmt.Errorf("messages[%d] is a tool message without tool_call_id", i)
 		}
 	}
+	if err := checkToolSequence(req.Messages); err != nil {
+		return nil, err
+	}
 	for i, t := range req.Tools {
 		if t.Function.Name == "" {
 			return nil, fmt.Errorf("tools[%d] has no function name", i)
 		}
 	}
 	return &req, nil
+}
+
+// checkToolSequence holds a request to the rule OpenAI refuses it by: the
+// messages after an assistant message with tool_calls are tool messages,
+// one for each of its calls, before any other message (or the request's
+// end); a tool message answers a call of the assistant message it follows.
+// A runtime that breaks it works against crux-sim and fails in production.
+func checkToolSequence(msgs []chatMessage) error {
+	open := -1         // the assistant message whose calls are being answered
+	var calls []string // its call ids, in order
+	answered := map[string]bool{}
+	unanswered := func(at string) error {
+		var missing []string
+		for _, id := range calls {
+			if !answered[id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		return fmt.Errorf("messages[%d] makes tool calls that no tool message answers before %s: %s; OpenAI refuses a request in which a tool call is not followed by its tool message",
+			open, at, clip(strings.Join(missing, ", "), 200))
+	}
+	for i, m := range msgs {
+		if m.Role == "tool" {
+			if open < 0 || !slices.Contains(calls, m.ToolCallID) {
+				return fmt.Errorf("messages[%d] is a tool message for tool_call_id %q, which the assistant message it follows did not make; OpenAI refuses a tool message that answers no call of the message before it",
+					i, clip(m.ToolCallID, 80))
+			}
+			answered[m.ToolCallID] = true
+			continue
+		}
+		if open >= 0 {
+			if err := unanswered(fmt.Sprintf("messages[%d]", i)); err != nil {
+				return err
+			}
+		}
+		open, calls = -1, calls[:0]
+		clear(answered)
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
+			open = i
+			for _, c := range m.ToolCalls {
+				calls = append(calls, c.ID)
+			}
+		}
+	}
+	if open >= 0 {
+		return unanswered("the request's end")
+	}
+	return nil
 }
 
 func orBody(field string) string {
