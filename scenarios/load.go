@@ -32,11 +32,23 @@ func fileLimit() inputfile.Limit {
 // MaxFileSize bytes of it: a device such as /dev/zero, a FIFO or a
 // directory is refused before anything is read.
 func LoadFile(path string) (*Scenario, error) {
+	sc, _, err := LoadFileSource(path)
+	return sc, err
+}
+
+// LoadFileSource is LoadFile that also returns the bytes it read, for a
+// caller that keeps the source the scenario came from (a recording embeds
+// it) without reading the file a second time.
+func LoadFileSource(path string) (*Scenario, []byte, error) {
 	src, err := inputfile.Read(path, fileLimit())
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", ErrLoad, path, err)
+		return nil, nil, fmt.Errorf("%w %s: %w", ErrLoad, path, err)
 	}
-	return Load(path, src)
+	sc, err := Load(path, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, src, nil
 }
 
 // LoadReader reads a scenario from r (standard input, say), at most

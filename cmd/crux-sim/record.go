@@ -272,21 +272,17 @@ type recordable struct {
 }
 
 func loadRecordable(arg string) (*recordable, error) {
-	scs, err := loadScenarios([]string{arg}, nil)
-	if err != nil {
-		return nil, err
-	}
 	if !isFile(arg) {
+		scs, err := loadScenarios([]string{arg}, nil)
+		if err != nil {
+			return nil, err
+		}
 		src, _ := scenarios.BuiltinSource(arg)
 		return &recordable{scenario: scs[0], digest: cassette.Digest(src)}, nil
 	}
-	// The loader has checked the file; read it once more to embed exactly
-	// the source the recording runs.
-	src, err := os.ReadFile(arg)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	sc, err := scenarios.Load(arg, src)
+	// The file is read once, under the scenario loader's limits, and the
+	// recording embeds exactly the source it runs.
+	sc, src, err := scenarios.LoadFileSource(arg)
 	if err != nil {
 		return nil, &badInput{[]error{err}}
 	}
