@@ -238,15 +238,8 @@ var _ = Describe("Platform maintenance jobs", func() {
 		e.settle()
 
 		goals := func(tenant string) []string {
-			key, _, err := e.p.CollectTraining(tenant)
-			Expect(err).NotTo(HaveOccurred())
-			data, _, err := e.store.GetFile(nil, key)
-			Expect(err).NotTo(HaveOccurred())
 			var out []string
-			sc := bufio.NewScanner(bytes.NewReader(data))
-			for sc.Scan() {
-				var t platform.Trajectory
-				Expect(json.Unmarshal(sc.Bytes(), &t)).To(Succeed())
+			for _, t := range collect(e, tenant) {
 				out = append(out, t.Goal)
 			}
 			return out
@@ -272,15 +265,8 @@ var _ = Describe("Platform maintenance jobs", func() {
 			e.settle()
 		}
 		args := func(tenant string) []string {
-			key, _, err := e.p.CollectTraining(tenant)
-			Expect(err).NotTo(HaveOccurred())
-			data, _, err := e.store.GetFile(nil, key)
-			Expect(err).NotTo(HaveOccurred())
 			var out []string
-			sc := bufio.NewScanner(bytes.NewReader(data))
-			for sc.Scan() {
-				var t platform.Trajectory
-				Expect(json.Unmarshal(sc.Bytes(), &t)).To(Succeed())
+			for _, t := range collect(e, tenant) {
 				Expect(t.Type).To(Equal("skill"))
 				out = append(out, t.Arguments)
 			}
@@ -366,3 +352,20 @@ var _ = Describe("The platform's events in the semantic trace", func() {
 		Expect(kinds).To(ContainElements(trace.Request, trace.ToolResult, platform.TraceKind))
 	})
 })
+
+// collect runs the training collector for a tenant and reads back the
+// rows of the JSONL file it wrote.
+func collect(e *env, tenant string) []platform.Trajectory {
+	key, _, err := e.p.CollectTraining(tenant)
+	Expect(err).NotTo(HaveOccurred())
+	data, _, err := e.store.GetFile(nil, key)
+	Expect(err).NotTo(HaveOccurred())
+	var out []platform.Trajectory
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var t platform.Trajectory
+		Expect(json.Unmarshal(sc.Bytes(), &t)).To(Succeed())
+		out = append(out, t)
+	}
+	return out
+}
