@@ -106,4 +106,100 @@ var _ = Describe("the Chat Completions wire format", func() {
 			Entry("include_usage false", map[string]any{"include_usage": false}),
 		)
 	})
+
+	Describe("a stream's chunks", func() {
+		It("share id, object chat.completion.chunk, created and model; the role is on the first delta alone; a tool call's index, id, type and name come first, its arguments after; finish_reason is null until the last choice", func() {
+			s := serveScenario(builtin("research-coordinator"), serve.Options{})
+			raw, err := json.Marshal(firstCoordinatorRequest("crux-sim/research-coordinator"))
+			Expect(err).NotTo(HaveOccurred())
+			var body map[string]any
+			Expect(json.Unmarshal(raw, &body)).To(Succeed())
+			resp, events := s.rawStream(body)
+			Expect(resp.Header.Get("Content-Type")).To(Equal("text/event-stream"))
+			chunks := chunksOf(events)
+			first := chunks[0]
+			Expect(first["id"]).To(HavePrefix("chatcmpl-"))
+			Expect(first["model"]).To(Equal("crux-sim/research-coordinator"))
+			var args string
+			for i, c := range chunks {
+				for _, k := range []string{"id", "created", "model"} {
+					Expect(c[k]).To(Equal(first[k]), "chunk %d's %s", i, k)
+				}
+				Expect(c["object"]).To(Equal("chat.completion.chunk"))
+				choices := c["choices"].([]any)
+				Expect(choices).To(HaveLen(1))
+				ch := choices[0].(map[string]any)
+				Expect(ch).To(HaveKeyWithValue("index", BeEquivalentTo(0)))
+				Expect(ch).To(HaveKeyWithValue("logprobs", BeNil()))
+				delta := ch["delta"].(map[string]any)
+				if i == 0 {
+					Expect(delta).To(Equal(map[string]any{"role": "assistant", "content": ""}))
+				} else {
+					Expect(delta).NotTo(HaveKey("role"), "chunk %d", i)
+				}
+				if i < len(chunks)-1 {
+					Expect(ch).To(HaveKeyWithValue("finish_reason", BeNil()), "chunk %d", i)
+				} else {
+					Expect(ch).To(HaveKeyWithValue("finish_reason", "tool_calls"))
+					Expect(delta).To(BeEmpty())
+				}
+				if i == 1 {
+					Expect(delta["tool_calls"]).To(Equal([]any{map[string]any{"index": 0.0, "id": "call-1", "type": "function",
+						"function": map[string]any{"name": "research", "arguments": ""}}}))
+				}
+				if i > 1 && i < len(chunks)-1 {
+					calls := delta["tool_calls"].([]any)
+					Expect(calls).To(HaveLen(1))
+					call := calls[0].(map[string]any)
+					Expect(call).To(HaveKeyWithValue("index", 0.0))
+					Expect(call).NotTo(HaveKey("id"))
+					Expect(call).NotTo(HaveKey("type"))
+					Expect(call["function"]).NotTo(HaveKey("name"))
+					args += call["function"].(map[string]any)["arguments"].(string)
+				}
+			}
+			Expect(args).To(MatchJSON(`{"question":"` + question + `","run_in_background":true}`))
+		})
+	})
+
+	Describe("a plain answer's message", func() {
+		post := func(s *served, body any) map[string]any {
+			raw, err := json.Marshal(body)
+			Expect(err).NotTo(HaveOccurred())
+			resp, err := http.Post(s.http.URL+"/v1/chat/completions", "application/json", bytes.NewReader(raw))
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			Expect(resp.Header.Get("Content-Type")).To(Equal("application/json"))
+			var doc map[string]any
+			Expect(json.NewDecoder(resp.Body).Decode(&doc)).To(Succeed())
+			Expect(doc["object"]).To(Equal("chat.completion"))
+			Expect(doc["id"]).To(HavePrefix("chatcmpl-"))
+			Expect(doc).To(HaveKey("created"))
+			Expect(doc["usage"]).To(HaveKey("total_tokens"))
+			choice := doc["choices"].([]any)[0].(map[string]any)
+			Expect(choice).To(HaveKeyWithValue("logprobs", BeNil()))
+			return choice
+		}
+
+		It("has content null, tool_calls and finish_reason tool_calls when the model calls tools", func() {
+			s := serveScenario(builtin("research-coordinator"), serve.Options{})
+			choice := post(s, firstCoordinatorRequest("crux-sim/research-coordinator"))
+			Expect(choice["finish_reason"]).To(Equal("tool_calls"))
+			msg := choice["message"].(map[string]any)
+			Expect(msg).To(HaveKeyWithValue("content", BeNil()))
+			Expect(msg).To(HaveKeyWithValue("refusal", BeNil()))
+			Expect(msg["role"]).To(Equal("assistant"))
+			Expect(msg["tool_calls"]).To(HaveLen(1))
+		})
+
+		It("has its text as content, no tool_calls and finish_reason stop when the model only speaks", func() {
+			s := serveScenario(sayingSolo(), serve.Options{})
+			choice := post(s, soloBody())
+			Expect(choice["finish_reason"]).To(Equal("stop"))
+			msg := choice["message"].(map[string]any)
+			Expect(msg["content"]).To(HavePrefix("Anthocyanins"))
+			Expect(msg).NotTo(HaveKey("tool_calls"))
+		})
+	})
 })
