@@ -528,13 +528,22 @@ const streamPiece = 24
 // writeStream sends the response as server-sent events in OpenAI's chunk
 // format: a role chunk, content deltas, each tool call's id and name then
 // its arguments in pieces, the finish reason, optionally usage, [DONE].
+// With usage asked for, every chunk before the usage chunk says
+// "usage": null, as OpenAI's do; without, no chunk has the field.
 func writeStream(w http.ResponseWriter, id, model string, created int64, resp *core.Response, withUsage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	var noUsage json.RawMessage // what a chunk without the usage says
+	if withUsage {
+		noUsage = json.RawMessage("null")
+	}
 	send := func(c chunk) {
 		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", created, model
+		if c.Usage == nil {
+			c.Usage = noUsage
+		}
 		if c.Choices == nil {
 			c.Choices = []chunkChoice{}
 		}
@@ -567,8 +576,8 @@ func writeStream(w http.ResponseWriter, id, model string, created int64, resp *c
 	reason := finishReason(resp)
 	send(one(delta{}, &reason))
 	if withUsage {
-		u := usageOf(resp)
-		send(chunk{Usage: &u})
+		u, _ := json.Marshal(usageOf(resp))
+		send(chunk{Usage: u})
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	if flusher != nil {

@@ -245,7 +245,10 @@ type chunk struct {
 	Created int64         `json:"created"`
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
-	Usage   *usage        `json:"usage,omitempty"`
+	// Usage is left out when the request did not set
+	// stream_options.include_usage; when it did, it is null on every chunk
+	// but the last, which carries the usage (and empty choices).
+	Usage json.RawMessage `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
