@@ -259,8 +259,9 @@ type chunkChoice struct {
 }
 
 type delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
+	Role string `json:"role,omitempty"`
+	// Content is a JSON string or null; left out when nil.
+	Content   json.RawMessage `json:"content,omitempty"`
 	ToolCalls []deltaToolCall `json:"tool_calls,omitempty"`
 }
 

@@ -108,7 +108,7 @@ var _ = Describe("the Chat Completions wire format", func() {
 	})
 
 	Describe("a stream's chunks", func() {
-		It("share id, object chat.completion.chunk, created and model; the role is on the first delta alone; a tool call's index, id, type and name come first, its arguments after; finish_reason is null until the last choice", func() {
+		It("share id, object chat.completion.chunk, created and model; the role is on the first delta alone, with content null and the first tool call's start when the model only calls tools; a tool call's index, id, type and name come first, its arguments after; finish_reason is null until the last choice", func() {
 			s := serveScenario(builtin("research-coordinator"), serve.Options{})
 			raw, err := json.Marshal(firstCoordinatorRequest("crux-sim/research-coordinator"))
 			Expect(err).NotTo(HaveOccurred())
@@ -133,7 +133,12 @@ var _ = Describe("the Chat Completions wire format", func() {
 				Expect(ch).To(HaveKeyWithValue("logprobs", BeNil()))
 				delta := ch["delta"].(map[string]any)
 				if i == 0 {
-					Expect(delta).To(Equal(map[string]any{"role": "assistant", "content": ""}))
+					// A model that only calls tools says no text: content
+					// is null, as in the whole message, and the first
+					// call starts in the same delta.
+					Expect(delta).To(Equal(map[string]any{"role": "assistant", "content": nil,
+						"tool_calls": []any{map[string]any{"index": 0.0, "id": "call-1", "type": "function",
+							"function": map[string]any{"name": "research", "arguments": ""}}}}))
 				} else {
 					Expect(delta).NotTo(HaveKey("role"), "chunk %d", i)
 				}
@@ -143,11 +148,7 @@ var _ = Describe("the Chat Completions wire format", func() {
 					Expect(ch).To(HaveKeyWithValue("finish_reason", "tool_calls"))
 					Expect(delta).To(BeEmpty())
 				}
-				if i == 1 {
-					Expect(delta["tool_calls"]).To(Equal([]any{map[string]any{"index": 0.0, "id": "call-1", "type": "function",
-						"function": map[string]any{"name": "research", "arguments": ""}}}))
-				}
-				if i > 1 && i < len(chunks)-1 {
+				if i > 0 && i < len(chunks)-1 {
 					calls := delta["tool_calls"].([]any)
 					Expect(calls).To(HaveLen(1))
 					call := calls[0].(map[string]any)
