@@ -91,3 +91,27 @@ func FuzzScheduleChoices(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAnyLoadedScenarioRunsToTheSameOutcome: whatever file the loader
+// accepts runs to an outcome (the run never panics, whatever the file
+// asks of the runtime, the script or the platform), and the same file and
+// seed give the same trace twice. The seeds are the built-in scenarios;
+// run it past the suite with
+// go test -run '^$' -fuzz FuzzAnyLoadedScenario ./harness.
+func FuzzAnyLoadedScenarioRunsToTheSameOutcome(f *testing.F) {
+	for _, b := range scenarios.Builtins() {
+		src, _ := scenarios.BuiltinSource(b.Name)
+		f.Add(src, int64(1))
+	}
+	f.Fuzz(func(t *testing.T, src []byte, seed int64) {
+		sc, err := scenarios.Load("fuzz.yaml", src)
+		if err != nil {
+			return
+		}
+		o := harness.Run(sc, harness.Options{Seed: seed})
+		again := harness.Run(sc, harness.Options{Seed: seed})
+		if a, b := o.Trace.Text(), again.Trace.Text(); a != b {
+			t.Fatalf("two runs of one file at seed %d differ:\n%s\n----\n%s", seed, a, b)
+		}
+	})
+}
