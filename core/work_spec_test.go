@@ -637,6 +637,11 @@ var _ = Describe("result", func() {
 		Entry("1 m is capped", "1 m", 30*time.Second, within),
 		Entry("1m is capped", "1m", 30*time.Second, within),
 		Entry("2h is capped", "2h", 30*time.Second, within),
+		Entry("30s, exactly the cap", "30s", 30*time.Second, within),
+		Entry("30000ms, the cap in milliseconds", "30000ms", 30*time.Second, within),
+		Entry("29999ms, a millisecond under the cap", "29999ms", 29999*time.Millisecond, within),
+		Entry("31s is capped", "31s", 30*time.Second, within),
+		Entry("1d is capped", "1d", 30*time.Second, within),
 		Entry("omitted", nil, 30*time.Second, within),
 	)
 
@@ -873,5 +878,58 @@ var _ = Describe("result on Work that does not complete", func() {
 		Expect(results[0].Content).To(Equal(string(exact)))
 		Expect(results[1].Content).To(Equal(string(exact)))
 		Expect(f.work(id).Rejoined).To(BeTrue())
+	}, within)
+})
+
+var _ = Describe("detach at every state", func() {
+	It("detaches completed Work as it does running Work: {id, detached: true}, then not_found, and it leaves the status block", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
+			scripted.Calls(work("detach")),
+			scripted.Calls(work("result"), work("status"), scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("DETACHED-OUTPUT")))
+
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		parked.Arrived(ctx)
+		id := f.awaitRef(ctx, 1).ID
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)).To(Equal(map[string]any{"id": id, "detached": true}))
+		Expect(results[1].Content).To(Equal(notFound))
+		Expect(results[2].Content).To(Equal(notFound))
+		Expect(results[3].Content).To(Equal("[]"))
+		reqs := f.model.RequestsFor(shared.CoordinatorID)
+		Expect(reqs[1].Status).NotTo(BeNil())
+		Expect(reqs[2].Status).To(BeNil(), "detached Work leaves the status context")
+		Expect(reqs[3].Status).To(BeNil())
+		Expect(f.work(id).Rejoined).To(BeFalse())
+	}, within)
+
+	It("detaches queued Work without cancelling it: it starts when a slot frees and runs to its end", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		blocker := f.model.holdWhen(asked("blocker"), false)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg("blocker"), bg("target")),
+			scripted.Calls(work("detach")),
+			scripted.Calls(work("status")),
+			scripted.Say("ok"))
+		f.model.Answer(shared.ResearchID, quickFindings)
+
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		target := refsIn(res.Messages)[1].ID
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)).To(Equal(map[string]any{"id": target, "detached": true}))
+		Expect(results[1].Content).To(Equal(notFound))
+		Expect(f.work(target).State).To(Equal(lifecycle.Queued), "detach does not cancel")
+		blocker.Release()
+		Expect(f.awaitTerminal(ctx, target)).To(Equal(lifecycle.Completed))
+		Expect(f.events.transitions(target)).To(Equal([]lifecycle.State{lifecycle.Queued, lifecycle.Running, lifecycle.Completed}))
 	}, within)
 })
