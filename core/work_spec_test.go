@@ -933,3 +933,29 @@ var _ = Describe("detach at every state", func() {
 		Expect(f.events.transitions(target)).To(Equal([]lifecycle.State{lifecycle.Queued, lifecycle.Running, lifecycle.Completed}))
 	}, within)
 })
+
+var _ = Describe("detach while a result waits", func() {
+	It("answers a result that was waiting when its Work was detached with not_found, never the output that arrives later", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result", "timeout", "20s")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("DETACHED-OUTPUT")))
+
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		child.Arrived(ctx)
+		f.waitForTimers(ctx, 1)
+		id := f.awaitRef(ctx, 1).ID
+		out, err := f.rt.WorkAction(ctx, f.work(id).Owner, 2, "injected-detach", core.WorkInput{Action: "detach", ID: &id})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj(out)).To(Equal(map[string]any{"id": id, "detached": true}))
+		child.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(notFound))
+		Expect(f.work(id).State).To(Equal(lifecycle.Completed))
+		Expect(f.work(id).Rejoined).To(BeFalse())
+		for _, req := range f.model.RequestsFor(shared.CoordinatorID) {
+			Expect(snapshot(req)).NotTo(ContainSubstring("DETACHED-OUTPUT"))
+		}
+	}, within)
+})
