@@ -366,10 +366,11 @@ var _ = Describe("Status rows of cancelled Work", func() {
 
 		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
 		child.Arrived(ctx)
+		asking.Arrived(ctx) // both Work items exist: the clock moves only after both were created
+		blocker, target := f.awaitRef(ctx, 1).ID, f.awaitRef(ctx, 2).ID
 		f.clock.Advance(2 * time.Second)
 		asking.Release()
 		req := looking.Arrived(ctx)
-		blocker, target := f.awaitRef(ctx, 1).ID, f.awaitRef(ctx, 2).ID
 		looking.Release()
 		_, err := r.wait(ctx)
 		Expect(err).NotTo(HaveOccurred())
