@@ -335,3 +335,39 @@ var _ = Describe("cancel of a run", func() {
 		}
 	}, within)
 })
+
+var _ = Describe("cancel of a run, at its edges", func() {
+	It("cancels the Work a cancelled run detached as well: detached Work started by it has no owner left to stop it", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(shared.ResearchID, 1)
+		parked := f.model.hold(shared.CoordinatorID, 3)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("detach")), scripted.Say("never"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+
+		runCtx, cancel := context.WithCancel(ctx)
+		r := f.start(runCtx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		parked.Arrived(ctx)
+		child.Arrived(ctx)
+		id := f.awaitRef(ctx, 1).ID
+		Expect(f.work(id).Detached).To(BeTrue())
+		cancel()
+		_, err := r.wait(ctx)
+		Expect(err).To(MatchError(context.Canceled))
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Cancelled))
+	}, within)
+
+	It("leaves the Work of a run that fails for a reason of its own running: only a cancelled run takes its Work with it", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Fail(errors.New("provider down")))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+
+		_, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).To(MatchError(ContainSubstring("provider down")))
+		child.Arrived(ctx)
+		id := f.rt.Works()[0].Ref.ID
+		Expect(f.work(id).State).To(Equal(lifecycle.Running), "a failed run does not cancel its Work")
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+	}, within)
+})

@@ -167,6 +167,20 @@ var _ = Describe("Backgroundable and preparation", func() {
 		Expect(f.model.Requests()).To(BeEmpty())
 	}, within)
 
+	It("fails preparation, before any provider call, when the backgroundable child itself is keyed work: its tool would collide with the automatic one", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		a := &core.Agent{ID: shared.CoordinatorID, Tools: core.Tools{"work": core.Backgroundable(shared.ResearchAgent())}}
+
+		err := f.rt.Prepare(a)
+		Expect(err).To(MatchError(core.ErrWorkToolCollision))
+		var pe *core.PrepareError
+		Expect(errors.As(err, &pe)).To(BeTrue())
+		Expect(pe.Tool).To(Equal("work"))
+		_, err = f.run(a, shared.Ask(shared.Question))
+		Expect(err).To(MatchError(core.ErrWorkToolCollision))
+		Expect(f.model.Requests()).To(BeEmpty())
+	}, within)
+
 	It("fails preparation, before any provider call, when the agent's resolved prompt has a tool named work and the agent has a backgroundable child", func(ctx SpecContext) {
 		f := newFixture(ctx)
 		a := shared.Coordinator(shared.ResearchAgent())

@@ -417,3 +417,84 @@ func contents(v reflect.Value) (strs []string, bytes [][]byte) {
 	}
 	return
 }
+
+var _ = Describe("send against the lifecycle", func() {
+	var lookups atomic.Int32
+
+	It("accepts send to cancel-requested Work, which has not ended, and never delivers it once the child stops", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Answer(shared.ResearchID, stepwiseResearch)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
+			scripted.Calls(work("cancel")),
+			sends(sendTo{"s-1", 0, "Wrap up."}),
+			scripted.Say("ok"))
+
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
+		child.Arrived(ctx)
+		asking.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)["state"]).To(Equal("cancel-requested"))
+		receipt := obj(results[1].Content)
+		Expect(results[1].IsError).To(BeFalse(), results[1].Content)
+		Expect(receipt["outcome"]).To(Equal("accepted"))
+		Expect(receipt["cursor"]).To(Equal("1"))
+
+		id := refsIn(res.Messages)[0].ID
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Cancelled))
+		Expect(f.work(id).Sent).To(Equal(1))
+		Expect(f.work(id).Delivered).To(BeZero(), "the child stopped at the boundary it would have received it at")
+		Expect(f.model.RequestsFor(shared.ResearchID)).To(HaveLen(1))
+	}, within)
+
+	It("rejects send to cancelled Work with a clear model-facing error, as it does completed and failed Work", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		blocker := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg("blocker"), bg("target")),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("send", "message", "one more thing")),
+			scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Output.Raw).To(Equal("ok"), "the run goes on")
+		target := refsIn(res.Messages)[1].ID
+		msg := toolResults(res.Messages, "work")[1]
+		Expect(errorCode(msg)).To(Equal("terminal"))
+		Expect(msg.Content).To(ContainSubstring("cancelled"))
+		Expect(f.work(target).Sent).To(BeZero())
+		blocker.Release()
+	}, within)
+
+	It("answers a repeated send identity with its first receipt even once the Work has ended, and a new identity with the terminal error", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Say("started"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		id := refsIn(res.Messages)[0].ID
+		owner := f.work(id).Owner
+		msg := "Focus on pigments."
+		in := core.WorkInput{Action: "send", ID: &id, Message: &msg}
+
+		first, err := f.rt.WorkAction(ctx, owner, 3, "op-1", in)
+		Expect(err).NotTo(HaveOccurred())
+		child.Release()
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+
+		again, err := f.rt.WorkAction(ctx, owner, 3, "op-1", in)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again).To(Equal(first), "the same identity gets the same receipt")
+		_, err = f.rt.WorkAction(ctx, owner, 3, "op-2", in)
+		Expect(err).To(MatchError(ContainSubstring("terminal")))
+		Expect(f.work(id).Sent).To(Equal(1))
+	}, within)
+})

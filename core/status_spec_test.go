@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -341,5 +342,46 @@ var _ = Describe("Status context", func() {
 		Expect(states).To(HaveKey(lifecycle.Failed))
 		Expect(states).To(HaveKey(lifecycle.Completed))
 		Expect(states).To(HaveKey(lifecycle.Running))
+	}, within)
+})
+
+var _ = Describe("Status rows of cancelled Work", func() {
+	It("names cancel-requested and cancelled Work by their states, unfinished first, with no result available", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		var lookups atomic.Int32
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2)
+		looking := f.model.hold(shared.CoordinatorID, 3)
+		f.model.Answer(shared.ResearchID, stepwiseResearch)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg("blocker"), bg("target")),
+			scripted.Turn{Respond: func(req *core.Request) (*core.Response, error) {
+				refs := refsIn(req.Messages)
+				return &core.Response{ToolCalls: []core.ToolCall{
+					{ID: "c1", Name: "work", Arguments: `{"action":"cancel","id":"` + refs[1].ID + `"}`},
+					{ID: "c2", Name: "work", Arguments: `{"action":"cancel","id":"` + refs[0].ID + `"}`},
+				}}, nil
+			}},
+			scripted.Say("ok"))
+
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
+		child.Arrived(ctx)
+		asking.Arrived(ctx) // both Work items exist: the clock moves only after both were created
+		blocker, target := f.awaitRef(ctx, 1).ID, f.awaitRef(ctx, 2).ID
+		f.clock.Advance(2 * time.Second)
+		asking.Release()
+		req := looking.Arrived(ctx)
+		looking.Release()
+		_, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		child.Release()
+		Expect(f.awaitTerminal(ctx, blocker)).To(Equal(lifecycle.Cancelled))
+
+		Expect(req.Status.Text).To(Equal("Background work:\n" +
+			"- " + blocker + " · research · cancel-requested 2s\n" +
+			"- " + target + " · research · cancelled 2s"))
+		for _, row := range req.Status.Rows {
+			Expect(row.ResultAvailable).To(BeFalse())
+		}
 	}, within)
 })

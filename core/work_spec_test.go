@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -636,6 +637,11 @@ var _ = Describe("result", func() {
 		Entry("1 m is capped", "1 m", 30*time.Second, within),
 		Entry("1m is capped", "1m", 30*time.Second, within),
 		Entry("2h is capped", "2h", 30*time.Second, within),
+		Entry("30s, exactly the cap", "30s", 30*time.Second, within),
+		Entry("30000ms, the cap in milliseconds", "30000ms", 30*time.Second, within),
+		Entry("29999ms, a millisecond under the cap", "29999ms", 29999*time.Millisecond, within),
+		Entry("31s is capped", "31s", 30*time.Second, within),
+		Entry("1d is capped", "1d", 30*time.Second, within),
 		Entry("omitted", nil, 30*time.Second, within),
 	)
 
@@ -752,3 +758,204 @@ func withoutMarkers(s string, markers ...string) {
 		ExpectWithOffset(1, strings.Contains(s, m)).To(BeFalse(), "%q leaked into %s", m, s)
 	}
 }
+
+var _ = Describe("result on Work that does not complete", func() {
+	It("answers cancelled Work with its status at once, state cancelled, without waiting and without a result", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		blocker := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg("blocker"), bg("target")),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("result")),
+			scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("S")))
+
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(f.timersPending(1)).To(BeFalse(), "a result on ended Work does not wait")
+		msg := toolResults(res.Messages, "work")[1]
+		Expect(msg.IsError).To(BeFalse())
+		got := obj(msg.Content)
+		Expect(got["work"].(map[string]any)["id"]).To(Equal(refsIn(res.Messages)[1].ID))
+		Expect(got["state"]).To(Equal("cancelled"))
+		Expect(got["resultAvailable"]).To(Equal(false))
+		Expect(got).To(HaveKey("finishedAt"))
+		Expect(f.work(refsIn(res.Messages)[1].ID).Rejoined).To(BeFalse(), "a status is no rejoin")
+		blocker.Release()
+	}, within)
+
+	It("stops waiting as soon as the Work fails and answers its failed status, before the timeout and never with its error text", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result", "timeout", "20s")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Fail(errors.New("FAILURE-MARKER: upstream 502")))
+
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		child.Arrived(ctx)
+		f.waitForTimers(ctx, 1)
+		f.clock.Advance(5 * time.Second)
+		child.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(f.timersPending(1)).To(BeFalse(), "the wait's timer is stopped")
+		msg := toolResults(res.Messages, "work")[0]
+		Expect(msg.IsError).To(BeFalse())
+		Expect(msg.Content).NotTo(ContainSubstring("FAILURE-MARKER"))
+		got := obj(msg.Content)
+		Expect(got["state"]).To(Equal("failed"))
+		Expect(got["resultAvailable"]).To(Equal(false))
+		Expect(rfc3339(got["finishedAt"])).To(BeTemporally("==", epoch.Add(5*time.Second)), "answered when it failed, 15 s before the timeout")
+	}, within)
+
+	It("waits on cancel-requested Work until its child stops, then answers its status, state cancelled", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		var lookups atomic.Int32
+		child := f.model.deafHold(shared.ResearchID, 1)
+		asking := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
+			scripted.Calls(work("cancel")),
+			scripted.Calls(work("result", "timeout", "20s")),
+			scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Calls(scripted.Use("lookup", map[string]any{})), scripted.Final(findings("NOT-REACHED")))
+
+		r := f.start(ctx, shared.Coordinator(researchWithLookup(&lookups)), shared.Ask(shared.Question))
+		child.Arrived(ctx)
+		asking.Release()
+		f.waitForTimers(ctx, 1)
+		f.clock.Advance(2 * time.Second)
+		child.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)["state"]).To(Equal("cancel-requested"))
+		got := obj(results[1].Content)
+		Expect(got["state"]).To(Equal("cancelled"))
+		Expect(got["resultAvailable"]).To(Equal(false))
+		Expect(rfc3339(got["finishedAt"])).To(BeTemporally("==", epoch.Add(2*time.Second)))
+		Expect(lookups.Load()).To(BeZero())
+		Expect(f.timersPending(1)).To(BeFalse())
+	}, within)
+
+	It("answers queued Work that does not start within the wait with its status, state queued", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		blocker := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg("blocker"), bg("target")),
+			scripted.Calls(work("result", "timeout", "3s")),
+			scripted.Say("ok"))
+		f.model.Answer(shared.ResearchID, quickFindings)
+
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		blocker.Arrived(ctx)
+		f.waitForTimers(ctx, 1)
+		f.clock.Advance(3 * time.Second)
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		got := obj(toolResults(res.Messages, "work")[0].Content)
+		Expect(got["work"].(map[string]any)["id"]).To(Equal(refsIn(res.Messages)[1].ID))
+		Expect(got["state"]).To(Equal("queued"))
+		Expect(got).NotTo(HaveKey("startedAt"))
+		Expect(got).NotTo(HaveKey("finishedAt"))
+		blocker.Release()
+	}, within)
+
+	It("returns the exact output again on a second result: rejoining does not use the result up", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		exact := findings("Twice")
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result")), scripted.Calls(work("result", "timeout", "0s")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(exact))
+
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		parked.Arrived(ctx)
+		id := f.awaitRef(ctx, 1).ID
+		f.awaitTerminal(ctx, id)
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "work")
+		Expect(results[0].Content).To(Equal(string(exact)))
+		Expect(results[1].Content).To(Equal(string(exact)))
+		Expect(f.work(id).Rejoined).To(BeTrue())
+	}, within)
+})
+
+var _ = Describe("detach at every state", func() {
+	It("detaches completed Work as it does running Work: {id, detached: true}, then not_found, and it leaves the status block", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		parked := f.model.hold(shared.CoordinatorID, 2)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg(shared.Question)),
+			scripted.Calls(work("detach")),
+			scripted.Calls(work("result"), work("status"), scripted.Use("work", map[string]any{"action": "list"})),
+			scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("DETACHED-OUTPUT")))
+
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		parked.Arrived(ctx)
+		id := f.awaitRef(ctx, 1).ID
+		Expect(f.awaitTerminal(ctx, id)).To(Equal(lifecycle.Completed))
+		parked.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)).To(Equal(map[string]any{"id": id, "detached": true}))
+		Expect(results[1].Content).To(Equal(notFound))
+		Expect(results[2].Content).To(Equal(notFound))
+		Expect(results[3].Content).To(Equal("[]"))
+		reqs := f.model.RequestsFor(shared.CoordinatorID)
+		Expect(reqs[1].Status).NotTo(BeNil())
+		Expect(reqs[2].Status).To(BeNil(), "detached Work leaves the status context")
+		Expect(reqs[3].Status).To(BeNil())
+		Expect(f.work(id).Rejoined).To(BeFalse())
+	}, within)
+
+	It("detaches queued Work without cancelling it: it starts when a slot frees and runs to its end", func(ctx SpecContext) {
+		f := newFixture(ctx, withMaxConcurrent(1))
+		blocker := f.model.holdWhen(asked("blocker"), false)
+		f.model.Script(shared.CoordinatorID,
+			scripted.Calls(bg("blocker"), bg("target")),
+			scripted.Calls(work("detach")),
+			scripted.Calls(work("status")),
+			scripted.Say("ok"))
+		f.model.Answer(shared.ResearchID, quickFindings)
+
+		res, err := f.run(shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		Expect(err).NotTo(HaveOccurred())
+		target := refsIn(res.Messages)[1].ID
+		results := toolResults(res.Messages, "work")
+		Expect(obj(results[0].Content)).To(Equal(map[string]any{"id": target, "detached": true}))
+		Expect(results[1].Content).To(Equal(notFound))
+		Expect(f.work(target).State).To(Equal(lifecycle.Queued), "detach does not cancel")
+		blocker.Release()
+		Expect(f.awaitTerminal(ctx, target)).To(Equal(lifecycle.Completed))
+		Expect(f.events.transitions(target)).To(Equal([]lifecycle.State{lifecycle.Queued, lifecycle.Running, lifecycle.Completed}))
+	}, within)
+})
+
+var _ = Describe("detach while a result waits", func() {
+	It("answers a result that was waiting when its Work was detached with not_found, never the output that arrives later", func(ctx SpecContext) {
+		f := newFixture(ctx)
+		child := f.model.hold(shared.ResearchID, 1)
+		f.model.Script(shared.CoordinatorID, scripted.Calls(bg(shared.Question)), scripted.Calls(work("result", "timeout", "20s")), scripted.Say("ok"))
+		f.model.Script(shared.ResearchID, scripted.Final(findings("DETACHED-OUTPUT")))
+
+		r := f.start(ctx, shared.Coordinator(shared.ResearchAgent()), shared.Ask(shared.Question))
+		child.Arrived(ctx)
+		f.waitForTimers(ctx, 1)
+		id := f.awaitRef(ctx, 1).ID
+		out, err := f.rt.WorkAction(ctx, f.work(id).Owner, 2, "injected-detach", core.WorkInput{Action: "detach", ID: &id})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj(out)).To(Equal(map[string]any{"id": id, "detached": true}))
+		child.Release()
+		res, err := r.wait(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(toolResults(res.Messages, "work")[0].Content).To(Equal(notFound))
+		Expect(f.work(id).State).To(Equal(lifecycle.Completed))
+		Expect(f.work(id).Rejoined).To(BeFalse())
+		for _, req := range f.model.RequestsFor(shared.CoordinatorID) {
+			Expect(snapshot(req)).NotTo(ContainSubstring("DETACHED-OUTPUT"))
+		}
+	}, within)
+})
