@@ -24,8 +24,7 @@ func (l *loader) platformSection(n *node) *Platform {
 		pl.Agents[id] = l.agents[id].agent
 	}
 	if hn := f["horizon"]; hn != nil {
-		if pl.Horizon = l.duration(hn, "platform horizon"); pl.Horizon <= 0 {
-			l.errorf(hn, "platform horizon must be a positive duration, such as 8d")
+		if pl.Horizon = l.positive(hn, "platform horizon"); pl.Horizon <= 0 {
 			pl.Horizon = DefaultHorizon
 		}
 	}
