@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -142,10 +141,8 @@ func ReadSchedule(path string) (*ScheduleFile, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrSchedule, path, err)
 	}
 	var s ScheduleFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		if line, col, ok := inputfile.JSONPosition(b, err, dec.InputOffset()); ok {
+	if line, col, err := inputfile.DecodeJSON(b, &s); err != nil {
+		if line > 0 {
 			return nil, fmt.Errorf("%w %s:%d:%d: not a schedule file: %v", ErrSchedule, path, line, col, err)
 		}
 		return nil, fmt.Errorf("%w %s: not a schedule file: %v", ErrSchedule, path, err)

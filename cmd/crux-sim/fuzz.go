@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -453,9 +452,8 @@ func readSummary(path string) (fuzzSummary, error) {
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", path, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&s); err != nil {
-		if line, col, ok := inputfile.JSONPosition(b, err, dec.InputOffset()); ok {
+	if line, col, err := inputfile.DecodeJSON(b, &s); err != nil {
+		if line > 0 {
 			return s, fmt.Errorf("%s:%d:%d: not a crux-sim fuzz summary: %v", path, line, col, err)
 		}
 		return s, fmt.Errorf("%s: not a crux-sim fuzz summary: %v", path, err)
@@ -470,22 +468,41 @@ func mergeSummaries(out io.Writer, files []string) error {
 	if len(files) == 0 {
 		return usagef("--merge needs the summary files to merge")
 	}
-	var total fuzzSummary
+	var total, first fuzzSummary
 	var longest float64
-	shards := map[string]bool{}
-	for _, path := range files {
+	var count int // the campaign's number of shards
+	shards := map[int]bool{}
+	for i, path := range files {
 		s, err := readSummary(path)
 		if err != nil {
 			return usagef("%v", err)
 		}
-		if shards[s.Shard] {
+		sh, err := harness.ParseShard(s.Shard)
+		if err != nil {
+			return usagef("%s: %v", path, err)
+		}
+		// The summaries merged are the shards of one campaign: the same
+		// seeds of the same scenarios, split the same way.
+		if i == 0 {
+			first, count = s, sh.Count
+		} else if s.Start != first.Start || s.Seeds != first.Seeds || !slices.Equal(s.Scenarios, first.Scenarios) || sh.Count != count {
+			return usagef("%s: shard %s of seeds %d..%d of %s is not a shard of the campaign of %s (shard %s of seeds %d..%d of %s)",
+				path, s.Shard, s.Start, s.Start+s.Seeds-1, strings.Join(s.Scenarios, " "),
+				files[0], first.Shard, first.Start, first.Start+first.Seeds-1, strings.Join(first.Scenarios, " "))
+		}
+		if shards[sh.Index] {
 			return usagef("%s: shard %s appears twice", path, s.Shard)
 		}
-		shards[s.Shard] = true
+		shards[sh.Index] = true
 		total.Schedules += s.Schedules
 		total.Failing += s.Failing
 		total.Failures = append(total.Failures, s.Failures...)
 		longest = max(longest, s.ElapsedSeconds)
+	}
+	for i := range count {
+		if !shards[i] {
+			return usagef("shard %d/%d is missing: the merge of a campaign needs every shard's summary (%d given)", i, count, len(files))
+		}
 	}
 	total.Failures = mergeFailures(total.Failures)
 	for _, f := range total.Failures {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -120,6 +121,75 @@ func TestFuzzShardsMerge(t *testing.T) {
 	}
 	if _, err := os.Stat(summaries[1]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// --merge adds up the shards of one campaign, all of them: a summary of
+// other seeds, other scenarios or another split, and a set with a shard
+// missing, are refused (exit 2) rather than added into counts that no
+// campaign had.
+func TestFuzzMergeTakesEveryShardOfOneCampaignAndNothingElse(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, s fuzzSummary) string {
+		s.Version = 1
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	shard := func(i, n int, start, seeds int64, scenarios ...string) fuzzSummary {
+		return fuzzSummary{Shard: fmt.Sprintf("%d/%d", i, n), Start: start, Seeds: seeds, Scenarios: scenarios,
+			Schedules: seeds / int64(n), Failures: []fuzzFailure{}}
+	}
+	a0 := write("a0.json", shard(0, 2, 1, 40, "cancel-vs-complete"))
+	a1 := write("a1.json", shard(1, 2, 1, 40, "cancel-vs-complete"))
+	if code, out := runCLI(t, "fuzz", "--merge", a1, a0); code != 0 || !strings.Contains(out, "2 shards: 40 schedules") {
+		t.Errorf("merging both shards of a campaign exited %d:\n%s", code, out)
+	}
+	for _, c := range []struct {
+		name  string
+		other fuzzSummary
+		says  string
+	}{
+		{"other seeds", shard(1, 2, 41, 40, "cancel-vs-complete"), "is not a shard of the campaign"},
+		{"other scenarios", shard(1, 2, 1, 40, "send-vs-exit"), "is not a shard of the campaign"},
+		{"another split", shard(1, 3, 1, 40, "cancel-vs-complete"), "is not a shard of the campaign"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			other := write(strings.ReplaceAll(c.name, " ", "-")+".json", c.other)
+			if code, out := runCLI(t, "fuzz", "--merge", a0, other); code != 2 || !strings.Contains(out, other+": shard ") || !strings.Contains(out, c.says) {
+				t.Errorf("merging a summary of %s exited %d:\n%s", c.name, code, out)
+			}
+		})
+	}
+	if code, out := runCLI(t, "fuzz", "--merge", a0); code != 2 || !strings.Contains(out, "shard 1/2 is missing") {
+		t.Errorf("merging one shard of two exited %d:\n%s", code, out)
+	}
+}
+
+// A summary cut short (a pod killed while it wrote) is named at its end,
+// and one with a key no summary has is refused at that key, not read as a
+// summary that lacks it.
+func TestFuzzMergePlacesACutOrMisspeltSummary(t *testing.T) {
+	dir := t.TempDir()
+	cut := filepath.Join(dir, "cut.json")
+	if err := os.WriteFile(cut, []byte("{\n  \"version\": 1,\n  \"shard\": \"0/1\","), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCLI(t, "fuzz", "--merge", cut); code != 2 || !strings.Contains(out, cut+":3:18: not a crux-sim fuzz summary: the file ends") {
+		t.Errorf("a summary cut short exited %d:\n%s", code, out)
+	}
+	misspelt := filepath.Join(dir, "misspelt.json")
+	if err := os.WriteFile(misspelt, []byte("{\n  \"version\": 1,\n  \"shard\": \"0/1\",\n  \"sedes\": 40\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCLI(t, "fuzz", "--merge", misspelt); code != 2 || !strings.Contains(out, misspelt+":4:3: ") || !strings.Contains(out, "sedes") {
+		t.Errorf("a summary with a misspelt key exited %d:\n%s", code, out)
 	}
 }
 

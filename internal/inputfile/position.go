@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 )
 
@@ -67,4 +69,37 @@ func keyAt(b []byte, quoted string) int {
 		}
 		from = i + len(quoted)
 	}
+}
+
+// DecodeJSON decodes b, a file's one JSON value, into v as strictly as a
+// file crux-sim wrote should read: an unknown field, and anything but
+// white space after the value, are errors. A failure has the line and
+// column to blame where there is one (line 0 when there is none): a file
+// cut short is placed at its end, since that is where it stops making
+// sense.
+func DecodeJSON(b []byte, v any) (line, col int, err error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err = dec.Decode(v); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			if len(b) == 0 {
+				return 0, 0, errors.New("the file is empty")
+			}
+			line, col = endOf(b)
+			return line, col, fmt.Errorf("the file ends in the middle of its JSON value: %w", io.ErrUnexpectedEOF)
+		}
+		line, col, _ = JSONPosition(b, err, dec.InputOffset())
+		return line, col, err
+	}
+	if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		line, col = LineCol(b, int64(len(b)-len(rest))+1)
+		return line, col, errors.New("more follows the JSON value; a file holds one")
+	}
+	return 0, 0, nil
+}
+
+// endOf is the line and column just past the last byte of b.
+func endOf(b []byte) (line, col int) {
+	last := bytes.LastIndexByte(b, '\n')
+	return 1 + bytes.Count(b, []byte{'\n'}), len(b) - last
 }
