@@ -230,6 +230,12 @@ var _ = Describe("serve, driven by go-openai", func() {
 			Entry("an assistant message's tool call left without its tool message, which OpenAI refuses",
 				`{"model":"crux-sim/research-coordinator","messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"call_2","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"x"},{"role":"user","content":"go on"}]}`,
 				http.StatusBadRequest, `messages[1] makes tool calls that no tool message answers before messages[3]: call_2`),
+			Entry("stream_options without stream, which OpenAI refuses",
+				`{"model":"crux-sim/research-coordinator","messages":[{"role":"user","content":"q"}],"stream_options":{"include_usage":true}}`,
+				http.StatusBadRequest, "stream_options is allowed only when stream is true"),
+			Entry("more than one choice asked for, which one scripted answer cannot give",
+				`{"model":"crux-sim/research-coordinator","messages":[{"role":"user","content":"q"}],"n":2}`,
+				http.StatusBadRequest, "n is 2"),
 		)
 
 		It("answers a request after the script ran dry with a 400 the client does not retry, and fails the run's script verdict", func(ctx SpecContext) {

@@ -23,7 +23,9 @@ type chatRequest struct {
 	Tools          []chatTool      `json:"tools"`
 	ResponseFormat *responseFormat `json:"response_format"`
 	Stream         bool            `json:"stream"`
-	StreamOptions  *struct {
+	// N is how many choices are asked for: one, or none said.
+	N             *int `json:"n"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
@@ -84,6 +86,12 @@ func decodeRequest(body []byte) (*chatRequest, error) {
 	}
 	if len(req.Messages) == 0 {
 		return nil, errors.New("the request has no messages")
+	}
+	if req.StreamOptions != nil && !req.Stream {
+		return nil, errors.New("stream_options is allowed only when stream is true; OpenAI refuses it on a request that does not stream")
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, fmt.Errorf("n is %d: a scripted model gives one answer a request, so ask for one choice (n: 1, or no n)", *req.N)
 	}
 	for i := range req.Messages {
 		m := &req.Messages[i]
