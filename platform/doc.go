@@ -71,7 +71,9 @@
 // (board, inbox, workspace) run on their cadences; an idle tick costs one
 // timer re-arm, and on the simulator's clock (which the platform tells of
 // its idle ticks and polls) not even a stop of the clock. [Platform.CollectTraining] exports successful delegation
-// and skill trajectories as JSONL.
+// and skill trajectories as JSONL, from the store (store.Training), which
+// keeps each when its work ends: an export after a crash holds what the
+// crashed process did.
 //
 // # Crashes
 //

@@ -48,6 +48,9 @@ type Memory struct {
 	mail     map[string][]Mail
 	mailSeq  int64
 	presence map[string]map[string]time.Time
+
+	// trajectories are the kept trajectories, in the order kept.
+	trajectories []Trajectory
 }
 
 type file struct {
@@ -629,5 +632,29 @@ func (m *Memory) Present(_ context.Context, now time.Time) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
+	return out, nil
+}
+
+// ---- training ----
+
+// KeepTrajectory implements Training.
+func (m *Memory) KeepTrajectory(_ context.Context, t Trajectory) (Trajectory, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.Seq = int64(len(m.trajectories)) + 1
+	m.trajectories = append(m.trajectories, t)
+	return t, nil
+}
+
+// Trajectories implements Training.
+func (m *Memory) Trajectories(_ context.Context, tenants []string) ([]Trajectory, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Trajectory
+	for _, t := range m.trajectories {
+		if tenants == nil || slices.Contains(tenants, t.Tenant) {
+			out = append(out, t)
+		}
+	}
 	return out, nil
 }

@@ -1120,3 +1120,38 @@ func (s *SQL) Present(ctx context.Context, now time.Time) ([]string, error) {
 	slices.Sort(out) // in Go's order of strings, whatever the collation
 	return out, wrap("present roots", "", err)
 }
+
+// ---- training ----
+
+// KeepTrajectory implements Training.
+func (s *SQL) KeepTrajectory(ctx context.Context, t Trajectory) (Trajectory, error) {
+	err := s.tx(ctx, "keep trajectory of", t.Root, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, s.sql(`INSERT INTO {t}trajectories (seq, tenant, root, kept_at, body)
+			VALUES ({seq:trajectories}, ?, ?, ?, ?) RETURNING seq`), t.Tenant, t.Root, nanos(t.At), t.Body).Scan(&t.Seq)
+	})
+	return t, err
+}
+
+// Trajectories implements Training.
+func (s *SQL) Trajectories(ctx context.Context, tenants []string) ([]Trajectory, error) {
+	if tenants != nil && len(tenants) == 0 {
+		return nil, nil
+	}
+	q := "SELECT seq, tenant, root, kept_at, body FROM {t}trajectories"
+	args := make([]any, len(tenants))
+	for i, t := range tenants {
+		args[i] = t
+	}
+	if tenants != nil {
+		q += " WHERE tenant IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(tenants)), ", ") + ")"
+	}
+	rows, err := s.db.QueryContext(ctx, s.sql(q+" ORDER BY seq"), args...)
+	out, err := scanRows(rows, err, func(r *sql.Rows) (Trajectory, error) {
+		var t Trajectory
+		var at int64
+		err := r.Scan(&t.Seq, &t.Tenant, &t.Root, &at, &t.Body)
+		t.At = fromNanos(at)
+		return t, err
+	})
+	return out, wrap("list trajectories", "", err)
+}

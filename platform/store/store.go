@@ -405,6 +405,35 @@ type Mailboxes interface {
 	Present(ctx context.Context, now time.Time) ([]string, error)
 }
 
+// Trajectory is one successful trajectory that the training collector
+// exports (a delegated child's conversation, a skill call with the
+// conversation that led to it), kept when its work ended so that a
+// process that starts after a crash exports what its predecessor did.
+// Its body is the collector's JSONL line, opaque to the store.
+type Trajectory struct {
+	// Seq orders the store's trajectories: the store numbers each one it
+	// keeps, a later one higher.
+	Seq int64 `json:"seq"`
+	// Tenant is the tenant of the tree it happened in ("" for a tree that
+	// names none), Root that tree's root.
+	Tenant string    `json:"tenant,omitempty"`
+	Root   string    `json:"root"`
+	At     time.Time `json:"at"`
+	Body   string    `json:"body"`
+}
+
+// Training is the durable record of the trajectories the training
+// collector exports: the part of the sessions' event logs that outlives
+// the process they ran in.
+type Training interface {
+	// KeepTrajectory appends t and returns it as kept, numbered (t.Seq is
+	// ignored).
+	KeepTrajectory(ctx context.Context, t Trajectory) (Trajectory, error)
+	// Trajectories returns the kept trajectories whose tenant is one of
+	// tenants (every one when tenants is nil), in the order kept.
+	Trajectories(ctx context.Context, tenants []string) ([]Trajectory, error)
+}
+
 // ScheduleWriteCounter is a store that counts the writes to its schedule
 // rows, whoever makes them (this process or another sharing the store),
 // and reads the count without a round trip. NextDue cannot change while
@@ -432,6 +461,7 @@ type Store interface {
 	Schedules
 	Files
 	Mailboxes
+	Training
 }
 
 // endAttempt records an attempt's outcome.

@@ -686,6 +686,41 @@ var _ = Describe("Mailboxes and presence", func() {
 	}
 })
 
+var _ = Describe("Training", func() {
+	ctx := context.Background()
+	for _, b := range backends {
+		Context(b.name, func() {
+			It("kept trajectories are listed in the order kept, each once, and a tenant's list holds only the tenants asked for", func() {
+				s, closeDB := b.make()
+				DeferCleanup(closeDB)
+				for i, tenant := range []string{"acme", "", "globex", "acme"} {
+					kept, err := s.KeepTrajectory(ctx, store.Trajectory{Tenant: tenant, Root: fmt.Sprint("r-", i), At: t0, Body: fmt.Sprint(i)})
+					Expect(err).NotTo(HaveOccurred())
+					Expect(kept.Seq).To(BeNumerically(">", 0))
+				}
+				bodies := func(tenants []string) []string {
+					GinkgoHelper()
+					got, err := s.Trajectories(ctx, tenants)
+					Expect(err).NotTo(HaveOccurred())
+					out := []string{}
+					for i, t := range got {
+						if i > 0 {
+							Expect(t.Seq).To(BeNumerically(">", got[i-1].Seq))
+						}
+						Expect(t.At.Equal(t0)).To(BeTrue())
+						out = append(out, t.Tenant+":"+t.Root+":"+t.Body)
+					}
+					return out
+				}
+				Expect(bodies(nil)).To(Equal([]string{"acme:r-0:0", ":r-1:1", "globex:r-2:2", "acme:r-3:3"}))
+				Expect(bodies([]string{"", "acme"})).To(Equal([]string{"acme:r-0:0", ":r-1:1", "acme:r-3:3"}))
+				Expect(bodies([]string{"initech"})).To(BeEmpty())
+				Expect(bodies([]string{})).To(BeEmpty(), "no tenant asked for, none listed")
+			})
+		})
+	}
+})
+
 var _ = Describe("The SQL store's errors", func() {
 	ctx := context.Background()
 	for _, d := range []struct {
@@ -821,7 +856,7 @@ var _ = Describe("The SQL store's schema", func() {
 					Expect(s.DB().QueryRowContext(ctx, "SELECT SUM(version) FROM schema_version").Scan(&after)).To(Succeed())
 					Expect(after).To(Equal(before))
 				},
-				Entry("a newer schema", "UPDATE schema_version SET version = 99", "version 99, newer than version 3"),
+				Entry("a newer schema", "UPDATE schema_version SET version = 99", fmt.Sprintf("version 99, newer than version %d", store.SchemaVersion)),
 				Entry("a damaged version record", "INSERT INTO schema_version (version) VALUES (1)", "has 2 rows"),
 			)
 		})
