@@ -423,6 +423,31 @@ func trainingAcrossCrash(open func() store.Store) {
 			Expect(t.Messages).NotTo(BeEmpty(), "%s %s carries its conversation", t.Type, t.Session)
 		}
 	})
+
+	It("a task attempt's trajectories reach its tree's tenant only, though it runs in a process where its root is not live", func() {
+		e := newEnv(func(o *platform.Options) {
+			o.MaxRunningTasks, o.TaskPollInterval, o.TaskTimeout = 1, time.Minute, 4*time.Hour
+			if shared != nil {
+				o.Store = shared
+			}
+		})
+		e.another("proc-2")
+		root := e.root("coordinator", func(o *platform.SessionOptions) { o.Tenant = "acme" })
+		busyElsewhere(e, root)
+		e.model.Script("writer", calls(use("delegate_task", map[string]any{"goal": "acme's task goal", "agent": "scout"})),
+			complete("written", nil), say("."))
+		e.model.Script("scout", say("acme's task answer"))
+		e.model.Answer("coordinator", func(*core.Request) (*core.Response, error) { return &core.Response{Text: "noted"}, nil })
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "write it up", Agent: "writer"})
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(30 * time.Minute)
+		as, _ := e.p.Attempts(t.ID)
+		Expect(as).NotTo(BeEmpty())
+		Expect(as[0].Instance).To(Equal("proc-2"), "the attempt ran in the other process")
+
+		Expect(lineage(collect(e, "acme"))).To(ConsistOf("delegation acme's task goal"))
+		Expect(collect(e, "globex")).To(BeEmpty(), "another tenant's bucket gets nothing of acme's tree")
+	})
 }
 
 // lineage names each trajectory by its type and its goal or arguments.

@@ -91,8 +91,11 @@ type Task struct {
 	// unblock or cancel it, and the log its events go to.
 	Spawner string `json:"spawner"`
 	// Root is the tree root whose workspace the attempts share.
-	Root    string   `json:"root"`
-	User    string   `json:"user,omitempty"`
+	Root string `json:"root"`
+	User string `json:"user,omitempty"`
+	// Tenant is the tenant of that tree, so that an attempt's training
+	// trajectories reach its bucket wherever the attempt runs.
+	Tenant  string   `json:"tenant,omitempty"`
 	Parents []string `json:"parents,omitempty"`
 	// Authority is the spawner's: every attempt runs with it.
 	Authority Authority `json:"authority,omitzero"`
@@ -258,6 +261,9 @@ type Schedule struct {
 	Origin  string `json:"origin,omitempty"`
 	Channel string `json:"channel,omitempty"`
 	Root    string `json:"root,omitempty"`
+	// Tenant is the tenant of that tree, so that a run's training
+	// trajectories reach its bucket wherever the run happens.
+	Tenant string `json:"tenant,omitempty"`
 	// Authority is the creator's: every run, and every loop a run's
 	// slash command creates, runs with it.
 	Authority Authority `json:"authority,omitzero"`
