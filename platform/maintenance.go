@@ -28,6 +28,7 @@ func (p *Platform) startSweepers() {
 	add(p.opts.BoardSweepInterval, sweeper{run: func(now time.Time) { p.SweepBoard(now) }, idle: idleNoBoard})
 	add(p.opts.InboxSweepInterval, sweeper{run: func(time.Time) { p.SweepInbox() }, idle: idleNoPendingInbox})
 	add(p.opts.WorkspaceSweepInterval, sweeper{run: func(now time.Time) { p.SweepWorkspaces(now) }})
+	add(p.opts.WorkspaceSweepInterval, sweeper{run: func(now time.Time) { p.SweepMail(now) }})
 	every := make([]time.Duration, 0, len(groups))
 	for d := range groups {
 		every = append(every, d)
@@ -55,7 +56,7 @@ type idleCheck uint8
 const (
 	idleNever          idleCheck = iota // the job may always have work
 	idleNoBoard                         // no tree has a board
-	idleNoPendingInbox                  // no inbox item is pending
+	idleNoPendingInbox                  // no inbox item is pending, no ended session's mailbox is open
 )
 
 // idleChecks are the checks of a timer's jobs, gathered once: a tick is
@@ -79,7 +80,7 @@ func idleChecksOf(jobs []sweeper) idleChecks {
 
 // idleLocked reports whether every check finds nothing to do.
 func (p *Platform) idleLocked(c idleChecks) bool {
-	return !c.never && (!c.board || len(p.board) == 0) && (!c.inbox || p.pendingInbox == 0)
+	return !c.never && (!c.board || len(p.board) == 0) && (!c.inbox || p.pendingInbox == 0 && len(p.ended) == 0)
 }
 
 // armEveryLocked runs jobs every d on one persistent timer, re-armed with
@@ -124,9 +125,9 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 	})
 	// The simulator's idle round takes no lock, as the ticker's does not
 	// (see startScheduler): every writer of what it reads (closing, the
-	// boards, the pending inbox) also uses the simulator (an actor, a
-	// timer, an emitted event's time on its clock), which runs one thing
-	// at a time, and it asks the round only when no actor can run. For the
+	// boards, the pending inbox, the ended mailboxes) also uses the
+	// simulator (an actor, a timer, an emitted event's time on its
+	// clock), which runs one thing at a time, and it asks the round only when no actor can run. For the
 	// same reason an idle tick's answer holds for every tick after it
 	// until something runs: the span has no end.
 	skipIdle(slot.t, func(time.Duration) (time.Duration, time.Duration, bool) {
@@ -188,7 +189,9 @@ func (p *Platform) liveOr(id string) string {
 }
 
 // SweepInbox is the inbox expiry job: pending items whose session is
-// terminal (or gone) become non-actionable. It returns how many.
+// terminal (or gone) become non-actionable. It returns how many. The same
+// job closes the mailboxes of sessions that will never run again and
+// drops the mail waiting in them (closeEndedMailboxesLocked).
 func (p *Platform) SweepInbox() int {
 	p.mu.Lock()
 	defer p.unlock()
@@ -205,6 +208,7 @@ func (p *Platform) SweepInbox() int {
 		n++
 		p.emitLocked(&Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
 	}
+	p.closeEndedMailboxesLocked()
 	return n
 }
 

@@ -491,7 +491,9 @@ func (p *Platform) setStateLocked(s *session, st State) {
 	if s.state == st {
 		return
 	}
+	was := s.over()
 	s.state = st
+	p.endedLocked(s, was)
 	if st != StateRunning && st != StateIdle {
 		p.emitOnLocked(s, &Event{Type: EventSessionState, Status: string(st)})
 	}

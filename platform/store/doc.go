@@ -37,7 +37,8 @@
 // process, or in none (its process crashed): [Mailboxes.PostMail] appends
 // to its mailbox, and the process where it is live takes the mail
 // ([Mailboxes.TakeMail]), each mail exactly once and in the order posted,
-// in one transaction. [Mailboxes.SetPresence] records, with a lease, which
+// in one transaction; mail no process took in time is removed by
+// [Mailboxes.ExpireMail]. [Mailboxes.SetPresence] records, with a lease, which
 // trees have live sessions in some process, so that a process's workspace
 // sweeper leaves another process's live trees alone.
 //

@@ -597,6 +597,23 @@ func (m *Memory) TakeMail(_ context.Context, sessions []string) ([]Mail, error) 
 	return out, nil
 }
 
+// ExpireMail implements Mailboxes.
+func (m *Memory) ExpireMail(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, box := range m.mail {
+		kept := slices.DeleteFunc(box, func(mail Mail) bool { return mail.At.Before(before) })
+		n += len(box) - len(kept)
+		if len(kept) == 0 {
+			delete(m.mail, id)
+		} else {
+			m.mail[id] = kept
+		}
+	}
+	return n, nil
+}
+
 // SetPresence implements Mailboxes.
 func (m *Memory) SetPresence(_ context.Context, instance string, roots []string, until time.Time) error {
 	m.mu.Lock()

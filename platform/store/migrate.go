@@ -49,10 +49,11 @@ var migrations = []migration{
 		`CREATE TABLE IF NOT EXISTS {t}presence (root TEXT NOT NULL, instance TEXT NOT NULL, until BIGINT NOT NULL,
 			PRIMARY KEY (root, instance))`,
 	}},
-	{4, "the training collector's trajectories", []string{
+	{4, "the training collector's trajectories; mail by the time it was posted, which its expiry reads", []string{
 		`CREATE TABLE IF NOT EXISTS {t}trajectories (seq BIGINT PRIMARY KEY, tenant TEXT NOT NULL, root TEXT NOT NULL,
 			kept_at BIGINT NOT NULL, body TEXT NOT NULL)`,
 		`CREATE INDEX IF NOT EXISTS {t}trajectories_tenant ON {t}trajectories (tenant, seq)`,
+		`CREATE INDEX IF NOT EXISTS {t}mail_posted ON {t}mail (posted_at)`,
 	}},
 }
 

@@ -1097,6 +1097,21 @@ func (s *SQL) TakeMail(ctx context.Context, sessions []string) ([]Mail, error) {
 	return out, nil
 }
 
+// ExpireMail implements Mailboxes.
+func (s *SQL) ExpireMail(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	err := s.tx(ctx, "expire mail", "", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.sql("DELETE FROM {t}mail WHERE posted_at < ?"), nanos(before))
+		if err != nil {
+			return err
+		}
+		got, err := res.RowsAffected()
+		n = int(got)
+		return err
+	})
+	return n, err
+}
+
 // SetPresence implements Mailboxes.
 func (s *SQL) SetPresence(ctx context.Context, instance string, roots []string, until time.Time) error {
 	return s.tx(ctx, "set presence of", instance, func(tx *sql.Tx) error {

@@ -373,9 +373,10 @@ type Files interface {
 }
 
 // Mail is one message to a session, kept in the store until the process
-// where the session is live takes it: how an event reaches a session that
-// is live in another process sharing the store, or in none for now (its
-// process crashed and nothing reopened it yet). Its body is the sender's,
+// where the session is live takes it, or until it expires (ExpireMail):
+// how an event reaches a session that is live in another process sharing
+// the store, or in none for now (its process crashed and nothing reopened
+// it yet). Its body is the sender's,
 // opaque to the store.
 type Mail struct {
 	// Session is the addressee.
@@ -402,6 +403,10 @@ type Mailboxes interface {
 	// atomic: of two processes taking one mailbox at once, each mail goes
 	// to one.
 	TakeMail(ctx context.Context, sessions []string) ([]Mail, error)
+	// ExpireMail removes the mail posted before the time given (Mail.At),
+	// whoever it is addressed to, and returns how many it removed: mail
+	// that no process took in time.
+	ExpireMail(ctx context.Context, before time.Time) (int, error)
 	// SetPresence records that instance has live sessions in the trees of
 	// roots until the time given, replacing what instance recorded before
 	// (no roots: none).

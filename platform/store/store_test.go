@@ -672,6 +672,17 @@ var _ = Describe("Mailboxes and presence", func() {
 				}
 			})
 
+			It("mail posted before the expiry time is removed whoever it is addressed to, and later mail waits to be taken", func() {
+				post("s-a", "proc-2", "old")
+				Expect(s.PostMail(ctx, store.Mail{Session: "s-b", From: "proc-2", At: t0.Add(time.Minute), Body: "recent"})).Error().NotTo(HaveOccurred())
+				post("s-b", "proc-3", "old too")
+				Expect(s.ExpireMail(ctx, t0.Add(time.Minute))).To(Equal(2))
+				Expect(s.ExpireMail(ctx, t0.Add(time.Minute))).To(BeZero(), "nothing left to expire")
+				got, err := s.TakeMail(ctx, []string{"s-a", "s-b"})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(bodies(got)).To(Equal([]string{"s-b:recent"}))
+			})
+
 			It("a tree is present while some instance's presence for it has not lapsed; an instance's new record replaces its old one", func() {
 				Expect(s.SetPresence(ctx, "proc-1", []string{"r-2", "r-1"}, t0.Add(time.Minute))).To(Succeed())
 				Expect(s.SetPresence(ctx, "proc-2", []string{"r-1"}, t0.Add(time.Hour))).To(Succeed())
