@@ -128,6 +128,7 @@ func (p *Platform) settleLocked(d *delegation, status, output, errText string) {
 	ev := Event{Session: d.parent.id, Child: d.child.id, Goal: d.goal, Status: status}
 	if status == "completed" {
 		ev.Type, ev.Text = EventDelegationComplete, output
+		p.keepDelegationLocked(d, output)
 	} else {
 		ev.Type, ev.Error = EventDelegationFailed, errText
 	}

@@ -71,7 +71,9 @@
 // (board, inbox, workspace) run on their cadences; an idle tick costs one
 // timer re-arm, and on the simulator's clock (which the platform tells of
 // its idle ticks and polls) not even a stop of the clock. [Platform.CollectTraining] exports successful delegation
-// and skill trajectories as JSONL.
+// and skill trajectories as JSONL, from the store (store.Training), which
+// keeps each when its work ends: an export after a crash holds what the
+// crashed process did.
 //
 // # Crashes
 //
@@ -101,7 +103,11 @@
 // takes its mail at its task poll and delivers it as a local event would
 // be, in the order it was posted, exactly once ([Event.From] names the
 // sender). Mail for a session live nowhere waits for RestoreSession, so it
-// survives the crash of its sender. The same poll records which trees
+// survives the crash of its sender, for [Options.MailTTL] (24 h by
+// default): mail no process took by then is removed by workspace cleanup
+// ([Platform.SweepMail]), and a session that will never run again takes
+// no more (inbox expiry closes its mailbox), so mail neither piles up in
+// the store nor in the sender's memory. The same poll records which trees
 // have live sessions in this process, for three polls, and the workspace
 // sweeper of every process keeps those trees' files. A cancel reaches an
 // attempt running in another process at that process's poll too.

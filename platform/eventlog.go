@@ -14,7 +14,7 @@ import (
 // each); a record is 80 bytes, its set text fields 16 bytes each beside it
 // in the platform's arena, so that the collector has a third as much to
 // mark. Its session is its log's (every event of a log is on that log).
-// Every reader (an Observer, Events, AllEvents, Trajectories) is handed
+// Every reader (an Observer, Events, AllEvents) is handed
 // the Event rebuilt field for field (event), the event that was emitted.
 type record struct {
 	seq  uint64

@@ -22,6 +22,14 @@ import (
 // reopens, so an outcome sent while the session was live nowhere survives
 // the crash of the process that sent it.
 //
+// Mail lives until it is delivered or of no more use. Taken mail is gone
+// from the store. A session that will never run again takes no more:
+// inbox expiry closes its mailbox and drops what waits in it. Mail no
+// process took within Options.MailTTL of its posting is removed by
+// workspace cleanup (SweepMail), and with it what its sender kept to
+// tell it apart at a RestoreSession (sent). The parked log is not mail but
+// this process's log of the session, kept as long as any log here.
+//
 // The same poll records this process's presence (store.Mailboxes
 // SetPresence): the roots of its sessions that may run again, for three
 // polls, so that another process's workspace sweeper leaves those trees
@@ -49,7 +57,8 @@ type mailEvent struct {
 
 // postLocked posts a mail to the mailbox of a session that is not live
 // here, and remembers that this process sent it (sent), so that
-// RestoreSession here does not deliver twice what the parked log holds.
+// RestoreSession here does not deliver twice what the parked log holds:
+// until the session is reopened here or the mail expires (SweepMail).
 // A crashed process posts nothing.
 func (p *Platform) postLocked(session string, body mailBody) {
 	raw, err := json.Marshal(body)
@@ -65,9 +74,16 @@ func (p *Platform) postLocked(session string, body mailBody) {
 		return
 	}
 	if p.sent == nil {
-		p.sent = map[string][]int64{}
+		p.sent = map[string][]sentMail{}
 	}
-	p.sent[session] = append(p.sent[session], m.Seq)
+	p.sent[session] = append(p.sent[session], sentMail{seq: m.Seq, at: m.At})
+}
+
+// sentMail is a mail this process posted to a session not live here: its
+// number in the store, and when it was posted.
+type sentMail struct {
+	seq int64
+	at  time.Time
 }
 
 // postEventLocked posts e to its session's mailbox.
@@ -82,7 +98,7 @@ func (p *Platform) postEventLocked(e *Event) {
 // a task, the origin of a schedule). Only a process that polls has
 // mailboxes to take; RestoreSession takes a reopened root's itself.
 func (p *Platform) openMailboxLocked(s *session) {
-	if s.mailbox || p.opts.TaskPollInterval <= 0 {
+	if s.mailbox || p.opts.TaskPollInterval <= 0 || s.over() {
 		return
 	}
 	s.mailbox = true
@@ -155,11 +171,80 @@ func (p *Platform) restoreMailLocked(s *session) {
 	mine := p.sent[s.id]
 	delete(p.sent, s.id)
 	for _, m := range mail {
-		if m.From == p.instance && slices.Contains(mine, m.Seq) {
+		if m.From == p.instance && slices.ContainsFunc(mine, func(sm sentMail) bool { return sm.seq == m.Seq }) {
 			continue
 		}
 		p.deliverLocked(m)
 	}
+}
+
+// endedLocked notes that s, whose state just changed, will never run
+// again if it could before (was is whether it was over then): a session
+// whose mailbox is open waits in ended for inbox expiry to close it.
+func (p *Platform) endedLocked(s *session, was bool) {
+	if s.mailbox && !was && s.over() {
+		p.ended = append(p.ended, s)
+	}
+}
+
+// closeEndedMailboxesLocked is inbox expiry's part of mail: the mailboxes
+// of the sessions that will never run again (ended) are closed, so that
+// the task polls no longer take them, and the mail waiting in them is
+// dropped. Mail posted to them later waits out Options.MailTTL, as mail
+// to a session live nowhere does, and SweepMail removes it. It returns
+// how many mails it dropped.
+func (p *Platform) closeEndedMailboxesLocked() int {
+	if len(p.ended) == 0 {
+		return 0
+	}
+	ids := make([]string, len(p.ended))
+	for i, s := range p.ended {
+		s.mailbox, ids[i] = false, s.id
+	}
+	p.boxes = slices.DeleteFunc(p.boxes, func(s *session) bool { return !s.mailbox })
+	clear(p.ended)
+	p.ended = p.ended[:0]
+	var dropped []store.Mail
+	_ = p.durable(func() error {
+		var err error
+		dropped, err = p.store.TakeMail(p.ctx(), ids)
+		return err
+	})
+	return len(dropped)
+}
+
+// SweepMail is the mail part of workspace cleanup, on its cadence: it
+// removes from the store the mail that no process took within
+// Options.MailTTL of its posting (its addressee is live nowhere, or will
+// never run again), and forgets what this process posted before then
+// (sent): a RestoreSession here has no such mail left to tell apart from
+// what its parked log holds. It returns how many mails it removed.
+func (p *Platform) SweepMail(now time.Time) int {
+	cutoff := now.Add(-p.opts.MailTTL)
+	n := 0
+	if p.durable(func() error {
+		var err error
+		n, err = p.store.ExpireMail(p.ctx(), cutoff)
+		return err
+	}) != nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, mine := range p.sent {
+		// Posted in order, so the expired ones come first.
+		gone := 0
+		for gone < len(mine) && mine[gone].at.Before(cutoff) {
+			gone++
+		}
+		switch {
+		case gone == len(mine):
+			delete(p.sent, id)
+		case gone > 0:
+			p.sent[id] = slices.Delete(mine, 0, gone)
+		}
+	}
+	return n
 }
 
 // sharePresence records the roots of this process's sessions that may

@@ -28,6 +28,7 @@ func (p *Platform) startSweepers() {
 	add(p.opts.BoardSweepInterval, sweeper{run: func(now time.Time) { p.SweepBoard(now) }, idle: idleNoBoard})
 	add(p.opts.InboxSweepInterval, sweeper{run: func(time.Time) { p.SweepInbox() }, idle: idleNoPendingInbox})
 	add(p.opts.WorkspaceSweepInterval, sweeper{run: func(now time.Time) { p.SweepWorkspaces(now) }})
+	add(p.opts.WorkspaceSweepInterval, sweeper{run: func(now time.Time) { p.SweepMail(now) }})
 	every := make([]time.Duration, 0, len(groups))
 	for d := range groups {
 		every = append(every, d)
@@ -55,7 +56,7 @@ type idleCheck uint8
 const (
 	idleNever          idleCheck = iota // the job may always have work
 	idleNoBoard                         // no tree has a board
-	idleNoPendingInbox                  // no inbox item is pending
+	idleNoPendingInbox                  // no inbox item is pending, no ended session's mailbox is open
 )
 
 // idleChecks are the checks of a timer's jobs, gathered once: a tick is
@@ -79,7 +80,7 @@ func idleChecksOf(jobs []sweeper) idleChecks {
 
 // idleLocked reports whether every check finds nothing to do.
 func (p *Platform) idleLocked(c idleChecks) bool {
-	return !c.never && (!c.board || len(p.board) == 0) && (!c.inbox || p.pendingInbox == 0)
+	return !c.never && (!c.board || len(p.board) == 0) && (!c.inbox || p.pendingInbox == 0 && len(p.ended) == 0)
 }
 
 // armEveryLocked runs jobs every d on one persistent timer, re-armed with
@@ -124,9 +125,9 @@ func (p *Platform) armEveryLocked(d time.Duration, name string, jobs []sweeper) 
 	})
 	// The simulator's idle round takes no lock, as the ticker's does not
 	// (see startScheduler): every writer of what it reads (closing, the
-	// boards, the pending inbox) also uses the simulator (an actor, a
-	// timer, an emitted event's time on its clock), which runs one thing
-	// at a time, and it asks the round only when no actor can run. For the
+	// boards, the pending inbox, the ended mailboxes) also uses the
+	// simulator (an actor, a timer, an emitted event's time on its
+	// clock), which runs one thing at a time, and it asks the round only when no actor can run. For the
 	// same reason an idle tick's answer holds for every tick after it
 	// until something runs: the span has no end.
 	skipIdle(slot.t, func(time.Duration) (time.Duration, time.Duration, bool) {
@@ -188,7 +189,9 @@ func (p *Platform) liveOr(id string) string {
 }
 
 // SweepInbox is the inbox expiry job: pending items whose session is
-// terminal (or gone) become non-actionable. It returns how many.
+// terminal (or gone) become non-actionable. It returns how many. The same
+// job closes the mailboxes of sessions that will never run again and
+// drops the mail waiting in them (closeEndedMailboxesLocked).
 func (p *Platform) SweepInbox() int {
 	p.mu.Lock()
 	defer p.unlock()
@@ -205,6 +208,7 @@ func (p *Platform) SweepInbox() int {
 		n++
 		p.emitLocked(&Event{Session: p.liveOr(it.Session), Type: EventInboxExpired, Item: it.ID})
 	}
+	p.closeEndedMailboxesLocked()
 	return n
 }
 
@@ -296,86 +300,113 @@ type Trajectory struct {
 	Messages  []core.Message `json:"messages"`
 }
 
-// Trajectories gathers the successful expert-delegation and
-// skill-invocation trajectories of the live sessions' event logs, of every
-// tenant.
-func (p *Platform) Trajectories() []Trajectory { return p.trajectories(nil) }
+// The training collector exports what the store keeps, not what the
+// live sessions hold: a trajectory is kept (store.Training) when its work
+// ends, a delegation when its child completes, a skill call when the turn
+// that made it ends, with the tenant of its tree. So a process that starts
+// on the store of a crashed one exports what the crashed one would have,
+// each trajectory once, whether or not its sessions were reopened.
 
-// trajectories gathers those of the sessions whose tree's root keep takes
-// (nil: every one).
-func (p *Platform) trajectories(keep func(root string) bool) []Trajectory {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	trees := p.order
-	if keep != nil {
-		trees = slices.DeleteFunc(slices.Clone(p.order), func(s *session) bool { return !keep(s.root) })
-	}
-	var out []Trajectory
-	for _, s := range trees {
-		for _, r := range s.log {
-			if r.typ != EventDelegationComplete {
-				continue
-			}
-			e := r.event(s.id)
-			c := p.sessions.get(e.Child)
-			if c == nil {
-				continue
-			}
-			out = append(out, Trajectory{Type: "delegation", Session: c.id, Agent: c.agentName, Goal: e.Goal,
-				Parent: s.id, Response: e.Text, Messages: slices.Clone(c.history)})
-		}
-	}
+// keepDelegationLocked keeps the trajectory of a delegated child that
+// completed: its goal, its final response and its conversation.
+func (p *Platform) keepDelegationLocked(d *delegation, response string) {
+	c := d.child
+	p.keepTrajectoryLocked(c.root, Trajectory{Type: "delegation", Session: c.id, Agent: c.agentName, Goal: d.goal,
+		Parent: d.parent.id, Response: response, Messages: c.history})
+}
+
+// keepSkillsLocked keeps a trajectory for each successful call of a skill
+// (Options.Skills) among the messages of s's history from the index from
+// on, which its turn just added: the call's arguments and result, and the
+// conversation up to the result.
+func (p *Platform) keepSkillsLocked(s *session, from int) {
 	if len(p.opts.Skills) == 0 {
-		return out
+		return
 	}
-	for _, s := range trees {
-		for i, m := range s.history {
-			if m.Role != core.RoleTool || m.IsError || !slices.Contains(p.opts.Skills, m.ToolName) {
-				continue
-			}
-			args := ""
-			for j := i - 1; j >= 0 && args == ""; j-- {
-				for _, c := range s.history[j].ToolCalls {
-					if c.ID == m.ToolCallID {
-						args = c.Arguments
-					}
+	h := s.history
+	for i := from; i < len(h); i++ {
+		m := h[i]
+		if m.Role != core.RoleTool || m.IsError || !slices.Contains(p.opts.Skills, m.ToolName) {
+			continue
+		}
+		args := ""
+		for j := i - 1; j >= 0 && args == ""; j-- {
+			for _, c := range h[j].ToolCalls {
+				if c.ID == m.ToolCallID {
+					args = c.Arguments
 				}
 			}
-			out = append(out, Trajectory{Type: "skill", Session: s.id, Agent: s.agentName, Skill: m.ToolName,
-				Arguments: args, Result: m.Content, Messages: slices.Clone(s.history[:i+1])})
+		}
+		p.keepTrajectoryLocked(s.root, Trajectory{Type: "skill", Session: s.id, Agent: s.agentName, Skill: m.ToolName,
+			Arguments: args, Result: m.Content, Messages: h[:i+1]})
+	}
+}
+
+// keepTrajectoryLocked writes t to the store, with the tenant of root's
+// tree. A crashed process keeps nothing.
+func (p *Platform) keepTrajectoryLocked(root string, t Trajectory) {
+	body, err := json.Marshal(t)
+	if err != nil {
+		return
+	}
+	_ = p.durable(func() error {
+		_, err := p.store.KeepTrajectory(p.ctx(), store.Trajectory{Tenant: p.tenants[root], Root: root,
+			At: p.clock.Now(), Body: string(body)})
+		return err
+	})
+}
+
+// Trajectories returns the successful expert-delegation and
+// skill-invocation trajectories the store keeps, of every tenant, in the
+// order their work ended (nil if the store cannot be read).
+func (p *Platform) Trajectories() []Trajectory {
+	kept, err := p.store.Trajectories(p.ctx(), nil)
+	if err != nil {
+		return nil
+	}
+	out := make([]Trajectory, 0, len(kept))
+	for _, k := range kept {
+		var t Trajectory
+		if json.Unmarshal([]byte(k.Body), &t) == nil {
+			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// ExportTrajectories writes Trajectories as JSONL and returns how many
-// lines it wrote.
+// ExportTrajectories writes every tenant's trajectories as JSONL and
+// returns how many lines it wrote.
 func (p *Platform) ExportTrajectories(w io.Writer) (int, error) {
-	return exportJSONL(w, p.Trajectories())
+	kept, err := p.store.Trajectories(p.ctx(), nil)
+	if err != nil {
+		return 0, err
+	}
+	return exportJSONL(w, kept)
 }
 
-func exportJSONL(w io.Writer, trs []Trajectory) (int, error) {
-	enc := json.NewEncoder(w)
-	for i, t := range trs {
-		if err := enc.Encode(t); err != nil {
+// exportJSONL writes the kept trajectories' lines, as they were kept.
+func exportJSONL(w io.Writer, kept []store.Trajectory) (int, error) {
+	for i, k := range kept {
+		if _, err := io.WriteString(w, k.Body+"\n"); err != nil {
 			return i, err
 		}
 	}
-	return len(trs), nil
+	return len(kept), nil
 }
 
 // CollectTraining is the on-demand training collector: it exports the
-// trajectories of the tenant's trees (SessionOptions.Tenant), and of the
-// trees that name no tenant, as a JSONL file in the tenant's bucket (the
+// trajectories the store keeps of the tenant's trees
+// (SessionOptions.Tenant), and of the trees that name no tenant, as a JSONL file in the tenant's bucket (the
 // store's files, under tenants/{tenant}/training/) and returns its key.
 // Another tenant's trees never reach it. Its responsibility ends at the
 // file.
 func (p *Platform) CollectTraining(tenant string) (string, int, error) {
+	kept, err := p.store.Trajectories(p.ctx(), []string{"", tenant})
+	if err != nil {
+		return "", 0, err
+	}
 	var buf bytes.Buffer
-	n, err := exportJSONL(&buf, p.trajectories(func(root string) bool {
-		t := p.tenants[root] // under p.mu, which trajectories holds
-		return t == "" || t == tenant
-	}))
+	n, err := exportJSONL(&buf, kept)
 	if err != nil {
 		return "", n, err
 	}

@@ -358,7 +358,7 @@ var _ = Describe("The platform's events in the semantic trace", func() {
 func collect(e *env, tenant string) []platform.Trajectory {
 	key, _, err := e.p.CollectTraining(tenant)
 	Expect(err).NotTo(HaveOccurred())
-	data, _, err := e.store.GetFile(nil, key)
+	data, _, err := e.p.Store().GetFile(context.Background(), key)
 	Expect(err).NotTo(HaveOccurred())
 	var out []platform.Trajectory
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -366,6 +366,95 @@ func collect(e *env, tenant string) []platform.Trajectory {
 		var t platform.Trajectory
 		Expect(json.Unmarshal(sc.Bytes(), &t)).To(Succeed())
 		out = append(out, t)
+	}
+	return out
+}
+
+var _ = Describe("The training collector across a crash", func() {
+	for _, b := range sharedStores {
+		Context("on "+b.name, func() {
+			trainingAcrossCrash(b.open)
+		})
+	}
+})
+
+func trainingAcrossCrash(open func() store.Store) {
+	var shared store.Store
+	// Opened before the env, as in the specs of processes sharing a store.
+	BeforeEach(func() { shared = open() })
+
+	It("a recovered process exports the trajectories that completed before the crash from the durable store, each exactly once, to their tenant's bucket only", func() {
+		price := &core.Tool{Description: "look a price up", Run: func(context.Context, core.ToolCall, any) (any, error) {
+			return "49", nil
+		}}
+		e := newEnv(func(o *platform.Options) {
+			if shared != nil {
+				o.Store = shared
+			}
+			o.Skills = []string{"price"}
+			o.Agents["shop"] = &core.Agent{ID: "shop", Tools: core.Tools{"price": price}}
+		})
+		roots := map[string]string{}
+		for _, tenant := range []string{"acme", "globex"} {
+			e.model.Script("shop", calls(use("price", map[string]any{"product": tenant + "-product"}),
+				use("delegate_task", map[string]any{"goal": tenant + "'s goal", "agent": "researcher"})), say("done"))
+			e.model.Script("researcher", say(tenant+"'s answer"))
+			roots[tenant] = e.root("shop", func(o *platform.SessionOptions) { o.Tenant = tenant })
+			e.send(roots[tenant], "go")
+			e.settle()
+		}
+		before := collect(e, "acme")
+		Expect(before).To(HaveLen(2), "acme's delegation and skill call")
+
+		e.crash("proc-2") // a new process on the store; nothing reopened yet
+		Expect(collect(e, "acme")).To(Equal(before), "the same trajectories, each once")
+		Expect(lineage(collect(e, "globex"))).To(ConsistOf("delegation globex's goal", `skill {"product":"globex-product"}`))
+		Expect(e.p.Trajectories()).To(HaveLen(4), "every tenant's")
+
+		// The reopened root's new work joins what was kept: nothing twice.
+		Expect(e.p.RestoreSession(roots["acme"], platform.SessionOptions{Agent: "shop", User: "ada", Tenant: "acme"})).To(Succeed())
+		e.model.Script("shop", calls(use("delegate_task", map[string]any{"goal": "acme's second goal", "agent": "researcher"})), say("done"))
+		e.model.Script("researcher", say("acme's second answer"))
+		e.send(roots["acme"], "again")
+		e.settle()
+		Expect(lineage(collect(e, "acme"))).To(ConsistOf("delegation acme's goal", `skill {"product":"acme-product"}`,
+			"delegation acme's second goal"))
+		for _, t := range collect(e, "acme") {
+			Expect(t.Messages).NotTo(BeEmpty(), "%s %s carries its conversation", t.Type, t.Session)
+		}
+	})
+
+	It("a task attempt's trajectories reach its tree's tenant only, though it runs in a process where its root is not live", func() {
+		e := newEnv(func(o *platform.Options) {
+			o.MaxRunningTasks, o.TaskPollInterval, o.TaskTimeout = 1, time.Minute, 4*time.Hour
+			if shared != nil {
+				o.Store = shared
+			}
+		})
+		e.another("proc-2")
+		root := e.root("coordinator", func(o *platform.SessionOptions) { o.Tenant = "acme" })
+		busyElsewhere(e, root)
+		e.model.Script("writer", calls(use("delegate_task", map[string]any{"goal": "acme's task goal", "agent": "scout"})),
+			complete("written", nil), say("."))
+		e.model.Script("scout", say("acme's task answer"))
+		e.model.Answer("coordinator", func(*core.Request) (*core.Response, error) { return &core.Response{Text: "noted"}, nil })
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "write it up", Agent: "writer"})
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(30 * time.Minute)
+		as, _ := e.p.Attempts(t.ID)
+		Expect(as).NotTo(BeEmpty())
+		Expect(as[0].Instance).To(Equal("proc-2"), "the attempt ran in the other process")
+
+		Expect(lineage(collect(e, "acme"))).To(ConsistOf("delegation acme's task goal"))
+		Expect(collect(e, "globex")).To(BeEmpty(), "another tenant's bucket gets nothing of acme's tree")
+	})
+}
+
+// lineage names each trajectory by its type and its goal or arguments.
+func lineage(trs []platform.Trajectory) []string {
+	out := []string{}
+	for _, t := range trs {
+		out = append(out, t.Type+" "+t.Goal+t.Arguments)
 	}
 	return out
 }

@@ -96,6 +96,12 @@ type Options struct {
 	// 24h) ago.
 	WorkspaceSweepInterval time.Duration
 	WorkspaceGrace         time.Duration
+	// MailTTL is how long mail waits in the store for its addressee (a
+	// session live in no process, or one that will never run again and
+	// no longer takes it) before workspace cleanup, on its cadence,
+	// drops it; what this process keeps of what it sent goes with it.
+	// Default 24h.
+	MailTTL time.Duration
 	// NoSweepers leaves the periodic jobs off (they can still be run by
 	// hand).
 	NoSweepers bool
@@ -125,6 +131,7 @@ const (
 	DefaultInboxSweepInterval  = 5 * time.Minute
 	DefaultWorkspaceSweepEvery = 6 * time.Hour
 	DefaultWorkspaceGrace      = 24 * time.Hour
+	DefaultMailTTL             = 24 * time.Hour
 
 	// FixedLoopLifetime: a fixed-interval loop expires after 3 days.
 	FixedLoopLifetime = 72 * time.Hour
@@ -166,6 +173,7 @@ func (o *Options) defaults() {
 	set(&o.InboxSweepInterval, DefaultInboxSweepInterval)
 	set(&o.WorkspaceSweepInterval, DefaultWorkspaceSweepEvery)
 	set(&o.WorkspaceGrace, DefaultWorkspaceGrace)
+	set(&o.MailTTL, DefaultMailTTL)
 	if o.Store == nil {
 		o.Store = store.NewMemory()
 	}

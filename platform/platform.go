@@ -103,10 +103,12 @@ type Platform struct {
 	platLog eventLog
 	parked  map[string]eventLog // events for sessions not live here, as this process sent them
 	// sent are the mails this process posted to each session not live
-	// here (their store numbers), and boxes the sessions here whose mail
-	// it takes at its task polls (see mail.go).
-	sent     map[string][]int64
+	// here (their store numbers), boxes the sessions here whose mail it
+	// takes at its task polls, and ended those of them that will never run
+	// again, whose mailboxes inbox expiry closes (see mail.go).
+	sent     map[string][]sentMail
 	boxes    []*session
+	ended    []*session
 	tenants  map[string]string // the tenant of each root that has one (SessionOptions.Tenant)
 	variants map[variantKey]*core.Agent
 	quick    map[quickKey]*core.Agent

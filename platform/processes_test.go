@@ -174,6 +174,73 @@ func eventsAcrossProcesses(open func() store.Store) {
 		Expect(lastUser(woken)).To(ContainSubstring(t.ID))
 	})
 
+	// mailIn takes what waits in a session's mailbox in the store.
+	mailIn := func(p *platform.Platform, session string) []store.Mail {
+		GinkgoHelper()
+		mail, err := p.Store().TakeMail(context.Background(), []string{session})
+		Expect(err).NotTo(HaveOccurred())
+		return mail
+	}
+
+	It("mail waits for a session live nowhere for the mail TTL, then the sweepers drop it, and the process that sent it forgets it", func() {
+		e := newEnv(polling)
+		second := e.another("proc-2", func(o *platform.Options) { o.NoSweepers = false })
+		root := e.root("coordinator")
+		busyElsewhere(e, root)
+		e.model.ScriptRun("writer", 1, scripted.Turn{Latency: 20 * time.Minute,
+			Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "written"})}}, say("."))
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "write it up", Agent: "writer"})
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(5 * time.Minute)
+		e.p.Crash() // the spawner's process dies, and nothing reopens the spawner
+		e.runFor(30 * time.Minute)
+		row, _ := second.Task(t.ID)
+		Expect(row.State).To(Equal(store.TaskDone))
+		sent, _ := second.MailBookkeeping()
+		Expect(sent).To(BeNumerically(">=", 2), "task.started and worker.complete, and the notice that wakes the spawner")
+
+		e.runFor(platform.DefaultMailTTL + platform.DefaultWorkspaceSweepEvery)
+		Expect(mailIn(second, root)).To(BeEmpty(), "expired: the store keeps no mail past the TTL")
+		sent, _ = second.MailBookkeeping()
+		Expect(sent).To(BeZero(), "proc-2 keeps nothing for mail that is gone")
+		Expect(ofType(second.Events(root), platform.EventWorkerComplete)).To(HaveLen(1),
+			"proc-2's log of what it emitted is a log, not mail: it stays")
+
+		e.opts.Instance = "proc-3"
+		third, err := platform.New(e.opts)
+		Expect(err).NotTo(HaveOccurred())
+		e.p = third
+		Expect(third.RestoreSession(root, platform.SessionOptions{Agent: "coordinator", User: "ada"})).To(Succeed())
+		e.settle()
+		Expect(ofType(third.Events(root), platform.EventWorkerComplete)).To(BeEmpty(), "a session reopened after the TTL gets no stale outcome")
+		Expect(third.Task(t.ID)).To(HaveField("State", store.TaskDone), "the row still says how the task ended")
+	})
+
+	It("a session that will never run again takes no more mail: inbox expiry closes its mailbox, and mail to it is dropped", func() {
+		e := newEnv(polling, func(o *platform.Options) { o.NoSweepers = false })
+		e.another("proc-2")
+		root := e.root("coordinator")
+		busyElsewhere(e, root)
+		e.model.ScriptRun("writer", 1, scripted.Turn{Latency: 20 * time.Minute,
+			Calls: []scripted.Call{use("worker_complete", map[string]any{"summary": "written"})}}, say("."))
+		t, err := e.p.SpawnTask(root, store.Task{Prompt: "write it up", Agent: "writer"})
+		Expect(err).NotTo(HaveOccurred())
+		e.runFor(2 * time.Minute)
+		_, boxes := e.p.MailBookkeeping()
+		Expect(boxes).To(Equal(1), "the root's mailbox is open")
+		Expect(e.p.CloseSession(root)).To(Succeed())
+		e.runFor(platform.DefaultInboxSweepInterval)
+		_, boxes = e.p.MailBookkeeping()
+		Expect(boxes).To(BeZero(), "inbox expiry closed the ended session's mailbox")
+
+		e.runFor(30 * time.Minute)
+		row, _ := e.p.Task(t.ID)
+		Expect(row.State).To(Equal(store.TaskDone))
+		Expect(ofType(e.p.Events(root), platform.EventWorkerComplete)).To(BeEmpty(), "nothing is delivered to a closed session")
+		e.runFor(platform.DefaultMailTTL + platform.DefaultWorkspaceSweepEvery)
+		Expect(mailIn(e.p, root)).To(BeEmpty(), "what was posted to it after it closed is gone past the TTL")
+	})
+
 	It("workspace cleanup never deletes the workspace of a tree that is live in another process sharing the store, and deletes it once that process is gone", func() {
 		e := newEnv(polling)
 		sweeping := e.another("proc-2", func(o *platform.Options) { o.NoSweepers = false })

@@ -224,7 +224,7 @@ func checkCommand(prompt string) error {
 // runs' results go to s's own log.
 func (p *Platform) createSchedule(s *session, sch store.Schedule) (store.Schedule, error) {
 	p.mu.Lock()
-	sch.User, sch.Agent, sch.Root = s.user, s.agentName, s.root
+	sch.User, sch.Agent, sch.Root, sch.Tenant = s.user, s.agentName, s.root, p.tenants[s.root]
 	sch.Authority = authority(s, p.opts.MaxDelegationDepth)
 	sch.Origin = s.id
 	// A run is a level below its origin, live or not (see fire).
@@ -872,6 +872,8 @@ func (p *Platform) fire(sch store.Schedule, now time.Time, lease store.Lease) {
 	if o := p.sessions.get(sch.Origin); o != nil {
 		run.parent, run.root, run.depth = o.id, o.root, o.depth+1
 	}
+	// The tree's tenant is the row's, whether or not its root is live here.
+	p.setTenantLocked(run.root, sch.Tenant)
 	p.addLocked(run)
 	p.emitLocked(&Event{Session: sch.Origin, Type: EventScheduleFired, Schedule: sch.ID, Child: run.id})
 	p.enqueueLocked(run, sch.Prompt)
@@ -894,6 +896,7 @@ func (p *Platform) fireCommand(sch store.Schedule, now time.Time) {
 		return
 	}
 	loop.User, loop.Agent, loop.Origin, loop.Channel, loop.Root = sch.User, sch.Agent, sch.Origin, sch.Channel, sch.Root
+	loop.Tenant = sch.Tenant
 	loop.Authority = sch.Authority.Clone()
 	_, _ = p.writeSchedule(loop)
 }

@@ -491,7 +491,9 @@ func (p *Platform) setStateLocked(s *session, st State) {
 	if s.state == st {
 		return
 	}
+	was := s.over()
 	s.state = st
+	p.endedLocked(s, was)
 	if st != StateRunning && st != StateIdle {
 		p.emitOnLocked(s, &Event{Type: EventSessionState, Status: string(st)})
 	}
@@ -591,6 +593,9 @@ func (p *Platform) runSession(s *session) {
 			p.unlock()
 			return
 		}
+		// The turn's skill calls are in the history now: the training
+		// collector's, kept before anything the turn's end sets off.
+		p.keepSkillsLocked(s, len(history))
 		ev := Event{Type: EventTurnEnd, Turn: turn, Status: end.status(), Text: end.output}
 		if end.err != nil {
 			ev.Error = end.err.Error()

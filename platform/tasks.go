@@ -54,6 +54,7 @@ func (p *Platform) spawnTask(s *session, t store.Task) (store.Task, error) {
 	p.mu.Lock()
 	t.Authority = authority(s, p.opts.MaxDelegationDepth)
 	t.Authority.Depth = int(s.depth) + 1 // an attempt runs a level below its spawner
+	t.Tenant = p.tenants[s.root]
 	p.mu.Unlock()
 	var row store.Task
 	err := p.durable(func() error {
@@ -325,6 +326,8 @@ func (p *Platform) startAttempt(c store.Claim) {
 	}
 	s := &session{id: p.ids.NewID(IDSession), root: t.Root, kind: KindTask, agentName: t.Agent, tmpl: tmpl,
 		user: t.User, channel: "task", depth: 1, task: t.ID, attempt: c.Attempt.N}
+	// The tree's tenant is the row's, whether or not its root is live here.
+	p.setTenantLocked(t.Root, t.Tenant)
 	// The attempt runs with the spawner's authority from the row, and at
 	// the depth the row gives it, so that it has no more after a crash,
 	// when the spawner is gone, than before.

@@ -49,6 +49,7 @@ func (l *loader) platformSection(n *node) *Platform {
 		{"leader-ttl", &o.LeaderTTL}, {"board-sweep-interval", &o.BoardSweepInterval}, {"note-ttl", &o.NoteTTL},
 		{"claim-ttl", &o.ClaimTTL}, {"inbox-sweep-interval", &o.InboxSweepInterval},
 		{"workspace-sweep-interval", &o.WorkspaceSweepInterval}, {"workspace-grace", &o.WorkspaceGrace},
+		{"mail-ttl", &o.MailTTL},
 	} {
 		*d.to = l.positive(f[d.key], "platform "+d.key)
 	}

@@ -22,7 +22,7 @@ var (
 		"delegation-ceiling", "stale-threshold", "task-max-attempts", "task-timeout", "max-running-tasks", "skills",
 		"reap-grace", "lost-task-grace", "task-poll-interval", "schedule-poll-interval", "schedule-recovery-interval",
 		"leader-ttl", "allow-cron-every", "board-sweep-interval", "note-ttl", "claim-ttl", "inbox-sweep-interval",
-		"workspace-sweep-interval", "workspace-grace", "store"}
+		"workspace-sweep-interval", "workspace-grace", "mail-ttl", "store"}
 	sessionKeys = []string{"name", "agent", "user", "tenant", "channel", "excluded-tools", "allowed-tools", "max-iterations", "send"}
 	taskKeys    = []string{"name", "session", "prompt", "title", "agent", "parents", "max-attempts"}
 	cronKeys    = []string{"session", "cron", "at", "prompt"}

@@ -3,8 +3,8 @@
 // session workspaces. It is what survives a simulated crash, and what
 // several processes share.
 //
-// [Store] is four small interfaces, [Tasks], [Schedules], [Files] and
-// [Mailboxes]. Two implementations:
+// [Store] is five small interfaces, [Tasks], [Schedules], [Files],
+// [Mailboxes] and [Training]. Two implementations:
 //
 //   - [Memory], the embedded default: maps and one mutex, no server.
 //   - [SQL], on database/sql, for several processes sharing one database:
@@ -37,9 +37,14 @@
 // process, or in none (its process crashed): [Mailboxes.PostMail] appends
 // to its mailbox, and the process where it is live takes the mail
 // ([Mailboxes.TakeMail]), each mail exactly once and in the order posted,
-// in one transaction. [Mailboxes.SetPresence] records, with a lease, which
+// in one transaction; mail no process took in time is removed by
+// [Mailboxes.ExpireMail]. [Mailboxes.SetPresence] records, with a lease, which
 // trees have live sessions in some process, so that a process's workspace
 // sweeper leaves another process's live trees alone.
+//
+// The training collector's trajectories are kept as their work ends
+// ([Training.KeepTrajectory]), each with its tree's tenant, so that an
+// export after a crash holds what the sessions' lost event logs did.
 //
 // One conformance suite runs on all three stores (Memory, SQLite and
 // PostgreSQL, the last when CRUX_SIM_POSTGRES_DSN names a server), and a

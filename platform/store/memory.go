@@ -48,6 +48,9 @@ type Memory struct {
 	mail     map[string][]Mail
 	mailSeq  int64
 	presence map[string]map[string]time.Time
+
+	// trajectories are the kept trajectories, in the order kept.
+	trajectories []Trajectory
 }
 
 type file struct {
@@ -594,6 +597,23 @@ func (m *Memory) TakeMail(_ context.Context, sessions []string) ([]Mail, error) 
 	return out, nil
 }
 
+// ExpireMail implements Mailboxes.
+func (m *Memory) ExpireMail(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, box := range m.mail {
+		kept := slices.DeleteFunc(box, func(mail Mail) bool { return mail.At.Before(before) })
+		n += len(box) - len(kept)
+		if len(kept) == 0 {
+			delete(m.mail, id)
+		} else {
+			m.mail[id] = kept
+		}
+	}
+	return n, nil
+}
+
 // SetPresence implements Mailboxes.
 func (m *Memory) SetPresence(_ context.Context, instance string, roots []string, until time.Time) error {
 	m.mu.Lock()
@@ -629,5 +649,29 @@ func (m *Memory) Present(_ context.Context, now time.Time) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
+	return out, nil
+}
+
+// ---- training ----
+
+// KeepTrajectory implements Training.
+func (m *Memory) KeepTrajectory(_ context.Context, t Trajectory) (Trajectory, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.Seq = int64(len(m.trajectories)) + 1
+	m.trajectories = append(m.trajectories, t)
+	return t, nil
+}
+
+// Trajectories implements Training.
+func (m *Memory) Trajectories(_ context.Context, tenants []string) ([]Trajectory, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Trajectory
+	for _, t := range m.trajectories {
+		if tenants == nil || slices.Contains(tenants, t.Tenant) {
+			out = append(out, t)
+		}
+	}
 	return out, nil
 }

@@ -10,7 +10,7 @@ import (
 // SchemaVersion is the version of the SQL store's schema that this build
 // reads and writes. [NewSQL] brings an older database up to it and refuses
 // a newer one ([ErrSchemaVersion]).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // ErrSchemaVersion: the database's schema is newer than this build knows,
 // or its version record is damaged. Nothing was changed.
@@ -48,6 +48,12 @@ var migrations = []migration{
 		`CREATE INDEX IF NOT EXISTS {t}mail_addressee ON {t}mail (addressee, seq)`,
 		`CREATE TABLE IF NOT EXISTS {t}presence (root TEXT NOT NULL, instance TEXT NOT NULL, until BIGINT NOT NULL,
 			PRIMARY KEY (root, instance))`,
+	}},
+	{4, "the training collector's trajectories; mail by the time it was posted, which its expiry reads", []string{
+		`CREATE TABLE IF NOT EXISTS {t}trajectories (seq BIGINT PRIMARY KEY, tenant TEXT NOT NULL, root TEXT NOT NULL,
+			kept_at BIGINT NOT NULL, body TEXT NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS {t}trajectories_tenant ON {t}trajectories (tenant, seq)`,
+		`CREATE INDEX IF NOT EXISTS {t}mail_posted ON {t}mail (posted_at)`,
 	}},
 }
 

@@ -43,6 +43,7 @@ var PostgreSQL = &Dialect{
 			`SELECT setval('{t}schedules_seq', COALESCE((SELECT MAX(seq) FROM {t}schedules), 0) + 1, false)`,
 		},
 		3: {`CREATE SEQUENCE IF NOT EXISTS {t}mail_seq`},
+		4: {`CREATE SEQUENCE IF NOT EXISTS {t}trajectories_seq`},
 	},
 	transient: func(err error) bool {
 		var pe *pgconn.PgError

@@ -1097,6 +1097,21 @@ func (s *SQL) TakeMail(ctx context.Context, sessions []string) ([]Mail, error) {
 	return out, nil
 }
 
+// ExpireMail implements Mailboxes.
+func (s *SQL) ExpireMail(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	err := s.tx(ctx, "expire mail", "", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.sql("DELETE FROM {t}mail WHERE posted_at < ?"), nanos(before))
+		if err != nil {
+			return err
+		}
+		got, err := res.RowsAffected()
+		n = int(got)
+		return err
+	})
+	return n, err
+}
+
 // SetPresence implements Mailboxes.
 func (s *SQL) SetPresence(ctx context.Context, instance string, roots []string, until time.Time) error {
 	return s.tx(ctx, "set presence of", instance, func(tx *sql.Tx) error {
@@ -1119,4 +1134,39 @@ func (s *SQL) Present(ctx context.Context, now time.Time) ([]string, error) {
 	out, err := scanStrings(rows, err)
 	slices.Sort(out) // in Go's order of strings, whatever the collation
 	return out, wrap("present roots", "", err)
+}
+
+// ---- training ----
+
+// KeepTrajectory implements Training.
+func (s *SQL) KeepTrajectory(ctx context.Context, t Trajectory) (Trajectory, error) {
+	err := s.tx(ctx, "keep trajectory of", t.Root, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, s.sql(`INSERT INTO {t}trajectories (seq, tenant, root, kept_at, body)
+			VALUES ({seq:trajectories}, ?, ?, ?, ?) RETURNING seq`), t.Tenant, t.Root, nanos(t.At), t.Body).Scan(&t.Seq)
+	})
+	return t, err
+}
+
+// Trajectories implements Training.
+func (s *SQL) Trajectories(ctx context.Context, tenants []string) ([]Trajectory, error) {
+	if tenants != nil && len(tenants) == 0 {
+		return nil, nil
+	}
+	q := "SELECT seq, tenant, root, kept_at, body FROM {t}trajectories"
+	args := make([]any, len(tenants))
+	for i, t := range tenants {
+		args[i] = t
+	}
+	if tenants != nil {
+		q += " WHERE tenant IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(tenants)), ", ") + ")"
+	}
+	rows, err := s.db.QueryContext(ctx, s.sql(q+" ORDER BY seq"), args...)
+	out, err := scanRows(rows, err, func(r *sql.Rows) (Trajectory, error) {
+		var t Trajectory
+		var at int64
+		err := r.Scan(&t.Seq, &t.Tenant, &t.Root, &at, &t.Body)
+		t.At = fromNanos(at)
+		return t, err
+	})
+	return out, wrap("list trajectories", "", err)
 }

@@ -91,8 +91,11 @@ type Task struct {
 	// unblock or cancel it, and the log its events go to.
 	Spawner string `json:"spawner"`
 	// Root is the tree root whose workspace the attempts share.
-	Root    string   `json:"root"`
-	User    string   `json:"user,omitempty"`
+	Root string `json:"root"`
+	User string `json:"user,omitempty"`
+	// Tenant is the tenant of that tree, so that an attempt's training
+	// trajectories reach its bucket wherever the attempt runs.
+	Tenant  string   `json:"tenant,omitempty"`
 	Parents []string `json:"parents,omitempty"`
 	// Authority is the spawner's: every attempt runs with it.
 	Authority Authority `json:"authority,omitzero"`
@@ -258,6 +261,9 @@ type Schedule struct {
 	Origin  string `json:"origin,omitempty"`
 	Channel string `json:"channel,omitempty"`
 	Root    string `json:"root,omitempty"`
+	// Tenant is the tenant of that tree, so that a run's training
+	// trajectories reach its bucket wherever the run happens.
+	Tenant string `json:"tenant,omitempty"`
 	// Authority is the creator's: every run, and every loop a run's
 	// slash command creates, runs with it.
 	Authority Authority `json:"authority,omitzero"`
@@ -367,9 +373,10 @@ type Files interface {
 }
 
 // Mail is one message to a session, kept in the store until the process
-// where the session is live takes it: how an event reaches a session that
-// is live in another process sharing the store, or in none for now (its
-// process crashed and nothing reopened it yet). Its body is the sender's,
+// where the session is live takes it, or until it expires (ExpireMail):
+// how an event reaches a session that is live in another process sharing
+// the store, or in none for now (its process crashed and nothing reopened
+// it yet). Its body is the sender's,
 // opaque to the store.
 type Mail struct {
 	// Session is the addressee.
@@ -396,6 +403,10 @@ type Mailboxes interface {
 	// atomic: of two processes taking one mailbox at once, each mail goes
 	// to one.
 	TakeMail(ctx context.Context, sessions []string) ([]Mail, error)
+	// ExpireMail removes the mail posted before the time given (Mail.At),
+	// whoever it is addressed to, and returns how many it removed: mail
+	// that no process took in time.
+	ExpireMail(ctx context.Context, before time.Time) (int, error)
 	// SetPresence records that instance has live sessions in the trees of
 	// roots until the time given, replacing what instance recorded before
 	// (no roots: none).
@@ -403,6 +414,35 @@ type Mailboxes interface {
 	// Present returns the roots that some instance recorded as present
 	// until after now, sorted.
 	Present(ctx context.Context, now time.Time) ([]string, error)
+}
+
+// Trajectory is one successful trajectory that the training collector
+// exports (a delegated child's conversation, a skill call with the
+// conversation that led to it), kept when its work ended so that a
+// process that starts after a crash exports what its predecessor did.
+// Its body is the collector's JSONL line, opaque to the store.
+type Trajectory struct {
+	// Seq orders the store's trajectories: the store numbers each one it
+	// keeps, a later one higher.
+	Seq int64 `json:"seq"`
+	// Tenant is the tenant of the tree it happened in ("" for a tree that
+	// names none), Root that tree's root.
+	Tenant string    `json:"tenant,omitempty"`
+	Root   string    `json:"root"`
+	At     time.Time `json:"at"`
+	Body   string    `json:"body"`
+}
+
+// Training is the durable record of the trajectories the training
+// collector exports: the part of the sessions' event logs that outlives
+// the process they ran in.
+type Training interface {
+	// KeepTrajectory appends t and returns it as kept, numbered (t.Seq is
+	// ignored).
+	KeepTrajectory(ctx context.Context, t Trajectory) (Trajectory, error)
+	// Trajectories returns the kept trajectories whose tenant is one of
+	// tenants (every one when tenants is nil), in the order kept.
+	Trajectories(ctx context.Context, tenants []string) ([]Trajectory, error)
 }
 
 // ScheduleWriteCounter is a store that counts the writes to its schedule
@@ -432,6 +472,7 @@ type Store interface {
 	Schedules
 	Files
 	Mailboxes
+	Training
 }
 
 // endAttempt records an attempt's outcome.

@@ -672,6 +672,17 @@ var _ = Describe("Mailboxes and presence", func() {
 				}
 			})
 
+			It("mail posted before the expiry time is removed whoever it is addressed to, and later mail waits to be taken", func() {
+				post("s-a", "proc-2", "old")
+				Expect(s.PostMail(ctx, store.Mail{Session: "s-b", From: "proc-2", At: t0.Add(time.Minute), Body: "recent"})).Error().NotTo(HaveOccurred())
+				post("s-b", "proc-3", "old too")
+				Expect(s.ExpireMail(ctx, t0.Add(time.Minute))).To(Equal(2))
+				Expect(s.ExpireMail(ctx, t0.Add(time.Minute))).To(BeZero(), "nothing left to expire")
+				got, err := s.TakeMail(ctx, []string{"s-a", "s-b"})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(bodies(got)).To(Equal([]string{"s-b:recent"}))
+			})
+
 			It("a tree is present while some instance's presence for it has not lapsed; an instance's new record replaces its old one", func() {
 				Expect(s.SetPresence(ctx, "proc-1", []string{"r-2", "r-1"}, t0.Add(time.Minute))).To(Succeed())
 				Expect(s.SetPresence(ctx, "proc-2", []string{"r-1"}, t0.Add(time.Hour))).To(Succeed())
@@ -681,6 +692,41 @@ var _ = Describe("Mailboxes and presence", func() {
 				Expect(s.Present(ctx, t0)).To(Equal([]string{"r-1", "r-3"}), "proc-1 no longer holds r-2")
 				Expect(s.SetPresence(ctx, "proc-2", nil, t0.Add(time.Hour))).To(Succeed())
 				Expect(s.Present(ctx, t0.Add(time.Hour))).To(Equal([]string{"r-3"}))
+			})
+		})
+	}
+})
+
+var _ = Describe("Training", func() {
+	ctx := context.Background()
+	for _, b := range backends {
+		Context(b.name, func() {
+			It("kept trajectories are listed in the order kept, each once, and a tenant's list holds only the tenants asked for", func() {
+				s, closeDB := b.make()
+				DeferCleanup(closeDB)
+				for i, tenant := range []string{"acme", "", "globex", "acme"} {
+					kept, err := s.KeepTrajectory(ctx, store.Trajectory{Tenant: tenant, Root: fmt.Sprint("r-", i), At: t0, Body: fmt.Sprint(i)})
+					Expect(err).NotTo(HaveOccurred())
+					Expect(kept.Seq).To(BeNumerically(">", 0))
+				}
+				bodies := func(tenants []string) []string {
+					GinkgoHelper()
+					got, err := s.Trajectories(ctx, tenants)
+					Expect(err).NotTo(HaveOccurred())
+					out := []string{}
+					for i, t := range got {
+						if i > 0 {
+							Expect(t.Seq).To(BeNumerically(">", got[i-1].Seq))
+						}
+						Expect(t.At.Equal(t0)).To(BeTrue())
+						out = append(out, t.Tenant+":"+t.Root+":"+t.Body)
+					}
+					return out
+				}
+				Expect(bodies(nil)).To(Equal([]string{"acme:r-0:0", ":r-1:1", "globex:r-2:2", "acme:r-3:3"}))
+				Expect(bodies([]string{"", "acme"})).To(Equal([]string{"acme:r-0:0", ":r-1:1", "acme:r-3:3"}))
+				Expect(bodies([]string{"initech"})).To(BeEmpty())
+				Expect(bodies([]string{})).To(BeEmpty(), "no tenant asked for, none listed")
 			})
 		})
 	}
@@ -821,7 +867,7 @@ var _ = Describe("The SQL store's schema", func() {
 					Expect(s.DB().QueryRowContext(ctx, "SELECT SUM(version) FROM schema_version").Scan(&after)).To(Succeed())
 					Expect(after).To(Equal(before))
 				},
-				Entry("a newer schema", "UPDATE schema_version SET version = 99", "version 99, newer than version 3"),
+				Entry("a newer schema", "UPDATE schema_version SET version = 99", fmt.Sprintf("version 99, newer than version %d", store.SchemaVersion)),
 				Entry("a damaged version record", "INSERT INTO schema_version (version) VALUES (1)", "has 2 rows"),
 			)
 		})
