@@ -1,0 +1,440 @@
+package openai_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jonboulle/clockwork"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/openai"
+	"github.com/crux-sim/crux-sim/internal/fixture"
+)
+
+// This file is the spec of what OpenAI-compatible servers written elsewhere
+// actually send, case by case, each named after the rule it checks and the
+// server it comes from. The bodies are written from those servers'
+// documented or observed output; a case whose shape is less certain says so
+// in its name ("unsure"). The same bodies seed FuzzResponseDecoding.
+
+// wireCase is one answer a server gives and what the provider must make of
+// it: a response (want, reason) or a failure (kind, message, says).
+type wireCase struct {
+	rule string
+	rep  reply
+	// opts adjusts the provider (a client, headers) for the case.
+	opts func(*openai.Options)
+	// req is the request; default a plain one at step 4.
+	req *core.Request
+
+	want   *core.Response
+	reason string
+
+	kind error
+	// message, typ and code are the *Error's fields, when set.
+	message, typ, code string
+	// says are substrings the error's text must hold.
+	says []string
+	// retryAfter is the wait the error reports the server asked for.
+	retryAfter time.Duration
+}
+
+// theKey is the API key every case's provider holds; no error may show it.
+const theKey = "sk-proj-Q2x9WvT4mZ7yK1nB8cR3"
+
+func gzipped(s string) string {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	_, _ = w.Write([]byte(s))
+	_ = w.Close()
+	return b.String()
+}
+
+// retryClock is the fake clock of the Retry-After cases, and inAMinute
+// and a half its time 90s later.
+var (
+	retryClock = clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	inAMinute  = retryClock.Now().Add(90 * time.Second)
+)
+
+func onRetryClock(o *openai.Options) { o.Clock = retryClock }
+
+func withHeader(k, v string) func(*openai.Options) {
+	return func(o *openai.Options) { o.Headers = http.Header{k: {v}} }
+}
+
+const (
+	listCall  = `{\"action\":\"list\"}`
+	plainText = "Leaves change colour because chlorophyll breaks down."
+)
+
+var plainAt4 = &core.Request{Agent: "a", Step: 4}
+
+// answers are success bodies real servers send, and the response each is.
+var answers = []wireCase{
+	{
+		rule: "Ollama: a tool call without index, an id like call_abc, finish_reason stop even with tool calls (older Ollama; unsure which versions)",
+		rep: reply{Body: `{"id":"chatcmpl-245","object":"chat.completion","created":1733000000,"model":"qwen2.5:7b","system_fingerprint":"fp_ollama",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"call_x7k2p9qa","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":181,"completion_tokens":22,"total_tokens":203}}`},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_x7k2p9qa", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 181, CompletionTokens: 22}},
+		reason: "stop",
+	},
+	{
+		rule: "Ollama: tool-call arguments as a JSON object keep the text the server wrote (as Ollama's native API writes them; unsure on /v1)",
+		rep: reply{Body: `{"id":"chatcmpl-9","object":"chat.completion","created":1733000000,"model":"llama3.1","system_fingerprint":"fp_ollama",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"call_q1","index":0,"type":"function","function":{"name":"work","arguments":{"action":"list"}}}]},"finish_reason":"tool_calls"}]}`},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_q1", Name: "work", Arguments: `{"action":"list"}`}}},
+		reason: "tool_calls",
+	},
+	{
+		rule: "Ollama: tool calls with no id at all get ids made from the step and their place, unique and the same every time",
+		rep: reply{Body: `{"id":"chatcmpl-3","object":"chat.completion","created":1733000000,"model":"qwen2.5:7b",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[` +
+			`{"type":"function","function":{"name":"work","arguments":"` + listCall + `"}},` +
+			`{"type":"function","function":{"name":"research","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`},
+		want: &core.Response{ToolCalls: []core.ToolCall{
+			{ID: "call_4_1", Name: "work", Arguments: `{"action":"list"}`},
+			{ID: "call_4_2", Name: "research", Arguments: `{}`}}},
+		reason: "tool_calls",
+	},
+	{
+		rule: "Ollama: reasoning beside the content is not part of the answer (Ollama's reasoning field)",
+		rep: reply{Body: `{"id":"chatcmpl-4","object":"chat.completion","created":1733000000,"model":"qwen3","system_fingerprint":"fp_ollama",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"` + plainText + `","reasoning":"The user asks about leaves."},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":9,"completion_tokens":40,"total_tokens":49}}`},
+		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 9, CompletionTokens: 40}},
+		reason: "stop",
+	},
+	{
+		rule: `vLLM: "tool_calls": [] beside the content is a text answer, and reasoning_content is not part of it`,
+		rep: reply{Body: `{"id":"chatcmpl-8f3c","object":"chat.completion","created":1733000000,"model":"Qwen/Qwen3-8B",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"Chlorophyll...","content":"` + plainText + `","tool_calls":[]},"logprobs":null,"finish_reason":"stop","stop_reason":null}],` +
+			`"usage":{"prompt_tokens":20,"total_tokens":50,"completion_tokens":30,"prompt_tokens_details":null},"prompt_logprobs":null,"kv_transfer_params":null,"service_tier":null,"system_fingerprint":null}`},
+		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 20, CompletionTokens: 30}},
+		reason: "stop",
+	},
+	{
+		rule: "vLLM: tool-call ids like chatcmpl-tool-<hex>, content null",
+		rep: reply{Body: `{"id":"chatcmpl-1","object":"chat.completion","created":1733000000,"model":"m",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":null,"content":null,"tool_calls":[{"id":"chatcmpl-tool-5b2e0d8a9c","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}],` +
+			`"usage":{"prompt_tokens":20,"total_tokens":41,"completion_tokens":21}}`},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "chatcmpl-tool-5b2e0d8a9c", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 20, CompletionTokens: 21}},
+		reason: "tool_calls",
+	},
+	{
+		rule: `llama.cpp server: content null with tool_calls, no "id" on the completion, an extra "timings" object`,
+		rep: reply{Body: `{"choices":[{"finish_reason":"tool_calls","index":0,"message":{"role":"assistant","content":null,` +
+			`"tool_calls":[{"type":"function","function":{"name":"work","arguments":"` + listCall + `"},"id":"Qm9vTPv3kZ8h1RrD2yL0aWcX5sEgFjNu"}]}}],` +
+			`"created":1733000000,"model":"gpt-3.5-turbo","system_fingerprint":"b4600-5f0db95","object":"chat.completion",` +
+			`"usage":{"completion_tokens":17,"prompt_tokens":230,"total_tokens":247},` +
+			`"timings":{"prompt_n":230,"prompt_ms":120.5,"prompt_per_token_ms":0.52,"prompt_per_second":1908.7,"predicted_n":17,"predicted_ms":310.2,"predicted_per_token_ms":18.2,"predicted_per_second":54.8}}`},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "Qm9vTPv3kZ8h1RrD2yL0aWcX5sEgFjNu", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 230, CompletionTokens: 17}},
+		reason: "tool_calls",
+	},
+	{
+		rule: `llama.cpp server (older builds; unsure): a tool call whose id is "" gets a made id`,
+		rep: reply{Body: `{"choices":[{"finish_reason":"tool_calls","index":0,"message":{"role":"assistant","content":null,` +
+			`"tool_calls":[{"type":"function","function":{"name":"work","arguments":"` + listCall + `"},"id":""}]}}],"created":1733000000,"model":"gpt-3.5-turbo","object":"chat.completion"}`},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_4_1", Name: "work", Arguments: `{"action":"list"}`}}},
+		reason: "tool_calls",
+	},
+	{
+		rule: `LM Studio: a numeric-string tool-call id, an empty "stats" object`,
+		rep: reply{Body: `{"id":"chatcmpl-ab12","object":"chat.completion","created":1733000000,"model":"qwen2.5-7b-instruct",` +
+			`"choices":[{"index":0,"logprobs":null,"finish_reason":"tool_calls","message":{"role":"assistant","content":"","tool_calls":[{"id":"365174485","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]}}],` +
+			`"usage":{"prompt_tokens":300,"completion_tokens":25,"total_tokens":325},"stats":{},"system_fingerprint":"qwen2.5-7b-instruct"}`},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "365174485", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 300, CompletionTokens: 25}},
+		reason: "tool_calls",
+	},
+	{
+		rule: `LiteLLM proxy: null function_call and tool_calls, provider_specific_fields, annotations (unsure of the exact set)`,
+		rep: reply{Body: `{"id":"chatcmpl-x","created":1733000000,"model":"gpt-4o-mini","object":"chat.completion","system_fingerprint":null,` +
+			`"choices":[{"finish_reason":"stop","index":0,"message":{"content":"` + plainText + `","role":"assistant","tool_calls":null,"function_call":null,"annotations":[],"provider_specific_fields":{"refusal":null}}}],` +
+			`"usage":{"completion_tokens":12,"prompt_tokens":8,"total_tokens":20,"completion_tokens_details":null,"prompt_tokens_details":{"audio_tokens":null,"cached_tokens":0}},"service_tier":null}`},
+		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 8, CompletionTokens: 12}},
+		reason: "stop",
+	},
+	{
+		rule: `TGI: no content key, tool id "0", arguments as an object, a function "description": null, finish_reason eos_token (TGI 2.x; unsure of later versions)`,
+		rep: reply{Body: `{"object":"chat.completion","id":"","created":1733000000,"model":"meta-llama/Llama-3.1-8B-Instruct","system_fingerprint":"2.4.0-native",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"0","type":"function","function":{"description":null,"name":"work","arguments":{"action":"list"}}}]},"logprobs":null,"finish_reason":"eos_token"}],` +
+			`"usage":{"prompt_tokens":150,"completion_tokens":19,"total_tokens":169}}`},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "0", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 150, CompletionTokens: 19}},
+		reason: "eos_token",
+	},
+	{
+		rule: "Azure: prompt_filter_results and per-choice content_filter_results are not part of the answer",
+		rep: reply{Body: `{"id":"chatcmpl-az","object":"chat.completion","created":1733000000,"model":"gpt-4o-2024-08-06",` +
+			`"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}],` +
+			`"choices":[{"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}},"finish_reason":"stop","index":0,"logprobs":null,"message":{"content":"` + plainText + `","refusal":null,"role":"assistant"}}],` +
+			`"usage":{"completion_tokens":12,"prompt_tokens":8,"total_tokens":20}}`},
+		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 8, CompletionTokens: 12}},
+		reason: "stop",
+	},
+	{
+		rule:   `content given as an array of parts [{"type":"text","text":...}] is their text joined, other parts left out`,
+		rep:    reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"text","text":"Leaves change colour "},{"type":"image_url","image_url":{"url":"data:,"}},{"type":"text","text":"because chlorophyll breaks down."}]},"finish_reason":"stop"}]}`},
+		want:   &core.Response{Text: plainText},
+		reason: "stop",
+	},
+	{
+		rule: `content parts holding a JSON answer to an output schema are the structured output`,
+		rep:  reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"text","text":"{\"findings\":"},{"type":"text","text":"\"chlorophyll\"}"}]},"finish_reason":"stop"}]}`},
+		req:  &core.Request{Agent: "r", Step: 1, Output: core.MustSchema(`{"type":"object"}`)},
+		want: &core.Response{Output: []byte(`{"findings":"chlorophyll"}`)}, reason: "stop",
+	},
+	{
+		rule: "duplicate tool-call ids in one response are kept as sent: the runtime's occurrence identity decides (one child for the same input, a conflict otherwise)",
+		rep: reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+			`{"id":"call_0","type":"function","function":{"name":"work","arguments":"` + listCall + `"}},` +
+			`{"id":"call_0","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"finish_reason":"tool_calls"}]}`},
+		want: &core.Response{ToolCalls: []core.ToolCall{
+			{ID: "call_0", Name: "work", Arguments: `{"action":"list"}`},
+			{ID: "call_0", Name: "work", Arguments: `{"action":"list"}`}}},
+		reason: "tool_calls",
+	},
+	{
+		rule: "a body sent as Content-Type text/plain that is valid JSON is read (unsure which servers; seen from proxies)",
+		rep:  reply{Header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: textReply(plainText).Body},
+		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
+	},
+	{
+		rule: "a gzip Content-Encoding the transport asked for is read",
+		rep:  reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(textReply(plainText).Body)},
+		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
+	},
+}
+
+// failures are bodies and statuses real servers send when something went
+// wrong, and the *Error each must be. Every one is checked to hold no
+// credential and to be bounded in size.
+var failures = []wireCase{
+	{
+		rule:    `LiteLLM proxy: an OpenAI-shaped error whose code is a string of the status and whose param is "None"`,
+		rep:     reply{Status: 401, Body: `{"error":{"message":"Authentication Error, Invalid proxy server token passed.","type":"auth_error","param":"None","code":"401"}}`},
+		kind:    openai.ErrAuth,
+		message: "Authentication Error, Invalid proxy server token passed.", typ: "auth_error", code: "401",
+	},
+	{
+		rule:    "llama.cpp server: an error object whose code is a number and that has fields of its own",
+		rep:     reply{Status: 400, Body: `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`},
+		kind:    openai.ErrBadRequest,
+		message: "the request exceeds the available context size, try increasing it", typ: "exceed_context_size_error", code: "400",
+	},
+	{
+		rule:    "llama.cpp server: a model still loading is a 503 ErrServer, retryable",
+		rep:     reply{Status: 503, Body: `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`},
+		kind:    openai.ErrServer,
+		message: "Loading model", typ: "unavailable_error", code: "503",
+	},
+	{
+		rule:    "Azure: a prompt refused by the content filter is a 400 with type null and code content_filter",
+		rep:     reply{Status: 400, Body: `{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"}}}}}`},
+		kind:    openai.ErrBadRequest,
+		message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.", code: "content_filter",
+	},
+	{
+		rule:    "a 200 whose body is an OpenAI error object (OpenRouter sends one; unsure of others) is ErrBadResponse with its message and code",
+		rep:     reply{Body: `{"error":{"message":"Provider returned error","code":502,"metadata":{"provider_name":"x"}},"user_id":"user_2x"}`},
+		kind:    openai.ErrBadResponse,
+		message: "Provider returned error", code: "502",
+	},
+	{
+		rule: "an HTML 502 from a proxy is ErrServer showing the start of the page",
+		rep:  reply{Status: 502, Header: map[string]string{"Content-Type": "text/html"}, Body: "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n"},
+		kind: openai.ErrServer,
+		says: []string{"HTTP 502 Bad Gateway", "<title>502 Bad Gateway</title>"},
+	},
+	{
+		rule:       "a proxy's 503 with Retry-After as an HTTP date (IMF-fixdate) asks for the time until that date on the clock",
+		rep:        reply{Status: 503, Header: map[string]string{"Retry-After": inAMinute.Format(http.TimeFormat), "Content-Type": "text/html"}, Body: "<html><body><h1>503 Service Unavailable</h1></body></html>"},
+		opts:       onRetryClock,
+		kind:       openai.ErrServer,
+		retryAfter: 90 * time.Second,
+	},
+	{
+		rule:       "Retry-After as an obsolete RFC 850 date asks for the same wait",
+		rep:        reply{Status: 429, Header: map[string]string{"Retry-After": inAMinute.Format(time.RFC850)}, Body: `{"error":{"message":"Rate limit exceeded","type":"rate_limit_error"}}`},
+		opts:       onRetryClock,
+		kind:       openai.ErrRateLimited,
+		retryAfter: 90 * time.Second,
+	},
+	{
+		rule:       "Retry-After as an asctime date asks for the same wait",
+		rep:        reply{Status: 429, Header: map[string]string{"Retry-After": inAMinute.Format(time.ANSIC)}, Body: `{"error":{"message":"Rate limit exceeded","type":"rate_limit_error"}}`},
+		opts:       onRetryClock,
+		kind:       openai.ErrRateLimited,
+		retryAfter: 90 * time.Second,
+	},
+	{
+		rule:       "Retry-After as an HTTP date already past asks for no wait (the backoff applies)",
+		rep:        reply{Status: 429, Header: map[string]string{"Retry-After": retryClock.Now().Add(-time.Hour).Format(http.TimeFormat)}, Body: `{"error":{"message":"Rate limit exceeded","type":"rate_limit_error"}}`},
+		opts:       onRetryClock,
+		kind:       openai.ErrRateLimited,
+		retryAfter: 0,
+	},
+	{
+		rule:    `LiteLLM proxy: a 429 whose code is the string "429" and that gives Retry-After in seconds (unsure of the type name)`,
+		rep:     reply{Status: 429, Header: map[string]string{"Retry-After": "7"}, Body: `{"error":{"message":"litellm.RateLimitError: Rate limit reached for gpt-4o","type":"throttling_error","param":"None","code":"429"}}`},
+		kind:    openai.ErrRateLimited,
+		message: "litellm.RateLimitError: Rate limit reached for gpt-4o", typ: "throttling_error", code: "429",
+		retryAfter: 7 * time.Second,
+	},
+}
+
+func entries(cases []wireCase) []TableEntry {
+	var out []TableEntry
+	for _, c := range cases {
+		out = append(out, Entry(c.rule, c))
+	}
+	return out
+}
+
+// answerOf runs one step of a provider that talks to a server giving rep.
+func answerOf(c wireCase) (*core.Response, string, error) {
+	srv := newChatServer(func(int, wireRequest) reply { return c.rep })
+	defer srv.Close()
+	opts := openai.Options{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Model: "m", APIKey: theKey,
+		Timeout: openai.NoTimeout, MaxRetries: openai.NoRetries}
+	if c.opts != nil {
+		c.opts(&opts)
+	}
+	p := openai.New(opts)
+	defer p.Close()
+	req := c.req
+	if req == nil {
+		req = plainAt4
+	}
+	return p.StepWithFinishReason(context.Background(), req)
+}
+
+var _ = Describe("What third-party OpenAI-compatible servers send", func() {
+	DescribeTable("reads each answer as the response it is",
+		func(c wireCase) {
+			resp, reason, err := answerOf(c)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp).To(Equal(c.want))
+			Expect(reason).To(Equal(c.reason))
+		},
+		entries(answers),
+	)
+
+	DescribeTable("reports each failure as a clear *Error of its kind, bounded and without credentials",
+		func(c wireCase) {
+			_, _, err := answerOf(c)
+			Expect(err).To(MatchError(c.kind))
+			var e *openai.Error
+			Expect(errors.As(err, &e)).To(BeTrue())
+			if c.message != "" {
+				Expect(e.Message).To(Equal(c.message))
+			}
+			if c.typ != "" {
+				Expect(e.Type).To(Equal(c.typ))
+			}
+			if c.code != "" {
+				Expect(e.Code).To(Equal(c.code))
+			}
+			for _, s := range c.says {
+				Expect(err.Error()).To(ContainSubstring(s))
+			}
+			Expect(e.RetryAfter).To(Equal(c.retryAfter))
+			text := err.Error()
+			Expect(len(text)).To(BeNumerically("<=", 2048), "an error's text is bounded")
+			Expect(utf8.ValidString(text)).To(BeTrue(), "an error is never cut inside a character")
+			secret := strings.TrimPrefix(theKey, "sk-proj-")
+			for i := 0; i+6 <= len(secret); i++ {
+				Expect(text).NotTo(ContainSubstring(secret[i:i+6]), "no credential, nor a part of one")
+			}
+		},
+		entries(failures),
+	)
+})
+
+// withoutToolCallIDs answers as the model does but, like some local
+// servers, gives its tool calls no ids.
+func withoutToolCallIDs(n int, req wireRequest) reply {
+	rep := modelPlaysCoordinator(n, req)
+	var doc map[string]any
+	if json.Unmarshal([]byte(rep.Body), &doc) != nil {
+		return rep
+	}
+	for _, c := range doc["choices"].([]any) {
+		msg := c.(map[string]any)["message"].(map[string]any)
+		calls, _ := msg["tool_calls"].([]any)
+		for _, tc := range calls {
+			delete(tc.(map[string]any), "id")
+		}
+	}
+	b, _ := json.Marshal(doc)
+	rep.Body = string(b)
+	return rep
+}
+
+var _ = Describe("A run against a server that gives tool calls no ids", func() {
+	// run returns the requests the server received.
+	run := func() []wireRequest {
+		srv := newChatServer(withoutToolCallIDs)
+		defer srv.Close()
+		clock := clockwork.NewFakeClock()
+		rt := core.New(core.Options{
+			Provider: openai.New(openai.Options{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Model: "qwen2.5:7b", Clock: clock}),
+			Clock:    clock,
+			IDs:      &core.SequentialIDs{},
+		})
+		defer rt.Close()
+		res, err := rt.Run(context.Background(), researchAgents(), fixture.Ask("Why do leaves change colour?"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Output.Raw).To(Equal(finalAnswer))
+		var sent []wireRequest
+		for _, r := range srv.received() {
+			sent = append(sent, r.Body)
+		}
+		return sent
+	}
+	// history is the coordinator's last request without its status
+	// block, whose states depend on when the background child ran.
+	history := func(sent []wireRequest) []wireMessage {
+		var last []wireMessage
+		for _, r := range sent {
+			if r.Messages[0].text() != fixture.ResearchSystem {
+				last = r.Messages
+			}
+		}
+		var out []wireMessage
+		for _, m := range last {
+			if m.Role != "system" || !strings.HasPrefix(m.text(), "Background work:") {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+
+	It("goes on to its answer, each tool result answering the id made for its call, and makes the same ids every time, as a replay needs", func() {
+		first := history(run())
+		var answered []string
+		calls := map[string]bool{}
+		for _, m := range first {
+			for _, tc := range m.ToolCalls {
+				Expect(tc.ID).NotTo(BeEmpty())
+				Expect(calls).NotTo(HaveKey(tc.ID), "a made id is unique in the conversation")
+				calls[tc.ID] = true
+			}
+			if m.Role == "tool" {
+				Expect(calls).To(HaveKey(m.ToolCallID), "a tool result answers a call of the conversation")
+				answered = append(answered, m.ToolCallID)
+			}
+		}
+		Expect(answered).To(Equal([]string{"call_1_1", "call_2_1", "call_3_1"}))
+		Expect(history(run())).To(Equal(first), "the same run makes the same ids")
+	})
+})
