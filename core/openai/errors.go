@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -158,4 +160,76 @@ func kindForStatus(status int, typ, code string) error {
 	}
 	// A 1xx or 3xx that reached us is not a chat completion.
 	return ErrBadResponse
+}
+
+// serverError is what an error body says.
+type serverError struct{ message, typ, code, param string }
+
+// errorOf reads an error body in any of the shapes servers write one:
+//
+//   - OpenAI's {"error":{"message":...,"type":...,"code":...,"param":...}},
+//     which llama.cpp's server, Ollama, LM Studio and LiteLLM follow, with
+//     codes as strings or numbers and a message that may be a list;
+//   - {"error":"text"}, with TGI's "error_type" beside it;
+//   - a top-level {"message":...,"type":...,"code":...} (vLLM's
+//     {"object":"error",...}; gateways' {"message":"..."});
+//   - FastAPI's {"detail":"text"}.
+//
+// It reports false for a body that is none of them.
+func errorOf(body []byte) (serverError, bool) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimSpace(body), &doc) != nil || doc == nil {
+		return serverError{}, false
+	}
+	if raw, ok := doc["error"]; ok {
+		switch kindOf(raw) {
+		case jsonObject:
+			var inner map[string]json.RawMessage
+			if json.Unmarshal(raw, &inner) == nil {
+				se := errorFields(inner)
+				return se, se != serverError{}
+			}
+		case jsonString:
+			se := serverError{message: textOf(raw), typ: textOf(doc["error_type"])}
+			return se, se.message != ""
+		}
+	}
+	if _, ok := doc["choices"]; ok {
+		return serverError{}, false
+	}
+	if kindOf(doc["message"]) == jsonString {
+		se := errorFields(doc)
+		return se, se.message != ""
+	}
+	if kindOf(doc["detail"]) == jsonString {
+		se := serverError{message: textOf(doc["detail"])}
+		return se, se.message != ""
+	}
+	return serverError{}, false
+}
+
+func errorFields(m map[string]json.RawMessage) serverError {
+	se := serverError{message: textOf(m["message"]), typ: textOf(m["type"]), code: textOf(m["code"]), param: textOf(m["param"])}
+	if kindOf(m["message"]) == jsonArray {
+		// A list of messages, as OpenAI sends for some schema errors.
+		var list []string
+		if json.Unmarshal(m["message"], &list) == nil {
+			se.message = strings.Join(list, ", ")
+		}
+	}
+	return se
+}
+
+// textOf reads a string as itself and a number as it is written; anything
+// else is no text.
+func textOf(raw json.RawMessage) string {
+	switch kindOf(raw) {
+	case jsonString:
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	case jsonNumber:
+		return string(bytes.TrimSpace(raw))
+	}
+	return ""
 }

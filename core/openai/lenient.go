@@ -176,3 +176,37 @@ func count(v any) int {
 	}
 	return int(f)
 }
+
+// jsonKind is what a JSON value is, as an error names it.
+type jsonKind string
+
+const (
+	jsonAbsent jsonKind = "missing"
+	jsonNull   jsonKind = "null"
+	jsonObject jsonKind = "an object"
+	jsonArray  jsonKind = "an array"
+	jsonString jsonKind = "a string"
+	jsonBool   jsonKind = "a boolean"
+	jsonNumber jsonKind = "a number"
+)
+
+// kindOf tells a valid JSON value's kind by its first byte.
+func kindOf(raw json.RawMessage) jsonKind {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return jsonAbsent
+	}
+	switch raw[0] {
+	case '{':
+		return jsonObject
+	case '[':
+		return jsonArray
+	case '"':
+		return jsonString
+	case 't', 'f':
+		return jsonBool
+	case 'n':
+		return jsonNull
+	}
+	return jsonNumber
+}

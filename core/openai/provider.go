@@ -380,6 +380,12 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 		timer.Stop()
 	}
 	timedOut := errors.Is(context.Cause(actx), errAttemptTimeout)
+	if !timedOut && meta.sent && meta.status != 0 && meta.readErr == nil && meta.status/100 != 2 {
+		// A whole response with a failure status: its body is read
+		// here, whatever go-openai made of it, so that one rule reads
+		// every error body.
+		return nil, p.scrub(p.failure(meta))
+	}
 	if err != nil && !timedOut && meta.sent && meta.readErr == nil && !meta.tooLarge && meta.status/100 == 2 {
 		// A whole success body go-openai's typed decoder refused: read
 		// what the runtime needs of it, the rest may be typed any way.
@@ -394,21 +400,30 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 	if len(resp.Choices) == 0 {
 		e := &Error{Kind: ErrBadResponse, URL: p.endpoint, StatusCode: meta.status, Message: "the response has no choices"}
 		// Some servers send an error object with a 200.
-		var eb struct {
-			Error *struct {
-				Message string `json:"message"`
-				Type    string `json:"type"`
-				Code    any    `json:"code"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(meta.body, &eb) == nil && eb.Error != nil {
-			e.Message, e.Type, e.Code = eb.Error.Message, eb.Error.Type, codeString(eb.Error.Code)
+		if se, ok := errorOf(meta.body); ok {
+			e.Message, e.Type, e.Code, e.Param = se.message, se.typ, se.code, se.param
 		} else {
 			e.Body = snippet(meta.body)
 		}
 		return nil, p.scrub(e)
 	}
 	return c, nil
+}
+
+// failure classifies a whole response with a failure status by the
+// status and what its body says.
+func (p *Provider) failure(meta *attemptMeta) *Error {
+	e := &Error{URL: p.endpoint, StatusCode: meta.status, RetryAfter: retryAfter(meta.header, p.clock.Now())}
+	switch se, ok := errorOf(meta.body); {
+	case ok:
+		e.Message, e.Type, e.Code, e.Param = se.message, se.typ, se.code, se.param
+	case len(bytes.TrimSpace(meta.body)) == 0:
+		e.Message = "empty body"
+	default:
+		e.Body = snippet(meta.body)
+	}
+	e.Kind = kindForStatus(meta.status, e.Type, e.Code)
+	return e
 }
 
 // scrub removes the provider's credentials from what an endpoint said: an
@@ -423,34 +438,19 @@ func (p *Provider) scrub(e *Error) *Error {
 	return e
 }
 
-// classify turns what go-openai and the transport reported into an *Error.
+// classify turns what go-openai and the transport reported into an *Error
+// when no whole response with a failure status arrived.
 func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error {
 	e := &Error{URL: p.endpoint, StatusCode: meta.status, Err: err}
 	if meta.header != nil {
 		e.RetryAfter = retryAfter(meta.header, p.clock.Now())
 	}
-	var apiErr *goopenai.APIError
-	var reqErr *goopenai.RequestError
 	switch {
 	case timedOut:
 		e.Kind, e.Err = ErrTimeout, fmt.Errorf("no complete response within %s", p.opts.Timeout)
 	case meta.tooLarge && meta.status/100 == 2:
 		e.Kind, e.Err, e.Body = ErrBadResponse, nil, snippet(meta.body)
 		e.Message = errBodyTooLarge.Error()
-	case errors.As(err, &apiErr):
-		e.Err = nil
-		e.Type, e.Code, e.Message = apiErr.Type, codeString(apiErr.Code), apiErr.Message
-		if apiErr.Param != nil {
-			e.Param = *apiErr.Param
-		}
-		e.Kind = kindForStatus(apiErr.HTTPStatusCode, e.Type, e.Code)
-	case errors.As(err, &reqErr):
-		// A failure status whose body is not an OpenAI error object.
-		e.Kind = kindForStatus(reqErr.HTTPStatusCode, "", "")
-		e.Err, e.Body = nil, snippet(reqErr.Body)
-		if len(reqErr.Body) == 0 {
-			e.Message = "empty body"
-		}
 	case meta.readErr != nil:
 		e.Kind, e.Err = ErrConnection, fmt.Errorf("response body cut short: %w", meta.readErr)
 	case !meta.sent:
@@ -465,18 +465,6 @@ func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error 
 		e.Kind = ErrConnection
 	}
 	return e
-}
-
-func codeString(code any) string {
-	switch c := code.(type) {
-	case nil:
-		return ""
-	case string:
-		return c
-	case float64:
-		return strconv.FormatFloat(c, 'f', -1, 64)
-	}
-	return fmt.Sprint(code)
 }
 
 func snippet(b []byte) string {

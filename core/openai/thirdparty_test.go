@@ -220,10 +220,41 @@ var answers = []wireCase{
 // credential and to be bounded in size.
 var failures = []wireCase{
 	{
+		rule:    `vLLM: an error body {"object":"error","message":...,"type":...,"code":400} gives its message, type and code`,
+		rep:     reply{Status: 400, Body: `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`},
+		kind:    openai.ErrBadRequest,
+		message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", typ: "BadRequestError", code: "400",
+		says: []string{"HTTP 400 Bad Request", "maximum context length is 4096 tokens"},
+	},
+	{
+		rule:    "vLLM: an unknown model is a 404 in the same shape",
+		rep:     reply{Status: 404, Body: `{"object":"error","message":"The model ` + "`gpt-4`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`},
+		kind:    openai.ErrBadRequest,
+		message: "The model `gpt-4` does not exist.", typ: "NotFoundError", code: "404",
+	},
+	{
+		rule:    `TGI: {"error":"plain string","error_type":...} gives the string as the message and error_type as the type`,
+		rep:     reply{Status: 422, Body: `{"error":"Input validation error: ` + "`inputs`" + ` tokens + ` + "`max_new_tokens`" + ` must be <= 4096. Given: 4000 ` + "`inputs`" + ` tokens and 500 ` + "`max_new_tokens`" + `","error_type":"validation"}`},
+		kind:    openai.ErrBadRequest,
+		message: "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 500 `max_new_tokens`", typ: "validation",
+	},
+	{
+		rule:    `LiteLLM and Ollama's native API (LiteLLM unsure): {"error":"plain string"} gives the string as the message`,
+		rep:     reply{Status: 404, Body: `{"error":"model \"llama3\" not found, try pulling it first"}`},
+		kind:    openai.ErrBadRequest,
+		message: `model "llama3" not found, try pulling it first`,
+	},
+	{
 		rule:    `LiteLLM proxy: an OpenAI-shaped error whose code is a string of the status and whose param is "None"`,
 		rep:     reply{Status: 401, Body: `{"error":{"message":"Authentication Error, Invalid proxy server token passed.","type":"auth_error","param":"None","code":"401"}}`},
 		kind:    openai.ErrAuth,
 		message: "Authentication Error, Invalid proxy server token passed.", typ: "auth_error", code: "401",
+	},
+	{
+		rule:    `FastAPI-based servers (vLLM, LiteLLM) on an unknown route: {"detail":"Not Found"} gives the detail as the message`,
+		rep:     reply{Status: 404, Body: `{"detail":"Not Found"}`},
+		kind:    openai.ErrBadRequest,
+		message: "Not Found",
 	},
 	{
 		rule:    "llama.cpp server: an error object whose code is a number and that has fields of its own",
@@ -250,10 +281,34 @@ var failures = []wireCase{
 		message: "Provider returned error", code: "502",
 	},
 	{
+		rule:    `a 200 whose body is a vLLM-shaped error object is ErrBadResponse with its message`,
+		rep:     reply{Body: `{"object":"error","message":"Internal server error","type":"InternalServerError","param":null,"code":500}`},
+		kind:    openai.ErrBadResponse,
+		message: "Internal server error", typ: "InternalServerError", code: "500",
+	},
+	{
+		rule:    `LM Studio on an unknown route (status 200 in some versions; unsure): {"error":"plain string"} is ErrBadResponse with the string`,
+		rep:     reply{Body: `{"error":"Unexpected endpoint or method. (POST /v1/chat/completion)"}`},
+		kind:    openai.ErrBadResponse,
+		message: "Unexpected endpoint or method. (POST /v1/chat/completion)",
+	},
+	{
 		rule: "an HTML 502 from a proxy is ErrServer showing the start of the page",
 		rep:  reply{Status: 502, Header: map[string]string{"Content-Type": "text/html"}, Body: "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n"},
 		kind: openai.ErrServer,
 		says: []string{"HTTP 502 Bad Gateway", "<title>502 Bad Gateway</title>"},
+	},
+	{
+		rule:    `a gateway's own {"message":...} (Kong's unknown route) gives the message`,
+		rep:     reply{Status: 404, Body: `{"message":"no Route matched with those values"}`},
+		kind:    openai.ErrBadRequest,
+		message: "no Route matched with those values",
+	},
+	{
+		rule:    `a gateway's own {"message":"Forbidden"} (AWS API Gateway) is ErrAuth with the message`,
+		rep:     reply{Status: 403, Header: map[string]string{"x-amzn-ErrorType": "ForbiddenException"}, Body: `{"message":"Forbidden"}`},
+		kind:    openai.ErrAuth,
+		message: "Forbidden",
 	},
 	{
 		rule:       "a proxy's 503 with Retry-After as an HTTP date (IMF-fixdate) asks for the time until that date on the clock",
