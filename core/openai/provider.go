@@ -380,34 +380,38 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 		timer.Stop()
 	}
 	timedOut := errors.Is(context.Cause(actx), errAttemptTimeout)
-	if !timedOut && meta.sent && meta.status != 0 && meta.readErr == nil && meta.status/100 != 2 {
-		// A whole response with a failure status: its body is read
-		// here, whatever go-openai made of it, so that one rule reads
-		// every error body.
-		return nil, p.scrub(p.failure(meta))
-	}
-	if err != nil && !timedOut && meta.sent && meta.readErr == nil && !meta.tooLarge && meta.status/100 == 2 {
-		// A whole success body go-openai's typed decoder refused: read
-		// what the runtime needs of it, the rest may be typed any way.
-		if lr, lerr := lenientCompletion(meta.body); lerr == nil {
-			resp, err = lr, nil
+	if !timedOut && meta.sent && meta.status != 0 && meta.readErr == nil {
+		// A whole response arrived: its body is read here, whatever
+		// go-openai made of it, so that one rule reads every body.
+		switch {
+		case meta.status/100 != 2:
+			return nil, p.scrub(p.failure(meta))
+		case !meta.tooLarge:
+			return p.success(meta)
 		}
 	}
 	if err != nil {
 		return nil, p.scrub(p.classify(err, meta, timedOut))
 	}
-	c := &completion{resp: resp, body: meta.body}
-	if len(resp.Choices) == 0 {
-		e := &Error{Kind: ErrBadResponse, URL: p.endpoint, StatusCode: meta.status, Message: "the response has no choices"}
-		// Some servers send an error object with a 200.
-		if se, ok := errorOf(meta.body); ok {
-			e.Message, e.Type, e.Code, e.Param = se.message, se.typ, se.code, se.param
-		} else {
-			e.Body = snippet(meta.body)
-		}
-		return nil, p.scrub(e)
+	return &completion{resp: resp, body: meta.body}, nil
+}
+
+// success reads a whole success body as a chat completion. One that is
+// not (not JSON, another shape, an error object sent with a success
+// status) is ErrBadResponse: never retried.
+func (p *Provider) success(meta *attemptMeta) (*completion, *Error) {
+	resp, err := decodeCompletion(meta.body)
+	if err == nil {
+		return &completion{resp: resp, body: meta.body}, nil
 	}
-	return c, nil
+	e := &Error{Kind: ErrBadResponse, URL: p.endpoint, StatusCode: meta.status}
+	if se, ok := errorOf(meta.body); ok {
+		// Some servers send an error object with a success status.
+		e.Message, e.Type, e.Code, e.Param = se.message, se.typ, se.code, se.param
+	} else {
+		e.Message, e.Body = "not a chat completion: "+err.Error(), snippet(meta.body)
+	}
+	return nil, p.scrub(e)
 }
 
 // failure classifies a whole response with a failure status by the
@@ -439,7 +443,7 @@ func (p *Provider) scrub(e *Error) *Error {
 }
 
 // classify turns what go-openai and the transport reported into an *Error
-// when no whole response with a failure status arrived.
+// when no whole response arrived (or a success too large to read).
 func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error {
 	e := &Error{URL: p.endpoint, StatusCode: meta.status, Err: err}
 	if meta.header != nil {
@@ -457,10 +461,6 @@ func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error 
 		// go-openai refused the request before sending it (a model it
 		// deems unsuitable for chat, reasoning-model parameter rules).
 		e.Kind = ErrBadRequest
-	case meta.status != 0:
-		// The status was a success but the body did not decode.
-		e.Kind, e.Body = ErrBadResponse, snippet(meta.body)
-		e.Err = fmt.Errorf("not a chat completion: %w", err)
 	default:
 		e.Kind = ErrConnection
 	}

@@ -275,6 +275,18 @@ var failures = []wireCase{
 		message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.", code: "content_filter",
 	},
 	{
+		rule: `"choices" empty on a 200 is ErrBadResponse saying so`,
+		rep:  reply{Body: `{"id":"chatcmpl-1","object":"chat.completion","created":1733000000,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":0,"total_tokens":3}}`},
+		kind: openai.ErrBadResponse,
+		says: []string{`"choices" is empty`},
+	},
+	{
+		rule: `"choices" missing on a 200 is ErrBadResponse saying so`,
+		rep:  reply{Body: `{"id":"chatcmpl-1","object":"chat.completion","created":1733000000,"model":"m"}`},
+		kind: openai.ErrBadResponse,
+		says: []string{`no "choices"`},
+	},
+	{
 		rule:    "a 200 whose body is an OpenAI error object (OpenRouter sends one; unsure of others) is ErrBadResponse with its message and code",
 		rep:     reply{Body: `{"error":{"message":"Provider returned error","code":502,"metadata":{"provider_name":"x"}},"user_id":"user_2x"}`},
 		kind:    openai.ErrBadResponse,
@@ -297,6 +309,36 @@ var failures = []wireCase{
 		rep:  reply{Status: 502, Header: map[string]string{"Content-Type": "text/html"}, Body: "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n"},
 		kind: openai.ErrServer,
 		says: []string{"HTTP 502 Bad Gateway", "<title>502 Bad Gateway</title>"},
+	},
+	{
+		rule: "an HTML page with a 200 (a captive portal, a login page) is ErrBadResponse showing its start",
+		rep:  reply{Header: map[string]string{"Content-Type": "text/html"}, Body: "<!DOCTYPE html><html><head><title>Sign in</title></head><body>...</body></html>"},
+		kind: openai.ErrBadResponse,
+		says: []string{"the body is not JSON", "<!DOCTYPE html>"},
+	},
+	{
+		rule: "an empty 200 body is ErrBadResponse saying the body is empty",
+		rep:  reply{Body: ""},
+		kind: openai.ErrBadResponse,
+		says: []string{"empty body"},
+	},
+	{
+		rule: "a choice without a message (a legacy text completion's, or a stream chunk's delta) is ErrBadResponse naming the field",
+		rep:  reply{Body: `{"id":"cmpl-1","object":"text_completion","created":1733000000,"model":"m","choices":[{"text":"Leaves change colour.","index":0,"logprobs":null,"finish_reason":"stop"}]}`},
+		kind: openai.ErrBadResponse,
+		says: []string{`choices[0] has no "message"`},
+	},
+	{
+		rule: "a content of the wrong type is ErrBadResponse naming the field and what was expected",
+		rep:  reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":42},"finish_reason":"stop"}]}`},
+		kind: openai.ErrBadResponse,
+		says: []string{"choices[0].message.content", "a number", "want a string, an array of content parts or null"},
+	},
+	{
+		rule: "a tool call's name of the wrong type is ErrBadResponse naming the field",
+		rep:  reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":["work"],"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`},
+		kind: openai.ErrBadResponse,
+		says: []string{"choices[0].message.tool_calls[0].function.name", "an array", "want a string"},
 	},
 	{
 		rule:    `a gateway's own {"message":...} (Kong's unknown route) gives the message`,
