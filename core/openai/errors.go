@@ -63,17 +63,20 @@ type Error struct {
 	URL string
 	// StatusCode is the HTTP status, or 0 when no response arrived.
 	StatusCode int
-	// Type, Code, Param and Message come from the OpenAI error body
-	// {"error":{"message":...,"type":...,"code":...,"param":...}}, when
-	// there was one.
+	// Type, Code, Param and Message come from the error body, when there
+	// was one: OpenAI's {"error":{"message":...,"type":...,"code":...,
+	// "param":...}} or another server's shape of it (see errorOf). Message
+	// otherwise says what was wrong with the response. Each is one line,
+	// cut to a bound (512 bytes for Message, 128 for the others) and free
+	// of the provider's credentials.
 	Type, Code, Param, Message string
 	// RetryAfter is how long the server asked the client to wait
 	// (retry-after-ms or Retry-After), 0 when it did not say.
 	RetryAfter time.Duration
 	// Attempts counts the HTTP attempts made, retries included.
 	Attempts int
-	// Body is the start of a response body that could not be understood,
-	// for diagnosis.
+	// Body is the start of a response body that could not be understood
+	// (at most 120 bytes, free of credentials), for diagnosis.
 	Body string
 	// Err is the underlying error, if any.
 	Err error

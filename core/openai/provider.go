@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
 	goopenai "github.com/sashabaranov/go-openai"
@@ -430,14 +432,67 @@ func (p *Provider) failure(meta *attemptMeta) *Error {
 	return e
 }
 
-// scrub removes the provider's credentials from what an endpoint said: an
+// Bounds on what an error repeats of what an endpoint said: a server may
+// send a message of any length, and an error ends up in logs and reports.
+const (
+	maxMessage = 512 // Error.Message, in bytes
+	maxTag     = 128 // Error.Type, Code and Param
+	maxSnippet = 120 // Error.Body
+	// snippetSlack is how far past maxSnippet a snippet is kept until it
+	// is scrubbed, so that a credential that begins before the cut is
+	// found whole and replaced, not shown in part.
+	snippetSlack = 64 << 10
+)
+
+// scrub removes the provider's credentials from what an endpoint said (an
 // error body that echoes the Authorization header or the request's URL must
-// not carry a key into a log, a transcript or a cassette. Which values are
-// secret, and which are too short to replace, is internal/secret's rule,
-// the one the cassette redactor follows too.
+// not carry a key into a log, a transcript or a cassette) and then cuts
+// each field to its bound, so that a cut never leaves part of a credential
+// behind. Which values are secret, and which are too short to replace, is
+// internal/secret's rule, the one the cassette redactor follows too. The
+// text fields lose their control characters (a message is one line, and
+// no endpoint writes escape sequences onto a terminal); Body keeps them,
+// since it is shown quoted.
 func (p *Provider) scrub(e *Error) *Error {
-	for _, f := range []*string{&e.Message, &e.Body, &e.Type, &e.Code, &e.Param} {
-		*f = secret.Replace(*f, p.secrets)
+	longest := 0
+	for _, s := range p.secrets {
+		longest = max(longest, len(s))
+	}
+	clip := func(s string, n int, text bool) string {
+		cut := false
+		if w := n + longest + utf8.UTFMax; len(s) > w {
+			s, cut = s[:w], true
+		}
+		if text {
+			s = strings.Map(func(r rune) rune {
+				if unicode.IsControl(r) {
+					return ' '
+				}
+				return r
+			}, s)
+		}
+		s = secret.Replace(s, p.secrets)
+		if len(s) > n {
+			s, cut = s[:n], true
+		}
+		if cut {
+			// Back off to a whole character.
+			for len(s) > 0 {
+				if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
+					break
+				}
+				s = s[:len(s)-1]
+			}
+			if text {
+				s += "…"
+			}
+		}
+		return s
+	}
+	e.Message = clip(e.Message, maxMessage, true)
+	e.Body = clip(e.Body, maxSnippet, false)
+	for _, f := range []*string{&e.Type, &e.Code, &e.Param} {
+		*f = clip(*f, maxTag, true)
 	}
 	return e
 }
@@ -467,10 +522,12 @@ func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error 
 	return e
 }
 
+// snippet is the start of a body, for Error.Body; scrub cuts it to
+// maxSnippet once it is free of credentials.
 func snippet(b []byte) string {
 	b = bytes.TrimSpace(b)
-	if len(b) > 120 {
-		b = b[:120]
+	if len(b) > maxSnippet+snippetSlack {
+		b = b[:maxSnippet+snippetSlack]
 	}
 	return string(b)
 }

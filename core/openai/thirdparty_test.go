@@ -387,6 +387,29 @@ var failures = []wireCase{
 		message: "litellm.RateLimitError: Rate limit reached for gpt-4o", typ: "throttling_error", code: "429",
 		retryAfter: 7 * time.Second,
 	},
+	{
+		rule:    "an error message with control characters (a traceback, escape sequences) is one printable line",
+		rep:     reply{Status: 500, Body: `{"object":"error","message":"Traceback (most recent call last):\n  File \"x.py\"\u001b[31m boom","type":"InternalServerError","code":500}`},
+		kind:    openai.ErrServer,
+		message: `Traceback (most recent call last):   File "x.py" [31m boom`,
+	},
+	{
+		rule: "an error message of any length is cut to a bounded one",
+		rep:  reply{Status: 400, Body: `{"error":{"message":"` + strings.Repeat("context too long; ", 20000) + `","type":"invalid_request_error"}}`},
+		kind: openai.ErrBadRequest,
+		says: []string{"context too long; context too long;", "…"},
+	},
+	{
+		rule: "a credential the server echoes across the point where the body is cut is not shown in part",
+		rep:  reply{Status: 502, Header: map[string]string{"Content-Type": "text/html"}, Body: "<html>" + strings.Repeat(".", 90) + "bearer " + theKey + " rejected</html>"},
+		kind: openai.ErrServer,
+		says: []string{"<html>"},
+	},
+	{
+		rule: "a credential the server echoes in a long error message is not shown in part where the message is cut",
+		rep:  reply{Status: 401, Body: `{"error":{"message":"` + strings.Repeat("x", 496) + theKey + `","type":"invalid_request_error"}}`},
+		kind: openai.ErrAuth,
+	},
 }
 
 func entries(cases []wireCase) []TableEntry {
