@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -621,6 +622,12 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	_ = resp.Body.Close()
+	if readErr == nil && len(body) <= maxBody && gzipped(resp) {
+		body = gunzip(body)
+	}
+	// A byte order mark is no part of the JSON after it (RFC 8259 lets
+	// a reader ignore it), though Go's decoder refuses it.
+	body = bytes.TrimPrefix(body, []byte("\uFEFF"))
 	tooLarge := len(body) > maxBody
 	if tooLarge {
 		// Only the start is kept, for diagnosis. A failure status is
@@ -639,6 +646,32 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
+}
+
+// gzipped reports whether a body is still gzip-compressed: the transport
+// decompresses only what it asked for itself, not a body a caller's own
+// Accept-Encoding header asked for, nor one a server sent unasked.
+func gzipped(resp *http.Response) bool {
+	if resp.Uncompressed {
+		return false
+	}
+	ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	return ce == "gzip" || ce == "x-gzip"
+}
+
+// gunzip decompresses a gzip body, reading at most one byte past maxBody
+// of it (a small body may expand to any size); a body that does not
+// decompress is kept as it came, for the decoder to report.
+func gunzip(body []byte) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return body
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxBody+1))
+	if err != nil && len(out) <= maxBody {
+		return body
+	}
+	return out
 }
 
 // fillContent rewrites a request's body with withContent.

@@ -53,7 +53,7 @@ const theKey = "sk-proj-Q2x9WvT4mZ7yK1nB8cR3"
 
 func gzipped(s string) string {
 	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
+	w, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
 	_, _ = w.Write([]byte(s))
 	_ = w.Close()
 	return b.String()
@@ -204,6 +204,11 @@ var answers = []wireCase{
 		reason: "tool_calls",
 	},
 	{
+		rule: "a body that starts with a UTF-8 byte order mark (from a proxy) is read as the JSON after it",
+		rep:  reply{Body: "\uFEFF" + textReply(plainText).Body},
+		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
+	},
+	{
 		rule: "a body sent as Content-Type text/plain that is valid JSON is read (unsure which servers; seen from proxies)",
 		rep:  reply{Header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: textReply(plainText).Body},
 		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
@@ -211,6 +216,20 @@ var answers = []wireCase{
 	{
 		rule: "a gzip Content-Encoding the transport asked for is read",
 		rep:  reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(textReply(plainText).Body)},
+		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
+	},
+	{
+		rule: "a gzip Content-Encoding is read when the caller's own Accept-Encoding header asked for it (the transport then leaves it compressed)",
+		rep:  reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(textReply(plainText).Body)},
+		opts: withHeader("Accept-Encoding", "gzip"),
+		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
+	},
+	{
+		rule: "a gzip Content-Encoding is read when a server sends it unasked (a client with compression disabled)",
+		rep:  reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(textReply(plainText).Body)},
+		opts: func(o *openai.Options) {
+			o.HTTPClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+		},
 		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
 	},
 }
@@ -556,5 +575,19 @@ var _ = Describe("A run against a server that gives tool calls no ids", func() {
 		}
 		Expect(answered).To(Equal([]string{"call_1_1", "call_2_1", "call_3_1"}))
 		Expect(history(run())).To(Equal(first), "the same run makes the same ids")
+	})
+})
+
+var _ = Describe("A gzip body", func() {
+	It("is not read past the 32 MiB the provider reads, however small it came", func() {
+		huge := `{"choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("a", 32<<20) + `"}}]}`
+		_, _, err := answerOf(wireCase{
+			rep: reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(huge)},
+			opts: func(o *openai.Options) {
+				o.HTTPClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+			},
+		})
+		Expect(err).To(MatchError(openai.ErrBadResponse))
+		Expect(err.Error()).To(ContainSubstring("larger than 32 MiB"))
 	})
 })
