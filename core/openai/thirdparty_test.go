@@ -204,6 +204,27 @@ var answers = []wireCase{
 		reason: "tool_calls",
 	},
 	{
+		rule: "a made tool-call id never repeats an id the server gave another call of the response",
+		rep: reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+			`{"type":"function","function":{"name":"work","arguments":"` + listCall + `"}},` +
+			`{"id":"call_4_1","type":"function","function":{"name":"research","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`},
+		want: &core.Response{ToolCalls: []core.ToolCall{
+			{ID: "call_4_1_1", Name: "work", Arguments: `{"action":"list"}`},
+			{ID: "call_4_1", Name: "research", Arguments: `{}`}}},
+		reason: "tool_calls",
+	},
+	{
+		rule: "a made tool-call id never repeats one already in the conversation",
+		rep: reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+			`{"type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"finish_reason":"tool_calls"}]}`},
+		req: &core.Request{Agent: "a", Step: 2, Messages: []core.Message{
+			{Role: core.RoleUser, Content: "hi"},
+			{Role: core.RoleAssistant, ToolCalls: []core.ToolCall{{ID: "call_2_1", Name: "work", Arguments: `{"action":"list"}`}}},
+			{Role: core.RoleTool, ToolCallID: "call_2_1", ToolName: "work", Content: "[]"}}},
+		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_2_1_1", Name: "work", Arguments: `{"action":"list"}`}}},
+		reason: "tool_calls",
+	},
+	{
 		rule: "a body that starts with a UTF-8 byte order mark (from a proxy) is read as the JSON after it",
 		rep:  reply{Body: "\uFEFF" + textReply(plainText).Body},
 		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
