@@ -443,6 +443,8 @@ const (
 	// is scrubbed, so that a credential that begins before the cut is
 	// found whole and replaced, not shown in part.
 	snippetSlack = 64 << 10
+	// ellipsis ends a text field that was cut, within its bound.
+	ellipsis = "…"
 )
 
 // scrub removes the provider's credentials from what an endpoint said (an
@@ -477,6 +479,9 @@ func (p *Provider) scrub(e *Error) *Error {
 			s, cut = s[:n], true
 		}
 		if cut {
+			if text {
+				s = s[:min(len(s), n-len(ellipsis))]
+			}
 			// Back off to a whole character.
 			for len(s) > 0 {
 				if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
@@ -485,7 +490,7 @@ func (p *Provider) scrub(e *Error) *Error {
 				s = s[:len(s)-1]
 			}
 			if text {
-				s += "…"
+				s += ellipsis
 			}
 		}
 		return s

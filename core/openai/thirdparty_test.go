@@ -510,6 +510,8 @@ var _ = Describe("What third-party OpenAI-compatible servers send", func() {
 			Expect(e.RetryAfter).To(Equal(c.retryAfter))
 			text := err.Error()
 			Expect(len(text)).To(BeNumerically("<=", 2048), "an error's text is bounded")
+			Expect(len(e.Message)).To(BeNumerically("<=", 512), "a message is bounded, its ellipsis included")
+			Expect(len(e.Body)).To(BeNumerically("<=", 120))
 			Expect(utf8.ValidString(text)).To(BeTrue(), "an error is never cut inside a character")
 			secret := strings.TrimPrefix(theKey, "sk-proj-")
 			for i := 0; i+6 <= len(secret); i++ {
