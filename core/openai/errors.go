@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,17 +63,20 @@ type Error struct {
 	URL string
 	// StatusCode is the HTTP status, or 0 when no response arrived.
 	StatusCode int
-	// Type, Code, Param and Message come from the OpenAI error body
-	// {"error":{"message":...,"type":...,"code":...,"param":...}}, when
-	// there was one.
+	// Type, Code, Param and Message come from the error body, when there
+	// was one: OpenAI's {"error":{"message":...,"type":...,"code":...,
+	// "param":...}} or another server's shape of it (see errorOf). Message
+	// otherwise says what was wrong with the response. Each is one line,
+	// cut to a bound (512 bytes for Message, 128 for the others) and free
+	// of the provider's credentials.
 	Type, Code, Param, Message string
 	// RetryAfter is how long the server asked the client to wait
 	// (retry-after-ms or Retry-After), 0 when it did not say.
 	RetryAfter time.Duration
 	// Attempts counts the HTTP attempts made, retries included.
 	Attempts int
-	// Body is the start of a response body that could not be understood,
-	// for diagnosis.
+	// Body is the start of a response body that could not be understood
+	// (at most 120 bytes, free of credentials), for diagnosis.
 	Body string
 	// Err is the underlying error, if any.
 	Err error
@@ -158,4 +163,76 @@ func kindForStatus(status int, typ, code string) error {
 	}
 	// A 1xx or 3xx that reached us is not a chat completion.
 	return ErrBadResponse
+}
+
+// serverError is what an error body says.
+type serverError struct{ message, typ, code, param string }
+
+// errorOf reads an error body in any of the shapes servers write one:
+//
+//   - OpenAI's {"error":{"message":...,"type":...,"code":...,"param":...}},
+//     which llama.cpp's server, Ollama, LM Studio and LiteLLM follow, with
+//     codes as strings or numbers and a message that may be a list;
+//   - {"error":"text"}, with TGI's "error_type" beside it;
+//   - a top-level {"message":...,"type":...,"code":...} (vLLM's
+//     {"object":"error",...}; gateways' {"message":"..."});
+//   - FastAPI's {"detail":"text"}.
+//
+// It reports false for a body that is none of them.
+func errorOf(body []byte) (serverError, bool) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimSpace(body), &doc) != nil || doc == nil {
+		return serverError{}, false
+	}
+	if raw, ok := doc["error"]; ok {
+		switch kindOf(raw) {
+		case jsonObject:
+			var inner map[string]json.RawMessage
+			if json.Unmarshal(raw, &inner) == nil {
+				se := errorFields(inner)
+				return se, se != serverError{}
+			}
+		case jsonString:
+			se := serverError{message: textOf(raw), typ: textOf(doc["error_type"])}
+			return se, se.message != ""
+		}
+	}
+	if _, ok := doc["choices"]; ok {
+		return serverError{}, false
+	}
+	if kindOf(doc["message"]) == jsonString {
+		se := errorFields(doc)
+		return se, se.message != ""
+	}
+	if kindOf(doc["detail"]) == jsonString {
+		se := serverError{message: textOf(doc["detail"])}
+		return se, se.message != ""
+	}
+	return serverError{}, false
+}
+
+func errorFields(m map[string]json.RawMessage) serverError {
+	se := serverError{message: textOf(m["message"]), typ: textOf(m["type"]), code: textOf(m["code"]), param: textOf(m["param"])}
+	if kindOf(m["message"]) == jsonArray {
+		// A list of messages, as OpenAI sends for some schema errors.
+		var list []string
+		if json.Unmarshal(m["message"], &list) == nil {
+			se.message = strings.Join(list, ", ")
+		}
+	}
+	return se
+}
+
+// textOf reads a string as itself and a number as it is written; anything
+// else is no text.
+func textOf(raw json.RawMessage) string {
+	switch kindOf(raw) {
+	case jsonString:
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	case jsonNumber:
+		return string(bytes.TrimSpace(raw))
+	}
+	return ""
 }

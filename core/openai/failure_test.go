@@ -263,7 +263,7 @@ var _ = Describe("Failures over the wire", func() {
 		defer srv.Close()
 		_, err := provider(srv, openai.Options{}).Step(context.Background(), &core.Request{Agent: "a", Step: 1})
 		Expect(err).To(MatchError(openai.ErrBadResponse))
-		Expect(err.Error()).To(ContainSubstring("no choices"))
+		Expect(err.Error()).To(ContainSubstring(`"choices" is empty`))
 	})
 
 	It("cuts off an attempt that runs past Timeout on the clock with ErrTimeout, then retries", func() {

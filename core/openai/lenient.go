@@ -4,156 +4,277 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 
 	goopenai "github.com/sashabaranov/go-openai"
 )
 
-// lenientCompletion reads a success body that go-openai's typed decoder
-// refused, taking only what the runtime reads (each choice's content,
-// refusal, tool calls and finish reason, and the usage) and nothing else
-// the body holds, so that a server that types a field no one reads its own
-// way (created as a float, an id as a number, logprobs of another shape)
-// still answers. The fields it takes are read as loosely as their meaning
-// allows: a tool-call id or argument object keeps the text the server
-// wrote; usage counts may be written as floats. A body whose choices are
-// not a chat completion's is still an error.
-func lenientCompletion(body []byte) (goopenai.ChatCompletionResponse, error) {
-	var doc struct {
-		Choices []struct {
-			Message struct {
-				Content      json.RawMessage `json:"content"`
-				Refusal      json.RawMessage `json:"refusal"`
-				ToolCalls    []lenientCall   `json:"tool_calls"`
-				FunctionCall *lenientCall    `json:"function_call"`
-			} `json:"message"`
-			FinishReason json.RawMessage `json:"finish_reason"`
-		} `json:"choices"`
-		Usage json.RawMessage `json:"usage"`
-	}
+// decodeCompletion reads a success body, taking only what the runtime
+// reads (the first choice's content, refusal, tool calls and finish
+// reason, and the usage) and nothing else the body holds, so that a server
+// that types a field no one reads its own way (created as a float, an id
+// as a number, logprobs of another shape, extra objects such as timings or
+// stats) still answers. The fields it takes are read as loosely as their
+// meaning allows: a tool-call id may be a number (its text is the id);
+// arguments that are not a string keep the text the server wrote; content
+// may be an array of parts; usage counts may be floats.
+//
+// A body that is not a chat completion is an error that says which field
+// is wrong and what a chat completion holds there. Keys are matched
+// exactly, as OpenAI's own SDKs match them.
+func decodeCompletion(body []byte) (goopenai.ChatCompletionResponse, error) {
 	var out goopenai.ChatCompletionResponse
-	if err := json.Unmarshal(body, &doc); err != nil {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return out, errors.New("empty body")
+	}
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v)
+		return out, fmt.Errorf("the body is not JSON: %v", err)
+	}
+	doc, err := object(body, "the body", "a chat completion object")
+	if err != nil {
 		return out, err
 	}
-	for _, c := range doc.Choices {
-		var msg goopenai.ChatCompletionMessage
-		var err error
-		if msg.Content, err = contentOf(c.Message.Content); err != nil {
-			return out, err
+	raw, ok := doc["choices"]
+	if !ok || kindOf(raw) == jsonNull {
+		return out, errors.New(`the body has no "choices"`)
+	}
+	if kindOf(raw) != jsonArray {
+		return out, fmt.Errorf(`"choices" is %s, want an array of choices`, kindOf(raw))
+	}
+	var choices []json.RawMessage
+	if err := json.Unmarshal(raw, &choices); err != nil {
+		return out, fmt.Errorf(`"choices": %v`, err)
+	}
+	if len(choices) == 0 {
+		return out, errors.New(`"choices" is empty: a chat completion has at least one choice`)
+	}
+	// Only the first choice is read, so only it must be a chat
+	// completion's.
+	choice, err := decodeChoice(choices[0], "choices[0]")
+	if err != nil {
+		return out, err
+	}
+	out.Choices = []goopenai.ChatCompletionChoice{choice}
+	out.Usage = usageOf(doc["usage"])
+	return out, nil
+}
+
+func decodeChoice(raw json.RawMessage, path string) (goopenai.ChatCompletionChoice, error) {
+	var out goopenai.ChatCompletionChoice
+	c, err := object(raw, path, "a choice object")
+	if err != nil {
+		return out, err
+	}
+	reason, err := optionalString(c["finish_reason"], path+".finish_reason")
+	if err != nil {
+		return out, err
+	}
+	out.FinishReason = goopenai.FinishReason(reason)
+	mraw, ok := c["message"]
+	if !ok || kindOf(mraw) == jsonNull {
+		hint := ""
+		if _, ok := c["delta"]; ok {
+			hint = ` (it has a stream chunk's "delta"; the provider does not stream)`
+		} else if _, ok := c["text"]; ok {
+			hint = ` (it has a legacy completion's "text")`
 		}
-		if msg.Refusal, err = optionalString(c.Message.Refusal); err != nil {
-			return out, err
+		return out, fmt.Errorf(`%s has no "message"%s`, path, hint)
+	}
+	path += ".message"
+	m, err := object(mraw, path, "a message object")
+	if err != nil {
+		return out, err
+	}
+	msg := &out.Message
+	if msg.Content, err = contentOf(m["content"], path+".content"); err != nil {
+		return out, err
+	}
+	if msg.Refusal, err = optionalString(m["refusal"], path+".refusal"); err != nil {
+		return out, err
+	}
+	if calls := m["tool_calls"]; kindOf(calls) != jsonNull && kindOf(calls) != jsonAbsent {
+		if kindOf(calls) != jsonArray {
+			return out, fmt.Errorf("%s.tool_calls is %s, want an array of tool calls or null", path, kindOf(calls))
 		}
-		reason, err := optionalString(c.FinishReason)
-		if err != nil {
-			return out, err
+		var list []json.RawMessage
+		if err := json.Unmarshal(calls, &list); err != nil {
+			return out, fmt.Errorf("%s.tool_calls: %v", path, err)
 		}
-		for _, tc := range c.Message.ToolCalls {
-			call, err := tc.toolCall()
+		for i, tc := range list {
+			call, err := toolCallOf(tc, fmt.Sprintf("%s.tool_calls[%d]", path, i))
 			if err != nil {
 				return out, err
 			}
 			msg.ToolCalls = append(msg.ToolCalls, call)
 		}
-		if fc := c.Message.FunctionCall; fc != nil {
-			call, err := fc.toolCall()
-			if err != nil {
-				return out, err
-			}
-			msg.FunctionCall = &call.Function
-		}
-		out.Choices = append(out.Choices, goopenai.ChatCompletionChoice{Message: msg, FinishReason: goopenai.FinishReason(reason)})
 	}
-	out.Usage = usageOf(doc.Usage)
+	if fc := m["function_call"]; kindOf(fc) != jsonNull && kindOf(fc) != jsonAbsent {
+		call, err := toolCallOf(fc, path+".function_call")
+		if err != nil {
+			return out, err
+		}
+		msg.FunctionCall = &call.Function
+	}
 	return out, nil
 }
 
-// lenientCall is a tool call (or a legacy function_call) as servers write
-// it: the id a string or a number, the arguments a string or a JSON value.
-type lenientCall struct {
-	ID       json.RawMessage `json:"id"`
-	Name     json.RawMessage `json:"name"` // function_call's
-	Function struct {
-		Name      json.RawMessage `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-	Arguments json.RawMessage `json:"arguments"` // function_call's
-}
-
-func (c lenientCall) toolCall() (goopenai.ToolCall, error) {
-	name, args := c.Function.Name, c.Function.Arguments
-	if len(name) == 0 {
-		name, args = c.Name, c.Arguments
-	}
+// toolCallOf reads a tool call (or a legacy function_call) as servers
+// write it: the id a string, a number or missing; the name in "function"
+// (or, for function_call, beside the arguments); the arguments a string or
+// any other JSON value.
+func toolCallOf(raw json.RawMessage, path string) (goopenai.ToolCall, error) {
 	var tc goopenai.ToolCall
-	var err error
-	if tc.ID, err = scalarText(c.ID); err != nil {
+	c, err := object(raw, path, "a tool call object")
+	if err != nil {
 		return tc, err
 	}
-	if tc.Function.Name, err = optionalString(name); err != nil {
+	if tc.ID, err = idText(c["id"], path+".id"); err != nil {
+		return tc, err
+	}
+	fpath, name, args := path, c["name"], c["arguments"]
+	if f := c["function"]; kindOf(f) != jsonNull && kindOf(f) != jsonAbsent {
+		fn, err := object(f, path+".function", "an object with the function's name and arguments")
+		if err != nil {
+			return tc, err
+		}
+		fpath, name, args = path+".function", fn["name"], fn["arguments"]
+	}
+	if tc.Function.Name, err = optionalString(name, fpath+".name"); err != nil {
 		return tc, err
 	}
 	tc.Type = goopenai.ToolTypeFunction
-	tc.Function.Arguments, err = argumentsText(args)
-	return tc, err
+	tc.Function.Arguments = argumentsText(args)
+	return tc, nil
 }
-
-var errNotChat = errors.New("not a chat completion")
 
 // contentOf reads a message's content: a string, null, or an array of
 // parts whose text parts are joined.
-func contentOf(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '[' {
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+func contentOf(raw json.RawMessage, path string) (string, error) {
+	if kindOf(raw) != jsonArray {
+		s, err := optionalString(raw, path)
+		if err != nil {
+			return "", fmt.Errorf("%s is %s, want a string, an array of content parts or null", path, kindOf(raw))
 		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
+		return s, nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("%s: %v", path, err)
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		ppath := fmt.Sprintf("%s[%d]", path, i)
+		part, err := object(p, ppath, `a content part object ({"type":"text","text":...})`)
+		if err != nil {
 			return "", err
 		}
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type == string(goopenai.ChatMessagePartTypeText) {
-				b.WriteString(p.Text)
-			}
+		typ, err := optionalString(part["type"], ppath+".type")
+		if err != nil {
+			return "", err
 		}
-		return b.String(), nil
+		if typ != string(goopenai.ChatMessagePartTypeText) {
+			continue // an image, audio or a kind of part not read
+		}
+		text, err := optionalString(part["text"], ppath+".text")
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(text)
 	}
-	return optionalString(raw)
+	return b.String(), nil
 }
 
 // optionalString reads a string or null (or nothing).
-func optionalString(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
+func optionalString(raw json.RawMessage, path string) (string, error) {
+	switch kindOf(raw) {
+	case jsonAbsent, jsonNull:
 		return "", nil
+	case jsonString:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("%s: %v", path, err)
+		}
+		return s, nil
 	}
-	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", errNotChat
+	return "", fmt.Errorf("%s is %s, want a string", path, kindOf(raw))
+}
+
+// idText reads an id: a string as itself, a number as it is written.
+func idText(raw json.RawMessage, path string) (string, error) {
+	if kindOf(raw) == jsonNumber {
+		return string(bytes.TrimSpace(raw)), nil
+	}
+	s, err := optionalString(raw, path)
+	if err != nil {
+		return "", fmt.Errorf("%s is %s, want a string or a number", path, kindOf(raw))
 	}
 	return s, nil
 }
 
-// scalarText reads an id: a string as itself, a number as it is written.
-func scalarText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-		return string(raw), nil
+// argumentsText reads tool-call arguments: a string as itself, any other
+// JSON value as the text the server wrote (the runtime tells the model of
+// arguments that are not an object), null as nothing.
+func argumentsText(raw json.RawMessage) string {
+	switch kindOf(raw) {
+	case jsonAbsent, jsonNull:
+		return ""
+	case jsonString:
+		var s string
+		_ = json.Unmarshal(raw, &s) // valid: the whole body is
+		return s
 	}
-	return optionalString(raw)
+	return string(bytes.TrimSpace(raw))
 }
 
-// argumentsText reads tool-call arguments: a string as itself, a JSON
-// object or array as the text the server wrote, null as nothing.
-func argumentsText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
-		return string(raw), nil
+// object reads raw as a JSON object, or says what it is instead.
+func object(raw json.RawMessage, path, want string) (map[string]json.RawMessage, error) {
+	if k := kindOf(raw); k != jsonObject {
+		return nil, fmt.Errorf("%s is %s, want %s", path, k, want)
 	}
-	return optionalString(raw)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return m, nil
+}
+
+// jsonKind is what a JSON value is, as an error names it.
+type jsonKind string
+
+const (
+	jsonAbsent jsonKind = "missing"
+	jsonNull   jsonKind = "null"
+	jsonObject jsonKind = "an object"
+	jsonArray  jsonKind = "an array"
+	jsonString jsonKind = "a string"
+	jsonBool   jsonKind = "a boolean"
+	jsonNumber jsonKind = "a number"
+)
+
+// kindOf tells a valid JSON value's kind by its first byte.
+func kindOf(raw json.RawMessage) jsonKind {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return jsonAbsent
+	}
+	switch raw[0] {
+	case '{':
+		return jsonObject
+	case '[':
+		return jsonArray
+	case '"':
+		return jsonString
+	case 't', 'f':
+		return jsonBool
+	case 'n':
+		return jsonNull
+	}
+	return jsonNumber
 }
 
 // usageOf reads the token counts, written as integers or floats; anything
@@ -163,7 +284,7 @@ func usageOf(raw json.RawMessage) goopenai.Usage {
 		Prompt     any `json:"prompt_tokens"`
 		Completion any `json:"completion_tokens"`
 	}
-	if json.Unmarshal(raw, &u) != nil {
+	if kindOf(raw) != jsonObject || json.Unmarshal(raw, &u) != nil {
 		return goopenai.Usage{}
 	}
 	return goopenai.Usage{PromptTokens: count(u.Prompt), CompletionTokens: count(u.Completion)}

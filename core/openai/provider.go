@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
 	goopenai "github.com/sashabaranov/go-openai"
@@ -380,109 +383,157 @@ func (p *Provider) attempt(ctx context.Context, creq goopenai.ChatCompletionRequ
 		timer.Stop()
 	}
 	timedOut := errors.Is(context.Cause(actx), errAttemptTimeout)
-	if err != nil && !timedOut && meta.sent && meta.readErr == nil && !meta.tooLarge && meta.status/100 == 2 {
-		// A whole success body go-openai's typed decoder refused: read
-		// what the runtime needs of it, the rest may be typed any way.
-		if lr, lerr := lenientCompletion(meta.body); lerr == nil {
-			resp, err = lr, nil
+	if !timedOut && meta.sent && meta.status != 0 && meta.readErr == nil {
+		// A whole response arrived: its body is read here, whatever
+		// go-openai made of it, so that one rule reads every body.
+		switch {
+		case meta.status/100 != 2:
+			return nil, p.scrub(p.failure(meta))
+		case !meta.tooLarge:
+			return p.success(meta)
 		}
 	}
 	if err != nil {
 		return nil, p.scrub(p.classify(err, meta, timedOut))
 	}
-	c := &completion{resp: resp, body: meta.body}
-	if len(resp.Choices) == 0 {
-		e := &Error{Kind: ErrBadResponse, URL: p.endpoint, StatusCode: meta.status, Message: "the response has no choices"}
-		// Some servers send an error object with a 200.
-		var eb struct {
-			Error *struct {
-				Message string `json:"message"`
-				Type    string `json:"type"`
-				Code    any    `json:"code"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(meta.body, &eb) == nil && eb.Error != nil {
-			e.Message, e.Type, e.Code = eb.Error.Message, eb.Error.Type, codeString(eb.Error.Code)
-		} else {
-			e.Body = snippet(meta.body)
-		}
-		return nil, p.scrub(e)
-	}
-	return c, nil
+	return &completion{resp: resp, body: meta.body}, nil
 }
 
-// scrub removes the provider's credentials from what an endpoint said: an
+// success reads a whole success body as a chat completion. One that is
+// not (not JSON, another shape, an error object sent with a success
+// status) is ErrBadResponse: never retried.
+func (p *Provider) success(meta *attemptMeta) (*completion, *Error) {
+	resp, err := decodeCompletion(meta.body)
+	if err == nil {
+		return &completion{resp: resp, body: meta.body}, nil
+	}
+	e := &Error{Kind: ErrBadResponse, URL: p.endpoint, StatusCode: meta.status}
+	if se, ok := errorOf(meta.body); ok {
+		// Some servers send an error object with a success status.
+		e.Message, e.Type, e.Code, e.Param = se.message, se.typ, se.code, se.param
+	} else {
+		e.Message, e.Body = "not a chat completion: "+err.Error(), snippet(meta.body)
+	}
+	return nil, p.scrub(e)
+}
+
+// failure classifies a whole response with a failure status by the
+// status and what its body says.
+func (p *Provider) failure(meta *attemptMeta) *Error {
+	e := &Error{URL: p.endpoint, StatusCode: meta.status, RetryAfter: retryAfter(meta.header, p.clock.Now())}
+	switch se, ok := errorOf(meta.body); {
+	case ok:
+		e.Message, e.Type, e.Code, e.Param = se.message, se.typ, se.code, se.param
+	case len(bytes.TrimSpace(meta.body)) == 0:
+		e.Message = "empty body"
+	default:
+		e.Body = snippet(meta.body)
+	}
+	e.Kind = kindForStatus(meta.status, e.Type, e.Code)
+	return e
+}
+
+// Bounds on what an error repeats of what an endpoint said: a server may
+// send a message of any length, and an error ends up in logs and reports.
+const (
+	maxMessage = 512 // Error.Message, in bytes
+	maxTag     = 128 // Error.Type, Code and Param
+	maxSnippet = 120 // Error.Body
+	// snippetSlack is how far past maxSnippet a snippet is kept until it
+	// is scrubbed, so that a credential that begins before the cut is
+	// found whole and replaced, not shown in part.
+	snippetSlack = 64 << 10
+	// ellipsis ends a text field that was cut, within its bound.
+	ellipsis = "…"
+)
+
+// scrub removes the provider's credentials from what an endpoint said (an
 // error body that echoes the Authorization header or the request's URL must
-// not carry a key into a log, a transcript or a cassette. Which values are
-// secret, and which are too short to replace, is internal/secret's rule,
-// the one the cassette redactor follows too.
+// not carry a key into a log, a transcript or a cassette) and then cuts
+// each field to its bound, so that a cut never leaves part of a credential
+// behind. Which values are secret, and which are too short to replace, is
+// internal/secret's rule, the one the cassette redactor follows too. The
+// text fields lose their control characters (a message is one line, and
+// no endpoint writes escape sequences onto a terminal); Body keeps them,
+// since it is shown quoted.
 func (p *Provider) scrub(e *Error) *Error {
-	for _, f := range []*string{&e.Message, &e.Body, &e.Type, &e.Code, &e.Param} {
-		*f = secret.Replace(*f, p.secrets)
+	longest := 0
+	for _, s := range p.secrets {
+		longest = max(longest, len(s))
+	}
+	clip := func(s string, n int, text bool) string {
+		cut := false
+		if w := n + longest + utf8.UTFMax; len(s) > w {
+			s, cut = s[:w], true
+		}
+		if text {
+			s = strings.Map(func(r rune) rune {
+				if unicode.IsControl(r) {
+					return ' '
+				}
+				return r
+			}, s)
+		}
+		s = secret.Replace(s, p.secrets)
+		if len(s) > n {
+			s, cut = s[:n], true
+		}
+		if cut {
+			if text {
+				s = s[:min(len(s), n-len(ellipsis))]
+			}
+			// Back off to a whole character.
+			for len(s) > 0 {
+				if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
+					break
+				}
+				s = s[:len(s)-1]
+			}
+			if text {
+				s += ellipsis
+			}
+		}
+		return s
+	}
+	e.Message = clip(e.Message, maxMessage, true)
+	e.Body = clip(e.Body, maxSnippet, false)
+	for _, f := range []*string{&e.Type, &e.Code, &e.Param} {
+		*f = clip(*f, maxTag, true)
 	}
 	return e
 }
 
-// classify turns what go-openai and the transport reported into an *Error.
+// classify turns what go-openai and the transport reported into an *Error
+// when no whole response arrived (or a success too large to read).
 func (p *Provider) classify(err error, meta *attemptMeta, timedOut bool) *Error {
 	e := &Error{URL: p.endpoint, StatusCode: meta.status, Err: err}
 	if meta.header != nil {
 		e.RetryAfter = retryAfter(meta.header, p.clock.Now())
 	}
-	var apiErr *goopenai.APIError
-	var reqErr *goopenai.RequestError
 	switch {
 	case timedOut:
 		e.Kind, e.Err = ErrTimeout, fmt.Errorf("no complete response within %s", p.opts.Timeout)
 	case meta.tooLarge && meta.status/100 == 2:
 		e.Kind, e.Err, e.Body = ErrBadResponse, nil, snippet(meta.body)
 		e.Message = errBodyTooLarge.Error()
-	case errors.As(err, &apiErr):
-		e.Err = nil
-		e.Type, e.Code, e.Message = apiErr.Type, codeString(apiErr.Code), apiErr.Message
-		if apiErr.Param != nil {
-			e.Param = *apiErr.Param
-		}
-		e.Kind = kindForStatus(apiErr.HTTPStatusCode, e.Type, e.Code)
-	case errors.As(err, &reqErr):
-		// A failure status whose body is not an OpenAI error object.
-		e.Kind = kindForStatus(reqErr.HTTPStatusCode, "", "")
-		e.Err, e.Body = nil, snippet(reqErr.Body)
-		if len(reqErr.Body) == 0 {
-			e.Message = "empty body"
-		}
 	case meta.readErr != nil:
 		e.Kind, e.Err = ErrConnection, fmt.Errorf("response body cut short: %w", meta.readErr)
 	case !meta.sent:
 		// go-openai refused the request before sending it (a model it
 		// deems unsuitable for chat, reasoning-model parameter rules).
 		e.Kind = ErrBadRequest
-	case meta.status != 0:
-		// The status was a success but the body did not decode.
-		e.Kind, e.Body = ErrBadResponse, snippet(meta.body)
-		e.Err = fmt.Errorf("not a chat completion: %w", err)
 	default:
 		e.Kind = ErrConnection
 	}
 	return e
 }
 
-func codeString(code any) string {
-	switch c := code.(type) {
-	case nil:
-		return ""
-	case string:
-		return c
-	case float64:
-		return strconv.FormatFloat(c, 'f', -1, 64)
-	}
-	return fmt.Sprint(code)
-}
-
+// snippet is the start of a body, for Error.Body; scrub cuts it to
+// maxSnippet once it is free of credentials.
 func snippet(b []byte) string {
 	b = bytes.TrimSpace(b)
-	if len(b) > 120 {
-		b = b[:120]
+	if len(b) > maxSnippet+snippetSlack {
+		b = b[:maxSnippet+snippetSlack]
 	}
 	return string(b)
 }
@@ -576,6 +627,12 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	_ = resp.Body.Close()
+	if readErr == nil && len(body) <= maxBody && gzipped(resp) {
+		body = gunzip(body)
+	}
+	// A byte order mark is no part of the JSON after it (RFC 8259 lets
+	// a reader ignore it), though Go's decoder refuses it.
+	body = bytes.TrimPrefix(body, []byte("\uFEFF"))
 	tooLarge := len(body) > maxBody
 	if tooLarge {
 		// Only the start is kept, for diagnosis. A failure status is
@@ -594,6 +651,32 @@ func (d *capturingDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
+}
+
+// gzipped reports whether a body is still gzip-compressed: the transport
+// decompresses only what it asked for itself, not a body a caller's own
+// Accept-Encoding header asked for, nor one a server sent unasked.
+func gzipped(resp *http.Response) bool {
+	if resp.Uncompressed {
+		return false
+	}
+	ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	return ce == "gzip" || ce == "x-gzip"
+}
+
+// gunzip decompresses a gzip body, reading at most one byte past maxBody
+// of it (a small body may expand to any size); a body that does not
+// decompress is kept as it came, for the decoder to report.
+func gunzip(body []byte) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return body
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxBody+1))
+	if err != nil && len(out) <= maxBody {
+		return body
+	}
+	return out
 }
 
 // fillContent rewrites a request's body with withContent.

@@ -22,19 +22,20 @@ func (p *Provider) response(req *core.Request, c *completion) (*core.Response, s
 	msg := choice.Message
 	reason := string(choice.FinishReason)
 	out := &core.Response{}
+	var ids madeIDs
 	for i, tc := range msg.ToolCalls {
 		id := tc.ID
 		if id == "" {
 			// Some local servers omit tool-call ids. The next request must
-			// answer each call by id, so make one that is unique in the run.
-			id = fmt.Sprintf("call_%d_%d", req.Step, i+1)
+			// answer each call by id, so make one.
+			id = ids.make(req, msg.ToolCalls, i+1)
 		}
 		out.ToolCalls = append(out.ToolCalls, core.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	if len(out.ToolCalls) == 0 && msg.FunctionCall != nil && msg.FunctionCall.Name != "" {
 		// The legacy single function_call, still produced by some
-		// compatible servers.
-		out.ToolCalls = []core.ToolCall{{ID: fmt.Sprintf("call_%d_1", req.Step), Name: msg.FunctionCall.Name, Arguments: msg.FunctionCall.Arguments}}
+		// compatible servers, has no id.
+		out.ToolCalls = []core.ToolCall{{ID: ids.make(req, nil, 1), Name: msg.FunctionCall.Name, Arguments: msg.FunctionCall.Arguments}}
 	}
 	content := msg.Content
 	if content == "" && len(msg.MultiContent) > 0 {
@@ -75,4 +76,38 @@ func (p *Provider) response(req *core.Request, c *completion) (*core.Response, s
 		}
 	}
 	return out, reason, nil
+}
+
+// madeIDs makes ids for tool calls that came without one: call_<step>_<n>
+// for the n-th call of the response, so that the same response to the same
+// request gets the same ids (a recording and its replay agree), with a
+// _<k> suffix when that id is already taken, by another call of the
+// response or by a call or tool result in the conversation, so that every
+// tool result answers the call it was made for.
+type madeIDs struct {
+	taken map[string]bool
+}
+
+func (m *madeIDs) make(req *core.Request, calls []goopenai.ToolCall, n int) string {
+	if m.taken == nil {
+		m.taken = map[string]bool{}
+		for _, msg := range req.Messages {
+			for _, c := range msg.ToolCalls {
+				m.taken[c.ID] = true
+			}
+			if msg.ToolCallID != "" {
+				m.taken[msg.ToolCallID] = true
+			}
+		}
+		for _, c := range calls {
+			m.taken[c.ID] = true
+		}
+	}
+	base := fmt.Sprintf("call_%d_%d", req.Step, n)
+	id := base
+	for k := 1; m.taken[id]; k++ {
+		id = fmt.Sprintf("%s_%d", base, k)
+	}
+	m.taken[id] = true
+	return id
 }
