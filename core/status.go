@@ -83,7 +83,8 @@ func (r StatusRow) appendTo(b []byte) []byte {
 
 // fillStatus renders into blk the rows the registry sampled (one at
 // least), in its order and within the cap, out of total attached items:
-// the rest are counted as omitted. The text is written into room when it
+// the rest are counted as omitted (Omitted), which the text does not say,
+// since the block holds nothing but rows. The text is written into room when it
 // fits, room that the caller gives it for good and never writes to
 // again (the block's own allocation), and into an allocation of its own
 // otherwise. singleLine says that the rows' ids and labels are
@@ -95,9 +96,6 @@ func fillStatus(blk *StatusBlock, rows []StatusRow, total int, room []byte, sing
 	}
 	blk.Omitted = total - len(rows)
 	size := len(StatusHeader)
-	if blk.Omitted > 0 {
-		size += len("\n(") + 20 + len(omittedTail)
-	}
 	for i := range rows {
 		if !singleLine {
 			rows[i].ID = SafeLabel(rows[i].ID)
@@ -111,20 +109,17 @@ func fillStatus(blk *StatusBlock, rows []StatusRow, total int, room []byte, sing
 	}
 	// Nothing writes to the bytes once they are the text (a text past
 	// the room's end was appended to bytes of its own).
-	b := appendStatus(room[:0], rows, blk.Omitted)
+	b := appendStatus(room[:0], rows)
 	blk.Text = unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// appendStatus appends a status block's text.
-func appendStatus(b []byte, rows []StatusRow, omitted int) []byte {
+// appendStatus appends a status block's text: the header and one line a
+// row, nothing else (a count of the rows left out would be a line that is
+// not a row).
+func appendStatus(b []byte, rows []StatusRow) []byte {
 	b = append(b, StatusHeader...)
 	for i := range rows {
 		b = rows[i].appendTo(append(b, '\n'))
-	}
-	if omitted > 0 {
-		b = append(b, "\n("...)
-		b = strconv.AppendInt(b, int64(omitted), 10)
-		b = append(b, omittedTail...)
 	}
 	return b
 }
@@ -215,8 +210,10 @@ type ParsedStatus struct {
 }
 
 // ParseStatus reads a status block: a text that starts with StatusHeader,
-// then one row per line as StatusRow.String renders it, and optionally the
-// line that counts rows left out by the cap. ok is false when the text is
+// then one row per line as StatusRow.String renders it. A last line that
+// counts rows left out by the cap, "(N more not shown; use work with
+// action "list")", which this runtime no longer writes, is read as that
+// count rather than as a malformed row. ok is false when the text is
 // not a status block at all (it does not start with the header).
 func ParseStatus(text string) (ps ParsedStatus, ok bool) {
 	rest, ok := strings.CutPrefix(text, StatusHeader)
@@ -258,7 +255,7 @@ func omittedCount(line string) (int, bool) {
 	return n, err == nil && n > 0 && strconv.Itoa(n) == num
 }
 
-// omittedTail ends the line that counts rows left out by the cap.
+// omittedTail ends the line that counted rows left out by the cap.
 const omittedTail = ` more not shown; use work with action "list")`
 
 // ParseStatusRow reads one row exactly as StatusRow.String renders it,
