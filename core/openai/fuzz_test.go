@@ -12,6 +12,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/openai"
+	"github.com/crux-sim/crux-sim/internal/fixture/thirdparty"
 )
 
 // bodyTransport answers every request with a 200 and one body, in memory,
@@ -30,7 +31,7 @@ func (t bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	b := t.body
 	if t.gzip {
 		h.Set("Content-Encoding", "gzip")
-		b = []byte(gzipped(string(b)))
+		b = []byte(thirdparty.Gzipped(string(b)))
 	}
 	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: r}, nil
