@@ -35,6 +35,9 @@ type style struct {
 	noUsage    bool               // no usage object
 	ids        func(n int) string // tool-call ids
 	rateLimits int                // the first n requests get a 429 with Retry-After: 3
+	noIDs      bool               // tool calls without ids (the provider makes them)
+	objectArgs bool               // tool-call arguments as a JSON object, not a string
+	parts      bool               // the child's answer as content parts, split inside the document
 }
 
 // styledModel plays seed 02's coordinator and research child, like
@@ -100,6 +103,10 @@ func (m *styledModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			content = spacedFindings
 		}
 		message = map[string]any{"role": "assistant", "content": content}
+		if m.st.parts {
+			cut := len(content) / 2
+			message["content"] = []any{map[string]any{"type": "text", "text": content[:cut]}, map[string]any{"type": "text", "text": content[cut:]}}
+		}
 	case last.Role == "user":
 		args := fmt.Sprintf(`{"question":%q,"run_in_background":true}`, last.Content)
 		if m.st.spaced {
@@ -152,8 +159,15 @@ func (m *styledModel) call(id, name, args string) map[string]any {
 	if m.st.emptyText {
 		content = ""
 	}
-	return map[string]any{"role": "assistant", "content": content, "tool_calls": []any{map[string]any{
-		"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}}}
+	fn := map[string]any{"name": name, "arguments": args}
+	if m.st.objectArgs {
+		fn["arguments"] = json.RawMessage(args)
+	}
+	tc := map[string]any{"id": id, "type": "function", "function": fn}
+	if m.st.noIDs {
+		delete(tc, "id")
+	}
+	return map[string]any{"role": "assistant", "content": content, "tool_calls": []any{tc}}
 }
 
 func (m *styledModel) seen() (calls int, models, auth, queries, paths []string) {
@@ -245,6 +259,9 @@ func TestARecordingAgainstServersThatWriteJSONDifferentlyReplaysByteForByte(t *t
 		"tool-call ids that are bare numbers":               {ids: func(n int) string { return fmt.Sprint(n) }},
 		"a tool-call id that is one common letter":          {ids: func(n int) string { return string(rune('a' + n - 1)) }},
 		"a 429 with Retry-After, then success":              {rateLimits: 1},
+		"tool calls without ids":                            {noIDs: true},
+		"arguments as a JSON object, pretty-printed":        {objectArgs: true, spaced: true, pretty: true},
+		"the child's answer as content parts":               {parts: true, spaced: true, escaped: true},
 		"everything at once":                                {pretty: true, spaced: true, escaped: true, emptyText: true, noUsage: true, rateLimits: 2, ids: func(n int) string { return fmt.Sprintf("fc-%d", 100-n) }},
 	}
 	for name, st := range styles {

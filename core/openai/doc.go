@@ -67,7 +67,8 @@
 // first, ...) may hold any JSON or be missing; content may be an array of
 // parts, whose text parts are joined; a tool-call id may be a number (its
 // text is the id); arguments sent as a JSON object (or any value but a
-// string) are kept as the text the server wrote; usage counts may be
+// string) are kept as the text the server wrote (a byte in it that is not
+// UTF-8 reads as U+FFFD, as in a JSON string); usage counts may be
 // floats. A body is read whatever its Content-Type, after a UTF-8 byte
 // order mark, and decompressed when it is still gzip-encoded. A body that
 // is not a chat completion is ErrBadResponse, and the error names the field

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"reflect"
 	"testing"
@@ -12,29 +11,8 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/openai"
+	"github.com/crux-sim/crux-sim/internal/fixture/thirdparty"
 )
-
-// bodyTransport answers every request with a 200 and one body, in memory,
-// gzip-encoded when gzip is set.
-type bodyTransport struct {
-	body []byte
-	gzip bool
-}
-
-func (t bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		_, _ = io.Copy(io.Discard, r.Body)
-		_ = r.Body.Close()
-	}
-	h := http.Header{"Content-Type": {"application/json"}}
-	b := t.body
-	if t.gzip {
-		h.Set("Content-Encoding", "gzip")
-		b = []byte(gzipped(string(b)))
-	}
-	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: r}, nil
-}
 
 // FuzzResponseDecoding is the rule for any success body at all: the step
 // never panics, and either answers with a core.Response whose tool calls
@@ -61,7 +39,7 @@ func FuzzResponseDecoding(f *testing.F) {
 		}
 		step := func(gzip bool) (*core.Response, string, error) {
 			p := openai.New(openai.Options{BaseURL: "http://model.invalid/v1", APIKey: theKey, Model: "m",
-				HTTPClient: &http.Client{Transport: bodyTransport{body, gzip}}, Timeout: openai.NoTimeout, MaxRetries: openai.NoRetries})
+				HTTPClient: &http.Client{Transport: thirdparty.Transport{Body: body, Gzip: gzip}}, Timeout: openai.NoTimeout, MaxRetries: openai.NoRetries})
 			return p.StepWithFinishReason(context.Background(), req)
 		}
 		resp, reason, err := step(false)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
 )
@@ -218,7 +219,12 @@ func idText(raw json.RawMessage, path string) (string, error) {
 
 // argumentsText reads tool-call arguments: a string as itself, any other
 // JSON value as the text the server wrote (the runtime tells the model of
-// arguments that are not an object), null as nothing.
+// arguments that are not an object), null as nothing. That text is made
+// valid UTF-8 as a JSON string's decoding makes it, each byte that is not
+// UTF-8 becoming U+FFFD: a body may hold such bytes and still be JSON, and
+// text that is not UTF-8 is not what a cassette, a request or a
+// transcript can carry, so the runtime would see one thing while
+// recording and another in replay.
 func argumentsText(raw json.RawMessage) string {
 	switch kindOf(raw) {
 	case jsonAbsent, jsonNull:
@@ -228,7 +234,27 @@ func argumentsText(raw json.RawMessage) string {
 		_ = json.Unmarshal(raw, &s) // valid: the whole body is
 		return s
 	}
-	return string(bytes.TrimSpace(raw))
+	return validUTF8(bytes.TrimSpace(raw))
+}
+
+// validUTF8 is b with each byte that is not part of a UTF-8 character
+// replaced by U+FFFD, as encoding/json decodes a string.
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var out strings.Builder
+	out.Grow(len(b) + 8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out.WriteRune(utf8.RuneError)
+		} else {
+			out.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return out.String()
 }
 
 // object reads raw as a JSON object, or says what it is instead.

@@ -1,8 +1,6 @@
 package openai_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,13 +16,16 @@ import (
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/openai"
 	"github.com/crux-sim/crux-sim/internal/fixture"
+	"github.com/crux-sim/crux-sim/internal/fixture/thirdparty"
 )
 
 // This file is the spec of what OpenAI-compatible servers written elsewhere
 // actually send, case by case, each named after the rule it checks and the
 // server it comes from. The bodies are written from those servers'
 // documented or observed output; a case whose shape is less certain says so
-// in its name ("unsure"). The same bodies seed FuzzResponseDecoding.
+// in its name ("unsure"). The success bodies are the shared table of
+// internal/fixture/thirdparty, which harness/cassette records and replays
+// too; the failures are here. The same bodies seed FuzzResponseDecoding.
 
 // wireCase is one answer a server gives and what the provider must make of
 // it: a response (want, reason) or a failure (kind, message, says).
@@ -51,14 +52,6 @@ type wireCase struct {
 // theKey is the API key every case's provider holds; no error may show it.
 const theKey = "sk-proj-Q2x9WvT4mZ7yK1nB8cR3"
 
-func gzipped(s string) string {
-	var b bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
-	_, _ = w.Write([]byte(s))
-	_ = w.Close()
-	return b.String()
-}
-
 // retryClock is the fake clock of the Retry-After cases, and inAMinute
 // and a half its time 90s later.
 var (
@@ -68,192 +61,15 @@ var (
 
 func onRetryClock(o *openai.Options) { o.Clock = retryClock }
 
-func withHeader(k, v string) func(*openai.Options) {
-	return func(o *openai.Options) { o.Headers = http.Header{k: {v}} }
-}
-
-const (
-	listCall  = `{\"action\":\"list\"}`
-	plainText = "Leaves change colour because chlorophyll breaks down."
-)
-
-var plainAt4 = &core.Request{Agent: "a", Step: 4}
-
-// answers are success bodies real servers send, and the response each is.
-var answers = []wireCase{
-	{
-		rule: "Ollama: a tool call without index, an id like call_abc, finish_reason stop even with tool calls (older Ollama; unsure which versions)",
-		rep: reply{Body: `{"id":"chatcmpl-245","object":"chat.completion","created":1733000000,"model":"qwen2.5:7b","system_fingerprint":"fp_ollama",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"call_x7k2p9qa","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"finish_reason":"stop"}],` +
-			`"usage":{"prompt_tokens":181,"completion_tokens":22,"total_tokens":203}}`},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_x7k2p9qa", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 181, CompletionTokens: 22}},
-		reason: "stop",
-	},
-	{
-		rule: "Ollama: tool-call arguments as a JSON object keep the text the server wrote (as Ollama's native API writes them; unsure on /v1)",
-		rep: reply{Body: `{"id":"chatcmpl-9","object":"chat.completion","created":1733000000,"model":"llama3.1","system_fingerprint":"fp_ollama",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"call_q1","index":0,"type":"function","function":{"name":"work","arguments":{"action":"list"}}}]},"finish_reason":"tool_calls"}]}`},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_q1", Name: "work", Arguments: `{"action":"list"}`}}},
-		reason: "tool_calls",
-	},
-	{
-		rule: "Ollama: tool calls with no id at all get ids made from the step and their place, unique and the same every time",
-		rep: reply{Body: `{"id":"chatcmpl-3","object":"chat.completion","created":1733000000,"model":"qwen2.5:7b",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[` +
-			`{"type":"function","function":{"name":"work","arguments":"` + listCall + `"}},` +
-			`{"type":"function","function":{"name":"research","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`},
-		want: &core.Response{ToolCalls: []core.ToolCall{
-			{ID: "call_4_1", Name: "work", Arguments: `{"action":"list"}`},
-			{ID: "call_4_2", Name: "research", Arguments: `{}`}}},
-		reason: "tool_calls",
-	},
-	{
-		rule: "Ollama: reasoning beside the content is not part of the answer (Ollama's reasoning field)",
-		rep: reply{Body: `{"id":"chatcmpl-4","object":"chat.completion","created":1733000000,"model":"qwen3","system_fingerprint":"fp_ollama",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","content":"` + plainText + `","reasoning":"The user asks about leaves."},"finish_reason":"stop"}],` +
-			`"usage":{"prompt_tokens":9,"completion_tokens":40,"total_tokens":49}}`},
-		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 9, CompletionTokens: 40}},
-		reason: "stop",
-	},
-	{
-		rule: `vLLM: "tool_calls": [] beside the content is a text answer, and reasoning_content is not part of it`,
-		rep: reply{Body: `{"id":"chatcmpl-8f3c","object":"chat.completion","created":1733000000,"model":"Qwen/Qwen3-8B",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"Chlorophyll...","content":"` + plainText + `","tool_calls":[]},"logprobs":null,"finish_reason":"stop","stop_reason":null}],` +
-			`"usage":{"prompt_tokens":20,"total_tokens":50,"completion_tokens":30,"prompt_tokens_details":null},"prompt_logprobs":null,"kv_transfer_params":null,"service_tier":null,"system_fingerprint":null}`},
-		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 20, CompletionTokens: 30}},
-		reason: "stop",
-	},
-	{
-		rule: "vLLM: tool-call ids like chatcmpl-tool-<hex>, content null",
-		rep: reply{Body: `{"id":"chatcmpl-1","object":"chat.completion","created":1733000000,"model":"m",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":null,"content":null,"tool_calls":[{"id":"chatcmpl-tool-5b2e0d8a9c","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}],` +
-			`"usage":{"prompt_tokens":20,"total_tokens":41,"completion_tokens":21}}`},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "chatcmpl-tool-5b2e0d8a9c", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 20, CompletionTokens: 21}},
-		reason: "tool_calls",
-	},
-	{
-		rule: `llama.cpp server: content null with tool_calls, no "id" on the completion, an extra "timings" object`,
-		rep: reply{Body: `{"choices":[{"finish_reason":"tool_calls","index":0,"message":{"role":"assistant","content":null,` +
-			`"tool_calls":[{"type":"function","function":{"name":"work","arguments":"` + listCall + `"},"id":"Qm9vTPv3kZ8h1RrD2yL0aWcX5sEgFjNu"}]}}],` +
-			`"created":1733000000,"model":"gpt-3.5-turbo","system_fingerprint":"b4600-5f0db95","object":"chat.completion",` +
-			`"usage":{"completion_tokens":17,"prompt_tokens":230,"total_tokens":247},` +
-			`"timings":{"prompt_n":230,"prompt_ms":120.5,"prompt_per_token_ms":0.52,"prompt_per_second":1908.7,"predicted_n":17,"predicted_ms":310.2,"predicted_per_token_ms":18.2,"predicted_per_second":54.8}}`},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "Qm9vTPv3kZ8h1RrD2yL0aWcX5sEgFjNu", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 230, CompletionTokens: 17}},
-		reason: "tool_calls",
-	},
-	{
-		rule: `llama.cpp server (older builds; unsure): a tool call whose id is "" gets a made id`,
-		rep: reply{Body: `{"choices":[{"finish_reason":"tool_calls","index":0,"message":{"role":"assistant","content":null,` +
-			`"tool_calls":[{"type":"function","function":{"name":"work","arguments":"` + listCall + `"},"id":""}]}}],"created":1733000000,"model":"gpt-3.5-turbo","object":"chat.completion"}`},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_4_1", Name: "work", Arguments: `{"action":"list"}`}}},
-		reason: "tool_calls",
-	},
-	{
-		rule: `LM Studio: a numeric-string tool-call id, an empty "stats" object`,
-		rep: reply{Body: `{"id":"chatcmpl-ab12","object":"chat.completion","created":1733000000,"model":"qwen2.5-7b-instruct",` +
-			`"choices":[{"index":0,"logprobs":null,"finish_reason":"tool_calls","message":{"role":"assistant","content":"","tool_calls":[{"id":"365174485","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]}}],` +
-			`"usage":{"prompt_tokens":300,"completion_tokens":25,"total_tokens":325},"stats":{},"system_fingerprint":"qwen2.5-7b-instruct"}`},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "365174485", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 300, CompletionTokens: 25}},
-		reason: "tool_calls",
-	},
-	{
-		rule: `LiteLLM proxy: null function_call and tool_calls, provider_specific_fields, annotations (unsure of the exact set)`,
-		rep: reply{Body: `{"id":"chatcmpl-x","created":1733000000,"model":"gpt-4o-mini","object":"chat.completion","system_fingerprint":null,` +
-			`"choices":[{"finish_reason":"stop","index":0,"message":{"content":"` + plainText + `","role":"assistant","tool_calls":null,"function_call":null,"annotations":[],"provider_specific_fields":{"refusal":null}}}],` +
-			`"usage":{"completion_tokens":12,"prompt_tokens":8,"total_tokens":20,"completion_tokens_details":null,"prompt_tokens_details":{"audio_tokens":null,"cached_tokens":0}},"service_tier":null}`},
-		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 8, CompletionTokens: 12}},
-		reason: "stop",
-	},
-	{
-		rule: `TGI: no content key, tool id "0", arguments as an object, a function "description": null, finish_reason eos_token (TGI 2.x; unsure of later versions)`,
-		rep: reply{Body: `{"object":"chat.completion","id":"","created":1733000000,"model":"meta-llama/Llama-3.1-8B-Instruct","system_fingerprint":"2.4.0-native",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"0","type":"function","function":{"description":null,"name":"work","arguments":{"action":"list"}}}]},"logprobs":null,"finish_reason":"eos_token"}],` +
-			`"usage":{"prompt_tokens":150,"completion_tokens":19,"total_tokens":169}}`},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "0", Name: "work", Arguments: `{"action":"list"}`}}, Usage: &core.Usage{PromptTokens: 150, CompletionTokens: 19}},
-		reason: "eos_token",
-	},
-	{
-		rule: "Azure: prompt_filter_results and per-choice content_filter_results are not part of the answer",
-		rep: reply{Body: `{"id":"chatcmpl-az","object":"chat.completion","created":1733000000,"model":"gpt-4o-2024-08-06",` +
-			`"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}],` +
-			`"choices":[{"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}},"finish_reason":"stop","index":0,"logprobs":null,"message":{"content":"` + plainText + `","refusal":null,"role":"assistant"}}],` +
-			`"usage":{"completion_tokens":12,"prompt_tokens":8,"total_tokens":20}}`},
-		want:   &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 8, CompletionTokens: 12}},
-		reason: "stop",
-	},
-	{
-		rule:   `content given as an array of parts [{"type":"text","text":...}] is their text joined, other parts left out`,
-		rep:    reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"text","text":"Leaves change colour "},{"type":"image_url","image_url":{"url":"data:,"}},{"type":"text","text":"because chlorophyll breaks down."}]},"finish_reason":"stop"}]}`},
-		want:   &core.Response{Text: plainText},
-		reason: "stop",
-	},
-	{
-		rule: `content parts holding a JSON answer to an output schema are the structured output`,
-		rep:  reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"text","text":"{\"findings\":"},{"type":"text","text":"\"chlorophyll\"}"}]},"finish_reason":"stop"}]}`},
-		req:  &core.Request{Agent: "r", Step: 1, Output: core.MustSchema(`{"type":"object"}`)},
-		want: &core.Response{Output: []byte(`{"findings":"chlorophyll"}`)}, reason: "stop",
-	},
-	{
-		rule: "duplicate tool-call ids in one response are kept as sent: the runtime's occurrence identity decides (one child for the same input, a conflict otherwise)",
-		rep: reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
-			`{"id":"call_0","type":"function","function":{"name":"work","arguments":"` + listCall + `"}},` +
-			`{"id":"call_0","type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"finish_reason":"tool_calls"}]}`},
-		want: &core.Response{ToolCalls: []core.ToolCall{
-			{ID: "call_0", Name: "work", Arguments: `{"action":"list"}`},
-			{ID: "call_0", Name: "work", Arguments: `{"action":"list"}`}}},
-		reason: "tool_calls",
-	},
-	{
-		rule: "a made tool-call id never repeats an id the server gave another call of the response",
-		rep: reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
-			`{"type":"function","function":{"name":"work","arguments":"` + listCall + `"}},` +
-			`{"id":"call_4_1","type":"function","function":{"name":"research","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`},
-		want: &core.Response{ToolCalls: []core.ToolCall{
-			{ID: "call_4_1_1", Name: "work", Arguments: `{"action":"list"}`},
-			{ID: "call_4_1", Name: "research", Arguments: `{}`}}},
-		reason: "tool_calls",
-	},
-	{
-		rule: "a made tool-call id never repeats one already in the conversation",
-		rep: reply{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
-			`{"type":"function","function":{"name":"work","arguments":"` + listCall + `"}}]},"finish_reason":"tool_calls"}]}`},
-		req: &core.Request{Agent: "a", Step: 2, Messages: []core.Message{
-			{Role: core.RoleUser, Content: "hi"},
-			{Role: core.RoleAssistant, ToolCalls: []core.ToolCall{{ID: "call_2_1", Name: "work", Arguments: `{"action":"list"}`}}},
-			{Role: core.RoleTool, ToolCallID: "call_2_1", ToolName: "work", Content: "[]"}}},
-		want:   &core.Response{ToolCalls: []core.ToolCall{{ID: "call_2_1_1", Name: "work", Arguments: `{"action":"list"}`}}},
-		reason: "tool_calls",
-	},
-	{
-		rule: "a body that starts with a UTF-8 byte order mark (from a proxy) is read as the JSON after it",
-		rep:  reply{Body: "\uFEFF" + textReply(plainText).Body},
-		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
-	},
-	{
-		rule: "a body sent as Content-Type text/plain that is valid JSON is read (unsure which servers; seen from proxies)",
-		rep:  reply{Header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: textReply(plainText).Body},
-		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
-	},
-	{
-		rule: "a gzip Content-Encoding the transport asked for is read",
-		rep:  reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(textReply(plainText).Body)},
-		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
-	},
-	{
-		rule: "a gzip Content-Encoding is read when the caller's own Accept-Encoding header asked for it (the transport then leaves it compressed)",
-		rep:  reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(textReply(plainText).Body)},
-		opts: withHeader("Accept-Encoding", "gzip"),
-		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
-	},
-	{
-		rule: "a gzip Content-Encoding is read when a server sends it unasked (a client with compression disabled)",
-		rep:  reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(textReply(plainText).Body)},
-		opts: func(o *openai.Options) {
-			o.HTTPClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
-		},
-		want: &core.Response{Text: plainText, Usage: &core.Usage{PromptTokens: 10, CompletionTokens: 5}}, reason: "stop",
-	},
-}
+// answers are the success bodies of the shared third-party table, and the
+// response each is.
+var answers = func() []wireCase {
+	var out []wireCase
+	for _, a := range thirdparty.Answers {
+		out = append(out, wireCase{rule: a.Rule, rep: reply{Header: a.Header, Body: a.Body}, opts: a.Opts, req: a.Req, want: a.Want, reason: a.Reason})
+	}
+	return out
+}()
 
 // failures are bodies and statuses real servers send when something went
 // wrong, and the *Error each must be. Every one is checked to hold no
@@ -473,7 +289,7 @@ func answerOf(c wireCase) (*core.Response, string, error) {
 	defer p.Close()
 	req := c.req
 	if req == nil {
-		req = plainAt4
+		req = thirdparty.PlainAt4
 	}
 	return p.StepWithFinishReason(context.Background(), req)
 }
@@ -605,7 +421,7 @@ var _ = Describe("A gzip body", func() {
 	It("is not read past the 32 MiB the provider reads, however small it came", func() {
 		huge := `{"choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("a", 32<<20) + `"}}]}`
 		_, _, err := answerOf(wireCase{
-			rep: reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: gzipped(huge)},
+			rep: reply{Header: map[string]string{"Content-Encoding": "gzip"}, Body: thirdparty.Gzipped(huge)},
 			opts: func(o *openai.Options) {
 				o.HTTPClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 			},

@@ -179,11 +179,14 @@ func (e *settleExecutor) Wait(reason string, signals ...<-chan struct{}) int {
 	return core.GoExecutor{}.Wait(reason, signals...)
 }
 
-// session is one run of the research coordinator on a provider.
+// session is one run of the research coordinator (or of agent, asked
+// input) on a provider.
 type session struct {
 	provider core.Provider
 	ids      core.IDSource
 	clock    *clockwork.FakeClock
+	agent    *core.Agent
+	input    any
 }
 
 // run runs the coordinator to its end, closes the runtime and returns the
@@ -197,7 +200,11 @@ func (s session) run() (string, *core.RunResult, error) {
 	}
 	tr := trace.NewRecorder(s.clock.Now())
 	rt := core.New(core.Options{Provider: s.provider, Clock: s.clock, IDs: s.ids, Executor: &settleExecutor{}, Observer: tr, Model: "gpt-test"})
-	res, err := rt.Run(context.Background(), researchAgents(), fixture.Ask(question))
+	agent, input := s.agent, s.input
+	if agent == nil {
+		agent, input = researchAgents(), fixture.Ask(question)
+	}
+	res, err := rt.Run(context.Background(), agent, input)
 	ExpectWithOffset(1, rt.Close()).To(Succeed())
 	return tr.Trace().Normalize().Text(), res, err
 }
