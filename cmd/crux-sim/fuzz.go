@@ -166,6 +166,8 @@ failures, artifacts, output) are those of --jobs 1.
 			bar := newProgress(cmd.ErrOrStderr(), opts.ShardSchedules(len(args)), budget)
 			if bar != nil {
 				c.opts.Progress = func(done int64) { _ = bar.Set64(done) }
+			} else if progressHook != nil {
+				c.opts.Progress = progressHook
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
@@ -265,6 +267,10 @@ func parseDefects(names []string) (core.Defects, error) {
 	}
 	return m, nil
 }
+
+// progressHook, when set (by the tests), hears a campaign's progress where
+// a terminal's progress bar would.
+var progressHook func(done int64)
 
 // newProgress returns a progress bar on a terminal, or nil when stderr is
 // piped so that logs stay clean.
