@@ -118,3 +118,16 @@ func unknownVerb(root *cobra.Command, args []string) error {
 	}
 	return usagef("unknown command %q; the commands are %s (see crux-sim --help)", args[0], strings.Join(verbs, ", "))
 }
+
+// notWith refuses the flags of names that were given although the mode the
+// command runs in (a schedule file, a cassette, a merge) would not use
+// them: the user who gave one expects it to count. why says what the mode
+// takes instead.
+func notWith(fs *pflag.FlagSet, mode, why string, names ...string) error {
+	for _, name := range names {
+		if f := fs.Lookup(name); f != nil && f.Changed {
+			return usagef("--%s does not go with %s: %s", name, mode, why)
+		}
+	}
+	return nil
+}

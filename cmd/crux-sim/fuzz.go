@@ -129,6 +129,10 @@ failures, artifacts, output) are those of --jobs 1.
 				out = cmd.ErrOrStderr()
 			}
 			if merge {
+				if err := notWith(cmd.Flags(), "--merge", "it adds up the summaries of campaigns already run, and writes only its report",
+					"seeds", "start", "jobs", "time", "shard", "no-swarm", "check-logs", "out", "json", "defect", "store"); err != nil {
+					return err
+				}
 				return mergeSummaries(out, args)
 			}
 			if len(args) == 0 {

@@ -47,6 +47,9 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			source, command := "scripted run", ""
 			var o *harness.Outcome
 			if len(args) == 1 && isCassette(args[0]) {
+				if err := notWith(cmd.Flags(), "a cassette", "the cassette fixes the seed and answers every request; replay it as it was recorded", "seed", "swarm", "replay", "defect", "store"); err != nil {
+					return err
+				}
 				lim, err := limits.options()
 				if err != nil {
 					return err
