@@ -138,6 +138,9 @@ failures, artifacts, output) are those of --jobs 1.
 			if len(args) == 0 {
 				return usagef("fuzz needs at least one scenario: a built-in name or a file")
 			}
+			if jobs < 0 {
+				return usagef("--jobs must be 1 or more (or 0, the default: the number of CPUs), not %d", jobs)
+			}
 			shard := harness.Shard{Index: 0, Count: 1}
 			if shardFlag != "" {
 				var err error

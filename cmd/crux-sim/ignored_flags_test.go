@@ -58,3 +58,12 @@ func TestAFlagTheModeWouldIgnoreIsBadUsage(t *testing.T) {
 		t.Errorf("a refused report was written: %v", err)
 	}
 }
+
+// --jobs takes a number of processes; a negative one is bad usage, not
+// the default.
+func TestANegativeJobsIsBadUsage(t *testing.T) {
+	code, stdout, stderr := cli("fuzz", "--seeds", "10", "--jobs", "-3", "--out", "", "cancel-vs-complete")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "--jobs") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and a message on --jobs", code, stdout, stderr)
+	}
+}
