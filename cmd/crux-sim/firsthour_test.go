@@ -122,6 +122,27 @@ func TestAMistypedVerbGetsTheVerbMeant(t *testing.T) {
 	}
 }
 
+// A mistyped verb after help, or a mistyped shell after completion, is an
+// unknown command too: exit 2 with the one meant, not help and exit 0.
+func TestAMistypedHelpTopicOrShellGetsTheOneMeant(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help", "fuz"}, `crux-sim: unknown help topic "fuz" (did you mean "fuzz"?); see crux-sim --help` + "\n"},
+		{[]string{"help", "nothing-like-it"}, `crux-sim: unknown help topic "nothing-like-it"; the commands are completion, fuzz, help, list, record, replay, report, run, serve, show (see crux-sim --help)` + "\n"},
+		{[]string{"completion", "bsh"}, `crux-sim: unknown command "bsh" for "crux-sim completion" (did you mean "bash"?); see crux-sim completion --help` + "\n"},
+	} {
+		code, stdout, stderr := cli(c.args...)
+		if code != 2 || stdout != "" || stderr != c.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+	if code, stdout, _ := cli("help", "fuzz"); code != 0 || !strings.Contains(stdout, "crux-sim fuzz [--seeds N]") {
+		t.Errorf("help fuzz: exit %d:\n%s", code, stdout)
+	}
+}
+
 func TestAMistypedFlagGetsTheFlagMeant(t *testing.T) {
 	for _, c := range []struct {
 		args []string
