@@ -156,3 +156,18 @@ func notWith(fs *pflag.FlagSet, mode, why string, names ...string) error {
 	}
 	return nil
 }
+
+// oneScenario is the argument rule of a verb that takes one scenario
+// (optional when some flag can name it instead): none or several is bad
+// usage that names the verb and what it takes.
+func oneScenario(verb, example string, optional bool) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0 && !optional:
+			return usagef("%s needs a scenario: a built-in name (see crux-sim list) or a file, such as %s", verb, example)
+		case len(args) > 1:
+			return usagef("%s takes one scenario, not %d arguments; %s each in its own command", verb, len(args), verb)
+		}
+		return nil
+	}
+}

@@ -71,7 +71,7 @@ recording.`,
 		Example: `  export OPENAI_API_KEY=sk-...
   crux-sim record --base-url https://api.openai.com/v1 --model gpt-4o-mini research-coordinator -o leaves.cassette
   crux-sim record --base-url http://localhost:11434/v1 --model llama3.1 --no-api-key research-coordinator -o leaves.cassette`,
-		Args: cobra.ExactArgs(1),
+		Args: oneScenario("record", "crux-sim record --base-url URL research-coordinator -o leaves.cassette", false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if baseURL == "" {
 				return usagef("record needs --base-url, the provider's API root, such as https://api.openai.com/v1")
