@@ -275,6 +275,15 @@ func parseDefects(names []string) (core.Defects, error) {
 	return m, nil
 }
 
+// terminal tells whether w is a terminal, where long work shows its
+// progress; the tests replace it.
+var terminal = isTerminal
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
 // progressHook, when set (by the tests), hears a campaign's progress where
 // a terminal's progress bar would.
 var progressHook func(done int64)
@@ -282,8 +291,7 @@ var progressHook func(done int64)
 // newProgress returns a progress bar on a terminal, or nil when stderr is
 // piped so that logs stay clean.
 func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.ProgressBar {
-	f, ok := w.(*os.File)
-	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+	if !terminal(w) {
 		return nil
 	}
 	if budget > 0 {

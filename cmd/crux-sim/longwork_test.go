@@ -1,10 +1,14 @@
 package main
 
 import (
+	"io"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// Long work: what fuzz and record do on an interrupt and on a terminal.
 
 // An interrupted campaign says that it stopped early, as one stopped by its
 // time budget does: the "stopped by an interrupt" line before the summary,
@@ -55,5 +59,35 @@ func TestAnInterruptedCampaignSaysItStoppedEarly(t *testing.T) {
 				t.Errorf("the --json summary's stopped is %q", s.Stopped)
 			}
 		})
+	}
+}
+
+// A recording is long work (every call waits on a real model): on a
+// terminal, record shows the request in flight on standard error, and
+// clears that line before the report; piped, it shows nothing.
+func TestRecordShowsItsProgressOnATerminalOnly(t *testing.T) {
+	srv := httptest.NewServer(&researchModel{})
+	defer srv.Close()
+	for _, onTerminal := range []bool{true, false} {
+		terminal = func(io.Writer) bool { return onTerminal }
+		t.Cleanup(func() { terminal = isTerminal })
+		path := filepath.Join(t.TempDir(), "leaves.cassette")
+		code, stdout, stderr := cli("record", "--base-url", srv.URL+"/v1", "--model", "gpt-4o-mini", "--no-api-key", "research-coordinator", "-o", path)
+		if code != 0 {
+			t.Fatalf("record exited %d:\n%s%s", code, stdout, stderr)
+		}
+		shown := strings.Contains(stderr, "recording: request 1, research-coordinator step 1") &&
+			strings.Contains(stderr, "recording: request 4, ")
+		switch {
+		case onTerminal && !shown:
+			t.Errorf("on a terminal, record showed no progress: %q", stderr)
+		case onTerminal && !strings.HasSuffix(stderr, "\r"):
+			t.Errorf("on a terminal, record left its progress line on the screen: %q", stderr)
+		case !onTerminal && stderr != "":
+			t.Errorf("piped, record wrote on standard error: %q", stderr)
+		}
+		if strings.Contains(stdout, "recording:") {
+			t.Errorf("the progress reached standard output:\n%s", stdout)
+		}
 	}
 }
