@@ -340,8 +340,12 @@ func Fuzz(ctx context.Context, targets []Target, opts CampaignOptions) *Campaign
 	}
 
 	wg.Wait()
-	if res.Stopped == "" && ctx.Err() != nil && opts.Budget > 0 && time.Since(start) >= opts.Budget {
-		res.Stopped = StoppedAtBudget
+	if res.Stopped == "" && ctx.Err() != nil && done.Load() < total {
+		if opts.Budget > 0 && time.Since(start) >= opts.Budget {
+			res.Stopped = StoppedAtBudget
+		} else {
+			res.Stopped = StoppedByInterrupt
+		}
 	}
 	res.Schedules, res.Failing = done.Load(), failing.Load()
 	res.Crashed, res.Crashes = crashed.Load(), crashes.Load()
@@ -388,6 +392,10 @@ func FailureOrder(scenarioA string, seedA int64, scenarioB string, seedB int64) 
 // StoppedAtBudget is CampaignResult.Stopped for a campaign that ran out of
 // its time budget.
 const StoppedAtBudget = "stopped at the time budget"
+
+// StoppedByInterrupt is CampaignResult.Stopped for a campaign whose
+// context ended before its last schedule (in the CLI, an interrupt).
+const StoppedByInterrupt = "stopped by an interrupt"
 
 // StoppedAfter is CampaignResult.Stopped for a campaign that stopped at
 // its MaxFailures distinct failures.

@@ -182,3 +182,24 @@ func TestBetweenRunsIsCalledBeforeEachSchedule(t *testing.T) {
 		}
 	}
 }
+
+// A campaign whose context ends before its last schedule says it stopped
+// early; one that ran every schedule says nothing of the kind.
+func TestACampaignWhoseContextEndsSaysItStoppedByAnInterrupt(t *testing.T) {
+	targets := []harness.Target{builtinTarget("cancel-vs-complete")}
+	ctx, cancel := context.WithCancel(context.Background())
+	var runs atomic.Int64
+	opts := harness.CampaignOptions{Seeds: 1000, Jobs: 1, BetweenRuns: func() {
+		if runs.Add(1) == 10 {
+			cancel()
+		}
+	}}
+	res := harness.Fuzz(ctx, targets, opts)
+	if res.Stopped != harness.StoppedByInterrupt || res.Schedules >= 1000 {
+		t.Errorf("an interrupted campaign ran %d of 1000 schedules and says it stopped %q", res.Schedules, res.Stopped)
+	}
+	whole := harness.Fuzz(context.Background(), targets, harness.CampaignOptions{Seeds: 10, Jobs: 1})
+	if whole.Stopped != "" || whole.Schedules != 10 {
+		t.Errorf("a whole campaign ran %d of 10 schedules and says it stopped %q", whole.Schedules, whole.Stopped)
+	}
+}

@@ -122,6 +122,50 @@ func TestAMistypedVerbGetsTheVerbMeant(t *testing.T) {
 	}
 }
 
+// A mistyped verb after help, or a mistyped shell after completion, is an
+// unknown command too: exit 2 with the one meant, not help and exit 0.
+func TestAMistypedHelpTopicOrShellGetsTheOneMeant(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help", "fuz"}, `crux-sim: unknown help topic "fuz" (did you mean "fuzz"?); see crux-sim --help` + "\n"},
+		{[]string{"help", "nothing-like-it"}, `crux-sim: unknown help topic "nothing-like-it"; the commands are completion, fuzz, help, list, record, replay, report, run, serve, show (see crux-sim --help)` + "\n"},
+		{[]string{"completion", "bsh"}, `crux-sim: unknown command "bsh" for "crux-sim completion" (did you mean "bash"?); see crux-sim completion --help` + "\n"},
+	} {
+		code, stdout, stderr := cli(c.args...)
+		if code != 2 || stdout != "" || stderr != c.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+	if code, stdout, _ := cli("help", "fuzz"); code != 0 || !strings.Contains(stdout, "crux-sim fuzz [--seeds N]") {
+		t.Errorf("help fuzz: exit %d:\n%s", code, stdout)
+	}
+}
+
+// A verb that takes one scenario says so, naming itself, when it gets
+// none or several, as replay does of its cassette.
+func TestAVerbOfOneScenarioSaysWhatItTakes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "--base-url", "http://127.0.0.1:1/v1", "--no-api-key", "-o", "x.cassette"},
+			"crux-sim: record needs a scenario: a built-in name (see crux-sim list) or a file, such as crux-sim record --base-url URL research-coordinator -o leaves.cassette\n"},
+		{[]string{"record", "--base-url", "http://127.0.0.1:1/v1", "--no-api-key", "-o", "x.cassette", "research-coordinator", "cancel-vs-complete"},
+			"crux-sim: record takes one scenario, not 2 arguments; record each in its own command\n"},
+		{[]string{"report", "research-coordinator", "cancel-vs-complete", "-o", "x.html"},
+			"crux-sim: report takes one scenario, not 2 arguments; report each in its own command\n"},
+		{[]string{"serve", "research-coordinator", "cancel-vs-complete"},
+			"crux-sim: serve takes one scenario, not 2 arguments; serve each in its own command\n"},
+	} {
+		code, stdout, stderr := cli(c.args...)
+		if code != 2 || stdout != "" || stderr != c.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}
+
 func TestAMistypedFlagGetsTheFlagMeant(t *testing.T) {
 	for _, c := range []struct {
 		args []string

@@ -95,26 +95,79 @@ func flagError(cmd *cobra.Command, err error) error {
 }
 
 // unknownVerb returns the error for a first argument that names no verb,
-// with the closest verb, or nil when it names one (or is a flag).
+// with the closest verb, or nil when it names one (or is a flag). The
+// argument after help (a verb) and after completion (a shell) is checked
+// the same way: cobra would print help and exit 0.
 func unknownVerb(root *cobra.Command, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil
 	}
 	verbs := []string{"help", "completion"}
+	known := false
 	for _, c := range root.Commands() {
 		if c.Name() == args[0] || slices.Contains(c.Aliases, args[0]) {
-			return nil
+			known = true
 		}
 		if !c.Hidden {
 			verbs = append(verbs, c.Name())
 		}
 	}
-	if slices.Contains(verbs, args[0]) {
+	slices.Sort(verbs)
+	if !known && !slices.Contains(verbs, args[0]) {
+		if meant := didyoumean.Closest(args[0], verbs); meant != "" {
+			return usagef("unknown command %q (did you mean %q?); see crux-sim --help", args[0], meant)
+		}
+		return usagef("unknown command %q; the commands are %s (see crux-sim --help)", args[0], strings.Join(verbs, ", "))
+	}
+	if len(args) < 2 || strings.HasPrefix(args[1], "-") {
 		return nil
 	}
-	slices.Sort(verbs)
-	if meant := didyoumean.Closest(args[0], verbs); meant != "" {
-		return usagef("unknown command %q (did you mean %q?); see crux-sim --help", args[0], meant)
+	switch topic := args[1]; args[0] {
+	case "help":
+		if slices.Contains(verbs, topic) {
+			return nil
+		}
+		if meant := didyoumean.Closest(topic, verbs); meant != "" {
+			return usagef("unknown help topic %q (did you mean %q?); see crux-sim --help", topic, meant)
+		}
+		return usagef("unknown help topic %q; the commands are %s (see crux-sim --help)", topic, strings.Join(verbs, ", "))
+	case "completion":
+		shells := []string{"bash", "fish", "powershell", "zsh"}
+		if slices.Contains(shells, topic) || topic == "help" {
+			return nil
+		}
+		if meant := didyoumean.Closest(topic, shells); meant != "" {
+			return usagef("unknown command %q for \"crux-sim completion\" (did you mean %q?); see crux-sim completion --help", topic, meant)
+		}
+		return usagef("unknown command %q for \"crux-sim completion\"; the shells are %s (see crux-sim completion --help)", topic, strings.Join(shells, ", "))
 	}
-	return usagef("unknown command %q; the commands are %s (see crux-sim --help)", args[0], strings.Join(verbs, ", "))
+	return nil
+}
+
+// notWith refuses the flags of names that were given although the mode the
+// command runs in (a schedule file, a cassette, a merge) would not use
+// them: the user who gave one expects it to count. why says what the mode
+// takes instead.
+func notWith(fs *pflag.FlagSet, mode, why string, names ...string) error {
+	for _, name := range names {
+		if f := fs.Lookup(name); f != nil && f.Changed {
+			return usagef("--%s does not go with %s: %s", name, mode, why)
+		}
+	}
+	return nil
+}
+
+// oneScenario is the argument rule of a verb that takes one scenario
+// (optional when some flag can name it instead): none or several is bad
+// usage that names the verb and what it takes.
+func oneScenario(verb, example string, optional bool) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0 && !optional:
+			return usagef("%s needs a scenario: a built-in name (see crux-sim list) or a file, such as %s", verb, example)
+		case len(args) > 1:
+			return usagef("%s takes one scenario, not %d arguments; %s each in its own command", verb, len(args), verb)
+		}
+		return nil
+	}
 }

@@ -129,10 +129,17 @@ failures, artifacts, output) are those of --jobs 1.
 				out = cmd.ErrOrStderr()
 			}
 			if merge {
+				if err := notWith(cmd.Flags(), "--merge", "it adds up the summaries of campaigns already run, and writes only its report",
+					"seeds", "start", "jobs", "time", "shard", "no-swarm", "check-logs", "out", "json", "defect", "store"); err != nil {
+					return err
+				}
 				return mergeSummaries(out, args)
 			}
 			if len(args) == 0 {
 				return usagef("fuzz needs at least one scenario: a built-in name or a file")
+			}
+			if jobs < 0 {
+				return usagef("--jobs must be 1 or more (or 0, the default: the number of CPUs), not %d", jobs)
 			}
 			shard := harness.Shard{Index: 0, Count: 1}
 			if shardFlag != "" {
@@ -166,6 +173,8 @@ failures, artifacts, output) are those of --jobs 1.
 			bar := newProgress(cmd.ErrOrStderr(), opts.ShardSchedules(len(args)), budget)
 			if bar != nil {
 				c.opts.Progress = func(done int64) { _ = bar.Set64(done) }
+			} else if progressHook != nil {
+				c.opts.Progress = progressHook
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
@@ -266,11 +275,23 @@ func parseDefects(names []string) (core.Defects, error) {
 	return m, nil
 }
 
+// terminal tells whether w is a terminal, where long work shows its
+// progress; the tests replace it.
+var terminal = isTerminal
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// progressHook, when set (by the tests), hears a campaign's progress where
+// a terminal's progress bar would.
+var progressHook func(done int64)
+
 // newProgress returns a progress bar on a terminal, or nil when stderr is
 // piped so that logs stay clean.
 func newProgress(w io.Writer, total int64, budget time.Duration) *progressbar.ProgressBar {
-	f, ok := w.(*os.File)
-	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+	if !terminal(w) {
 		return nil
 	}
 	if budget > 0 {

@@ -259,12 +259,13 @@ func (c *campaign) runWorkers(ctx context.Context, exe string, n int) (*campaign
 		defer t.Stop()
 		budget = t.C
 	}
-	budgetHit := false
+	stopped := ""
 	select {
 	case <-finished:
 	case <-ctx.Done():
+		stopped = harness.StoppedByInterrupt
 	case <-budget:
-		budgetHit = true
+		stopped = harness.StoppedAtBudget
 	}
 	select {
 	case <-finished:
@@ -286,7 +287,7 @@ func (c *campaign) runWorkers(ctx context.Context, exe string, n int) (*campaign
 		}
 		signal.Stop(again)
 	}
-	return c.merge(workers, stage, start, budgetHit)
+	return c.merge(workers, stage, start, stopped)
 }
 
 // workerEnv is the environment of worker i: the parent's, with the worker
@@ -386,7 +387,7 @@ func (w *worker) problem(n int) error {
 // them, the first in the campaign's order. Each worker shrank the first of
 // its own; the parent keeps the artifacts of the failures it reports and
 // removes the rest.
-func (c *campaign) merge(workers []*worker, stage string, start time.Time, budgetHit bool) (*campaignReport, error) {
+func (c *campaign) merge(workers []*worker, stage string, start time.Time, stopped string) (*campaignReport, error) {
 	rep := &campaignReport{}
 	type found struct {
 		reportedFailure
@@ -420,8 +421,10 @@ func (c *campaign) merge(workers []*worker, stage string, start time.Time, budge
 	switch {
 	case len(kept) >= c.opts.MaxFailures:
 		rep.res.Stopped = harness.StoppedAfter(len(kept))
-	case budgetHit:
-		rep.res.Stopped = harness.StoppedAtBudget
+	case stopped != "" && rep.res.Schedules < c.opts.ShardSchedules(len(c.args)):
+		// The budget or an interrupt stopped the workers before the
+		// shard's last schedule.
+		rep.res.Stopped = stopped
 	}
 	slices.SortStableFunc(kept, func(a, b found) int {
 		return harness.FailureOrder(a.Summary.Scenario, a.Summary.Seed, b.Summary.Scenario, b.Summary.Seed)

@@ -63,7 +63,8 @@ A recording that fails (a refused connection, a rejected key, an unknown
 model, a provider that keeps failing after --retries) exits 2 with the
 provider's message and writes no cassette: the file appears only once the
 recording is whole. --keep-partial FILE keeps a failed attempt there, marked
-incomplete, for diagnosis.
+incomplete, for diagnosis. On a terminal, standard error shows the request
+in flight until the report; piped, record is quiet until then.
 
 Exit codes: 0 the recording is whole and every expectation held; 1 it is
 whole and an expectation failed; 2 bad usage, bad input or a failed
@@ -71,7 +72,7 @@ recording.`,
 		Example: `  export OPENAI_API_KEY=sk-...
   crux-sim record --base-url https://api.openai.com/v1 --model gpt-4o-mini research-coordinator -o leaves.cassette
   crux-sim record --base-url http://localhost:11434/v1 --model llama3.1 --no-api-key research-coordinator -o leaves.cassette`,
-		Args: cobra.ExactArgs(1),
+		Args: oneScenario("record", "crux-sim record --base-url URL research-coordinator -o leaves.cassette", false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if baseURL == "" {
 				return usagef("record needs --base-url, the provider's API root, such as https://api.openai.com/v1")
@@ -121,7 +122,10 @@ recording.`,
 			if err != nil {
 				return err
 			}
-			notices := &lockedWriter{w: cmd.ErrOrStderr()}
+			// On a terminal, the request in flight shows on a line of
+			// standard error that every notice, and the report, clears.
+			notices := &recordProgress{w: cmd.ErrOrStderr(), on: terminal(cmd.ErrOrStderr())}
+			defer notices.clear()
 			if key != "" && len(key) < cassette.MinSecretLen {
 				// Redacting a value this short ("none", "ollama") would
 				// blank ordinary words everywhere; say so rather than let
@@ -140,7 +144,7 @@ recording.`,
 			// explicit --keep-partial.
 			stop, unwatch := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer unwatch()
-			rec, err := cassette.CreateFile(out, &timedProvider{inner: prov, fixed: virtual, stop: stop}, cassette.RecordOptions{
+			rec, err := cassette.CreateFile(out, &timedProvider{inner: prov, fixed: virtual, stop: stop, calling: notices.calling}, cassette.RecordOptions{
 				Header: cassette.Header{Scenario: sc.Name, ScenarioSource: src.source, ScenarioDigest: src.digest, Seed: &s,
 					Model: model, BaseURL: baseURL, Created: time.Now().UTC()},
 				Start:   sim.Epoch,
@@ -172,6 +176,7 @@ recording.`,
 				return err
 			}
 			fmt.Fprintf(&report, "recorded %d exchanges to %s\n", rec.Exchanges(), out)
+			notices.clear()
 			if _, err := io.WriteString(cmd.OutOrStdout(), red.String(report.String())); err != nil {
 				return err
 			}
@@ -250,6 +255,52 @@ func checkBaseURL(base string, red *cassette.Redactor) error {
 	return nil
 }
 
+// recordProgress is where record's notices go, one at a time, and, on a
+// terminal, its progress: one line naming the provider request in flight,
+// rewritten at each request and cleared (with spaces, not escape codes)
+// before a notice or the report.
+type recordProgress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	on    bool
+	calls int
+	shown int // the width of the progress line on the screen, 0 for none
+}
+
+func (p *recordProgress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLocked()
+	return p.w.Write(b)
+}
+
+// calling shows the request about to be sent.
+func (p *recordProgress) calling(req *core.Request) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	line := fmt.Sprintf("recording: request %d, %s step %d ...", p.calls, req.Agent, req.Step)
+	p.clearLocked()
+	_, _ = io.WriteString(p.w, line)
+	p.shown = len(line)
+}
+
+func (p *recordProgress) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLocked()
+}
+
+func (p *recordProgress) clearLocked() {
+	if p.shown > 0 {
+		_, _ = io.WriteString(p.w, "\r"+strings.Repeat(" ", p.shown)+"\r")
+		p.shown = 0
+	}
+}
+
 // lockedWriter serializes writers to one writer: the notices of a run's
 // actors, the standard errors of a campaign's workers.
 type lockedWriter struct {
@@ -314,6 +365,8 @@ type timedProvider struct {
 	// stop, when done, cuts short the provider call in flight: the
 	// recording was interrupted.
 	stop context.Context
+	// calling, when set, hears of each request before it is sent.
+	calling func(*core.Request)
 }
 
 func (p *timedProvider) Step(ctx context.Context, req *core.Request) (*core.Response, error) {
@@ -328,6 +381,9 @@ func (p *timedProvider) StepWithFinishReason(ctx context.Context, req *core.Requ
 		ctx, cancel = context.WithCancel(ctx)
 		defer context.AfterFunc(p.stop, cancel)()
 		defer cancel()
+	}
+	if p.calling != nil {
+		p.calling(req)
 	}
 	start := time.Now()
 	var resp *core.Response

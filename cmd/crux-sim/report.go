@@ -39,7 +39,7 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
   crux-sim report --seed 3 cancel-vs-complete -o race.html
   crux-sim report --replay crux-sim-failures/cancel-vs-complete-seed7.json -o failure.html
   crux-sim report my-scenario.yaml -o - > report.html`,
-		Args: cobra.MaximumNArgs(1),
+		Args: oneScenario("report", "", true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("-o is required: the file to write the report to, or - for standard output")
@@ -47,6 +47,9 @@ The exit code is the run's: 0 when every expectation held, 1 when one failed
 			source, command := "scripted run", ""
 			var o *harness.Outcome
 			if len(args) == 1 && isCassette(args[0]) {
+				if err := notWith(cmd.Flags(), "a cassette", "the cassette fixes the seed and answers every request; replay it as it was recorded", "seed", "swarm", "replay", "defect", "store"); err != nil {
+					return err
+				}
 				lim, err := limits.options()
 				if err != nil {
 					return err

@@ -174,9 +174,12 @@ type scheduleFlags struct {
 	store   storeFlag
 	// stdin is where "-" reads a scenario from.
 	stdin io.Reader
+	// fs is the command's flags, which tell the flags given.
+	fs *pflag.FlagSet
 }
 
 func (f *scheduleFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.Int64Var(&f.seed, "seed", 1, "the seed that chooses the schedule, faults and latencies")
 	fs.BoolVar(&f.swarm, "swarm", false, "give the seed its own fault mix, as crux-sim fuzz does")
 	fs.StringVar(&f.replay, "replay", "", "replay a shrunk schedule file written by crux-sim fuzz")
@@ -207,6 +210,9 @@ func (f *scheduleFlags) resolveSchedule(args []string) (harness.Options, []*scen
 	if f.replay == "" {
 		scs, err := f.loadArgs(args)
 		return harness.Options{Seed: f.seed, Swarm: f.swarm, Testing: core.Testing{Defects: defects}}, scs, nil, err
+	}
+	if err := notWith(f.fs, "--replay", "the schedule file fixes the seed, the fault mix and the planted defects", "seed", "swarm", "defect"); err != nil {
+		return harness.Options{}, nil, nil, err
 	}
 	sched, err := harness.ReadSchedule(f.replay)
 	if err != nil {

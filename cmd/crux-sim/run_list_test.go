@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -271,5 +272,21 @@ func TestEveryVerbExplainsItselfWithHelp(t *testing.T) {
 	_, stdout, _ := cli("run", "--help")
 	if !strings.Contains(stdout, "exit 0 when all held, 1 when one failed, 2 on bad input") {
 		t.Errorf("run --help does not give the exit codes:\n%s", stdout)
+	}
+}
+
+// What list and show print speaks of this repository only: no built-in's
+// description names an outside document by a shorthand ("Seed 03").
+func TestListAndShowNameNothingOutsideTheRepository(t *testing.T) {
+	outside := regexp.MustCompile(`(?i)\bseed[ -]?0[0-9]\b|DESIGN`)
+	_, list, _ := cli("list")
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		if outside.MatchString(line) {
+			t.Errorf("crux-sim list: %s", line)
+		}
+		name, _, _ := strings.Cut(line, " ")
+		if _, shown, _ := cli("show", name); outside.MatchString(shown) {
+			t.Errorf("crux-sim show %s: %s", name, outside.FindString(shown))
+		}
 	}
 }

@@ -58,7 +58,7 @@ otherwise, 2 on bad usage or input.`,
 		Example: `  crux-sim serve research-coordinator
   OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 node my-coordinator.js
   curl -X POST http://127.0.0.1:PORT/crux-sim/finish`,
-		Args: cobra.MaximumNArgs(1),
+		Args: oneScenario("serve", "", true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if idle < 0 {
 				return usagef("--idle-timeout must be 0 (none) or more, not %s", idle)
