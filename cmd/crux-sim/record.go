@@ -560,8 +560,9 @@ func quoteName(s string) string {
 	return strconv.Quote(s)
 }
 
-// isCassette reports whether a regular file starts like a cassette (a
-// FIFO or a device is never opened here: it could block or never end).
+// isCassette reports whether a regular file starts like a cassette, cut
+// short or whole (cassette.StartsLikeCassette); a FIFO or a device is
+// never opened here: it could block or never end.
 func isCassette(path string) bool {
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
 		return false
@@ -573,5 +574,5 @@ func isCassette(path string) bool {
 	defer f.Close()
 	head := make([]byte, 64)
 	n, _ := io.ReadFull(f, head)
-	return strings.Contains(string(head[:n]), `"format":"crux-sim-cassette"`)
+	return cassette.StartsLikeCassette(head[:n])
 }

@@ -96,3 +96,24 @@ func TestReportBadUsageExitsTwo(t *testing.T) {
 		})
 	}
 }
+
+// report tells a cassette from a scenario file by the cassette reader's
+// own rule, so that a cassette cut short inside its header is reported as
+// the truncated cassette it is, not as a scenario file with a YAML error;
+// and a scenario written in YAML's flow style, whose first line is a lone
+// "{", is still a scenario.
+func TestReportTakesACassetteCutInItsHeaderForACassette(t *testing.T) {
+	cut := filepath.Join("..", "..", "harness", "cassette", "testdata", "hostile", "cut-header.cassette")
+	code, out := runCLI(t, "report", cut, "-o", filepath.Join(t.TempDir(), "r.html"))
+	if code != 2 || !strings.Contains(out, "cut-header.cassette:1:41: cassette is truncated") {
+		t.Errorf("report of a cassette cut in its header exited %d:\n%s", code, out)
+	}
+	flow := filepath.Join(t.TempDir(), "flow.yaml")
+	src := "{\n  name: flow,\n  agents: {solo: {description: Says hi}},\n  run: {agents: {solo: solo}},\n  script: {solo: [{text: hi}]}\n}\n"
+	if err := os.WriteFile(flow, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCLI(t, "report", flow, "-o", filepath.Join(t.TempDir(), "f.html")); code != 0 {
+		t.Errorf("report of a flow-style scenario exited %d:\n%s", code, out)
+	}
+}

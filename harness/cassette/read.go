@@ -228,6 +228,27 @@ func byteSize(n int64) string {
 // than some other file.
 const headerStart = `{"kind":"header","format":"crux-sim-cassette"`
 
+// startsLikeHeader reports whether a first line, whole or cut short, is a
+// cassette header's: a piece of how every header begins, or a line that
+// names the format.
+func startsLikeHeader(line []byte) bool {
+	return strings.HasPrefix(headerStart, string(line)) || bytes.HasPrefix(line, []byte(`{"kind":"header"`)) ||
+		bytes.Contains(line, []byte(`"`+Format+`"`))
+}
+
+// StartsLikeCassette reports whether the first bytes of a file are a
+// cassette's, by the rule the reader tells a truncated cassette from
+// another file with: its first line (or as much of it as head holds) starts
+// like a header, whole or cut short, or names the format. A first line
+// shorter than {"kind" is too little to tell and is not taken for one (a
+// YAML file may open with a lone "{").
+func StartsLikeCassette(head []byte) bool {
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[:i]
+	}
+	return len(head) >= len(`{"kind"`) && startsLikeHeader(head)
+}
+
 func (rd *reader) parse(complete bool) error {
 	if err := checkDepth(rd.raw, rd.opts.MaxDepth); err != nil {
 		var de *depthError
@@ -241,8 +262,7 @@ func (rd *reader) parse(complete bool) error {
 			err = uerr // its offsets are the ones the rest of the reader reports
 		}
 		if rd.state == wantHeader {
-			if !complete && cutShort(rd.raw) && (strings.HasPrefix(headerStart, string(rd.raw)) ||
-				bytes.HasPrefix(rd.raw, []byte(`{"kind":"header"`)) || bytes.Contains(rd.raw, []byte(`"`+Format+`"`))) {
+			if !complete && cutShort(rd.raw) && startsLikeHeader(rd.raw) {
 				return rd.fail(len(rd.raw)+1, ErrTruncated, "%s", rd.cutLine())
 			}
 			return rd.fail(0, ErrNotCassette, "the first line is not a JSON cassette header")
