@@ -491,7 +491,8 @@ func mergeSummaries(out io.Writer, files []string) error {
 	}
 	var total, first fuzzSummary
 	var longest float64
-	var count int // the campaign's number of shards
+	var stopped []string // the shards that stopped early, and why
+	var count int        // the campaign's number of shards
 	shards := map[int]bool{}
 	for i, path := range files {
 		s, err := readSummary(path)
@@ -515,6 +516,9 @@ func mergeSummaries(out io.Writer, files []string) error {
 			return usagef("%s: shard %s appears twice", path, s.Shard)
 		}
 		shards[sh.Index] = true
+		if s.Stopped != "" {
+			stopped = append(stopped, fmt.Sprintf("shard %s %s after %d of its schedules", s.Shard, s.Stopped, s.Schedules))
+		}
 		total.Schedules += s.Schedules
 		total.Failing += s.Failing
 		total.Failures = append(total.Failures, s.Failures...)
@@ -532,6 +536,12 @@ func mergeSummaries(out io.Writer, files []string) error {
 		if f.Schedule != "" {
 			fmt.Fprintf(out, "  replay:    crux-sim run --replay %s\n", shellQuote(f.Schedule))
 		}
+	}
+	// A shard that stopped early ran only some of its seeds: the merge
+	// says so, as a campaign that stopped early does, rather than pass
+	// for the whole campaign.
+	for _, line := range stopped {
+		fmt.Fprintln(out, line)
 	}
 	rate := 0.0
 	if longest > 0 {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/crux-sim/crux-sim/harness"
 )
 
 var summaryLine = regexp.MustCompile(`(?m)^(\d+) schedules, (\d+) failing schedules?, (\d+) distinct failures?, \d+ schedules/s$`)
@@ -169,6 +171,14 @@ func TestFuzzMergeTakesEveryShardOfOneCampaignAndNothingElse(t *testing.T) {
 	}
 	if code, out := runCLI(t, "fuzz", "--merge", a0); code != 2 || !strings.Contains(out, "shard 1/2 is missing") {
 		t.Errorf("merging one shard of two exited %d:\n%s", code, out)
+	}
+	// A shard that stopped early is named, with why and how far it got.
+	short := shard(1, 2, 1, 40, "cancel-vs-complete")
+	short.Schedules, short.Stopped = 7, harness.StoppedAtBudget
+	s1 := write("short.json", short)
+	if code, out := runCLI(t, "fuzz", "--merge", a0, s1); code != 0 || !strings.Contains(out, "shard 1/2 stopped at the time budget after 7 of its schedules") ||
+		!strings.Contains(out, "2 shards: 27 schedules") {
+		t.Errorf("merging a shard that stopped early exited %d:\n%s", code, out)
 	}
 }
 
