@@ -64,8 +64,10 @@ func (c *checker) checkLogs() {
 		// a leak in a log line is the whole secret.
 		i := c.state.secrets.first(line, func(i int) bool { return strings.Contains(line, c.state.Secrets[c.state.secrets.list[i].order]) })
 		if i >= 0 && len(c.violations) < maxViolations {
+			// The line was written during the step that recorded the
+			// trace's latest entry: that is the entry it is found at.
 			c.violations = append(c.violations, Violation{Invariant: logInvariant, Seed: c.r.opts.Seed,
-				Step: c.r.sim.Steps(), Message: fmt.Sprintf("log line %d carries child content %q: %s",
+				Step: c.r.sim.Steps(), Entry: c.r.rec.Len(), Message: fmt.Sprintf("log line %d carries child content %q: %s",
 					c.logSeen+1, abbreviate(c.state.Secrets[c.state.secrets.list[i].order]), abbreviate(line))})
 		}
 	}

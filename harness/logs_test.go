@@ -20,13 +20,17 @@ var _ = Describe("the log invariant", func() {
 		}
 	})
 
-	It("no-child-content-in-logs: a log that carries a child's output is caught, with the seed and the step", func() {
+	It("no-child-content-in-logs: a log that carries a child's output is caught, with the seed, the step and the trace entry it came after", func() {
 		o := harness.Run(builtin("research-coordinator"), harness.WithLogContent(harness.Options{Seed: 4, CheckLogs: true}))
 		Expect(o.Violations).To(ContainElement(SatisfyAll(
 			HaveField("Invariant", "no-child-content-in-logs"),
 			HaveField("Seed", int64(4)),
 			HaveField("Step", BeNumerically(">", 0)),
+			HaveField("Entry", BeNumerically(">", 0)),
 			HaveField("Message", ContainSubstring("Chlorophyll breaks down")))))
+		for _, v := range o.Violations {
+			Expect(v.String()).NotTo(ContainSubstring("entry #0"), "a violation names a trace entry that exists")
+		}
 		Expect(o.Passed()).To(BeFalse())
 	})
 
