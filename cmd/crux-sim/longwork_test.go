@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crux-sim/crux-sim/core"
 )
 
 // Long work: what fuzz and record do on an interrupt and on a terminal.
@@ -89,5 +91,17 @@ func TestRecordShowsItsProgressOnATerminalOnly(t *testing.T) {
 		if strings.Contains(stdout, "recording:") {
 			t.Errorf("the progress reached standard output:\n%s", stdout)
 		}
+	}
+}
+
+// The progress line names the agent the scenario file chose, escaped: an
+// id that holds an ANSI escape or a line break cannot paint the terminal
+// or start a line of its own.
+func TestRecordProgressShowsAnAgentIDEscaped(t *testing.T) {
+	var b strings.Builder
+	p := &recordProgress{w: &b, on: true}
+	p.calling(&core.Request{Agent: "a\x1b[31mred\nx", Step: 2})
+	if strings.ContainsAny(b.String(), "\x1b\n") || !strings.Contains(b.String(), `a\x1b[31mred\nx step 2`) {
+		t.Errorf("the progress line is %q", b.String())
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/crux-sim/crux-sim/core"
 	"github.com/crux-sim/crux-sim/core/openai"
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/cassette"
 	"github.com/crux-sim/crux-sim/scenarios"
@@ -282,7 +283,7 @@ func (p *recordProgress) calling(req *core.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls++
-	line := fmt.Sprintf("recording: request %d, %s step %d ...", p.calls, req.Agent, req.Step)
+	line := fmt.Sprintf("recording: request %d, %s step %d ...", p.calls, trace.Escape(req.Agent), req.Step)
 	p.clearLocked()
 	_, _ = io.WriteString(p.w, line)
 	p.shown = len(line)
