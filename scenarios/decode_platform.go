@@ -65,7 +65,7 @@ func (l *loader) platformSection(n *node) *Platform {
 		}
 	}
 	if sn := f["store"]; sn != nil {
-		b, err := store.ParseBackend(l.str(sn, "platform store"))
+		b, err := store.ParseFileBackend(l.str(sn, "platform store"))
 		switch {
 		case err != nil:
 			l.errorf(sn, "platform %v", err)
