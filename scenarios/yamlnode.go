@@ -334,14 +334,65 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.Start != nil && t.Start.Value == "!!str" && v.kind == scalarNode {
+		tag := ""
+		if t.Start != nil {
+			tag = t.Start.Value
+		}
+		if tag == "!!str" && v.kind == scalarNode {
 			v.value = scalarString(v)
+			return v, nil
+		}
+		if !tagFits(tag, v) {
+			return nil, tagProblem(line, col, tag, v)
 		}
 		return v, nil
 	case *ast.CommentGroupNode:
 		return at(scalarNode), nil
 	}
 	return nil, &posError{line: line, col: col, msg: fmt.Sprintf("unsupported YAML construct %s", n.Type())}
+}
+
+// jsonTags are the YAML tags of JSON's values, the only ones a scenario
+// file may carry, each with the kind of value it fits.
+var jsonTags = map[string]func(*node) bool{
+	"!!str":   func(n *node) bool { return n.kind == scalarNode },
+	"!!map":   func(n *node) bool { return n.kind == mapNode },
+	"!!seq":   func(n *node) bool { return n.kind == seqNode },
+	"!!int":   func(n *node) bool { _, ok := n.value.(int64); return ok && n.kind == scalarNode },
+	"!!float": func(n *node) bool { return n.kind == scalarNode && isNumber(n.value) },
+	"!!bool":  func(n *node) bool { _, ok := n.value.(bool); return ok && n.kind == scalarNode },
+	"!!null":  func(n *node) bool { return n.kind == scalarNode && n.value == nil },
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
+}
+
+// tagFits reports whether a tag is one of JSON's and fits its value. Any
+// other tag (!!binary, !!timestamp, !!set, a language's !!python/object, an
+// application's !env) means something to some loader that this one would
+// silently read as plain text, so it is an error, not ignored.
+func tagFits(tag string, v *node) bool {
+	fits, ok := jsonTags[tag]
+	return ok && fits(v)
+}
+
+func tagProblem(line, col int, tag string, v *node) *posError {
+	if _, ok := jsonTags[tag]; ok {
+		return &posError{line: line, col: col, msg: fmt.Sprintf("the tag %s does not fit %s; leave the tag out and write the value as what it is", tag, v.describe())}
+	}
+	return &posError{line: line, col: col, msg: fmt.Sprintf("the tag %s is not supported in scenario files: everything in one is JSON, and crux-sim expands nothing; write the value without a tag (or with !!str to make it a string)", quoteInner(tag))}
+}
+
+// quoteInner escapes what is not printable text, as %q does, without the
+// quotes.
+func quoteInner(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 func (c *converter) addEntry(out *node, mv *ast.MappingValueNode) error {
