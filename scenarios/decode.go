@@ -183,6 +183,23 @@ func (d *decoder) integer(n *node, what string, minimum int) int {
 	return int(v)
 }
 
+// maxBudget bounds a step or attempt budget (max-steps, max-iterations,
+// max-attempts). The runtime's default is 24 steps and a built-in needs a
+// dozen; a budget of a billion asks for a run without end, which the
+// simulator would stop only after a million scheduling steps and
+// gigabytes of trace.
+const maxBudget = 10_000
+
+// budget reads a step or attempt budget: an integer from 1 to maxBudget.
+func (d *decoder) budget(n *node, what string) int {
+	v := d.integer(n, what, 1)
+	if v > maxBudget {
+		d.errorf(n, "%s is %d, more than %d; no scenario needs that many (a run's default is %d steps), and a run that took them would cost without bound", what, v, maxBudget, core.DefaultMaxSteps)
+		return 0
+	}
+	return v
+}
+
 func (d *decoder) probability(n *node, what string) float64 {
 	if n == nil {
 		return 0

@@ -146,7 +146,7 @@ func (l *loader) agent(a *agentDecl, n *node) {
 	what := "agent " + strconv.Quote(a.id)
 	f := l.fields(n, what, agentKeys...)
 	a.agent.Description = l.str(f["description"], what+" description")
-	a.agent.MaxSteps = l.integer(f["max-steps"], what+" max-steps", 1)
+	a.agent.MaxSteps = l.budget(f["max-steps"], what+" max-steps")
 	a.agent.Prompt = l.prompt(a, f["prompt"])
 	if tn := f["tools"]; tn != nil {
 		if tn.kind != mapNode {
