@@ -241,10 +241,20 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 	switch t := n.(type) {
 	case *ast.MappingNode:
 		out := at(mapNode)
+		seen := make(map[string]*node, len(t.Values))
 		for _, mv := range t.Values {
 			if err := c.addEntry(out, mv); err != nil {
 				return nil, err
 			}
+			// The parser finds keys written twice; a key is also the
+			// same as another when it reaches JSON the same (an alias of
+			// the other's text, 1.0 and 1.00), and the JSON sent would
+			// hold both while a schema check saw only the last.
+			k := out.keys[len(out.keys)-1]
+			if first, dup := seen[k.value.(string)]; dup {
+				return nil, &posError{line: k.line, col: k.col, msg: fmt.Sprintf("key %s appears twice in the same mapping (first at line %d, column %d)", strconv.Quote(k.value.(string)), first.line, first.col)}
+			}
+			seen[k.value.(string)] = k
 		}
 		if len(out.keys) > 0 && !t.IsFlowStyle {
 			out.line, out.col = out.keys[0].line, out.keys[0].col
@@ -407,7 +417,11 @@ func (c *converter) addEntry(out *node, mv *ast.MappingValueNode) error {
 	if k.kind != scalarNode {
 		return &posError{line: k.line, col: k.col, msg: "a mapping key must be a plain scalar"}
 	}
-	k.value = scalarString(k)
+	// A key of its own: an aliased key is the anchored node, which must
+	// keep its value (a number stays a number where the anchor is) and
+	// whose position is the anchor's, not this key's.
+	line, col := tokPos(mv.Key.GetToken())
+	k = &node{kind: scalarNode, line: line, col: col, value: scalarString(k)}
 	v, err := c.convert(mv.Value)
 	if err != nil {
 		return err
