@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -115,6 +116,9 @@ type posError struct {
 func parseYAML(src []byte) (*node, error) {
 	// A byte order mark, as some editors write, is not part of the first key.
 	src = bytes.TrimPrefix(src, []byte("\ufeff"))
+	if pe := checkText(src); pe != nil {
+		return nil, pe
+	}
 	if pe := prescan(src); pe != nil {
 		return nil, pe
 	}
@@ -161,6 +165,38 @@ func parseYAML(src []byte) (*node, error) {
 			msg: fmt.Sprintf("aliases expand this file to more than %d values; a scenario is never that large", maxExpanded)}
 	}
 	return root, nil
+}
+
+// checkText refuses what YAML does not allow in a file, which the parser
+// would otherwise pass on changed or raw: bytes that are not UTF-8 (it
+// replaces them with U+FFFD, so what a provider got would not be what the
+// file says), and control characters written raw (NUL, ESC, DEL, C1
+// controls; tab, line feed and carriage return are text), which YAML writes
+// only as escapes in double-quoted strings.
+func checkText(src []byte) *posError {
+	line, bol := 1, 0
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '\n' || (c == '\r' && (i+1 == len(src) || src[i+1] != '\n')):
+			line, bol = line+1, i+1
+			i++
+			continue
+		case c == '\t' || c == '\r' || (c >= 0x20 && c < 0x7f):
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		col := utf8.RuneCount(src[bol:i]) + 1
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return &posError{line: line, col: col, msg: fmt.Sprintf("the byte 0x%02x is not UTF-8 text; a scenario file is UTF-8", c)}
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0 && r != 0x85):
+			return &posError{line: line, col: col, msg: fmt.Sprintf("a raw control character, %U; YAML writes one only as an escape in a double-quoted string, such as \"\\x%02x\"", r, r)}
+		}
+		i += size
+	}
+	return nil
 }
 
 // maxExpanded bounds the values a file may expand to through aliases, so
