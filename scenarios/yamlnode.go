@@ -160,11 +160,56 @@ func parseYAML(src []byte) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.firstAlias != nil && expandedSize(root, map[*node]int{}) > maxExpanded {
-		return nil, &posError{line: c.firstAlias.line, col: c.firstAlias.col,
-			msg: fmt.Sprintf("aliases expand this file to more than %d values; a scenario is never that large", maxExpanded)}
+	if c.firstAlias != nil {
+		switch e := expandedSize(root, map[*node]expansion{}); {
+		case e.values > maxExpanded:
+			return nil, &posError{line: c.firstAlias.line, col: c.firstAlias.col,
+				msg: fmt.Sprintf("aliases expand this file to more than %d values; a scenario is never that large", maxExpanded)}
+		case e.bytes > maxExpandedBytes:
+			return nil, &posError{line: c.firstAlias.line, col: c.firstAlias.col,
+				msg: fmt.Sprintf("aliases expand this file to more than %d bytes (%d MiB) of text; a scenario is never that large", maxExpandedBytes, maxExpandedBytes>>20)}
+		}
 	}
 	return root, nil
+}
+
+// maxExpanded bounds the values a file may expand to through aliases, so
+// that a few lines of anchors cannot make the loader build an exponential
+// tree (a "billion laughs"); maxExpandedBytes bounds the text they expand
+// to, so that a long string aliased many times (3 MB, 50,000 times: 150 GB
+// of JSON to send) cannot either.
+const (
+	maxExpanded      = 200_000
+	maxExpandedBytes = 64 << 20
+)
+
+// expansion is the size of a tree with every alias expanded: its values,
+// and the bytes of its strings and keys.
+type expansion struct{ values, bytes int }
+
+// expandedSize measures the tree with every alias expanded, stopping early
+// once it passes maxExpanded values or maxExpandedBytes bytes.
+func expandedSize(n *node, memo map[*node]expansion) expansion {
+	if e, ok := memo[n]; ok {
+		return e
+	}
+	e := expansion{values: 1}
+	if s, ok := n.value.(string); ok {
+		e.bytes = len(s)
+	}
+	for _, list := range [][]*node{n.keys, n.vals, n.items} {
+		for _, c := range list {
+			x := expandedSize(c, memo)
+			e.values += x.values
+			e.bytes += x.bytes
+			if e.values > maxExpanded || e.bytes > maxExpandedBytes {
+				break
+			}
+		}
+	}
+	e.values, e.bytes = min(e.values, maxExpanded+1), min(e.bytes, maxExpandedBytes+1)
+	memo[n] = e
+	return e
 }
 
 // checkText refuses what YAML does not allow in a file, which the parser
@@ -197,38 +242,6 @@ func checkText(src []byte) *posError {
 		i += size
 	}
 	return nil
-}
-
-// maxExpanded bounds the values a file may expand to through aliases, so
-// that a few lines of anchors cannot make the loader build an exponential
-// tree (a "billion laughs").
-const maxExpanded = 200_000
-
-// expandedSize counts the values of the tree with every alias expanded,
-// stopping early once it passes maxExpanded.
-func expandedSize(n *node, memo map[*node]int) int {
-	if s, ok := memo[n]; ok {
-		return s
-	}
-	s := 1
-	for _, k := range n.keys {
-		s += expandedSize(k, memo)
-	}
-	for _, v := range n.vals {
-		s += expandedSize(v, memo)
-		if s > maxExpanded {
-			break
-		}
-	}
-	for _, it := range n.items {
-		s += expandedSize(it, memo)
-		if s > maxExpanded {
-			break
-		}
-	}
-	s = min(s, maxExpanded+1)
-	memo[n] = s
-	return s
 }
 
 // syntaxMessage rewrites the parser's messages where they can say more.
