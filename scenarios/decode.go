@@ -6,8 +6,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/internal/didyoumean"
 )
 
@@ -33,9 +35,33 @@ func (e *LoadError) Error() string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%s:%d:%d: %s", e.File, p.Line, p.Col, p.Message)
+		fmt.Fprintf(&b, "%s:%d:%d: %s", trace.EscapeControls(e.File), p.Line, p.Col, shown(p.Message))
 	}
 	return b.String()
+}
+
+// maxMessage bounds a problem's message as Error renders it, in bytes.
+const maxMessage = 1024
+
+// shown is a problem's message as it reaches a terminal: whatever of the
+// file it quotes (a name, a key, a schema library's words about a pattern)
+// with every character that is not printable text escaped, so that no
+// file can paint the terminal or start a line of its own; and a message
+// past maxMessage cut to its start and its end (which says what to do), so
+// that a megabyte key is not a megabyte of error.
+func shown(msg string) string {
+	msg = trace.EscapeControls(msg)
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	head, tail := msg[:maxMessage*2/3], msg[len(msg)-maxMessage/3:]
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	for !utf8.ValidString(tail) {
+		tail = tail[1:]
+	}
+	return fmt.Sprintf("%s … (%d bytes not shown) … %s", head, len(msg)-len(head)-len(tail), tail)
 }
 
 // decoder reads nodes, collecting problems instead of stopping at the first,
@@ -155,6 +181,23 @@ func (d *decoder) integer(n *node, what string, minimum int) int {
 		return 0
 	}
 	return int(v)
+}
+
+// maxBudget bounds a step or attempt budget (max-steps, max-iterations,
+// max-attempts). The runtime's default is 24 steps and a built-in needs a
+// dozen; a budget of a billion asks for a run without end, which the
+// simulator would stop only after a million scheduling steps and
+// gigabytes of trace.
+const maxBudget = 10_000
+
+// budget reads a step or attempt budget: an integer from 1 to maxBudget.
+func (d *decoder) budget(n *node, what string) int {
+	v := d.integer(n, what, 1)
+	if v > maxBudget {
+		d.errorf(n, "%s is %d, more than %d; no scenario needs that many (a run's default is %d steps), and a run that took them would cost without bound", what, v, maxBudget, core.DefaultMaxSteps)
+		return 0
+	}
+	return v
 }
 
 func (d *decoder) probability(n *node, what string) float64 {

@@ -146,7 +146,7 @@ func (l *loader) agent(a *agentDecl, n *node) {
 	what := "agent " + strconv.Quote(a.id)
 	f := l.fields(n, what, agentKeys...)
 	a.agent.Description = l.str(f["description"], what+" description")
-	a.agent.MaxSteps = l.integer(f["max-steps"], what+" max-steps", 1)
+	a.agent.MaxSteps = l.budget(f["max-steps"], what+" max-steps")
 	a.agent.Prompt = l.prompt(a, f["prompt"])
 	if tn := f["tools"]; tn != nil {
 		if tn.kind != mapNode {
@@ -200,15 +200,11 @@ func (l *loader) prompt(a *agentDecl, n *node) core.Prompt {
 // them, in one string (the value itself for a template that is one field)
 // without executing it. Any other template or input executes the template.
 func renderer(tmpl *template.Template) func(input any) (string, error) {
-	execute := func(input any) (string, error) {
-		// A Builder's String is the bytes it wrote, not a copy.
-		var b strings.Builder
-		if err := tmpl.Execute(&b, input); err != nil {
-			return "", err
-		}
-		return b.String(), nil
-	}
 	parts, ok := plainFields(tmpl)
+	// Executions are bounded (plainFields reads the tree as written, so
+	// it goes first).
+	boundTemplate(tmpl)
+	execute := func(input any) (string, error) { return executeBounded(tmpl, input) }
 	if !ok {
 		return execute
 	}

@@ -32,9 +32,9 @@ func (l *loader) platformSection(n *node) *Platform {
 	if sn := f["sweepers"]; sn != nil {
 		o.NoSweepers = !l.boolean(sn, "platform sweepers")
 	}
-	o.MaxIterations = l.integer(f["max-iterations"], "platform max-iterations", 1)
+	o.MaxIterations = l.budget(f["max-iterations"], "platform max-iterations")
 	o.MaxDelegationDepth = l.integer(f["max-delegation-depth"], "platform max-delegation-depth", 1)
-	o.TaskMaxAttempts = l.integer(f["task-max-attempts"], "platform task-max-attempts", 1)
+	o.TaskMaxAttempts = l.budget(f["task-max-attempts"], "platform task-max-attempts")
 	o.MaxRunningTasks = l.integer(f["max-running-tasks"], "platform max-running-tasks", 1)
 	o.Skills = l.strs(f["skills"], "platform skills")
 	// The platform's limits, TTLs, grace periods and cadences: each a
@@ -65,7 +65,7 @@ func (l *loader) platformSection(n *node) *Platform {
 		}
 	}
 	if sn := f["store"]; sn != nil {
-		b, err := store.ParseBackend(l.str(sn, "platform store"))
+		b, err := store.ParseFileBackend(l.str(sn, "platform store"))
 		switch {
 		case err != nil:
 			l.errorf(sn, "platform %v", err)
@@ -118,7 +118,7 @@ func (l *loader) platformSection(n *node) *Platform {
 		tf := l.fields(it, what, taskKeys...)
 		t := Task{Name: l.str(tf["name"], what+" name"), Session: session(tf["session"], what+" session"),
 			Prompt: l.str(tf["prompt"], what+" prompt"), Title: l.str(tf["title"], what+" title"),
-			Agent: l.agentRef(tf["agent"], what+" agent"), MaxAttempts: l.integer(tf["max-attempts"], what+" max-attempts", 1)}
+			Agent: l.agentRef(tf["agent"], what+" agent"), MaxAttempts: l.budget(tf["max-attempts"], what+" max-attempts")}
 		if tf["name"] == nil {
 			l.errorf(it, "%s is missing key \"name\": tasks are named so that parents and expectations can refer to them", what)
 		} else if tasks[t.Name] {
@@ -270,7 +270,7 @@ func (l *loader) platformSession(n *node, what string) Session {
 	}
 	s.ExcludedTools = l.strs(f["excluded-tools"], what+" excluded-tools")
 	s.AllowedTools = l.strs(f["allowed-tools"], what+" allowed-tools")
-	s.MaxIterations = l.integer(f["max-iterations"], what+" max-iterations", 1)
+	s.MaxIterations = l.budget(f["max-iterations"], what+" max-iterations")
 	if sn := f["send"]; sn != nil {
 		if sn.kind == scalarNode {
 			s.Send = []string{l.str(sn, what+" send")}

@@ -243,7 +243,7 @@ func (l *loader) options(n *node) Options {
 	return Options{
 		MaxConcurrent:  l.integer(f["max-concurrent"], "options max-concurrent", 1),
 		MaxOutstanding: l.integer(f["max-outstanding"], "options max-outstanding", 1),
-		MaxSteps:       l.integer(f["max-steps"], "options max-steps", 1),
+		MaxSteps:       l.budget(f["max-steps"], "options max-steps"),
 		Settle:         l.boolean(f["settle"], "options settle"),
 		Resolution:     l.duration(f["resolution"], "options resolution"),
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sebdah/goldie/v2"
 
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
 
@@ -51,6 +52,14 @@ func TestBadScenarioFilesFailWithTheirMessages(t *testing.T) {
 				m := problemLine.FindStringSubmatch(line)
 				if m == nil || m[1] != filepath.ToSlash(path) {
 					t.Errorf("a problem line does not read %s:LINE:COLUMN: MESSAGE: %q", path, line)
+				}
+				// What a file holds reaches the terminal escaped, and a
+				// huge value in it does not make a huge message.
+				if trace.Escape(line) != line {
+					t.Errorf("a problem line holds a raw control character: %q", line)
+				}
+				if len(line) > 2048 {
+					t.Errorf("a problem line is %d bytes long; a message shows a huge value's start and end", len(line))
 				}
 			}
 			g.Assert(t, name, []byte(err.Error()+"\n"))

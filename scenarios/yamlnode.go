@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -115,6 +116,9 @@ type posError struct {
 func parseYAML(src []byte) (*node, error) {
 	// A byte order mark, as some editors write, is not part of the first key.
 	src = bytes.TrimPrefix(src, []byte("\ufeff"))
+	if pe := checkText(src); pe != nil {
+		return nil, pe
+	}
 	if pe := prescan(src); pe != nil {
 		return nil, pe
 	}
@@ -156,43 +160,88 @@ func parseYAML(src []byte) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.firstAlias != nil && expandedSize(root, map[*node]int{}) > maxExpanded {
-		return nil, &posError{line: c.firstAlias.line, col: c.firstAlias.col,
-			msg: fmt.Sprintf("aliases expand this file to more than %d values; a scenario is never that large", maxExpanded)}
+	if c.firstAlias != nil {
+		switch e := expandedSize(root, map[*node]expansion{}); {
+		case e.values > maxExpanded:
+			return nil, &posError{line: c.firstAlias.line, col: c.firstAlias.col,
+				msg: fmt.Sprintf("aliases expand this file to more than %d values; a scenario is never that large", maxExpanded)}
+		case e.bytes > maxExpandedBytes:
+			return nil, &posError{line: c.firstAlias.line, col: c.firstAlias.col,
+				msg: fmt.Sprintf("aliases expand this file to more than %d bytes (%d MiB) of text; a scenario is never that large", maxExpandedBytes, maxExpandedBytes>>20)}
+		}
 	}
 	return root, nil
 }
 
 // maxExpanded bounds the values a file may expand to through aliases, so
 // that a few lines of anchors cannot make the loader build an exponential
-// tree (a "billion laughs").
-const maxExpanded = 200_000
+// tree (a "billion laughs"); maxExpandedBytes bounds the text they expand
+// to, so that a long string aliased many times (3 MB, 50,000 times: 150 GB
+// of JSON to send) cannot either.
+const (
+	maxExpanded      = 200_000
+	maxExpandedBytes = 64 << 20
+)
 
-// expandedSize counts the values of the tree with every alias expanded,
-// stopping early once it passes maxExpanded.
-func expandedSize(n *node, memo map[*node]int) int {
-	if s, ok := memo[n]; ok {
-		return s
+// expansion is the size of a tree with every alias expanded: its values,
+// and the bytes of its strings and keys.
+type expansion struct{ values, bytes int }
+
+// expandedSize measures the tree with every alias expanded, stopping early
+// once it passes maxExpanded values or maxExpandedBytes bytes.
+func expandedSize(n *node, memo map[*node]expansion) expansion {
+	if e, ok := memo[n]; ok {
+		return e
 	}
-	s := 1
-	for _, k := range n.keys {
-		s += expandedSize(k, memo)
+	e := expansion{values: 1}
+	if s, ok := n.value.(string); ok {
+		e.bytes = len(s)
 	}
-	for _, v := range n.vals {
-		s += expandedSize(v, memo)
-		if s > maxExpanded {
-			break
+	for _, list := range [][]*node{n.keys, n.vals, n.items} {
+		for _, c := range list {
+			x := expandedSize(c, memo)
+			e.values += x.values
+			e.bytes += x.bytes
+			if e.values > maxExpanded || e.bytes > maxExpandedBytes {
+				break
+			}
 		}
 	}
-	for _, it := range n.items {
-		s += expandedSize(it, memo)
-		if s > maxExpanded {
-			break
+	e.values, e.bytes = min(e.values, maxExpanded+1), min(e.bytes, maxExpandedBytes+1)
+	memo[n] = e
+	return e
+}
+
+// checkText refuses what YAML does not allow in a file, which the parser
+// would otherwise pass on changed or raw: bytes that are not UTF-8 (it
+// replaces them with U+FFFD, so what a provider got would not be what the
+// file says), and control characters written raw (NUL, ESC, DEL, C1
+// controls; tab, line feed and carriage return are text), which YAML writes
+// only as escapes in double-quoted strings.
+func checkText(src []byte) *posError {
+	line, bol := 1, 0
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '\n' || (c == '\r' && (i+1 == len(src) || src[i+1] != '\n')):
+			line, bol = line+1, i+1
+			i++
+			continue
+		case c == '\t' || c == '\r' || (c >= 0x20 && c < 0x7f):
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRune(src[i:])
+		col := utf8.RuneCount(src[bol:i]) + 1
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return &posError{line: line, col: col, msg: fmt.Sprintf("the byte 0x%02x is not UTF-8 text; a scenario file is UTF-8", c)}
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0 && r != 0x85):
+			return &posError{line: line, col: col, msg: fmt.Sprintf("a raw control character, %U; YAML writes one only as an escape in a double-quoted string, such as \"\\x%02x\"", r, r)}
+		}
+		i += size
 	}
-	s = min(s, maxExpanded+1)
-	memo[n] = s
-	return s
+	return nil
 }
 
 // syntaxMessage rewrites the parser's messages where they can say more.
@@ -241,10 +290,20 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 	switch t := n.(type) {
 	case *ast.MappingNode:
 		out := at(mapNode)
+		seen := make(map[string]*node, len(t.Values))
 		for _, mv := range t.Values {
 			if err := c.addEntry(out, mv); err != nil {
 				return nil, err
 			}
+			// The parser finds keys written twice; a key is also the
+			// same as another when it reaches JSON the same (an alias of
+			// the other's text, 1.0 and 1.00), and the JSON sent would
+			// hold both while a schema check saw only the last.
+			k := out.keys[len(out.keys)-1]
+			if first, dup := seen[k.value.(string)]; dup {
+				return nil, &posError{line: k.line, col: k.col, msg: fmt.Sprintf("key %s appears twice in the same mapping (first at line %d, column %d)", strconv.Quote(k.value.(string)), first.line, first.col)}
+			}
+			seen[k.value.(string)] = k
 		}
 		if len(out.keys) > 0 && !t.IsFlowStyle {
 			out.line, out.col = out.keys[0].line, out.keys[0].col
@@ -334,14 +393,65 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.Start != nil && t.Start.Value == "!!str" && v.kind == scalarNode {
+		tag := ""
+		if t.Start != nil {
+			tag = t.Start.Value
+		}
+		if tag == "!!str" && v.kind == scalarNode {
 			v.value = scalarString(v)
+			return v, nil
+		}
+		if !tagFits(tag, v) {
+			return nil, tagProblem(line, col, tag, v)
 		}
 		return v, nil
 	case *ast.CommentGroupNode:
 		return at(scalarNode), nil
 	}
 	return nil, &posError{line: line, col: col, msg: fmt.Sprintf("unsupported YAML construct %s", n.Type())}
+}
+
+// jsonTags are the YAML tags of JSON's values, the only ones a scenario
+// file may carry, each with the kind of value it fits.
+var jsonTags = map[string]func(*node) bool{
+	"!!str":   func(n *node) bool { return n.kind == scalarNode },
+	"!!map":   func(n *node) bool { return n.kind == mapNode },
+	"!!seq":   func(n *node) bool { return n.kind == seqNode },
+	"!!int":   func(n *node) bool { _, ok := n.value.(int64); return ok && n.kind == scalarNode },
+	"!!float": func(n *node) bool { return n.kind == scalarNode && isNumber(n.value) },
+	"!!bool":  func(n *node) bool { _, ok := n.value.(bool); return ok && n.kind == scalarNode },
+	"!!null":  func(n *node) bool { return n.kind == scalarNode && n.value == nil },
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
+}
+
+// tagFits reports whether a tag is one of JSON's and fits its value. Any
+// other tag (!!binary, !!timestamp, !!set, a language's !!python/object, an
+// application's !env) means something to some loader that this one would
+// silently read as plain text, so it is an error, not ignored.
+func tagFits(tag string, v *node) bool {
+	fits, ok := jsonTags[tag]
+	return ok && fits(v)
+}
+
+func tagProblem(line, col int, tag string, v *node) *posError {
+	if _, ok := jsonTags[tag]; ok {
+		return &posError{line: line, col: col, msg: fmt.Sprintf("the tag %s does not fit %s; leave the tag out and write the value as what it is", tag, v.describe())}
+	}
+	return &posError{line: line, col: col, msg: fmt.Sprintf("the tag %s is not supported in scenario files: everything in one is JSON, and crux-sim expands nothing; write the value without a tag (or with !!str to make it a string)", quoteInner(tag))}
+}
+
+// quoteInner escapes what is not printable text, as %q does, without the
+// quotes.
+func quoteInner(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 func (c *converter) addEntry(out *node, mv *ast.MappingValueNode) error {
@@ -356,7 +466,11 @@ func (c *converter) addEntry(out *node, mv *ast.MappingValueNode) error {
 	if k.kind != scalarNode {
 		return &posError{line: k.line, col: k.col, msg: "a mapping key must be a plain scalar"}
 	}
-	k.value = scalarString(k)
+	// A key of its own: an aliased key is the anchored node, which must
+	// keep its value (a number stays a number where the anchor is) and
+	// whose position is the anchor's, not this key's.
+	line, col := tokPos(mv.Key.GetToken())
+	k = &node{kind: scalarNode, line: line, col: col, value: scalarString(k)}
 	v, err := c.convert(mv.Value)
 	if err != nil {
 		return err

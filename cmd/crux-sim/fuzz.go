@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,14 +11,18 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/crux-sim/crux-sim/core"
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/harness/htmlreport"
 	"github.com/crux-sim/crux-sim/internal/inputfile"
@@ -342,7 +348,7 @@ func (r failureReporter) report(f *harness.CampaignFailure, stage string) (repor
 }
 
 func (r failureReporter) write(out io.Writer, f *harness.CampaignFailure, stage string, ff *fuzzFailure) error {
-	fmt.Fprintf(out, "FAIL %s seed %d: %s\n", f.Scenario, f.Seed, f.Signature)
+	fmt.Fprintf(out, "FAIL %s seed %d: %s\n", trace.Escape(f.Scenario), f.Seed, trace.Escape(f.Signature))
 	if msg := firstMessage(f.Shrunk); msg != "" {
 		fmt.Fprintf(out, "  %s\n", msg)
 	}
@@ -413,16 +419,42 @@ func firstMessage(o *harness.Outcome) string {
 	return ""
 }
 
+// maxArtifactName bounds the part of an artifact's file name that comes
+// from the scenario's name, in bytes: well under any file system's limit
+// on a name, with room for the seed and the extension.
+const maxArtifactName = 100
+
+// safeName makes a scenario's name, which its file chose, part of a file
+// name: every character but letters, digits, '-', '_' and '.' (a slash, a
+// NUL, an escape, a space, a bidi control) becomes '_', so that the name
+// can neither leave the directory nor fail to be created; and a name past
+// maxArtifactName is cut there, with a digest of the whole name after it so
+// that two long names do not overwrite each other's artifacts.
 func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == ' ' || r == ':' {
-			return '_'
+	name := strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.' {
+			return r
 		}
-		return r
+		return '_'
 	}, s)
+	if len(name) > maxArtifactName {
+		sum := sha256.Sum256([]byte(s))
+		cut := maxArtifactName
+		for !utf8.ValidString(name[:cut]) {
+			cut--
+		}
+		name = name[:cut] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return name
 }
 
 func shellQuote(s string) string {
+	if trace.Escape(s) != s {
+		// A control character or a bidi control, which must not reach the
+		// terminal raw: bash's $'...' reads Go's escapes back.
+		q := strconv.Quote(s)
+		return "$'" + strings.ReplaceAll(q[1:len(q)-1], "'", `\'`) + "'"
+	}
 	if s != "" && !strings.ContainsAny(s, " \t'\"$`\\!*?[]{}()<>|&;#~") {
 		return s
 	}
@@ -531,7 +563,7 @@ func mergeSummaries(out io.Writer, files []string) error {
 	}
 	total.Failures = mergeFailures(total.Failures)
 	for _, f := range total.Failures {
-		fmt.Fprintf(out, "FAIL %s seed %d: %s\n  reproduce: %s\n", f.Scenario, f.Seed, f.Signature, f.Reproduce)
+		fmt.Fprintf(out, "FAIL %s seed %d: %s\n  reproduce: %s\n", trace.Escape(f.Scenario), f.Seed, trace.Escape(f.Signature), f.Reproduce)
 		io.WriteString(out, f.alsoLine())
 		if f.Schedule != "" {
 			fmt.Fprintf(out, "  replay:    crux-sim run --replay %s\n", shellQuote(f.Schedule))

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/harness"
 	"github.com/crux-sim/crux-sim/internal/buildinfo"
 	"github.com/crux-sim/crux-sim/scenarios"
@@ -69,14 +71,26 @@ func MainWithInput(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 				if errors.As(p, &le) {
 					fmt.Fprintln(stderr, le)
 				} else {
-					fmt.Fprintln(stderr, "crux-sim:", p)
+					fmt.Fprintln(stderr, "crux-sim:", shownError(p))
 				}
 			}
 			return exitBadUsage
 		}
-		fmt.Fprintln(stderr, "crux-sim:", err)
+		fmt.Fprintln(stderr, "crux-sim:", shownError(err))
 		return exitBadUsage
 	}
+}
+
+// shownError is an error as it reaches the terminal: what it quotes of the
+// command line or of a file (a path, a name) with every control character
+// escaped, line by line, so that no input can paint the terminal. (A
+// *scenarios.LoadError escapes its own problems.)
+func shownError(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = trace.EscapeControls(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // The limits --max-file-size replaces, restored for every command (the

@@ -241,6 +241,33 @@ func Escape(s string) string {
 	return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
 }
 
+// EscapeControls is Escape for error messages: it writes each character of
+// s that is not printable text (a control character, ESC, a bidi control, a
+// line break or separator, invalid UTF-8) as its Go escape, and leaves the
+// rest, backslashes too, as they are. Messages quote the values they name
+// with %q already, and a library's words about a value (a regexp's about a
+// pattern) should read quoted once, not twice.
+func EscapeControls(s string) string {
+	if printable(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == ' ' || strconv.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 // escapeJSON rewrites, in compact JSON, every character that is not
 // printable as a \u escape: the same JSON value, safe on a terminal. (A
 // compact document has no raw control characters below 0x20; DEL, C1

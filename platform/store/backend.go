@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Backend is a kind of store that a simulated run opens fresh and removes
@@ -40,6 +44,72 @@ func ParseBackend(spec string) (Backend, error) {
 	default:
 		return Backend{}, fmt.Errorf("store %q: want memory, postgres (a server from the PG* environment variables) or a postgres:// URL", RedactDSN(s))
 	}
+}
+
+// fileURLKeys are the parameters a store URL that a file names may set:
+// where the server is and how to reach it. The driver's others name files
+// it reads when it parses the URL (sslrootcert, sslcert, sslkey, passfile,
+// servicefile, service), which a file must never make the tool open; they
+// belong in the PG* environment or on the command line.
+var fileURLKeys = []string{"host", "port", "dbname", "user", "password", "sslmode", "ssl", "sslsni",
+	"connect_timeout", "application_name", "target_session_attrs", "channel_binding", "require_auth"}
+
+// notAllowedKey finds the key in the driver's refusal of a key outside
+// fileURLKeys.
+var notAllowedKey = regexp.MustCompile(`connection string key "([^"]*)" is not in ConnStringAllowedKeys`)
+
+// ParseFileBackend is ParseBackend for a store that a file names (a
+// scenario's platform.store): a postgres:// URL may set only where the
+// server is and how to reach it, never a parameter that names a file for
+// the driver to read, nor a Unix socket path as its host. The driver
+// refuses the other parameters before it touches the file system.
+func ParseFileBackend(spec string) (Backend, error) {
+	s := strings.TrimSpace(spec)
+	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
+		return ParseBackend(s)
+	}
+	parse := func(keys []string) (*pgx.ConnConfig, error) {
+		return pgx.ParseConfigWithOptions(s, pgx.ParseConfigOptions{ParseConfigOptions: pgconn.ParseConfigOptions{ConnStringAllowedKeys: keys}})
+	}
+	cfg, err := parse(fileURLKeys)
+	if err != nil {
+		// The driver names one refused key, whichever its map gives first;
+		// the message names every key of the query that is not allowed, so
+		// that a file always gets the same one. (Never parse again with a
+		// refused key allowed: that would read the file it names.)
+		if m := notAllowedKey.FindStringSubmatch(err.Error()); m != nil {
+			refused := []string{m[1]}
+			if _, q, ok := strings.Cut(s, "?"); ok {
+				for _, kv := range strings.Split(q, "&") {
+					k, _, _ := strings.Cut(kv, "=")
+					if k != "" && k != "database" && !slices.Contains(fileURLKeys, k) && !slices.Contains(refused, k) {
+						refused = append(refused, k)
+					}
+				}
+			}
+			slices.Sort(refused)
+			for i, k := range refused {
+				refused[i] = strconv.Quote(k)
+			}
+			return Backend{}, fmt.Errorf("store: the URL sets %s, which a file's store URL may not: it sets only %s, never a file for the driver to read (give the rest in the PG* environment, or with crux-sim run --store)", strings.Join(refused, ", "), strings.Join(fileURLKeys, ", "))
+		}
+		return Backend{}, fmt.Errorf("store %s: %w", RedactDSN(s), err)
+	}
+	hosts := []string{cfg.Host}
+	for _, fb := range cfg.Fallbacks {
+		hosts = append(hosts, fb.Host)
+	}
+	for _, h := range hosts {
+		if !strings.HasPrefix(h, "/") {
+			continue
+		}
+		// A socket directory the driver found by default, or the
+		// environment named, is not the file's doing; one the URL names is.
+		if _, err := parse(slices.DeleteFunc(slices.Clone(fileURLKeys), func(k string) bool { return k == "host" })); err != nil {
+			return Backend{}, fmt.Errorf("store: the URL's host %q is a path, a Unix socket; a file's store URL names a server by host name or address (give a socket in PGHOST, or with crux-sim run --store)", h)
+		}
+	}
+	return Backend{kind: "postgres", dsn: s}, nil
 }
 
 // IsZero reports whether b names no store.
