@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -21,6 +22,10 @@ import (
 type Backend struct {
 	kind string // "", "memory" or "postgres"
 	dsn  string
+	// ownPassword says that the server, named by a file, gets no password
+	// but the URL's own: none from PGPASSWORD or a password file
+	// (PostgresOptions.OwnPasswordOnly).
+	ownPassword bool
 }
 
 // ParseBackend reads a backend as a user names it: "" (none: the
@@ -109,7 +114,24 @@ func ParseFileBackend(spec string) (Backend, error) {
 			return Backend{}, fmt.Errorf("store: the URL's host %q is a path, a Unix socket; a file's store URL names a server by host name or address (give a socket in PGHOST, or with crux-sim run --store)", h)
 		}
 	}
-	return Backend{kind: "postgres", dsn: s}, nil
+	// The user's credentials (PGPASSWORD, ~/.pgpass) go only to a server
+	// on this machine: a file that names another host would otherwise
+	// have the driver send them there.
+	own := false
+	for _, h := range hosts {
+		own = own || !loopback(h)
+	}
+	return Backend{kind: "postgres", dsn: s, ownPassword: own}, nil
+}
+
+// loopback reports whether host is this machine by its name or address
+// (not by what a name resolves to, which the network decides).
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // IsZero reports whether b names no store.
@@ -140,6 +162,11 @@ func (b Backend) String() string {
 	return RedactDSN(b.dsn)
 }
 
+// postgresOptions are the options Open connects to b's server with.
+func (b Backend) postgresOptions() PostgresOptions {
+	return PostgresOptions{Fresh: true, MaxConns: 2, OwnPasswordOnly: b.ownPassword}
+}
+
 // Open makes a fresh, empty store of this kind (the memory store when b
 // names none) and returns it with the function that removes it (for
 // PostgreSQL: drops its schema and closes its connections).
@@ -147,7 +174,7 @@ func (b Backend) Open(ctx context.Context) (Store, func() error, error) {
 	if !b.Postgres() {
 		return NewMemory(), func() error { return nil }, nil
 	}
-	s, err := OpenPostgres(ctx, b.dsn, PostgresOptions{Fresh: true, MaxConns: 2})
+	s, err := OpenPostgres(ctx, b.dsn, b.postgresOptions())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -68,6 +68,10 @@ type PostgresOptions struct {
 	MaxConns int
 	// Prefix is prepended to every table name (see SQLOptions).
 	Prefix string
+	// OwnPasswordOnly sends the server no password but the DSN's own:
+	// none from PGPASSWORD or a password file. For a DSN that a file
+	// named, whose server may not be the user's.
+	OwnPasswordOnly bool
 }
 
 // OpenPostgres connects to the PostgreSQL server at dsn (a postgres:// URL
@@ -76,9 +80,9 @@ type PostgresOptions struct {
 // schema migrated ([NewSQL]). Close the store to release its connections.
 // Errors never show the password.
 func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*SQL, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := postgresConfig(dsn, o)
 	if err != nil {
-		return nil, fmt.Errorf("store: PostgreSQL address %s: %w", RedactDSN(dsn), err)
+		return nil, err
 	}
 	where := fmt.Sprintf("PostgreSQL at %s:%d/%s as %s", cfg.Host, cfg.Port, cfg.Database, cfg.User)
 	schema := o.Schema
@@ -185,3 +189,21 @@ func RedactDSN(dsn string) string {
 
 // keywordPassword is the password of a key=value address, quoted or not.
 var keywordPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// postgresConfig reads dsn as the driver does, the PG* environment and
+// password file included, except that with o.OwnPasswordOnly the password
+// is the DSN's own or none.
+func postgresConfig(dsn string, o PostgresOptions) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: PostgreSQL address %s: %w", RedactDSN(dsn), err)
+	}
+	if o.OwnPasswordOnly {
+		own := ""
+		if u, err := url.Parse(dsn); err == nil && u.User != nil {
+			own, _ = u.User.Password()
+		}
+		cfg.Password = own // the one password every host of the DSN gets
+	}
+	return cfg, nil
+}
