@@ -122,9 +122,10 @@ func parseSchemaCached(raw []byte) (*core.Schema, error) {
 
 var schemaPrinter = message.NewPrinter(language.English)
 
-// memURL is the name core gives a schema it compiles; it means nothing to
-// the author of a scenario file.
-var memURL = regexp.MustCompile(`mem://schema/[0-9]+\.json`)
+// memURL is the name core gives a schema it compiles (mem:///schema.json),
+// and the start of what a reference resolves to against it; it means
+// nothing to the author of a scenario file, who sees the reference's path.
+var memURL = regexp.MustCompile(`mem:///schema\.json|mem://schema/[0-9]+\.json|mem://`)
 
 // schemaProblem finds the first concrete complaint of the JSON Schema
 // library and the node of the schema it is about.
