@@ -166,6 +166,9 @@ failures, artifacts, output) are those of --jobs 1.
 			if err != nil {
 				return err
 			}
+			if err := probeScenarioStores(backend, loaded); err != nil {
+				return err
+			}
 			opts := harness.CampaignOptions{Seeds: seeds, Start: start, Jobs: jobs, Budget: budget, Shard: shard,
 				Swarm: !noSwarm, Testing: core.Testing{Defects: defects}, CheckLogs: checkLogs, Store: backend, MaxFailures: campaignMaxFailures}
 			if err := opts.CheckSeeds(); err != nil {

@@ -198,6 +198,9 @@ func (f *scheduleFlags) resolve(args []string) (harness.Options, []*scenarios.Sc
 	if err == nil {
 		opts.Store, err = f.store.backend()
 	}
+	if err == nil {
+		err = probeScenarioStores(opts.Store, scs)
+	}
 	return opts, scs, sched, err
 }
 

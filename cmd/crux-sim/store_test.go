@@ -1,11 +1,14 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/crux-sim/crux-sim/internal/fixture"
 	"github.com/crux-sim/crux-sim/platform/store"
+	"github.com/crux-sim/crux-sim/scenarios"
 )
 
 // crux-sim run and fuzz --store run a platform scenario on a PostgreSQL
@@ -48,6 +51,35 @@ func TestTheStoreFlagRefusesAStoreItCannotUseAsBadUsageWithoutThePassword(t *tes
 			if !strings.Contains(stderr, tc.want) || strings.Contains(stdout+stderr, "s3cret") {
 				t.Errorf("%s --store %s: want %q on stderr and no password anywhere:\n%s%s", verb, tc.store, tc.want, stdout, stderr)
 			}
+		}
+	}
+}
+
+// A PostgreSQL server a scenario file names (platform.store) that cannot
+// be reached is bad input too (exit 2), told before anything runs and
+// naming the file, as --store's is, not a run whose every expectation
+// fails for want of a store.
+func TestAScenarioStoreThatCannotBeReachedIsBadInputNamingTheFile(t *testing.T) {
+	src, ok := scenarios.BuiltinSource("task-dag-crash")
+	if !ok {
+		t.Fatal("no built-in task-dag-crash")
+	}
+	withStore := strings.Replace(string(src), "\nplatform:\n", "\nplatform:\n  store: postgres://crux@127.0.0.1:1/db?sslmode=disable&connect_timeout=5\n", 1)
+	if withStore == string(src) {
+		t.Fatal("the built-in has no platform section to name a store in")
+	}
+	path := filepath.Join(t.TempDir(), "dag.yaml")
+	if err := os.WriteFile(path, []byte(withStore), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"run", "fuzz", "report"} {
+		args := []string{verb, path}
+		if verb == "report" {
+			args = append(args, "-o", filepath.Join(t.TempDir(), "r.html"))
+		}
+		code, stdout, stderr := cli(args...)
+		if code != 2 || !strings.Contains(stderr, path+": platform store postgres://crux@127.0.0.1:1/db") {
+			t.Errorf("%s of a scenario whose store cannot be reached exited %d, want 2 naming the file:\n%s%s", verb, code, stdout, stderr)
 		}
 	}
 }
