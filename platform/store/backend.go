@@ -20,13 +20,23 @@ import (
 // own. The zero Backend names no store: whoever holds it uses its
 // default (the memory store).
 type Backend struct {
-	kind string // "", "memory" or "postgres"
-	dsn  string
+	kind backendKind
 	// ownPassword says that the server, named by a file, gets no password
 	// but the URL's own: none from PGPASSWORD or a password file
 	// (PostgresOptions.OwnPasswordOnly).
 	ownPassword bool
+	dsn         string
 }
+
+// backendKind is the kind of a Backend, in a byte: a Backend is part of
+// every simulated run's options, whose size is counted.
+type backendKind uint8
+
+const (
+	noBackend backendKind = iota
+	memoryBackend
+	postgresBackend
+)
 
 // ParseBackend reads a backend as a user names it: "" (none: the
 // default); "memory"; "postgres",
@@ -38,14 +48,14 @@ func ParseBackend(spec string) (Backend, error) {
 	case s == "":
 		return Backend{}, nil
 	case s == "memory":
-		return Backend{kind: "memory"}, nil
+		return Backend{kind: memoryBackend}, nil
 	case s == "postgres" || s == "postgresql":
-		return Backend{kind: "postgres"}, nil
+		return Backend{kind: postgresBackend}, nil
 	case strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://"):
 		if _, err := pgx.ParseConfig(s); err != nil {
 			return Backend{}, fmt.Errorf("store %s: %w", RedactDSN(s), err)
 		}
-		return Backend{kind: "postgres", dsn: s}, nil
+		return Backend{kind: postgresBackend, dsn: s}, nil
 	default:
 		return Backend{}, fmt.Errorf("store %q: want memory, postgres (a server from the PG* environment variables) or a postgres:// URL", RedactDSN(s))
 	}
@@ -121,7 +131,7 @@ func ParseFileBackend(spec string) (Backend, error) {
 	for _, h := range hosts {
 		own = own || !loopback(h)
 	}
-	return Backend{kind: "postgres", dsn: s, ownPassword: own}, nil
+	return Backend{kind: postgresBackend, dsn: s, ownPassword: own}, nil
 }
 
 // loopback reports whether host is this machine by its name or address
@@ -138,7 +148,7 @@ func loopback(host string) bool {
 func (b Backend) IsZero() bool { return b == Backend{} }
 
 // Postgres reports whether b is a PostgreSQL server.
-func (b Backend) Postgres() bool { return b.kind == "postgres" }
+func (b Backend) Postgres() bool { return b.kind == postgresBackend }
 
 // HasPassword reports whether b's address carries a password, which does
 // not belong in a file that is shared or checked in.
