@@ -563,32 +563,27 @@ func writeStream(w http.ResponseWriter, id, model string, created int64, resp *c
 	// text: its content is null, as in the whole message, and its first
 	// call starts in that delta; otherwise the content starts empty and
 	// the text follows in pieces.
-	first := delta{Role: "assistant", Content: json.RawMessage(`""`)}
-	if text == "" && len(resp.ToolCalls) > 0 {
-		first.Content = json.RawMessage("null")
+	onlyCalls := text == "" && len(resp.ToolCalls) > 0
+	if !onlyCalls {
+		send(one(delta{Role: "assistant", Content: json.RawMessage(`""`)}, nil))
 	}
 	for _, piece := range pieces(text) {
-		if first.Role != "" {
-			send(one(first, nil))
-			first = delta{}
-		}
 		q, _ := json.Marshal(piece)
 		send(one(delta{Content: q}, nil))
 	}
 	for i, c := range resp.ToolCalls {
 		head := deltaToolCall{Index: i, ID: c.ID, Type: "function"}
 		head.Function.Name = c.Name
-		first.ToolCalls = []deltaToolCall{head}
-		send(one(first, nil))
-		first = delta{}
+		d := delta{ToolCalls: []deltaToolCall{head}}
+		if i == 0 && onlyCalls {
+			d.Role, d.Content = "assistant", json.RawMessage("null")
+		}
+		send(one(d, nil))
 		for _, piece := range pieces(c.Arguments) {
 			d := deltaToolCall{Index: i}
 			d.Function.Arguments = piece
 			send(one(delta{ToolCalls: []deltaToolCall{d}}, nil))
 		}
-	}
-	if first.Role != "" { // nothing was said or called
-		send(one(first, nil))
 	}
 	reason := finishReason(resp)
 	send(one(delta{}, &reason))
