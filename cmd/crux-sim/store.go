@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/crux-sim/crux-sim/core/trace"
 	"github.com/crux-sim/crux-sim/platform/store"
 	"github.com/crux-sim/crux-sim/scenarios"
 )
@@ -71,7 +70,7 @@ func probeScenarioStores(flag store.Backend, scs []*scenarios.Scenario) error {
 		b := sc.Platform.Store
 		tried[b.String()] = true
 		if err := probeStore(b); err != nil {
-			return usagef("%s: platform store %s: %v", trace.Escape(sc.Source), b, err)
+			return usagef("%s: platform store %s: %v", sc.Source, b, err)
 		}
 	}
 	return nil
